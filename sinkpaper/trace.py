@@ -1,0 +1,52 @@
+"""What one forward pass exposes to the analyses, the same way for our models and for any HF causal LM.
+
+A `Trace` is produced by `sinkpaper.models.SinkModel.trace(...)` and by `sinkpaper.lms.trace(...)`;
+`sinkpaper.metrics` only ever reads a `Trace`, so every metric works on every model.
+
+Conventions (1-based positions in the paper, 0-based indices here):
+- `attentions[l]` is [B, H, T, T] over the T real tokens: the attention probabilities for normalized
+  operators, or the paper's proxy |sim| / row-sum |sim| for operators without normalization (`proxy=True`,
+  reported as Sink*). Rows of masked-out keys are 0.
+- `sink_attention[l]` is [B, H, T]: the attention each query puts on a learnable sink token / KV bias that
+  sits at an extra position 0 (None when the model has none). With it, a row of `attentions` plus the
+  sink entry sums to 1 for normalized operators.
+- `visible` is [B or 1, T, T] bool: query t can see key j. It gives the metric's divisor (the number of
+  queries that see key j), so prefix-LM, sliding-window and intra-document masks are honoured.
+- `hidden_states` has L+1 entries [B, T, D]: the embedding output, then each block's output, before the
+  final norm (the paper's massive-activation measurement).
+- `queries`, `keys`, `values` (optional) are per layer [B, H, T, Dh]: queries and keys after RoPE (as the
+  attention scores see them), keys/values repeated to H heads for grouped-query attention.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class Trace:
+    attentions: list[torch.Tensor]
+    visible: torch.Tensor
+    hidden_states: list[torch.Tensor] = field(default_factory=list)
+    sink_attention: list[torch.Tensor] | None = None
+    queries: list[torch.Tensor] | None = None
+    keys: list[torch.Tensor] | None = None
+    values: list[torch.Tensor] | None = None
+    proxy: bool = False
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.attentions)
+
+    @property
+    def n_heads(self) -> int:
+        return self.attentions[0].shape[1]
+
+    @property
+    def seq_len(self) -> int:
+        return self.attentions[0].shape[-1]
+
+    def stacked_attentions(self) -> torch.Tensor:
+        """[B, L, H, T, T]"""
+        return torch.stack(self.attentions, dim=1)
