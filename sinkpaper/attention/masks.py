@@ -1,0 +1,75 @@
+"""Which query sees which key. Every mask is a bool tensor `visible[..., t, j]` (query t sees key j).
+
+The same masks drive the reference operators, the model, and the sink metric's divisor (alpha_k averages
+over the queries that actually see k), so a prefix-LM, sliding-window or intra-document model is measured
+the way it was trained.
+"""
+from __future__ import annotations
+
+import torch
+
+MASKS = ("causal", "prefix", "window", "document")
+
+
+def causal_mask(seq_len: int, device=None) -> torch.Tensor:
+    """[T, T]: query t sees keys 0..t."""
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+
+
+def prefix_lm_mask(seq_len: int, prefix_len: int, device=None) -> torch.Tensor:
+    """[T, T]: the first `prefix_len` positions see each other bidirectionally; the rest is causal."""
+    visible = causal_mask(seq_len, device)
+    p = min(prefix_len, seq_len)
+    visible[:p, :p] = True
+    return visible
+
+
+def sliding_window_mask(seq_len: int, window: int, device=None) -> torch.Tensor:
+    """[T, T]: query t sees its last `window` keys, itself included: keys t-window+1 .. t."""
+    pos = torch.arange(seq_len, device=device)
+    dist = pos[:, None] - pos[None, :]
+    return (dist >= 0) & (dist < window)
+
+
+def intra_document_mask(doc_ids: torch.Tensor) -> torch.Tensor:
+    """[B, T, T] from document ids [B, T]: causal within a document, nothing across documents."""
+    if doc_ids.dim() != 2:
+        raise ValueError(f"doc_ids must be [batch, T], got shape {tuple(doc_ids.shape)}")
+    same_doc = doc_ids[:, :, None] == doc_ids[:, None, :]
+    return same_doc & causal_mask(doc_ids.shape[1], doc_ids.device)
+
+
+def visible_mask(
+    seq_len: int,
+    *,
+    causal: bool = True,
+    window: int | None = None,
+    prefix: int | None = None,
+    doc_ids: torch.Tensor | None = None,
+    device=None,
+) -> torch.Tensor:
+    """Combine the masks the kernels accept (same argument names): returns [B or 1, T, T] bool.
+
+    `prefix` and `window` each replace plain causality on their part; `doc_ids` is intersected with the rest.
+    """
+    if window is not None and window < 1:
+        raise ValueError(f"window must be >= 1 key, got {window}")
+    if prefix is not None and prefix < 0:
+        raise ValueError(f"prefix must be >= 0 tokens, got {prefix}")
+    if window is not None and prefix is not None:
+        raise ValueError("window and prefix cannot be combined")
+    if prefix is not None:
+        visible = prefix_lm_mask(seq_len, prefix, device)
+    elif window is not None:
+        visible = sliding_window_mask(seq_len, window, device)
+    elif causal:
+        visible = causal_mask(seq_len, device)
+    else:
+        visible = torch.ones(seq_len, seq_len, dtype=torch.bool, device=device)
+    visible = visible[None]
+    if doc_ids is not None:
+        if doc_ids.shape[-1] != seq_len:
+            raise ValueError(f"doc_ids has length {doc_ids.shape[-1]}, expected {seq_len}")
+        same_doc = doc_ids[:, :, None] == doc_ids[:, None, :]
+        visible = visible & same_doc.to(visible.device)
+    return visible

@@ -1,0 +1,122 @@
+"""The model configuration: one validated dataclass; every variant of the paper is a field value.
+
+Defaults are the paper's "60M" LLaMA2-style model (Section 4): d=768, 10 layers, 8 heads, FFN 1536,
+RMSNorm pre-norm, RoPE, SwiGLU, MHA, no biases, untied embeddings.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..attention import KERNEL_Z, MASKS, OPERATIONS
+
+POS_ENCODINGS = ("rope", "nope", "absolute", "learnable", "relative", "alibi")
+NORMS = ("pre", "post")
+FFNS = ("swiglu", "geglu", "reglu", "relu", "gelu", "swish")
+HEAD_COMBINES = ("concat", "add")
+KERNEL_PHIS = ("identity", "elu", "mlp")
+SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v")
+FIXED_V = ("onehot", "uniform")
+BACKENDS = ("eager", "triton")
+
+_CHOICES = {
+    "pos_encoding": POS_ENCODINGS, "norm": NORMS, "ffn": FFNS, "head_combine": HEAD_COMBINES,
+    "attention": OPERATIONS, "kernel_phi": KERNEL_PHIS, "kernel_z": KERNEL_Z, "sink": SINKS,
+    "fixed_v": FIXED_V, "mask": MASKS, "backend": BACKENDS,
+}
+
+
+@dataclass
+class ModelConfig:
+    # sizes
+    vocab_size: int = 50432          # GPT-NeoX tokenizer, as in the paper
+    d_model: int = 768
+    n_layers: int = 10
+    n_heads: int = 8
+    head_dim: int | None = None      # None: d_model // n_heads
+    d_ff: int = 1536                 # FFN hidden size
+    max_seq_len: int = 2048          # longest sequence (learnable PE table size)
+    tie_embeddings: bool = False
+    init_std: float = 0.02
+    # positional encoding (Section 7.1)
+    pos_encoding: str = "rope"       # rope | nope | absolute (sinusoidal) | learnable | relative (T5) | alibi
+    rope_base: float = 10000.0
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
+    # block design (Section 7.1)
+    norm: str = "pre"                # RMSNorm placement: pre | post
+    norm_eps: float = 1e-5
+    ffn: str = "swiglu"              # swiglu | geglu | reglu (gated) | relu | gelu | swish
+    head_combine: str = "concat"     # concat: heads concatenated then W_O; add: each head has d_model-wide values, summed
+    # attention operation (Section 7.3)
+    attention: str = "softmax"       # softmax | softmax_p | sigmoid | elu | kernel | softpick
+    softmax_sum: float = 1.0         # softmax scaled so each row sums to alpha
+    p_norm: float = 1.0              # softmax_p: exp(s) / ||exp(s)||_p
+    attn_normalize: bool = False     # sigmoid / elu: divide by the row sum
+    sigmoid_bias: float = 0.0        # sigmoid(s + b); the paper uses b = 0
+    kernel_phi: str = "elu"          # kernel attention phi(q) phi(k)^T: identity | elu (elu+1) | mlp
+    kernel_z: str = "rowsum"         # normalizer Z: one | rowsum | maxabs (max(|row sum|, 1))
+    softpick_eps: float = 1e-6
+    # attention biases (Section 7.2)
+    sink: str = "none"               # none | sink_token | kv_bias | k_bias (v*=0) | v_bias (k*=0) | k_bias_fixed_v
+    bias_shared: bool = False        # one k*/v* shared by all heads instead of one per head
+    fixed_v: str = "onehot"          # k_bias_fixed_v: v* = scale*[1,0,..,0] (onehot) or scale*ones/sqrt(d_h) (uniform)
+    fixed_v_scale: float = 1.0
+    k_bias_dims: int | None = None   # learn only the first d_a dims of k* (the rest stay 0); None: all
+    # masks (Section 6 and data packing)
+    mask: str = "causal"             # causal | prefix (first prefix_len bidirectional) | window | document
+    prefix_len: int | None = None
+    window: int | None = None        # sliding window: each query sees its last `window` keys
+    # execution
+    backend: str = "eager"           # eager (readable references) | triton (fused kernels, sinkpaper.kernels)
+
+    def __post_init__(self):
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(f"{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.head_dim is None:
+            if self.d_model % self.n_heads:
+                raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; set head_dim")
+            self.head_dim = self.d_model // self.n_heads
+        if self.pos_encoding == "rope" and self.head_dim % 2:
+            raise ValueError(f"RoPE needs an even head_dim, got {self.head_dim}")
+        if self.pos_encoding == "absolute" and self.d_model % 2:
+            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+        if self.p_norm <= 0:
+            raise ValueError(f"p_norm must be > 0, got {self.p_norm}")
+        if self.softmax_sum <= 0:
+            raise ValueError(f"softmax_sum must be > 0, got {self.softmax_sum}")
+        if self.mask == "prefix" and (self.prefix_len is None or self.prefix_len < 1):
+            raise ValueError("mask='prefix' needs prefix_len >= 1")
+        if self.mask == "window" and (self.window is None or self.window < 1):
+            raise ValueError("mask='window' needs window >= 1")
+        if self.k_bias_dims is not None:
+            if self.sink not in ("k_bias", "kv_bias"):
+                raise ValueError("k_bias_dims applies to sink='k_bias' or 'kv_bias'")
+            if not 1 <= self.k_bias_dims <= self.head_dim:
+                raise ValueError(f"k_bias_dims must be in [1, head_dim={self.head_dim}], got {self.k_bias_dims}")
+
+    @property
+    def proxy_metric(self) -> bool:
+        """True when the attention has no probability normalization (the paper's Sink*)."""
+        from ..attention import is_proxy
+        return is_proxy(self.attention, self.attn_normalize)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "ModelConfig":
+        """Build from a dict, rejecting unknown keys with the list of valid ones."""
+        unknown = sorted(set(values) - set(cls.field_names()))
+        if unknown:
+            raise ValueError(f"unknown model config field(s) {', '.join(unknown)}; valid: {', '.join(cls.field_names())}")
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

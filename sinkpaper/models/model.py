@@ -1,0 +1,324 @@
+"""One LLaMA2-style decoder (RMSNorm, RoPE, SwiGLU, no biases, untied embeddings) covering every
+architecture variant of the paper through `ModelConfig`.
+
+Named hook points (identity modules, TransformerLens-style) let every analysis capture the same tensors
+for every variant: register a forward hook on any of
+  hook_embed, blocks.{i}.attn.hook_q / hook_k (after RoPE) / hook_v / hook_scores / hook_weights /
+  hook_attn_map / hook_sink_map / hook_out, blocks.{i}.hook_resid_post.
+The attention map (and, for operators without normalization, the paper's |sim| / row-sum proxy) is only
+computed when something listens, so training pays nothing for it. `SinkModel.trace` collects them into a
+`sinkpaper.trace.Trace` for `sinkpaper.metrics`.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..attention import attention_reference, visible_mask
+from ..trace import Trace
+from .config import ModelConfig
+from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tables,
+                         sinusoidal_embedding)
+
+
+class HookPoint(nn.Module):
+    """Identity; exists so analyses can `register_forward_hook` on a named tensor."""
+
+    def forward(self, x):
+        return x
+
+    @property
+    def active(self) -> bool:
+        return bool(self._forward_hooks)
+
+
+@dataclass
+class ModelOutput:
+    logits: torch.Tensor            # [B, T, vocab]
+    loss: torch.Tensor | None = None
+
+
+@dataclass
+class _Context:
+    """Per-forward tensors shared by all layers."""
+    visible: torch.Tensor            # [B or 1, T', T'] over the sequence the attention sees
+    cos: torch.Tensor | None = None  # RoPE tables [T', head_dim]
+    sin: torch.Tensor | None = None
+    score_bias: torch.Tensor | None = None  # [1, H, T', T'] ALiBi / relative
+    kernel_masks: dict | None = None  # the same mask as `visible`, as the fused kernels' arguments
+
+
+class FeedForward(nn.Module):
+    """Gated (SwiGLU, GeGLU, ReGLU): W2(act(W1 x) * W3 x); plain (ReLU, GeLU, Swish): W2 act(W1 x)."""
+
+    _ACT = {"swiglu": F.silu, "geglu": F.gelu, "reglu": F.relu, "relu": F.relu, "gelu": F.gelu, "swish": F.silu}
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.act = self._ACT[cfg.ffn]
+        self.gated = cfg.ffn.endswith("glu")
+        self.w1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.w3 = nn.Linear(cfg.d_model, cfg.d_ff, bias=False) if self.gated else None
+        self.w2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+
+    def forward(self, x):
+        h = self.act(self.w1(x))
+        if self.gated:
+            h = h * self.w3(x)
+        return self.w2(h)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        H, Dh, d = cfg.n_heads, cfg.head_dim, cfg.d_model
+        # "add": every head reads d_model-wide values and head outputs are summed, not concatenated.
+        self.v_dim = d if cfg.head_combine == "add" else Dh
+        self.q_proj = nn.Linear(d, H * Dh, bias=False)
+        self.k_proj = nn.Linear(d, H * Dh, bias=False)
+        self.v_proj = nn.Linear(d, H * self.v_dim, bias=False)
+        self.o_proj = nn.Linear(d if cfg.head_combine == "add" else H * Dh, d, bias=False)
+        self.phi = None
+        if cfg.attention == "kernel" and cfg.kernel_phi == "mlp":
+            self.phi = nn.Sequential(nn.Linear(Dh, Dh), nn.GELU(), nn.Linear(Dh, Dh))
+        # The paper's attention biases (Section 7.2): an extra key k* / value v* every query sees.
+        n_bias = 1 if cfg.bias_shared else H
+        self.k_bias = self.v_bias = None
+        if cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v"):
+            self.k_bias = nn.Parameter(torch.randn(n_bias, Dh) * cfg.init_std)
+        if cfg.sink in ("kv_bias", "v_bias"):
+            self.v_bias = nn.Parameter(torch.randn(n_bias, self.v_dim) * cfg.init_std)
+        if cfg.sink == "k_bias_fixed_v":
+            if cfg.fixed_v == "onehot":
+                v_star = torch.zeros(n_bias, self.v_dim)
+                v_star[:, 0] = 1.0
+            else:
+                v_star = torch.ones(n_bias, self.v_dim) / self.v_dim ** 0.5
+            self.register_buffer("fixed_v_star", v_star * cfg.fixed_v_scale)
+        if cfg.k_bias_dims is not None:
+            dims = torch.zeros(Dh)
+            dims[: cfg.k_bias_dims] = 1.0
+            self.register_buffer("k_bias_dims_mask", dims)
+        for name in ("hook_q", "hook_k", "hook_v", "hook_scores", "hook_weights", "hook_attn_map",
+                     "hook_sink_map", "hook_out"):
+            setattr(self, name, HookPoint())
+
+    def _sink_args(self) -> dict:
+        k_bias = self.k_bias
+        if k_bias is not None and self.cfg.k_bias_dims is not None:
+            k_bias = k_bias * self.k_bias_dims_mask
+        if k_bias is not None and self.cfg.attention == "kernel":
+            k_bias = self._phi(k_bias)
+        v_bias = self.fixed_v_star if self.cfg.sink == "k_bias_fixed_v" else self.v_bias
+        return {"k_bias": k_bias, "v_bias": v_bias}
+
+    def _phi(self, x):
+        kind = self.cfg.kernel_phi
+        if kind == "identity":
+            return x
+        if kind == "elu":
+            return F.elu(x) + 1.0
+        return self.phi(x)
+
+    def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        cfg = self.cfg
+        B, T, _ = x.shape
+        H, Dh = cfg.n_heads, cfg.head_dim
+        q = self.q_proj(x).view(B, T, H, Dh).transpose(1, 2)          # [B, H, T, Dh]
+        k = self.k_proj(x).view(B, T, H, Dh).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, H, self.v_dim).transpose(1, 2)
+        if ctx.cos is not None:
+            q, k = apply_rope(q, ctx.cos, ctx.sin), apply_rope(k, ctx.cos, ctx.sin)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        if cfg.attention == "kernel":
+            q, k = self._phi(q), self._phi(k)
+        want_map = any(h.active for h in (self.hook_scores, self.hook_weights, self.hook_attn_map, self.hook_sink_map))
+        kwargs = dict(
+            op=cfg.attention, score_bias=ctx.score_bias, sigmoid_bias=cfg.sigmoid_bias,
+            normalize=cfg.attn_normalize, softmax_sum=cfg.softmax_sum, p_norm=cfg.p_norm,
+            kernel_z=cfg.kernel_z, softpick_eps=cfg.softpick_eps, **self._sink_args(),
+        )
+        if cfg.backend == "triton" and not want_map and ctx.kernel_masks is not None:
+            from .. import kernels  # fused Triton kernels; same contract as attention_reference
+            out = kernels.attention(q, k, v, op=cfg.attention, sigmoid_bias=cfg.sigmoid_bias,
+                                    k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"], **ctx.kernel_masks)
+        else:
+            res = attention_reference(q, k, v, visible=ctx.visible, return_map=want_map, **kwargs)
+            out = res.out
+            if want_map:
+                self.hook_scores(res.scores)
+                self.hook_weights(res.weights)
+                self.hook_attn_map(res.attn_map)
+                if res.sink_map is not None:
+                    self.hook_sink_map(res.sink_map)
+        if cfg.head_combine == "add":
+            out = out.sum(dim=1)                                        # [B, T, d_model]
+        else:
+            out = out.transpose(1, 2).reshape(B, T, H * Dh)
+        return self.hook_out(self.o_proj(out))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.pre_norm = cfg.norm == "pre"
+        self.norm1 = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.norm2 = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.attn = Attention(cfg)
+        self.ffn = FeedForward(cfg)
+        self.hook_resid_post = HookPoint()
+
+    def forward(self, x, ctx):
+        if self.pre_norm:
+            x = x + self.attn(self.norm1(x), ctx)
+            x = x + self.ffn(self.norm2(x))
+        else:  # post-norm (original Transformer): normalize after each residual sum
+            x = self.norm1(x + self.attn(x, ctx))
+            x = self.norm2(x + self.ffn(x))
+        return self.hook_resid_post(x)
+
+
+class SinkModel(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        if cfg.backend == "triton" and importlib.util.find_spec("sinkpaper.kernels") is None:
+            raise ValueError("backend='triton' needs the fused kernels in sinkpaper.kernels, which this "
+                             "installation does not have; use backend='eager'")
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.n_extra = 1 if cfg.sink == "sink_token" else 0   # a learnable sink token occupies position 0
+        self.sink_token = nn.Parameter(torch.randn(cfg.d_model) * cfg.init_std) if self.n_extra else None
+        self.pos_embed = nn.Embedding(cfg.max_seq_len + self.n_extra, cfg.d_model) if cfg.pos_encoding == "learnable" else None
+        self.relative = (RelativePositionBias(cfg.n_heads, cfg.relative_buckets, cfg.relative_max_distance,
+                                              bidirectional=cfg.mask == "prefix")
+                         if cfg.pos_encoding == "relative" else None)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        # Post-norm blocks already end in a norm; pre-norm needs a final one before the LM head.
+        self.final_norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.norm == "pre" else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.hook_embed = HookPoint()
+        self.apply(self._init_weights)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed.weight
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=self.cfg.init_std)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+
+    def num_parameters(self, non_embedding: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.embed.weight.numel() + (0 if self.cfg.tie_embeddings else self.lm_head.weight.numel())
+        return n
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        return {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
+
+    def real_visible(self, seq_len: int, doc_ids: torch.Tensor | None, device=None) -> torch.Tensor:
+        """[B or 1, T, T] which real token sees which (the mask the sink metric's divisor uses)."""
+        cfg = self.cfg
+        if cfg.mask == "document" and doc_ids is None:
+            raise ValueError("mask='document' needs doc_ids [batch, T]")
+        if cfg.mask != "document" and doc_ids is not None:
+            raise ValueError(f"doc_ids given but mask={cfg.mask!r}; use mask='document'")
+        return visible_mask(seq_len, prefix=cfg.prefix_len if cfg.mask == "prefix" else None,
+                            window=cfg.window if cfg.mask == "window" else None, doc_ids=doc_ids, device=device)
+
+    def _context(self, seq_len: int, doc_ids, device) -> _Context:
+        cfg = self.cfg
+        visible = self.real_visible(seq_len, doc_ids, device)
+        total = seq_len + self.n_extra
+        if self.n_extra:  # the sink token: sees itself only, and every query sees it
+            padded = torch.zeros(visible.shape[0], total, total, dtype=torch.bool, device=device)
+            padded[:, :, 0] = True
+            padded[:, 1:, 1:] = visible
+            visible = padded
+        ctx = _Context(visible=visible)
+        if cfg.backend == "triton" and self._kernel_supported():
+            ctx.kernel_masks = {"causal": True, "doc_ids": doc_ids,
+                                "prefix": cfg.prefix_len if cfg.mask == "prefix" else None,
+                                "window": cfg.window if cfg.mask == "window" else None}
+        if cfg.pos_encoding == "rope":
+            ctx.cos, ctx.sin = rope_tables(torch.arange(total, device=device), cfg.head_dim, cfg.rope_base)
+        elif cfg.pos_encoding == "alibi":
+            ctx.score_bias = alibi_bias(cfg.n_heads, total, device)[None]
+        elif cfg.pos_encoding == "relative":
+            ctx.score_bias = self.relative(total)[None]
+        return ctx
+
+    def _kernel_supported(self) -> bool:
+        """The fused kernels cover the operators the book trains; the rest run on the reference."""
+        cfg = self.cfg
+        return (cfg.attention in ("softmax", "sigmoid", "elu", "softpick") and not cfg.attn_normalize
+                and cfg.softmax_sum == 1.0 and cfg.pos_encoding in ("rope", "nope", "absolute", "learnable")
+                and cfg.sink != "sink_token" and cfg.head_combine == "concat")
+
+    def forward(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None,
+                targets: torch.Tensor | None = None) -> ModelOutput:
+        """input_ids [B, T] -> logits [B, T, vocab]; with targets [B, T] (-100 = ignored) also the mean loss."""
+        cfg = self.cfg
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [batch, T], got shape {tuple(input_ids.shape)}")
+        B, T = input_ids.shape
+        if T > cfg.max_seq_len:
+            raise ValueError(f"sequence length {T} exceeds max_seq_len={cfg.max_seq_len}")
+        device = input_ids.device
+        x = self.embed(input_ids)
+        if self.n_extra:
+            x = torch.cat([self.sink_token.to(x.dtype).expand(B, 1, -1), x], dim=1)
+        total = T + self.n_extra
+        if cfg.pos_encoding == "absolute":
+            x = x + sinusoidal_embedding(torch.arange(total, device=device), cfg.d_model).to(x.dtype)
+        elif cfg.pos_encoding == "learnable":
+            x = x + self.pos_embed(torch.arange(total, device=device))
+        x = self.hook_embed(x)
+        ctx = self._context(T, doc_ids, device)
+        for block in self.blocks:
+            x = block(x, ctx)
+        logits = self.lm_head(self.final_norm(x))[:, self.n_extra:]
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
+        return ModelOutput(logits=logits, loss=loss)
+
+    @torch.no_grad()
+    def trace(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None) -> Trace:
+        """One forward pass that records maps, q/k/v and hidden states into a `Trace` (real tokens only;
+        the sink token's or KV bias's column goes to `sink_attention`)."""
+        store: dict[str, list] = {}
+        handles = []
+        points = self.hook_points()
+        wanted = ["hook_embed"] + [f"blocks.{i}.{n}" for i in range(self.cfg.n_layers)
+                                   for n in ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_attn_map",
+                                             "attn.hook_sink_map", "hook_resid_post")]
+        for name in wanted:
+            key = name.split(".")[-1]
+            handles.append(points[name].register_forward_hook(
+                lambda _m, _i, out, key=key: store.setdefault(key, []).append(out.detach())))
+        try:
+            self.forward(input_ids, doc_ids=doc_ids)
+        finally:
+            for h in handles:
+                h.remove()
+        e = self.n_extra
+        maps = store["hook_attn_map"]
+        sink = store.get("hook_sink_map")
+        if e:  # the sink token is a real sequence position 0: split it off
+            sink = [m[:, :, e:, 0] for m in maps]
+            maps = [m[:, :, e:, e:] for m in maps]
+        cut = lambda xs: [x[:, :, e:] for x in xs]  # noqa: E731  [B, H, T', D] -> real tokens
+        return Trace(
+            attentions=maps,
+            visible=self.real_visible(input_ids.shape[1], doc_ids, input_ids.device),
+            hidden_states=[h[:, e:] for h in store["hook_embed"] + store["hook_resid_post"]],
+            sink_attention=sink,
+            queries=cut(store["hook_q"]), keys=cut(store["hook_k"]), values=cut(store["hook_v"]),
+            proxy=self.cfg.proxy_metric,
+        )
