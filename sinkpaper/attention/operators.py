@@ -141,8 +141,9 @@ def attention_reference(
     elif op == "kernel":
         weights = scores * visible
     else:  # softpick, with a running max clamped at >= 0 so exp never overflows
-        m = scores.masked_fill(~visible, neg_inf).amax(-1, keepdim=True).clamp_min(0.0)
-        shifted = (torch.exp(scores - m) - torch.exp(-m)) * visible  # (e^s - 1) e^-m, masked entries excluded
+        masked = scores.masked_fill(~visible, neg_inf)
+        m = masked.amax(-1, keepdim=True).clamp_min(0.0)
+        shifted = (torch.exp(masked - m) - torch.exp(-m)) * visible  # (e^s - 1) e^-m, masked entries excluded
         weights = F.relu(shifted) / (shifted.abs().sum(-1, keepdim=True) + softpick_eps * torch.exp(-m))
 
     if op in ("sigmoid", "elu") and normalize:

@@ -1,0 +1,274 @@
+"""The paper's measurements (Gu et al., ICLR 2025, Section 3), in plain PyTorch, reading only a `Trace`.
+
+Positions are 1-based in the paper and 0-based in tensors: the paper's token k is index k-1.
+
+- Importance of key k in one head (Sec. 3.2): alpha_k = 1/(T-k+1) * sum_{t=k..T} A[t, k] for a causal
+  mask; in general the mean of A[t, k] over the queries t that see k (prefix-LM, sliding-window and
+  intra-document masks change the divisor).
+- Sink_k^epsilon: percentage of heads with alpha_k > epsilon (strict), thresholded per sample, then
+  averaged over samples, layers and heads. epsilon = 0.3, T = 64 in the paper.
+- Operators without normalization are scored on the proxy |sim| / sum|sim| (marked Sink* in the paper);
+  a learnable sink token / KV bias at an extra position 0 gets Sink* on that position.
+- Massive activations: L2 norm of each token's hidden state per layer; token 1 against the others.
+- QK angle: q_t . k_j = |q_t| |k_j| cos(q_t, k_j).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+
+import torch
+
+from sinkpaper.trace import Trace
+
+EPSILON = 0.3
+KS = range(1, 11)
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check_epsilon(epsilon: float) -> None:
+    """The threshold must lie strictly between 0 and 1 (attention weights are probabilities)."""
+    if not 0 < float(epsilon) < 1:
+        raise ValueError(f"epsilon must satisfy 0 < epsilon < 1 (the paper uses 0.3), got {epsilon}")
+
+
+def check_seq_len(seq_len: int, k_max: int = 10) -> None:
+    """Sink_k for k = 1..k_max needs T >= k_max + 1 tokens.
+
+    alpha_k averages A[t, k] over the queries t >= k; with T = k only the diagonal A[k, k] is left, which
+    says nothing about later tokens attending to k. So at least one later query is required.
+    """
+    if k_max < 1:
+        raise ValueError(f"positions are 1-based: k must be >= 1, got {k_max}")
+    if seq_len < k_max + 1:
+        raise ValueError(f"sequences of length {seq_len} are too short for Sink_k with k up to {k_max}: "
+                         f"need at least {k_max + 1} tokens (the paper uses T = 64)")
+
+
+def _float(x: torch.Tensor) -> torch.Tensor:
+    """float32, or float64 when the input already is."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
+# ---------------------------------------------------------------------------------------------- sink metric
+def alpha(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """alpha_k = mean of attn[t, k] over the queries t that see key k (the diagonal counts).
+
+    attn: [..., T, T] (query, key); visible: bool, broadcastable to attn (for a `Trace` layer map
+    [B, H, T, T] pass `trace.visible[:, None]`, so that the batch dim is not aligned with the heads).
+    Returns [..., T]; a key that no query sees gets 0.
+    """
+    if attn.shape[-1] != attn.shape[-2]:
+        raise ValueError(f"attention maps must be square [..., T, T], got {tuple(attn.shape)}")
+    if visible.dtype != torch.bool:
+        raise TypeError(f"visible must be a bool mask (True = query sees key), got {visible.dtype}")
+    attn = _float(attn)
+    visible = visible.to(attn.device)
+    total = torch.where(visible, attn, 0.0).sum(-2)
+    count = visible.sum(-2).to(attn.dtype).expand_as(total)
+    return torch.where(count > 0, total / count.clamp(min=1), 0.0)
+
+
+def _percent_above(x: torch.Tensor, epsilon: float) -> torch.Tensor:
+    return (x > epsilon).to(torch.float64).mean() * 100
+
+
+def sink_rate(alphas: torch.Tensor, epsilon: float = EPSILON, k: int = 1) -> float:
+    """Sink_k^epsilon in percent: share of entries with alpha_k > epsilon (strict).
+
+    alphas: [..., T], e.g. [N, L, H, T]; each (sample, layer, head) is thresholded on its own, then the
+    indicator is averaged over every leading dim. k is 1-based.
+    """
+    check_epsilon(epsilon)
+    check_seq_len(alphas.shape[-1], k)
+    return float(_percent_above(alphas[..., k - 1], epsilon))
+
+
+def sink_rates(alphas: torch.Tensor, epsilon: float = EPSILON, ks: Iterable[int] = KS) -> dict[int, float]:
+    """{k: Sink_k^epsilon in percent} for each k in ks."""
+    return {int(k): sink_rate(alphas, epsilon, k) for k in ks}
+
+
+def per_layer_sink_rate(alphas: torch.Tensor, epsilon: float = EPSILON, k: int = 1) -> torch.Tensor:
+    """[L]: Sink_k^epsilon of each layer in percent (over samples and heads); alphas [N, L, H, T]."""
+    check_epsilon(epsilon)
+    check_seq_len(alphas.shape[-1], k)
+    if alphas.dim() != 4:
+        raise ValueError(f"alphas must be [N, L, H, T], got {tuple(alphas.shape)}")
+    return (alphas[..., k - 1] > epsilon).float().mean(dim=(0, 2)) * 100
+
+
+def alpha_matrix(alphas: torch.Tensor, k: int = 1) -> torch.Tensor:
+    """[L, H]: alpha_k averaged over samples (for layer x head heatmaps); alphas [N, L, H, T]."""
+    if alphas.dim() != 4:
+        raise ValueError(f"alphas must be [N, L, H, T], got {tuple(alphas.shape)}")
+    check_seq_len(alphas.shape[-1], k)
+    return alphas[..., k - 1].mean(0)
+
+
+def proxy_attention(sim: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """The paper's proxy for operators without normalization: |sim[t, j]| / sum_{visible j'} |sim[t, j']|.
+
+    Masked entries are 0 (whatever sim holds there, -inf included); a row summing to 0 gives 0, not NaN.
+    """
+    mag = torch.where(visible.to(sim.device), _float(sim).abs(), 0.0)
+    z = mag.sum(-1, keepdim=True)
+    return torch.where(z > 0, mag / torch.where(z > 0, z, 1.0), 0.0)
+
+
+# ---------------------------------------------------------------------------------------------- norms, angles
+def hidden_norms(hidden_states: list[torch.Tensor]) -> torch.Tensor:
+    """[B, L+1, T]: L2 norm over the model dim of each hidden state [B, T, D] (embeddings, then each block)."""
+    return torch.stack([_float(h).norm(dim=-1) for h in hidden_states], dim=1)
+
+
+def massive_activation_ratio(norms: torch.Tensor) -> torch.Tensor:
+    """[L+1]: per sample |h_1| / mean_{t=2..T} |h_t|, averaged over samples; norms [B, L+1, T]."""
+    if norms.shape[-1] < 2:
+        raise ValueError("massive_activation_ratio needs at least 2 tokens")
+    ratio = norms[..., 0] / norms[..., 1:].mean(-1)
+    return ratio.reshape(-1, ratio.shape[-1]).mean(0)
+
+
+def head_norms(x_list: list[torch.Tensor]) -> torch.Tensor:
+    """[B, L, H, T]: L2 norm of per-layer queries / keys / values [B, H, T, Dh]."""
+    return torch.stack([_float(x).norm(dim=-1) for x in x_list], dim=1)
+
+
+def qk_decomposition(q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor | None = None) -> dict:
+    """q_t . k_j = |q_t| |k_j| cos(q_t, k_j), each term as [..., T, T] for q, k [..., T, Dh].
+
+    Returns {"product", "cosine", "norm_product"}; cosine is 0 where a norm is 0. Entries a query cannot
+    see are NaN when visible is given (blank in a heatmap).
+    """
+    q, k = _float(q), _float(k)
+    product = q @ k.transpose(-1, -2)
+    norm_product = q.norm(dim=-1)[..., :, None] * k.norm(dim=-1)[..., None, :]
+    cosine = torch.where(norm_product > 0, product / torch.where(norm_product > 0, norm_product, 1.0), 0.0)
+    out = {"product": product, "cosine": cosine, "norm_product": norm_product}
+    if visible is not None:
+        visible = visible.to(q.device)
+        out = {name: torch.where(visible, v, torch.nan) for name, v in out.items()}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- reductions
+@dataclass
+class TraceStats:
+    """Per-sample reductions of Traces, small enough to keep for hundreds of samples (CPU float32).
+
+    alphas [N, L, H, T]; sink_alphas [N, L, H] (mean over the T queries of the attention on the extra
+    sink / bias position) or None; hidden_norms [N, L+1, T] or None; key_norms, value_norms [N, L, H, T]
+    or None; proxy: the maps are the |sim| / sum|sim| proxy (numbers are Sink*).
+    """
+    alphas: torch.Tensor
+    sink_alphas: torch.Tensor | None = None
+    hidden_norms: torch.Tensor | None = None
+    key_norms: torch.Tensor | None = None
+    value_norms: torch.Tensor | None = None
+    proxy: bool = False
+
+    @property
+    def n_samples(self) -> int:
+        return self.alphas.shape[0]
+
+    @property
+    def n_layers(self) -> int:
+        return self.alphas.shape[1]
+
+    @property
+    def n_heads(self) -> int:
+        return self.alphas.shape[2]
+
+    @property
+    def seq_len(self) -> int:
+        return self.alphas.shape[3]
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> "TraceStats":
+        """Reduce one Trace (layer by layer, so the [B, L, H, T, T] stack is never built)."""
+        visible = trace.visible
+        if visible.dim() == 2:
+            visible = visible[None]
+        visible = visible[:, None]  # [B or 1, 1, T, T] against [B, H, T, T]
+
+        def cpu(x):
+            return x.detach().to("cpu", torch.float32)
+
+        alphas = torch.stack([cpu(alpha(a.detach(), visible)) for a in trace.attentions], dim=1)
+        sink = None
+        if trace.sink_attention is not None:
+            sink = torch.stack([cpu(_float(s.detach()).mean(-1)) for s in trace.sink_attention], dim=1)
+        return cls(
+            alphas=alphas,
+            sink_alphas=sink,
+            hidden_norms=cpu(hidden_norms([h.detach() for h in trace.hidden_states]))
+            if trace.hidden_states else None,
+            key_norms=cpu(head_norms([x.detach() for x in trace.keys])) if trace.keys else None,
+            value_norms=cpu(head_norms([x.detach() for x in trace.values])) if trace.values else None,
+            proxy=bool(trace.proxy),
+        )
+
+    @staticmethod
+    def cat(stats: list["TraceStats"]) -> "TraceStats":
+        """Concatenate along the sample dim; every part must have the same fields, shape and proxy flag."""
+        if not stats:
+            raise ValueError("TraceStats.cat needs at least one TraceStats")
+        if len({s.proxy for s in stats}) > 1:
+            raise ValueError("cannot concatenate proxy (Sink*) and normalized statistics")
+        if len({tuple(s.alphas.shape[1:]) for s in stats}) > 1:
+            raise ValueError("cannot concatenate statistics of different [L, H, T]: "
+                             f"{sorted({tuple(s.alphas.shape[1:]) for s in stats})}")
+        out = {}
+        for f in fields(TraceStats):
+            if f.name == "proxy":
+                continue
+            parts = [getattr(s, f.name) for s in stats]
+            n_none = sum(p is None for p in parts)
+            if 0 < n_none < len(parts):
+                raise ValueError(f"field {f.name!r} is present in some TraceStats and None in others")
+            out[f.name] = None if n_none else torch.cat(parts, dim=0)
+        return TraceStats(**out, proxy=stats[0].proxy)
+
+
+def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = KS) -> dict:
+    """JSON-ready summary: Sink_k (percent, keys "1".."10"), alpha_1, per-layer Sink_1, the alpha_1 matrix,
+    massive-activation ratio by layer, Sink* on the bias position (percent), and the sizes."""
+    ks = [int(k) for k in ks]
+    check_epsilon(epsilon)
+    check_seq_len(stats.seq_len, max(ks, default=1))
+    return {
+        "sink_k": {str(k): v for k, v in sink_rates(stats.alphas, epsilon, ks).items()},
+        "alpha_1_mean": float(stats.alphas[..., 0].mean()),
+        "per_layer_sink_1": per_layer_sink_rate(stats.alphas, epsilon, 1).tolist(),
+        "alpha_1_matrix": alpha_matrix(stats.alphas, 1).tolist(),
+        "massive_activation_ratio_by_layer": None if stats.hidden_norms is None
+        else massive_activation_ratio(stats.hidden_norms).tolist(),
+        "sink_star": None if stats.sink_alphas is None else float(_percent_above(stats.sink_alphas, epsilon)),
+        "proxy": bool(stats.proxy),
+        "n_samples": stats.n_samples,
+        "seq_len": stats.seq_len,
+        "n_layers": stats.n_layers,
+        "n_heads": stats.n_heads,
+    }
+
+
+def measure(trace_fn: Callable[[torch.Tensor], Trace], input_ids: torch.Tensor, batch_size: int = 16,
+            progress: bool = True) -> TraceStats:
+    """Run trace_fn on input_ids [N, T] batch by batch (no grad) and keep only each batch's TraceStats."""
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be [N, T], got {tuple(input_ids.shape)}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batches = list(torch.split(input_ids, batch_size))
+    if progress and len(batches) > 1:
+        from tqdm.auto import tqdm
+        batches = tqdm(batches, desc="measure", unit="batch")
+    parts = []
+    with torch.no_grad():
+        for ids in batches:
+            part = TraceStats.from_trace(trace_fn(ids))
+            if part.n_samples != ids.shape[0]:
+                raise ValueError(f"trace_fn returned {part.n_samples} samples for a batch of {ids.shape[0]}")
+            parts.append(part)
+    return TraceStats.cat(parts)

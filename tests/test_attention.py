@@ -1,0 +1,160 @@
+"""Reference attention operators against independent formulas (fp64), and the masks against loops."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sinkpaper.attention import (OPERATIONS, attention_reference, causal_mask, intra_document_mask,
+                                 prefix_lm_mask, sliding_window_mask, visible_mask)
+
+torch.manual_seed(0)
+B, H, T, D = 2, 3, 11, 8
+
+
+def qkv(dtype=torch.float64):
+    g = torch.Generator().manual_seed(1)
+    return [torch.randn(B, H, T, D, generator=g, dtype=dtype) for _ in range(3)]
+
+
+def loop_mask(kind, T, p=None, w=None, docs=None):
+    m = torch.zeros(T, T, dtype=torch.bool)
+    for t in range(T):
+        for j in range(T):
+            if kind == "causal":
+                m[t, j] = j <= t
+            elif kind == "prefix":
+                m[t, j] = j <= t or (t < p and j < p)
+            elif kind == "window":
+                m[t, j] = t - w < j <= t
+            elif kind == "document":
+                m[t, j] = j <= t and docs[t] == docs[j]
+    return m
+
+
+def test_masks_match_loops():
+    assert torch.equal(causal_mask(T), loop_mask("causal", T))
+    assert torch.equal(prefix_lm_mask(T, 4), loop_mask("prefix", T, p=4))
+    assert torch.equal(sliding_window_mask(T, 3), loop_mask("window", T, w=3))
+    docs = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3])
+    assert torch.equal(intra_document_mask(docs[None])[0], loop_mask("document", T, docs=docs))
+    assert torch.equal(visible_mask(T, window=3, doc_ids=docs[None])[0],
+                       loop_mask("window", T, w=3) & loop_mask("document", T, docs=docs))
+
+
+def test_mask_errors():
+    with pytest.raises(ValueError, match="window"):
+        visible_mask(T, window=0)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        visible_mask(T, window=2, prefix=2)
+
+
+@pytest.mark.parametrize("kind", ["causal", "prefix", "window", "document"])
+def test_softmax_matches_sdpa(kind):
+    q, k, v = qkv()
+    docs = torch.tensor([0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2])
+    m = loop_mask(kind, T, p=4, w=3, docs=docs)
+    res = attention_reference(q, k, v, visible=m[None], return_map=True)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    torch.testing.assert_close(res.out, ref)
+    assert torch.all(res.attn_map[..., ~m] == 0)
+    torch.testing.assert_close(res.attn_map.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+
+
+def test_kv_bias_equals_an_extra_key_value():
+    """k*, v* behave exactly like one more key/value that every query sees (independent route: SDPA)."""
+    q, k, v = qkv()
+    kb, vb = torch.randn(H, D, dtype=torch.float64), torch.randn(H, D, dtype=torch.float64)
+    res = attention_reference(q, k, v, visible=causal_mask(T)[None], k_bias=kb, v_bias=vb, return_map=True)
+    k2 = torch.cat([kb[None, :, None].expand(B, H, 1, D), k], 2)
+    v2 = torch.cat([vb[None, :, None].expand(B, H, 1, D), v], 2)
+    m2 = torch.cat([torch.ones(T, 1, dtype=torch.bool), causal_mask(T)], 1)
+    torch.testing.assert_close(res.out, F.scaled_dot_product_attention(q, k2, v2, attn_mask=m2))
+    torch.testing.assert_close(res.sink_map + res.attn_map.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+
+
+def test_sink_logit_and_v_bias_only():
+    q, k, v = qkv()
+    logit = torch.tensor([0.0, 2.0, -1.0], dtype=torch.float64)
+    res = attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=logit, return_map=True)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+    s = s.masked_fill(~causal_mask(T), float("-inf"))
+    full = torch.softmax(torch.cat([logit.view(1, H, 1, 1).expand(B, H, T, 1), s], -1), -1)
+    torch.testing.assert_close(res.out, full[..., 1:] @ v)  # zero value for the sink
+    torch.testing.assert_close(res.sink_map, full[..., 0])
+    # V bias only: the extra key is zero, so its logit is 0 and its value is v*
+    vb = torch.randn(H, D, dtype=torch.float64)
+    res = attention_reference(q, k, v, visible=causal_mask(T)[None], v_bias=vb, return_map=True)
+    full = torch.softmax(torch.cat([torch.zeros(B, H, T, 1, dtype=torch.float64), s], -1), -1)
+    torch.testing.assert_close(res.out, full[..., 1:] @ v + full[..., :1] * vb[None, :, None])
+
+
+def test_softmax_sum_and_p_norm():
+    q, k, v = qkv()
+    vis = causal_mask(T)[None]
+    base = attention_reference(q, k, v, visible=vis, return_map=True)
+    scaled = attention_reference(q, k, v, visible=vis, softmax_sum=0.2, return_map=True)
+    torch.testing.assert_close(scaled.out, 0.2 * base.out)
+    torch.testing.assert_close(scaled.weights.sum(-1), torch.full((B, H, T), 0.2, dtype=torch.float64))
+    torch.testing.assert_close(scaled.attn_map, base.attn_map)
+    torch.testing.assert_close(attention_reference(q, k, v, visible=vis, op="softmax_p", p_norm=1.0).out, base.out)
+    p2 = attention_reference(q, k, v, visible=vis, op="softmax_p", p_norm=2.0, return_map=True)
+    s = ((q @ k.transpose(-1, -2)) / math.sqrt(D)).masked_fill(~causal_mask(T), float("-inf"))
+    e = s.exp()
+    torch.testing.assert_close(p2.weights, e / (e ** 2).sum(-1, keepdim=True).sqrt())
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_sigmoid_and_elu(normalize):
+    q, k, v = qkv()
+    m = causal_mask(T)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+    for op, w in (("sigmoid", torch.sigmoid(s - 1.5)), ("elu", F.elu(s) + 1)):
+        w = w * m
+        if normalize:
+            w = w / w.sum(-1, keepdim=True)
+        res = attention_reference(q, k, v, visible=m[None], op=op, normalize=normalize,
+                                  sigmoid_bias=-1.5, return_map=True)
+        torch.testing.assert_close(res.out, w @ v)
+        torch.testing.assert_close(res.attn_map, w.abs() / w.abs().sum(-1, keepdim=True))
+
+
+def test_softpick_matches_naive_formula():
+    q, k, v = qkv()
+    m = causal_mask(T)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(D) * 3  # some large scores to exercise the clamped max
+    res = attention_reference(q * 3, k, v, visible=m[None], op="softpick", softpick_eps=1e-6, return_map=True)
+    e = (s.exp() - 1) * m
+    w = F.relu(e) / (e.abs().sum(-1, keepdim=True) + 1e-6)
+    torch.testing.assert_close(res.weights, w)
+    torch.testing.assert_close(res.out, w @ v)
+    # stable with scores that would overflow exp in fp32
+    big = attention_reference(q.float() * 200, k.float(), v.float(), visible=m[None], op="softpick")
+    assert torch.isfinite(big.out).all()
+
+
+@pytest.mark.parametrize("z", ["one", "rowsum", "maxabs"])
+def test_kernel_normalizers(z):
+    q, k, v = qkv()
+    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    m = causal_mask(T)
+    sim = (fq @ fk.transpose(-1, -2)) * m
+    denom = {"one": torch.ones_like(sim[..., :1]), "rowsum": sim.sum(-1, keepdim=True),
+             "maxabs": sim.sum(-1, keepdim=True).abs().clamp_min(1.0)}[z]
+    res = attention_reference(fq, fk, v, visible=m[None], op="kernel", kernel_z=z, return_map=True)
+    torch.testing.assert_close(res.out, (sim / denom) @ v)
+    torch.testing.assert_close(res.attn_map.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+
+
+def test_errors_name_the_argument():
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match="softpick"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], op="sparsemax")
+    with pytest.raises(ValueError, match=r"\[batch, heads, T, head_dim\]"):
+        attention_reference(q[0], k, v, visible=causal_mask(T)[None])
+    with pytest.raises(ValueError, match="visible"):
+        attention_reference(q, k, v, visible=causal_mask(T + 1)[None])
+    with pytest.raises(ValueError, match="either sink_logit or k_bias"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H),
+                            k_bias=torch.zeros(H, D))
+    assert set(OPERATIONS) == {"softmax", "softmax_p", "sigmoid", "elu", "kernel", "softpick"}

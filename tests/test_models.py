@@ -1,0 +1,205 @@
+"""Every variant of the model: forward/backward, finite gradients, causality per mask, hook points,
+config validation, and the paper's propositions for repeated tokens."""
+import math
+
+import pytest
+import torch
+
+from sinkpaper.metrics import alpha
+from sinkpaper.models import (FFNS, POS_ENCODINGS, SINKS, ModelConfig, SinkModel)
+
+TINY = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32)
+T = 12
+
+# One entry per variant the paper studies (ids read as the paper's names).
+VARIANTS = {f"pos={p}": {"pos_encoding": p} for p in POS_ENCODINGS}
+VARIANTS |= {f"ffn={f}": {"ffn": f} for f in FFNS}
+VARIANTS |= {
+    "post_norm": {"norm": "post"},
+    "heads=1": {"n_heads": 1}, "heads=add": {"head_combine": "add"},
+    "softmax_sum=0.2": {"softmax_sum": 0.2}, "softmax_p=2": {"attention": "softmax_p", "p_norm": 2.0},
+    "sigmoid": {"attention": "sigmoid"}, "sigmoid_norm": {"attention": "sigmoid", "attn_normalize": True},
+    "sigmoid_bias": {"attention": "sigmoid", "sigmoid_bias": -2.0},
+    "elu": {"attention": "elu"}, "elu_norm": {"attention": "elu", "attn_normalize": True},
+    "softpick": {"attention": "softpick"},
+}
+VARIANTS |= {f"kernel={phi},{z}": {"attention": "kernel", "kernel_phi": phi, "kernel_z": z}
+             for phi in ("identity", "elu", "mlp") for z in ("one", "rowsum", "maxabs")}
+VARIANTS |= {f"sink={s}": {"sink": s} for s in SINKS if s != "none"}
+VARIANTS |= {
+    "kv_bias_shared": {"sink": "kv_bias", "bias_shared": True},
+    "k_bias_shared": {"sink": "k_bias", "bias_shared": True},
+    "fixed_v_uniform_x5": {"sink": "k_bias_fixed_v", "fixed_v": "uniform", "fixed_v_scale": 5.0},
+    "k_bias_dims=2": {"sink": "k_bias", "k_bias_dims": 2},
+    "mask=prefix": {"mask": "prefix", "prefix_len": 4},
+    "mask=window": {"mask": "window", "window": 3},
+    "mask=document": {"mask": "document"},
+    "sink_token+window+relative": {"sink": "sink_token", "mask": "window", "window": 3, "pos_encoding": "relative"},
+    "kv_bias+sigmoid": {"sink": "kv_bias", "attention": "sigmoid"},
+}
+DOCS = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2], [0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 3]])
+
+
+def build(**overrides):
+    torch.manual_seed(0)
+    return SinkModel(ModelConfig(**(TINY | overrides)))
+
+
+def ids(seed=0, n=2):
+    return torch.randint(0, TINY["vocab_size"], (n, T), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())
+def test_variant_trains_and_is_causal(overrides):
+    model = build(**overrides)
+    x = ids()
+    docs = DOCS if overrides.get("mask") == "document" else None
+    out = model(x, doc_ids=docs, targets=x)
+    assert out.logits.shape == (2, T, TINY["vocab_size"])
+    out.loss.backward()
+    fixed = set()
+    for name, p in model.named_parameters():
+        assert p.grad is not None, f"{name} got no gradient"
+        assert torch.isfinite(p.grad).all(), f"{name} has a non-finite gradient"
+        if p.grad.abs().sum() == 0:
+            fixed.add(name)
+    # Metamorphic causality: changing token j changes no output before j (for prefix-LM: j outside the prefix).
+    j = 8
+    y = x.clone()
+    y[:, j:] = (y[:, j:] + 7) % TINY["vocab_size"]
+    with torch.no_grad():
+        a, b = model(x, doc_ids=docs).logits, model(y, doc_ids=docs).logits
+    torch.testing.assert_close(a[:, :j], b[:, :j], atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(a[:, j:], b[:, j:])
+
+
+def test_document_mask_isolates_documents():
+    model = build(mask="document")
+    x = ids()
+    y = x.clone()
+    y[0, :4] = (y[0, :4] + 3) % TINY["vocab_size"]  # rewrite document 0 of sample 0
+    with torch.no_grad():
+        a, b = model(x, doc_ids=DOCS).logits, model(y, doc_ids=DOCS).logits
+    torch.testing.assert_close(a[0, 4:], b[0, 4:])  # later documents do not see it
+    assert not torch.allclose(a[0, :4], b[0, :4])
+
+
+def test_prefix_is_bidirectional():
+    model = build(mask="prefix", prefix_len=5)
+    x = ids()
+    y = x.clone()
+    y[:, 4] = (y[:, 4] + 1) % TINY["vocab_size"]
+    with torch.no_grad():
+        a, b = model(x).logits, model(y).logits
+    assert not torch.allclose(a[:, 0], b[:, 0])  # position 0 sees the whole prefix
+
+
+@pytest.mark.parametrize("sink", ["none", "sink_token", "kv_bias", "k_bias", "v_bias"])
+def test_trace_contract(sink):
+    model = build(sink=sink)
+    tr = model.trace(ids())
+    assert len(tr.attentions) == 2 and tr.attentions[0].shape == (2, 4, T, T)
+    assert len(tr.hidden_states) == 3 and tr.hidden_states[0].shape == (2, T, 32)
+    assert tr.queries[0].shape == tr.keys[0].shape == (2, 4, T, 8)
+    rows = tr.attentions[1].sum(-1)
+    if sink == "none":
+        assert tr.sink_attention is None
+        torch.testing.assert_close(rows, torch.ones_like(rows))
+    else:
+        assert tr.sink_attention[1].shape == (2, 4, T)
+        torch.testing.assert_close(rows + tr.sink_attention[1], torch.ones_like(rows))
+    # the trace's attention is what the model used: re-running the forward gives the same logits
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids()).logits, model(ids()).logits)
+
+
+def test_hook_points_are_named_and_cost_nothing_when_idle():
+    model = build()
+    names = set(model.hook_points())
+    assert {"hook_embed", "blocks.0.attn.hook_q", "blocks.1.attn.hook_attn_map", "blocks.1.hook_resid_post"} <= names
+    seen = []
+    h = model.blocks[0].attn.hook_attn_map.register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    model(ids())
+    h.remove()
+    model(ids())
+    assert seen == [(2, 4, T, T)]
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"pos_encoding": "xpos"}, "rope, nope, absolute, learnable, relative, alibi"),
+    ({"attention": "relu"}, "softmax, softmax_p, sigmoid, elu, kernel, softpick"),
+    ({"sink": "register"}, "sink_token, kv_bias"),
+    ({"ffn": "moe"}, "swiglu"),
+    ({"mask": "prefix"}, "prefix_len"),
+    ({"mask": "window", "window": 0}, "window"),
+    ({"d_model": 30, "n_heads": 4}, "divisible"),
+    ({"k_bias_dims": 3}, "k_bias_dims"),
+    ({"sink": "k_bias", "k_bias_dims": 99}, "head_dim"),
+    ({"backend": "cuda"}, "eager, triton"),
+])
+def test_config_errors_list_valid_choices(bad, match):
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**(TINY | bad))
+
+
+def test_from_dict_rejects_unknown_fields():
+    with pytest.raises(ValueError, match="unknown model config field.*n_embd.*valid: vocab_size"):
+        ModelConfig.from_dict({"n_embd": 3})
+    assert ModelConfig.from_dict(ModelConfig(**TINY).to_dict()) == ModelConfig(**TINY)
+
+
+def test_input_errors():
+    model = build()
+    with pytest.raises(ValueError, match="max_seq_len"):
+        model(torch.zeros(1, 40, dtype=torch.long))
+    with pytest.raises(ValueError, match="doc_ids"):
+        build(mask="document")(ids())
+
+
+def test_paper_default_size():
+    """The paper's 60M model: d=768, 10 layers, 8 heads, FFN 1536 (~60M non-embedding parameters)."""
+    model = SinkModel(ModelConfig(vocab_size=16, max_seq_len=64))
+    assert 55e6 < model.num_parameters() < 65e6
+
+
+# ---- Propositions for repeated tokens (Section 3.2 / Appendix of the paper) ----
+
+def repeated(n=3, seq_len=32):
+    return torch.full((n, seq_len), 7, dtype=torch.long)
+
+
+def test_nope_gives_exactly_uniform_attention_on_repeats():
+    model = SinkModel(ModelConfig(**(TINY | {"pos_encoding": "nope", "max_seq_len": 64})))
+    tr = model.trace(repeated())
+    uniform = torch.tril(torch.ones(32, 32)) / torch.arange(1, 33)[:, None]
+    for a in tr.attentions:
+        torch.testing.assert_close(a, uniform.expand_as(a), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pos", ["alibi", "relative"])
+def test_relative_encodings_have_distance_only_scores_and_no_sink_on_repeats(pos):
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(**(TINY | {"pos_encoding": pos, "max_seq_len": 64})))
+    scores = []
+    model.blocks[0].attn.hook_scores.register_forward_hook(lambda m, i, o: scores.append(o))
+    tr = model.trace(repeated(seq_len=64))
+    s = scores[0][0, 0]  # first layer: all hidden states equal, so scores depend only on t - j
+    for d in range(0, 5):
+        diag = torch.diagonal(s, offset=-d)
+        torch.testing.assert_close(diag, diag[:1].expand_as(diag), atol=1e-5, rtol=1e-5)
+    a1 = torch.stack([alpha(a, tr.visible[:, None])[..., 0] for a in tr.attentions])
+    assert (a1 < 0.3).all(), "a relative encoding put a sink on token 1 of a repeated sequence"
+
+
+def test_rope_first_layer_respects_the_bound_on_repeats():
+    """Attention to token 1 on repeats is at most e^{2 xi} / (e^{2 xi} + t - 1), xi = scale |q| |k|."""
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(**(TINY | {"pos_encoding": "rope", "max_seq_len": 256})))
+    tr = model.trace(repeated(n=1, seq_len=256))
+    q, k, a = tr.queries[0][0], tr.keys[0][0], tr.attentions[0][0]  # [H, T, D]
+    scale = 1 / math.sqrt(q.shape[-1])
+    xi = scale * q.norm(dim=-1).max(-1).values * k.norm(dim=-1).max(-1).values  # [H]
+    t = torch.arange(1, 257)
+    bound = torch.exp(2 * xi)[:, None] / (torch.exp(2 * xi)[:, None] + t - 1)
+    assert (a[:, :, 0] <= bound + 1e-6).all()
+    assert bound[:, -1].max() < bound[:, 1].min()  # the bound decays with t
