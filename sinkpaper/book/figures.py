@@ -1,0 +1,269 @@
+"""Small altair charts and tables for the companion notebooks.
+
+Only this module (and the notebooks) import altair; the core library does not. Charts use altair's default
+HTML renderer: in the built book they draw with the offline ``vega-bundle.js`` (see :mod:`.assets`). Do not
+switch to the ``mimetype`` renderer: its output fails papermill's notebook validation.
+
+Data are embedded as ``alt.Data(values=...)`` rounded to 4 significant digits, so no pandas is needed and
+altair's 5000-row guard does not apply; keep inputs small (a 128x128 map is ~16k values).
+"""
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import altair as alt
+import numpy as np
+
+WIDTH = 300
+HEIGHT = 300
+_LARGE = 40_000  # values per chart above which we warn: pages get heavy
+
+
+def _num(x: Any) -> float | None:
+    """JSON-safe float rounded to 4 significant digits (None for NaN/inf)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return float(f"{x:.4g}")
+
+
+def _check_size(n: int, what: str) -> None:
+    if n > _LARGE:
+        import warnings
+
+        warnings.warn(f"{what}: {n} values embedded in one chart; the page will be large", stacklevel=3)
+
+
+def heatmap(
+    matrix,
+    x_title: str,
+    y_title: str,
+    title: str,
+    value_title: str = "alpha_1",
+    domain: Sequence[float] | None = None,
+    width: int = WIDTH,
+    height: int = HEIGHT,
+) -> alt.Chart:
+    """Heatmap of a 2-D array: rows on the y axis (e.g. layers), columns on the x axis (e.g. heads).
+
+    ``domain`` fixes the colour scale (e.g. ``(0, 1)`` for attention fractions); non-finite cells are left blank.
+    """
+    m = np.asarray(matrix, dtype=float)
+    if m.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-D array, got shape {m.shape}")
+    _check_size(m.size, title)
+    values = [
+        {"x": int(j), "y": int(i), "v": _num(m[i, j])}
+        for i in range(m.shape[0])
+        for j in range(m.shape[1])
+        if math.isfinite(m[i, j])
+    ]
+    scale = alt.Scale(scheme="viridis", domain=list(domain)) if domain is not None else alt.Scale(scheme="viridis")
+    return (
+        alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
+        .mark_rect()
+        .encode(
+            x=alt.X("x:O", title=x_title),
+            y=alt.Y("y:O", title=y_title, sort="ascending"),
+            color=alt.Color("v:Q", title=value_title, scale=scale),
+            tooltip=[
+                alt.Tooltip("y:O", title=y_title),
+                alt.Tooltip("x:O", title=x_title),
+                alt.Tooltip("v:Q", title=value_title, format=".4g"),
+            ],
+        )
+    )
+
+
+def lines_by_layer(
+    series: Mapping[str, Iterable[float]],
+    y_title: str,
+    title: str,
+    log_y: bool = False,
+    x_title: str = "layer",
+    width: int = WIDTH,
+    height: int = HEIGHT,
+) -> alt.Chart:
+    """One line per label over the layer index (position in each 1-D array). With ``log_y`` non-positive values
+    are dropped (a log axis cannot show them)."""
+    values = []
+    for label, ys in series.items():
+        for layer, y in enumerate(np.asarray(ys, dtype=float).ravel()):
+            if not math.isfinite(y) or (log_y and y <= 0):
+                continue
+            values.append({"layer": layer, "value": _num(y), "series": str(label)})
+    _check_size(len(values), title)
+    y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
+    return (
+        alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:Q", title=x_title, axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("value:Q", title=y_title, scale=y_scale),
+            color=alt.Color("series:N", title=None, sort=list(map(str, series))),
+            tooltip=[alt.Tooltip("series:N"), alt.Tooltip("layer:Q"), alt.Tooltip("value:Q", format=".4g")],
+        )
+    )
+
+
+def _square_panel(m: np.ndarray, title: str, value_title: str, scheme: str, size: int) -> alt.Chart:
+    values = [
+        {"key": int(j), "query": int(i), "v": _num(m[i, j])}
+        for i in range(m.shape[0])
+        for j in range(m.shape[1])
+        if math.isfinite(m[i, j])
+    ]
+    return (
+        alt.Chart(alt.Data(values=values), title=title, width=size, height=size)
+        .mark_rect()
+        .encode(
+            x=alt.X("key:O", title="key position", axis=alt.Axis(labelOverlap=True)),
+            y=alt.Y("query:O", title="query position", axis=alt.Axis(labelOverlap=True)),
+            color=alt.Color("v:Q", title=value_title, scale=alt.Scale(scheme=scheme),
+                            legend=alt.Legend(orient="bottom", gradientLength=size * 0.8)),
+            tooltip=[alt.Tooltip("query:O"), alt.Tooltip("key:O"), alt.Tooltip("v:Q", title=value_title, format=".4g")],
+        )
+    )
+
+
+def qk_heatmaps(product, cosine, norm_product, title: str, size: int = 220) -> alt.HConcatChart:
+    """Three T x T panels side by side - q.k, cos(q, k) and |q||k| - each with its own colour scale and axes
+    (nothing shared). Masked (e.g. future) positions should be NaN and are left blank."""
+    mats = [np.asarray(a, dtype=float) for a in (product, cosine, norm_product)]
+    for a in mats:
+        if a.ndim != 2 or a.shape[0] != a.shape[1]:
+            raise ValueError(f"qk_heatmaps needs T x T arrays, got shape {a.shape}")
+    _check_size(sum(a.size for a in mats), title)
+    panels = [
+        _square_panel(mats[0], "q·k", "q·k", "redblue", size),
+        _square_panel(mats[1], "cos(q, k)", "cos", "redblue", size),
+        _square_panel(mats[2], "‖q‖‖k‖", "norm product", "viridis", size),
+    ]
+    return (
+        alt.hconcat(*panels, title=title)
+        .resolve_scale(color="independent", x="independent", y="independent")
+        .resolve_legend(color="independent")
+    )
+
+
+# ------------------------------------------------------------------------------------------------ provenance
+_KNOWN = ("model", "profile", "device", "hardware", "code_version", "torch", "python", "computed_now", "source",
+          "loaded_from", "timestamp", "computed_at", "n_samples", "n_tokens", "seq_len")
+
+
+def provenance_line(prov: Mapping[str, Any]) -> str:
+    """Markdown one-liner describing where a number came from.
+
+    Recognised keys (all optional; :func:`sinkpaper.provenance.stamp` output works as is): ``model``,
+    ``profile``, ``device`` (or ``hardware``), ``code_version``, ``torch``, ``python``, ``computed_now`` (bool)
+    or ``source`` ("computed"/"loaded"), ``loaded_from`` (implies loaded), ``timestamp`` / ``computed_at``,
+    ``n_samples``, ``n_tokens`` / ``seq_len``. Other keys are appended as ``key=value``.
+    """
+    parts = []
+    if prov.get("model") is not None:
+        parts.append(f"model `{prov['model']}`")
+    if prov.get("profile") is not None:
+        parts.append(f"profile `{prov['profile']}`")
+    device = prov.get("device", prov.get("hardware"))
+    if device is not None:
+        parts.append(f"device {device}")
+    if prov.get("code_version") is not None:
+        parts.append(f"code `{prov['code_version']}`")
+    libs = [f"{k} {prov[k]}" for k in ("torch", "python") if prov.get(k) is not None]
+    if libs:
+        parts.append(", ".join(libs))
+    computed = prov.get("computed_now")
+    if computed is None and prov.get("source") is not None:
+        computed = str(prov["source"]).lower().startswith("comp")
+    if computed is None and prov.get("loaded_from"):
+        computed = False
+    stamp = prov.get("timestamp", prov.get("computed_at"))
+    if computed is True:
+        parts.append("computed now" + (f" ({stamp})" if stamp else ""))
+    elif computed is False:
+        where = f" from `{prov['loaded_from']}`" if prov.get("loaded_from") else ""
+        when = f" (computed {stamp})" if stamp else ""
+        parts.append(f"**loaded**{where}{when}")
+    elif stamp:
+        parts.append(f"computed {stamp}")
+    size = []
+    if prov.get("n_samples") is not None:
+        size.append(f"{prov['n_samples']} samples")
+    tokens = prov.get("n_tokens", prov.get("seq_len"))
+    if tokens is not None:
+        size.append(f"{tokens} tokens" + (" each" if prov.get("n_samples") is not None else ""))
+    if size:
+        parts.append(" × ".join(size))
+    parts += [f"{k}={v}" for k, v in prov.items() if k not in _KNOWN]
+    return "*Provenance:* " + " · ".join(parts) if parts else "*Provenance:* (none recorded)"
+
+
+# ----------------------------------------------------------------------------------------- paper vs ours
+COLUMNS = ("setting", "paper", "ours", "difference", "note")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return "—" if not math.isfinite(float(v)) else f"{float(v):.4g}"
+    return str(v)
+
+
+class ComparisonTable:
+    """Rows of (setting, paper, ours, difference, note); renders as HTML and Markdown in notebooks."""
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        self.rows = rows
+        self.columns = COLUMNS
+
+    def to_markdown(self) -> str:
+        head = "| " + " | ".join(self.columns) + " |\n|" + "---|" * len(self.columns) + "\n"
+        esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+        return head + "".join("| " + " | ".join(esc(_fmt(r[c])) for c in self.columns) + " |\n" for r in self.rows)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        num = {"paper", "ours", "difference"}
+        th = "".join(f"<th>{c}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(
+                f'<td style="text-align:{"right" if c in num else "left"}">{html.escape(_fmt(r[c]))}</td>'
+                for c in self.columns) + "</tr>"
+            for r in self.rows
+        )
+        return f'<table class="sinkpaper-compare"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(self.columns))
+
+
+def paper_vs_ours(rows: list[dict[str, Any]]) -> ComparisonTable:
+    """Paper-vs-ours table. Each row needs ``setting``, ``paper`` and ``ours``; ``note`` is optional and
+    ``difference`` defaults to ``ours - paper`` when both are numbers (else left blank). The paper's values
+    must be typed in by the caller from the paper itself - this helper invents nothing.
+
+    Returns a :class:`ComparisonTable` (HTML/Markdown in notebooks; ``.to_pandas()`` if pandas is installed).
+    """
+    out = []
+    for r in rows:
+        missing = {"setting", "paper", "ours"} - set(r)
+        if missing:
+            raise ValueError(f"row {r!r} lacks {sorted(missing)}")
+        diff = r.get("difference")
+        p, o = r["paper"], r["ours"]
+        if diff is None and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                                for v in (p, o)):
+            diff = float(o) - float(p)
+        out.append({"setting": r["setting"], "paper": p, "ours": o, "difference": diff, "note": r.get("note", "")})
+    return ComparisonTable(out)

@@ -1,0 +1,90 @@
+"""`python -m sinkpaper sink ...`: the paper's sink metric on any causal LM from the command line.
+
+Errors (bad arguments, unknown or unreachable models, bad token files) exit with status 2 and one line on
+stderr, checked before any model is loaded where possible.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import metrics
+from .probes import INPUTS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, status 2, like every other input error here
+        print(f"sinkpaper: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .lms import available_models
+    p = _Parser(prog="python -m sinkpaper", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    s = sub.add_parser("sink", help="measure Sink_k^epsilon (Gu et al. 2025, Section 3.2) on a causal LM")
+    s.add_argument("--model", required=True,
+                   help=f"offline name ({', '.join(available_models())}), a local dir, or a Hugging Face id")
+    s.add_argument("--inputs", choices=INPUTS, default="natural", help="probe inputs (default natural)")
+    s.add_argument("--n-samples", type=int, default=100)
+    s.add_argument("--seq-len", type=int, default=64, help="T, BOS included when --bos (default 64)")
+    s.add_argument("--epsilon", type=float, default=metrics.EPSILON, help="sink threshold in (0, 1)")
+    s.add_argument("--bos", action=argparse.BooleanOptionalAction, default=False,
+                   help="put the tokenizer's BOS at position 1 (default: no BOS)")
+    s.add_argument("--token-file", help="JSON list of equal-length lists of token ids; measured as given")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--batch-size", type=int, default=16)
+    s.add_argument("--device", default="cpu")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def _validate(a) -> None:
+    metrics.check_epsilon(a.epsilon)
+    if a.n_samples < 1:
+        raise ValueError(f"--n-samples must be >= 1, got {a.n_samples}")
+    if a.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {a.batch_size}")
+    metrics.check_seq_len(a.seq_len)
+
+
+def _table(r: dict) -> str:
+    lines = [f"{r['model']}  inputs={r['inputs']}  bos={r['bos']}  N={r['n_samples']}  T={r['seq_len']}  "
+             f"epsilon={r['epsilon']}",
+             "Sink_k^eps (%): " + "  ".join(f"k={k}: {v:.2f}" for k, v in r["sink_k"].items()),
+             f"mean alpha_1: {r['alpha_1_mean']:.4f}",
+             "Sink_1 per layer (%): " + " ".join(f"{v:.0f}" for v in r["per_layer_sink_1"])]
+    if r.get("massive_activation_ratio_by_layer"):
+        lines.append("massive-activation ratio |h_1| / mean|h_t>1| by layer: "
+                     + " ".join(f"{v:.1f}" for v in r["massive_activation_ratio_by_layer"]))
+    pv = r["provenance"]
+    lines.append(f"[{pv['code_version']}, {pv['hardware']}, {pv['measure_seconds']} s, computed now]")
+    return "\n".join(lines)
+
+
+def run_sink(a) -> dict:
+    from .lms import load_lm, measure_sink
+    from .probes import make_inputs, token_file_inputs
+    _validate(a)
+    probe = token_file_inputs(a.token_file, seq_len=a.seq_len) if a.token_file else None
+    lm = load_lm(a.model, device=a.device)
+    if probe is None:
+        probe = make_inputs(lm.tokenizer, a.inputs, n_samples=a.n_samples, seq_len=a.seq_len, bos=a.bos,
+                            seed=a.seed)
+    return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.token_file and args.bos:
+        print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
+              file=sys.stderr)
+        return 2
+    try:
+        result = run_sink(args)
+    except ValueError as e:  # includes ModelUnavailableError
+        print(f"sinkpaper: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result) if args.json else _table(result))
+    return 0

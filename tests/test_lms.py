@@ -1,0 +1,111 @@
+"""Real pretrained models (the two offline GGUF models) through sinkpaper.lms, and the probe inputs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from sinkpaper import metrics
+from sinkpaper.lms import ModelUnavailableError, available_models, load_lm, measure_sink
+from sinkpaper.probes import INPUTS, make_inputs, natural_text, token_file_inputs
+
+
+def test_unknown_and_unreachable_models_list_the_offline_ones(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants as c
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
+    for name in ["SmolLM2-135M", "no-such-org/no-such-model", ""]:
+        with pytest.raises(ModelUnavailableError) as e:
+            load_lm(name)
+        for offline in available_models():
+            assert offline in str(e.value)
+
+
+def test_trace_contract_smollm2(smollm2):
+    ids = make_inputs(smollm2.tokenizer, "natural", n_samples=2, seq_len=16, bos=True).input_ids
+    tr = smollm2.trace(ids)
+    L, H, T = smollm2.n_layers, smollm2.model.config.num_attention_heads, 16
+    assert tr.n_layers == L and tr.n_heads == H and tr.seq_len == T
+    assert len(tr.hidden_states) == L + 1
+    for a in tr.attentions:  # probabilities, causal
+        torch.testing.assert_close(a.sum(-1), torch.ones(2, H, T))
+        assert float(a.triu(1).abs().max()) == 0.0
+    # keys are repeated to every query head (3 KV heads -> 9 heads) and q.k reproduces the attention logits
+    q, k = tr.queries[0], tr.keys[0]
+    assert q.shape == k.shape == (2, H, T, smollm2.model.config.head_dim)
+    logits = (q @ k.transpose(-1, -2)) * smollm2.model.config.head_dim ** -0.5
+    logits = logits.masked_fill(~tr.visible[:, None], float("-inf"))
+    torch.testing.assert_close(logits.softmax(-1), tr.attentions[0], atol=1e-5, rtol=1e-4)
+    # the last hidden state is the last block's output, before the final norm (HF's last entry is after it)
+    out = smollm2.model.base_model(input_ids=ids, output_hidden_states=True)
+    torch.testing.assert_close(smollm2.model.base_model.norm(tr.hidden_states[-1]), out.hidden_states[-1].float())
+    torch.testing.assert_close(tr.hidden_states[3], out.hidden_states[3].float())
+
+
+def test_probes_are_explicit_about_bos(smollm2):
+    tok = smollm2.tokenizer
+    special = set(tok.all_special_ids)
+    for inputs in INPUTS:
+        off = make_inputs(tok, inputs, n_samples=3, seq_len=12, bos=False, seed=1)
+        on = make_inputs(tok, inputs, n_samples=3, seq_len=12, bos=True, seed=1)
+        assert off.input_ids.shape == on.input_ids.shape == (3, 12)
+        assert (on.input_ids[:, 0] == tok.bos_token_id).all()
+        assert not any(int(t) in special for t in off.input_ids.flatten())
+    rep = make_inputs(tok, "repeat", n_samples=4, seq_len=10).input_ids
+    assert (rep == rep[:, :1]).all() and rep[:, 0].unique().numel() > 1
+    text, meta = natural_text()
+    assert len(text.split()) > 20000 and meta["text_sha256"]
+    with pytest.raises(ValueError, match="valid: natural, random, repeat"):
+        make_inputs(tok, "poetry")
+
+
+def test_token_file_errors(tmp_path):
+    def write(obj):
+        p = tmp_path / "t.json"
+        p.write_text(json.dumps(obj))
+        return p
+    ok = token_file_inputs(write([[1, 2, 3, 4]] * 2), seq_len=3)
+    assert ok.input_ids.tolist() == [[1, 2, 3]] * 2 and ok.bos is False
+    for bad, msg in [([[1, 2], [1]], "ragged"), ([], "non-empty"), ([[1, "a"]], "integer"),
+                     ([[1, 2]], "fewer than --seq-len")]:
+        with pytest.raises(ValueError, match=msg):
+            token_file_inputs(write(bad), seq_len=3)
+    with pytest.raises(ValueError, match="does not exist"):
+        token_file_inputs(tmp_path / "missing.json")
+
+
+def test_smollm2_sink_on_natural_text_not_on_repeats(smollm2):
+    """Table 1's pattern on a real LM: a sink on token 1 for natural text, none when one token repeats."""
+    kw = dict(n_samples=16, seq_len=64, bos=False, seed=0)
+    nat = measure_sink(smollm2, make_inputs(smollm2.tokenizer, "natural", **kw), progress=False)
+    rep = measure_sink(smollm2, make_inputs(smollm2.tokenizer, "repeat", **kw), progress=False)
+    assert nat["sink_k"]["1"] > 40.0, nat["sink_k"]
+    assert rep["sink_k"]["1"] < 5.0 and rep["sink_k"]["1"] < nat["sink_k"]["1"] / 10
+    # massive activation on token 1 of natural text in the middle layers, none on repeats
+    assert max(nat["massive_activation_ratio_by_layer"]) > 5.0
+    assert max(rep["massive_activation_ratio_by_layer"]) < 2.0
+    assert nat["provenance"]["source_of_numbers"] == "computed now" and nat["provenance"]["tokens_measured"] == 1024
+
+
+def test_gemma3_sink_lives_on_bos(gemma3):
+    """Gemma 3 270M puts its sink on BOS: with BOS at position 1 natural text has a sink there; without BOS,
+    none (Barbero et al. 2025's observation that a model trained with a fixed BOS relies on it)."""
+    kw = dict(n_samples=8, seq_len=64, seed=0)
+    with_bos = measure_sink(gemma3, make_inputs(gemma3.tokenizer, "natural", bos=True, **kw), progress=False)
+    no_bos = measure_sink(gemma3, make_inputs(gemma3.tokenizer, "natural", bos=False, **kw), progress=False)
+    assert with_bos["sink_k"]["1"] > 40.0 and no_bos["sink_k"]["1"] < 5.0
+    assert with_bos["n_layers"] == gemma3.n_layers
+
+
+def test_measure_rejects_bad_input_before_compute(smollm2):
+    probe = make_inputs(smollm2.tokenizer, "random", n_samples=2, seq_len=8)
+    with pytest.raises(ValueError, match="too short"):
+        measure_sink(smollm2, probe)
+    with pytest.raises(ValueError, match="epsilon"):
+        measure_sink(smollm2, make_inputs(smollm2.tokenizer, "random", n_samples=2, seq_len=16), epsilon=0)
+    big = make_inputs(smollm2.tokenizer, "random", n_samples=1, seq_len=16)
+    big.input_ids[0, 3] = 10 ** 7
+    with pytest.raises(ValueError, match="vocabulary"):
+        measure_sink(smollm2, big)
+    assert metrics.EPSILON == 0.3
