@@ -94,12 +94,15 @@ def _gguf_path(name: str) -> Path:
 @contextmanager
 def _quiet_transformers():
     from transformers.utils import logging as hf_logging
-    level = hf_logging.get_verbosity()
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # in a notebook these are widgets that a static page cannot show
     try:
         yield
     finally:
         hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _load_offline(name: str, dtype: torch.dtype):

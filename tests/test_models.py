@@ -1,10 +1,9 @@
 """Every variant of the model: forward/backward, finite gradients, causality per mask, hook points,
 config validation, and the paper's propositions for repeated tokens."""
-import math
-
 import pytest
 import torch
 
+from sinkpaper import propositions
 from sinkpaper.metrics import alpha
 from sinkpaper.models import (FFNS, POS_ENCODINGS, SINKS, ModelConfig, SinkModel)
 
@@ -162,44 +161,33 @@ def test_paper_default_size():
     assert 55e6 < model.num_parameters() < 65e6
 
 
-# ---- Propositions for repeated tokens (Section 3.2 / Appendix of the paper) ----
-
-def repeated(n=3, seq_len=32):
-    return torch.full((n, seq_len), 7, dtype=torch.long)
-
+# ---- Propositions for repeated tokens (Section 3.2 / Appendix of the paper), via sinkpaper.propositions ----
 
 def test_nope_gives_exactly_uniform_attention_on_repeats():
-    model = SinkModel(ModelConfig(**(TINY | {"pos_encoding": "nope", "max_seq_len": 64})))
-    tr = model.trace(repeated())
-    uniform = torch.tril(torch.ones(32, 32)) / torch.arange(1, 33)[:, None]
-    for a in tr.attentions:
-        torch.testing.assert_close(a, uniform.expand_as(a), atol=1e-6, rtol=1e-5)
+    r = propositions.nope_uniform(seq_len=32)
+    assert r["max_deviation_from_uniform"] < 1e-5
+    assert abs(r["max_alpha_1"] - sum(1 / t for t in range(1, 33)) / 32) < 1e-5  # H_T / T, far below 0.3
 
 
 @pytest.mark.parametrize("pos", ["alibi", "relative"])
 def test_relative_encodings_have_distance_only_scores_and_no_sink_on_repeats(pos):
-    torch.manual_seed(0)
-    model = SinkModel(ModelConfig(**(TINY | {"pos_encoding": pos, "max_seq_len": 64})))
-    scores = []
-    model.blocks[0].attn.hook_scores.register_forward_hook(lambda m, i, o: scores.append(o))
-    tr = model.trace(repeated(seq_len=64))
-    s = scores[0][0, 0]  # first layer: all hidden states equal, so scores depend only on t - j
-    for d in range(0, 5):
-        diag = torch.diagonal(s, offset=-d)
-        torch.testing.assert_close(diag, diag[:1].expand_as(diag), atol=1e-5, rtol=1e-5)
-    a1 = torch.stack([alpha(a, tr.visible[:, None])[..., 0] for a in tr.attentions])
-    assert (a1 < 0.3).all(), "a relative encoding put a sink on token 1 of a repeated sequence"
+    r = propositions.distance_only(pos, seq_len=64)
+    assert r["max_diagonal_spread"] < 1e-5
+    assert r["max_alpha_1"] < 0.3, "a relative encoding put a sink on token 1 of a repeated sequence"
 
 
 def test_rope_first_layer_respects_the_bound_on_repeats():
     """Attention to token 1 on repeats is at most e^{2 xi} / (e^{2 xi} + t - 1), xi = scale |q| |k|."""
-    torch.manual_seed(0)
-    model = SinkModel(ModelConfig(**(TINY | {"pos_encoding": "rope", "max_seq_len": 256})))
-    tr = model.trace(repeated(n=1, seq_len=256))
-    q, k, a = tr.queries[0][0], tr.keys[0][0], tr.attentions[0][0]  # [H, T, D]
-    scale = 1 / math.sqrt(q.shape[-1])
-    xi = scale * q.norm(dim=-1).max(-1).values * k.norm(dim=-1).max(-1).values  # [H]
+    r = propositions.rope_bound(seq_len=256)
     t = torch.arange(1, 257)
-    bound = torch.exp(2 * xi)[:, None] / (torch.exp(2 * xi)[:, None] + t - 1)
-    assert (a[:, :, 0] <= bound + 1e-6).all()
+    bound = torch.exp(2 * r["xi"])[:, None] / (torch.exp(2 * r["xi"])[:, None] + t - 1)  # recomputed here
+    assert r["bound_holds"] and (r["attention_to_1"] <= bound + 1e-6).all()
     assert bound[:, -1].max() < bound[:, 1].min()  # the bound decays with t
+    assert (r["attention_to_1"][:, 1:] > 0).all()  # and the map is a real softmax, not all zeros
+
+
+def test_absolute_positions_can_single_out_token_1():
+    """The contrast the propositions draw: with absolute/learnable PE the first-layer scores on repeats are not
+    a function of t - j alone (token 1 has its own embedding), so nothing forbids a sink there."""
+    r = propositions.distance_only("learnable", seq_len=64)
+    assert r["max_diagonal_spread"] > 1e-3

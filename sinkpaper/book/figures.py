@@ -216,12 +216,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-class ComparisonTable:
-    """Rows of (setting, paper, ours, difference, note); renders as HTML and Markdown in notebooks."""
+class Table:
+    """Rows of dicts shown as a table: HTML in notebooks and the book, Markdown elsewhere (no pandas needed)."""
 
-    def __init__(self, rows: list[dict[str, Any]]):
+    numeric: frozenset = frozenset()
+
+    def __init__(self, rows: list[dict[str, Any]], columns: Sequence[str] | None = None):
         self.rows = rows
-        self.columns = COLUMNS
+        self.columns = tuple(columns) if columns is not None else tuple(rows[0]) if rows else ()
+        self.numeric = frozenset(c for c in self.columns
+                                 if rows and all(isinstance(r.get(c), (int, float, np.number)) for r in rows))
 
     def to_markdown(self) -> str:
         head = "| " + " | ".join(self.columns) + " |\n|" + "---|" * len(self.columns) + "\n"
@@ -232,7 +236,7 @@ class ComparisonTable:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        num = {"paper", "ours", "difference"}
+        num = self.numeric
         th = "".join(f"<th>{c}</th>" for c in self.columns)
         body = "".join(
             "<tr>" + "".join(
@@ -240,12 +244,20 @@ class ComparisonTable:
                 for c in self.columns) + "</tr>"
             for r in self.rows
         )
-        return f'<table class="sinkpaper-compare"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+        return f'<table class="sinkpaper-table"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
     def to_pandas(self):
         import pandas as pd
 
         return pd.DataFrame(self.rows, columns=list(self.columns))
+
+
+class ComparisonTable(Table):
+    """Rows of (setting, paper, ours, difference, note)."""
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        super().__init__(rows, COLUMNS)
+        self.numeric = frozenset({"paper", "ours", "difference"})
 
 
 def paper_vs_ours(rows: list[dict[str, Any]]) -> ComparisonTable:
