@@ -14,3 +14,18 @@ def smollm2():
 def gemma3():
     from sinkpaper.lms import load_lm
     return load_lm("gemma3-270m")
+
+
+def pytest_collection_modifyitems(config, items):
+    """`gpu` tests need CUDA; `slow` ones are skipped only when SINKPAPER_SKIP_SLOW=1. Every skip says why in
+    pytest's summary (addopts -ra)."""
+    import os
+
+    import torch
+    no_cuda = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine); runs on the GPU profile")
+    no_slow = pytest.mark.skip(reason="slow test skipped because SINKPAPER_SKIP_SLOW=1")
+    for item in items:
+        if "gpu" in item.keywords and not torch.cuda.is_available():
+            item.add_marker(no_cuda)
+        if "slow" in item.keywords and os.environ.get("SINKPAPER_SKIP_SLOW") == "1":
+            item.add_marker(no_slow)
