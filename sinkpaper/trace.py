@@ -6,12 +6,13 @@ A `Trace` is produced by `sinkpaper.models.SinkModel.trace(...)` and by `sinkpap
 Conventions (1-based positions in the paper, 0-based indices here):
 - `attentions[l]` is [B, H, T, T] over the T real tokens: the attention probabilities for normalized
   operators, or the paper's proxy |sim| / row-sum |sim| for operators without normalization (`proxy=True`,
-  reported as Sink*). Rows of masked-out keys are 0.
+  reported as Sink*). Entries of keys a query cannot see are 0.
 - `sink_attention[l]` is [B, H, T]: the attention each query puts on a learnable sink token / KV bias that
   sits at an extra position 0 (None when the model has none). With it, a row of `attentions` plus the
   sink entry sums to 1 for normalized operators.
 - `visible` is [B or 1, T, T] bool: query t can see key j. It gives the metric's divisor (the number of
-  queries that see key j), so prefix-LM, sliding-window and intra-document masks are honoured.
+  queries that see key j), so prefix-LM, sliding-window and intra-document masks are honoured. Per-layer
+  callers pass `visible[:, None]` so it broadcasts over heads.
 - `hidden_states` has L+1 entries [B, T, D]: the embedding output, then each block's output, before the
   final norm (the paper's massive-activation measurement).
 - `queries`, `keys`, `values` (optional) are per layer [B, H, T, Dh]: queries and keys after RoPE (as the
