@@ -109,3 +109,23 @@ def test_measure_rejects_bad_input_before_compute(smollm2):
     with pytest.raises(ValueError, match="vocabulary"):
         measure_sink(smollm2, big)
     assert metrics.EPSILON == 0.3
+
+
+def test_other_families_from_a_local_directory(smollm2, tmp_path):
+    """`load_lm` on a local directory: a small randomly initialised GPT-2 (absolute positions, fused QKV, its own
+    eager attention) traces with the same contract, so families beyond the offline two work the same way."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(smollm2.tokenizer), n_positions=64, n_embd=32, n_layer=2,
+                               n_head=4)).save_pretrained(tmp_path)
+    smollm2.tokenizer.save_pretrained(tmp_path)
+    lm = load_lm(str(tmp_path))
+    probe = make_inputs(lm.tokenizer, "natural", n_samples=3, seq_len=16, bos=True)
+    tr = lm.trace(probe.input_ids)
+    assert tr.n_layers == 2 and tr.n_heads == 4 and len(tr.hidden_states) == 3
+    for a in tr.attentions:
+        torch.testing.assert_close(a.sum(-1), torch.ones(3, 4, 16))
+    r = measure_sink(lm, probe, progress=False)
+    assert len(r["per_layer_sink_1"]) == 2 and r["provenance"]["model"] == str(tmp_path)
+    with pytest.raises(ValueError, match="context length 64"):
+        lm.trace(torch.zeros(1, 65, dtype=torch.long))
