@@ -23,11 +23,12 @@ import tempfile
 import time
 import urllib.parse
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from .metrics import EPSILON
 from .trace import Trace
 
 # short name -> (description, how to get the GGUF, pip package)
@@ -173,7 +174,6 @@ class LM:
     tokenizer: object
     source: str
     load_seconds: float
-    _records: list = field(default_factory=list, repr=False)
 
     @property
     def device(self) -> torch.device:
@@ -219,26 +219,25 @@ class LM:
             raise ValueError(f"input_ids must be [B, T], got {tuple(input_ids.shape)}")
         self.check_seq_len(input_ids.shape[1])
         input_ids = input_ids.to(self.device)
-        self._records.clear()
         layers = _decoder_layers(self.model)
         hidden: list[torch.Tensor] = []
         handle = layers[-1].register_forward_hook(
             lambda _m, _i, out: hidden.append((out[0] if isinstance(out, tuple) else out).detach().float()))
-        _CAPTURE.append((self._records, with_qkv))
+        recs: list[dict] = []  # one entry per attention call, filled by _capture_attention
+        _CAPTURE.append((recs, with_qkv))
         try:
             # the base model only: the LM head (262k-way for Gemma) is most of the compute and no metric needs it
             out = self.model.base_model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
         finally:
             _CAPTURE.pop()
             handle.remove()
-        recs = self._records
         if len(recs) != self.n_layers:
             raise RuntimeError(f"captured {len(recs)} attention calls for {self.n_layers} layers")
         # HF's hidden_states: embeddings, then each layer's output, except that the last entry is after the
         # final norm in most families; take the last decoder layer's own output instead (pre final norm).
         hs = [h.detach().float() for h in out.hidden_states[:-1]] + hidden
         T = input_ids.shape[1]
-        trace = Trace(
+        return Trace(
             attentions=[r["weights"] for r in recs],
             visible=torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()[None],
             hidden_states=hs,
@@ -246,8 +245,6 @@ class LM:
             keys=[r["k"] for r in recs] if with_qkv else None,
             values=[r["v"] for r in recs] if with_qkv else None,
         )
-        self._records = []
-        return trace
 
 
 _CAPTURE: list = []  # stack of (records, with_qkv) for the forward pass in flight
@@ -310,7 +307,7 @@ def load_lm(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype
     return LM(name=name, model=model, tokenizer=tok, source=source, load_seconds=time.perf_counter() - t0)
 
 
-def measure_sink(lm: LM, probe, *, epsilon: float = 0.3, batch_size: int = 16, progress: bool = True) -> dict:
+def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 16, progress: bool = True) -> dict:
     """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance."""
     from . import metrics, provenance
     metrics.check_epsilon(epsilon)
