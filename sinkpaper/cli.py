@@ -1,4 +1,5 @@
 """`python -m sinkpaper sink ...`: the paper's sink metric on any causal LM from the command line.
+`python -m sinkpaper bench kernels ...`: the Triton kernels against PyTorch's attention (sinkpaper.kernels.bench).
 
 Errors (bad arguments, unknown or unreachable models, bad token files) exit with status 2 and one line on
 stderr, checked before any model is loaded where possible.
@@ -37,6 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=16)
     s.add_argument("--device", default="cpu")
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    b = sub.add_parser("bench", help="benchmark the attention kernels against PyTorch on one device")
+    b.add_argument("what", choices=["kernels"])
+    b.add_argument("--json", metavar="PATH", help="also write every figure, with provenance, to this JSON file")
+    b.add_argument("--smoke", action="store_true",
+                   help="tiny shapes: exercises every code path in seconds (on CPU under TRITON_INTERPRET=1)")
+    b.add_argument("--device", choices=["cuda", "cpu"],
+                   help="default: cuda when available (and TRITON_INTERPRET is not 1), else cpu")
+    b.add_argument("--only", nargs="+", choices=["speed", "ops", "column_stats", "accuracy"],
+                   help="run only these sections (default: all)")
     return p
 
 
@@ -75,8 +85,41 @@ def run_sink(a) -> dict:
     return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json)
 
 
+def run_bench(a, argv: list[str]) -> int:
+    """Pick the device, and on CPU turn the Triton interpreter on before anything imports triton."""
+    import os
+
+    import torch
+    interp, cuda = os.environ.get("TRITON_INTERPRET") == "1", torch.cuda.is_available()
+    device = a.device or ("cuda" if cuda and not interp else "cpu")
+    err = None
+    if not a.smoke and not cuda:
+        err = ("no CUDA device: the kernel benchmark needs a GPU; use --smoke to exercise the code path on CPU "
+               "under TRITON_INTERPRET=1")
+    elif not a.smoke and device == "cpu":
+        err = "CPU timings under the Triton interpreter are not performance: use --device cuda, or --smoke"
+    elif device == "cuda" and not cuda:
+        err = "no CUDA device: drop --device cuda to run the smoke benchmark on CPU"
+    elif device == "cuda" and interp:
+        err = "TRITON_INTERPRET=1 runs Triton on the CPU: unset it to benchmark on CUDA"
+    elif device == "cpu" and not interp and "triton" in sys.modules:
+        err = "triton was imported before TRITON_INTERPRET=1 could be set; set it in the environment"
+    elif device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # triton reads it when imported, i.e. by sinkpaper.kernels below
+    if err:
+        print(f"sinkpaper: error: {err}", file=sys.stderr)
+        return 2
+    from .kernels.bench import SECTIONS, format_report, run_kernel_bench
+    r = run_kernel_bench(device, smoke=a.smoke, sections=tuple(a.only or SECTIONS), json_path=a.json, argv=argv)
+    print(format_report(r))
+    # a competitor that cannot run is a result; our own kernel failing is not
+    return 1 if any(x["name"] in ("ours", "ours_forward") and x["status"] == "error" for x in r["records"]) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "bench":
+        return run_bench(args, sys.argv[1:] if argv is None else list(argv))
     if args.token_file and args.bos:
         print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
               file=sys.stderr)

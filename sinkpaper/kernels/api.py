@@ -1,0 +1,311 @@
+"""`attention` and `column_stats`: argument checks, the autograd wrapper and the kernel launches.
+
+`impl="auto"` runs the Triton kernels on CUDA tensors, and on CPU tensors when the Triton interpreter is on
+(TRITON_INTERPRET=1 set before triton was imported); otherwise the pure-PyTorch reference (same contract).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+from .reference import ColumnStats, reference_attention, reference_column_stats
+
+OPS = ("softmax", "sigmoid", "elu", "softpick")
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+IMPLS = ("auto", "triton", "reference")
+MAX_HEAD_DIM = 128
+# Decided once, like triton itself decides at import whether @triton.jit interprets.
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def interpreting() -> bool:
+    """True when the Triton kernels run under the CPU interpreter (TRITON_INTERPRET=1 at import)."""
+    return _INTERPRET
+
+
+# ------------------------------------------------------------------------------------------------ checks
+def _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, v_bias, sigmoid_bias, impl):
+    if op not in OPS:
+        raise ValueError(f"op={op!r} is not a fused operator; valid: {', '.join(OPS)} "
+                         "(the other operators run on sinkpaper.attention.attention_reference)")
+    if impl not in IMPLS:
+        raise ValueError(f"impl={impl!r}; valid: {', '.join(IMPLS)}")
+    named = {"q": q, "k": k} if v is None else {"q": q, "k": k, "v": v}
+    for name, x in named.items():
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if x.dim() != 4:
+            raise ValueError(f"{name} must be [batch, heads, T, head_dim], got shape {tuple(x.shape)}")
+        if x.dtype not in DTYPES:
+            raise ValueError(f"{name} has dtype {x.dtype}; the kernels take float32, float16 or bfloat16")
+        if x.dtype != q.dtype:
+            raise ValueError(f"{name} has dtype {x.dtype} but q has {q.dtype}; pass one dtype")
+        if x.device != q.device:
+            raise ValueError(f"{name} is on {x.device} but q is on {q.device}")
+        if x.shape[:3] != q.shape[:3]:
+            raise ValueError(f"{name} has [batch, heads, T] = {tuple(x.shape[:3])} but q has {tuple(q.shape[:3])}")
+    B, H, T, D = q.shape
+    if k.shape[-1] != D:
+        raise ValueError(f"k has head_dim {k.shape[-1]} but q has {D}")
+    for name, x in named.items():
+        if not 1 <= x.shape[-1] <= MAX_HEAD_DIM:
+            raise ValueError(f"{name} has head_dim {x.shape[-1]}; the kernels support 1..{MAX_HEAD_DIM}")
+    if T < 1:
+        raise ValueError("T must be >= 1")
+    if window is not None and prefix is not None:
+        raise ValueError("window and prefix cannot be combined")
+    if window is not None and (int(window) != window or window < 1):
+        raise ValueError(f"window must be an integer >= 1 (keys each query sees, itself included), got {window}")
+    if prefix is not None and (int(prefix) != prefix or prefix < 0):
+        raise ValueError(f"prefix must be an integer >= 0, got {prefix}")
+    if not causal and (window is not None or prefix is not None):
+        raise ValueError("causal=False conflicts with window/prefix (both are causal masks)")
+    if doc_ids is not None:
+        if not isinstance(doc_ids, torch.Tensor) or doc_ids.shape != (B, T):
+            raise ValueError(f"doc_ids must be a tensor [batch, T] = [{B}, {T}], got "
+                             f"{tuple(doc_ids.shape) if isinstance(doc_ids, torch.Tensor) else type(doc_ids).__name__}")
+        if doc_ids.dtype.is_floating_point or doc_ids.dtype == torch.bool:
+            raise ValueError(f"doc_ids must be integer document ids, got {doc_ids.dtype}")
+        if doc_ids.device != q.device:
+            raise ValueError(f"doc_ids is on {doc_ids.device} but q is on {q.device}")
+    if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    if sink_logit is not None and k_bias is not None:
+        raise ValueError("pass either sink_logit (a fixed-logit sink) or k_bias (a learnable key), not both")
+    if sink_logit is not None and (not isinstance(sink_logit, torch.Tensor) or sink_logit.shape != (H,)):
+        raise ValueError(f"sink_logit must be a tensor [heads] = [{H}]")
+    for name, x, width in (("k_bias", k_bias, D), ("v_bias", v_bias, None if v is None else v.shape[-1])):
+        if x is None:
+            continue
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[0] not in (1, H) or (
+                width is not None and x.shape[1] != width):
+            raise ValueError(f"{name} must be a tensor [heads, head_dim] = [{H}, {width}] (or [1, {width}] shared), "
+                             f"got {tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    for name, x in (("sink_logit", sink_logit), ("k_bias", k_bias), ("v_bias", v_bias)):
+        if x is not None and x.device != q.device:
+            raise ValueError(f"{name} is on {x.device} but q is on {q.device}")
+    if sigmoid_bias and op != "sigmoid":
+        raise ValueError(f"sigmoid_bias={sigmoid_bias} only applies to op='sigmoid', not {op!r}")
+    if impl == "triton" and q.device.type != "cuda" and not _INTERPRET:
+        raise ValueError(f"impl='triton' on {q.device.type} tensors needs the Triton interpreter: set "
+                         "TRITON_INTERPRET=1 before importing triton (or use impl='auto' for the reference)")
+
+
+def _use_triton(q, impl) -> bool:
+    if impl == "reference":
+        return False
+    return q.device.type == "cuda" or (_INTERPRET and q.device.type == "cpu")
+
+
+# ------------------------------------------------------------------------------------------------ launch
+@dataclass(frozen=True)
+class _Spec:
+    """Everything about one call that is not a tensor: mask, operator, scale."""
+    op: int
+    mask: int
+    w: int          # window or prefix length
+    scale: float
+    sig_bias: float
+    softpick_eps: float
+
+
+def _spec(op, causal, window, prefix, scale, D, sigmoid_bias, softpick_eps) -> _Spec:
+    from . import triton_kernels as tk
+    if window is not None:
+        mask, w = tk.MASK_WINDOW, int(window)
+    elif prefix:
+        mask, w = tk.MASK_PREFIX, int(prefix)
+    else:
+        mask, w = (tk.MASK_CAUSAL if causal else tk.MASK_NONE), 0
+    return _Spec(tk.OPS[op], mask, w, float(scale if scale is not None else 1.0 / math.sqrt(D)),
+                 float(sigmoid_bias), float(softpick_eps))
+
+
+def _pow2(n: int) -> int:
+    return max(16, 1 << (n - 1).bit_length())
+
+
+def _blocks(kind: str, D: int) -> dict:
+    """Tile sizes and launch options. The interpreter gets small tiles (it pays per tile operation);
+    on GPU, FlashAttention-2-like shapes (forward / dQ: 128 rows x 64 keys; dK/dV: 64 keys x 64 rows)."""
+    if _INTERPRET:
+        return {"BLOCK_M": 32, "BLOCK_N": 32}
+    warps = 4 if D <= 64 else 8
+    if kind == "fwd":
+        return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": warps, "num_stages": 3}
+    if kind == "dq":
+        return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2}
+    if kind == "dkdv":
+        return {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 2}
+    return {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}  # column statistics
+
+
+def _common(q, v, spec):
+    D, DV = q.shape[-1], v.shape[-1] if v is not None else 1
+    return dict(D=D, DV=DV, BLOCK_D=_pow2(D), BLOCK_DV=_pow2(DV), OP=spec.op, MASK=spec.mask,
+                F32_DOT=_INTERPRET, IEEE=(q.dtype == torch.float32 and not _INTERPRET))
+
+
+def _doc(doc_ids, q):
+    return (doc_ids.to(torch.int32).contiguous(), True) if doc_ids is not None else (q.new_zeros(1, dtype=torch.int32), False)
+
+
+def _forward(q, k, v, s0, v0, doc_ids, spec, write_out=True, write_stat=True):
+    from . import triton_kernels as tk
+    B, H, T, _ = q.shape
+    out = torch.empty_like(v) if write_out else q.new_empty(1)
+    stat = torch.empty(B, H, T, device=q.device, dtype=torch.float32)
+    doc, has_doc = _doc(doc_ids, q)
+    blocks = _blocks("fwd", q.shape[-1])
+    grid = (triton_cdiv(T, blocks["BLOCK_M"]), B * H)
+    tk.attn_fwd[grid](q, k, v if v is not None else q, s0 if s0 is not None else stat,
+                      v0 if v0 is not None else stat, doc, out, stat, H, T, spec.w, spec.scale, spec.sig_bias,
+                      spec.softpick_eps, **_common(q, v, spec), HAS_DOC=has_doc, HAS_SINK=s0 is not None,
+                      HAS_V0=v0 is not None, WRITE_OUT=write_out, WRITE_STAT=write_stat, **blocks)
+    return out, stat
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _sink_terms(s0, stat, spec):
+    """Per-row weight of the sink column, d(weight)/d(logit), and the softpick e = exp(s0 - stat)."""
+    from . import triton_kernels as tk
+    if spec.op == tk.OPS["softmax"]:
+        w = torch.exp(s0 - stat)
+        return w, None
+    if spec.op == tk.OPS["sigmoid"]:
+        w = torch.sigmoid(s0 + spec.sig_bias)
+        return w, w * (1 - w)
+    if spec.op == tk.OPS["elu"]:
+        e = torch.exp(s0.clamp(max=0))
+        return torch.where(s0 > 0, s0 + 1, e), torch.where(s0 > 0, torch.ones_like(e), e)
+    e = torch.exp(s0 - stat)
+    return torch.relu(e - torch.exp(-stat)), e
+
+
+class _FusedAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, s0, v0, doc_ids, spec):
+        # sigmoid / elu need no row statistics to train (their backward is elementwise)
+        out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=spec.op in (0, 3))
+        ctx.save_for_backward(q, k, v, out, stat, s0, v0, doc_ids)
+        ctx.spec = spec
+        ctx.mark_non_differentiable(stat)
+        return out, stat
+
+    @staticmethod
+    def backward(ctx, dout, _dstat):
+        from . import triton_kernels as tk
+        q, k, v, out, stat, s0, v0, doc_ids = ctx.saved_tensors
+        spec = ctx.spec
+        B, H, T, D = q.shape
+        dout = dout.contiguous()
+        # delta_i = dO_i . O_i (the sink's value included, since O includes it)
+        delta = (dout.float() * out.float()).sum(-1).contiguous()
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        doc, has_doc = _doc(doc_ids, q)
+        common = dict(**_common(q, v, spec), HAS_DOC=has_doc)
+        blocks = _blocks("dkdv", D)
+        tk.attn_bwd_dkdv[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
+            q, k, v, dout, stat, delta, doc, dk, dv, H, T, spec.w, spec.scale, spec.sig_bias, **common, **blocks)
+        blocks = _blocks("dq", D)
+        tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
+            q, k, v, dout, stat, delta, doc, dq, H, T, spec.w, spec.scale, spec.sig_bias, **common, **blocks)
+        ds0 = dv0 = None
+        if s0 is not None:
+            w0, g0 = _sink_terms(s0, stat, spec)
+            dp0 = (dout.float() * v0.float()[None, :, None, :].expand(B, H, 1, -1)).sum(-1) if v0 is not None \
+                else torch.zeros_like(s0)
+            if spec.op == tk.OPS["softmax"]:
+                ds0 = w0 * (dp0 - delta)
+            elif spec.op == tk.OPS["softpick"]:
+                ds0 = g0 * (torch.where(s0 > 0, dp0, 0.0) - torch.sign(s0) * delta)
+            else:
+                ds0 = g0 * dp0
+            if v0 is not None and ctx.needs_input_grad[4]:
+                dv0 = torch.einsum("bht,bhtd->hd", w0, dout.float())
+        return dq, dk, dv, ds0, dv0, None, None
+
+
+def _sink_logits(q, sink_logit, k_bias, v_bias, scale):
+    """[B, H, T] fp32 logit of the sink column for every row (differentiable), or None without a sink."""
+    B, H, T, D = q.shape
+    if sink_logit is not None:
+        return sink_logit.float().view(1, H, 1).expand(B, H, T).contiguous()
+    if k_bias is not None:
+        return (scale * torch.einsum("bhtd,hd->bht", q.float(), k_bias.float().expand(H, D))).contiguous()
+    if v_bias is not None:  # V bias only: the extra key is 0, so its logit is 0
+        return q.new_zeros(B, H, T, dtype=torch.float32)
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ public API
+def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, doc_ids=None, scale=None,
+              sink_logit=None, k_bias=None, v_bias=None, sigmoid_bias=0.0, return_lse=False, softpick_eps=1e-6,
+              impl="auto"):
+    """Fused attention over q, k [B, H, T, D], v [B, H, T, Dv] without the T x T matrix.
+
+    op: softmax | sigmoid (sigmoid(x + sigmoid_bias), no normalization) | elu (elu(x) + 1, no normalization) |
+    softpick, with x = scale * q.k (scale defaults to 1/sqrt(D)). Masks: causal; window=w (the last w keys,
+    itself included); prefix=p (the first p positions see each other); doc_ids [B, T] (within a document).
+    Sinks: sink_logit [H] (an extra key with that logit and zero value) or k_bias / v_bias [H, D] (the
+    paper's KV bias: an extra key k* and value v* every query sees; v_bias=None: zero value).
+    Differentiable in q, k, v, sink_logit, k_bias, v_bias. With return_lse, also the fp32 row statistic
+    [B, H, T]: log-sum-exp (softmax, sink included), log(sum |e^x - 1| + eps) (softpick), log of the row sum
+    of the weights (sigmoid, elu).
+    """
+    _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, v_bias, sigmoid_bias, impl)
+    if not _use_triton(q, impl):
+        return reference_attention(q, k, v, op=op, causal=causal, window=window, prefix=prefix, doc_ids=doc_ids,
+                                   scale=scale, sink_logit=sink_logit, k_bias=k_bias, v_bias=v_bias,
+                                   sigmoid_bias=sigmoid_bias, return_lse=return_lse, softpick_eps=softpick_eps)
+    spec = _spec(op, causal, window, prefix, scale, q.shape[-1], sigmoid_bias, softpick_eps)
+    s0 = _sink_logits(q, sink_logit, k_bias, v_bias, spec.scale)
+    v0 = v_bias.float().expand(q.shape[1], v.shape[-1]).contiguous() if v_bias is not None else None
+    out, stat = _FusedAttention.apply(q.contiguous(), k.contiguous(), v.contiguous(), s0, v0, doc_ids, spec)
+    if op in ("sigmoid", "elu") and return_lse:
+        # the training forward skips the row sums; recompute them for the caller
+        _, stat = _forward(q.contiguous(), k.contiguous(), None, s0, None, doc_ids, spec, write_out=False)
+    return (out, stat) if return_lse else out
+
+
+def column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, doc_ids=None, scale=None,
+                 sink_logit=None, k_bias=None, sigmoid_bias=0.0, softpick_eps=1e-6, impl="auto") -> ColumnStats:
+    """The paper's alpha_k for every key without the T x T matrix: `ColumnStats(alpha [B, H, T], sink [B, H])`.
+
+    alpha_k is the mean, over the queries that see key k, of the attention k receives: the probabilities for
+    softmax and softpick (the sink column in the normalizer), the paper's proxy |w| / sum |w| for sigmoid and
+    elu. `sink` is the mean attention on the sink / bias column (None without one). Two passes: the forward
+    without values (row statistics only), then one program per key block. Memory O(B * H * T).
+    """
+    _check(q, k, None, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, None, sigmoid_bias, impl)
+    if not _use_triton(q, impl):
+        return reference_column_stats(q, k, op=op, causal=causal, window=window, prefix=prefix, doc_ids=doc_ids,
+                                      scale=scale, sink_logit=sink_logit, k_bias=k_bias, sigmoid_bias=sigmoid_bias,
+                                      softpick_eps=softpick_eps)
+    from . import triton_kernels as tk
+    with torch.no_grad():
+        B, H, T, D = q.shape
+        q, k = q.contiguous(), k.contiguous()
+        spec = _spec(op, causal, window, prefix, scale, D, sigmoid_bias, softpick_eps)
+        s0 = _sink_logits(q, sink_logit, k_bias, None, spec.scale)
+        _, stat = _forward(q, k, None, s0, None, doc_ids, spec, write_out=False)
+        alpha = torch.empty(B, H, T, device=q.device, dtype=torch.float32)
+        doc, has_doc = _doc(doc_ids, q)
+        blocks = _blocks("stats", D)
+        common = _common(q, None, spec)
+        del common["DV"], common["BLOCK_DV"]
+        tk.column_stats_kernel[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
+            q, k, stat, doc, alpha, H, T, spec.w, spec.scale, spec.sig_bias, **common, HAS_DOC=has_doc, **blocks)
+        sink = None
+        if s0 is not None:
+            w0, _ = _sink_terms(s0, stat, spec)
+            if op in ("sigmoid", "elu"):
+                w0 = w0 / torch.exp(stat)  # the proxy: share of the row's total weight
+            sink = w0.mean(-1)
+    return ColumnStats(alpha, sink)

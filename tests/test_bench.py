@@ -1,0 +1,78 @@
+"""`python -m sinkpaper bench kernels`: the smoke run's JSON contract on CPU (Triton interpreter) and the no-GPU exit."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "sinkpaper", "bench", "kernels", *args], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, **(env or {})}, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "kernels.json"
+    r = run("--smoke", "--json", str(path), env={"TRITON_INTERPRET": "1"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(path.read_text()), r.stdout
+
+
+def test_smoke_provenance(smoke):
+    res, _ = smoke
+    pv = res["provenance"]
+    for key in ["code_version", "hardware", "device_name", "torch", "triton", "cuda", "computed_at", "command",
+                "git_commit"]:
+        assert key in pv, key
+    assert pv["interpreter"] is True and pv["triton"] and pv["torch"] == torch.__version__
+    assert pv["command"][:3] == ["bench", "kernels", "--smoke"]
+    assert res["smoke"] is True and res["device"] == "cpu" and "FlashAttention" in res["flop_convention"]
+
+
+def test_smoke_records_every_section(smoke):
+    res, out = smoke
+    recs = res["records"]
+    ok = [r for r in recs if r["status"] == "ok"]
+    for r in ok:
+        if r["section"] == "accuracy":
+            assert math.isfinite(r["max_abs_err"]) and math.isfinite(r["rel_rms_err"]), r
+        else:
+            assert r["ms"] is not None and math.isfinite(r["ms"]) and r["ms"] > 0, r
+    # our kernel ran in every section, for every op and both modes
+    for section, op, mode in [("speed", "softmax", "fwd"), ("speed", "softmax", "fwd+bwd"),
+                              *[("ops", op, m) for op in ("sigmoid", "elu", "softpick") for m in ("fwd", "fwd+bwd")],
+                              ("column_stats", "softmax", "column_stats"), ("accuracy", "softmax", "out"),
+                              ("accuracy", "softmax", "dq")]:
+        assert any(r["section"] == section and r["name"] == "ours" and r["op"] == op and r["mode"] == mode
+                   for r in ok), (section, op, mode)
+    # the eager references and PyTorch's CPU path ran too; the CUDA-only competitors say why they did not
+    names = {(r["section"], r["name"]) for r in ok}
+    assert {("speed", "eager"), ("speed", "sdpa_math"), ("ops", "eager"), ("column_stats", "eager"),
+            ("column_stats", "ours_forward"), ("accuracy", "sdpa")} <= names
+    for name in ("sdpa_flash", "sdpa_cudnn", "flex"):
+        skipped = [r for r in recs if r["name"] == name]
+        assert skipped and all(r["status"] == "skipped" and "CUDA" in r["reason"] for r in skipped), name
+    # every ratio is a positive finite number and is printed; every goal is judged or says why not
+    assert res["ratios"] and all(math.isfinite(x["ratio"]) and x["ratio"] > 0 for x in res["ratios"])
+    assert {x["kind"] for x in res["ratios"]} == {"speed", "time", "error"}  # no peak memory on CPU
+    assert out.count("x\n") >= len(res["ratios"])
+    assert len(res["goals"]) == 5 and all(g["status"] in ("PASS", "MISS", "n/a") for g in res["goals"])
+    assert all(f"{g['status']:<5}{g['goal']}" in out for g in res["goals"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error path; this machine has CUDA")
+def test_without_gpu_exits_2_with_one_line():
+    r = run()
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "sinkpaper: error: no CUDA device: the kernel benchmark needs a GPU; use --smoke to exercise the code path "
+        "on CPU under TRITON_INTERPRET=1"]
