@@ -1,7 +1,14 @@
 """Shared fixtures: the two offline pretrained models, loaded once per test session (CPU, fp32)."""
 from __future__ import annotations
 
+import os
+
 import pytest
+import torch
+
+# Without a GPU the Triton kernels run under the interpreter; it must be on before triton is imported.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +26,6 @@ def gemma3():
 def pytest_collection_modifyitems(config, items):
     """`gpu` tests need CUDA; `slow` ones are skipped only when SINKPAPER_SKIP_SLOW=1. Every skip says why in
     pytest's summary (addopts -ra)."""
-    import os
-
-    import torch
     no_cuda = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine); runs on the GPU profile")
     no_slow = pytest.mark.skip(reason="slow test skipped because SINKPAPER_SKIP_SLOW=1")
     for item in items:

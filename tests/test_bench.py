@@ -1,4 +1,4 @@
-"""`python -m sinkpaper bench kernels`: the smoke run's JSON contract on CPU (Triton interpreter) and the no-GPU exit."""
+"""`python -m sinkpaper bench kernels`: the smoke run's JSON contract (Triton interpreter) and the no-GPU exit."""
 from __future__ import annotations
 
 import json

@@ -100,7 +100,9 @@ class _Bench:
             return None
         B, H, T, _ = shape
         need, free = n_maps * 4 * B * H * T * T, torch.cuda.mem_get_info(self.device)[0]
-        return f"OOM predicted: ~{need / 2**30:.0f} GiB of T x T maps > {free / 2**30:.0f} GiB free" if need > free else None
+        if need > free:
+            return f"OOM predicted: ~{need / 2**30:.0f} GiB of T x T maps > {free / 2**30:.0f} GiB free"
+        return None
 
     def qkv(self, shape, dtype=torch.bfloat16, grad=False, n=3, seed=0):
         gen = torch.Generator(device=self.device).manual_seed(seed)

@@ -145,7 +145,9 @@ class Attention(nn.Module):
         )
         if cfg.backend == "triton" and not want_map and ctx.kernel_masks is not None:
             from .. import kernels  # fused Triton kernels; same contract as attention_reference
-            out = kernels.attention(q, k, v, op=cfg.attention, sigmoid_bias=cfg.sigmoid_bias,
+            # on CPU without TRITON_INTERPRET=1, impl="auto" runs the reference with the same contract
+            out = kernels.attention(q, k, v, op=cfg.attention, softpick_eps=cfg.softpick_eps,
+                                    sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                     k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"], **ctx.kernel_masks)
         else:
             res = attention_reference(q, k, v, visible=ctx.visible, return_map=want_map, **kwargs)

@@ -1,0 +1,265 @@
+"""The fused Triton kernels against fp64 PyTorch references, on CPU under TRITON_INTERPRET=1 (set by conftest)
+or compiled on a GPU: outputs, row statistics, column statistics and every gradient, for every operator x
+mask x sink; T not a multiple of the tile; several head dims; fp16/bf16 error against PyTorch's own;
+NaN-poisoned allocations; metamorphic causality per mask; argument errors."""
+import math
+
+import pytest
+import torch
+
+from sinkpaper import kernels as K
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+pytestmark = pytest.mark.skipif(DEVICE == "cpu" and not K.interpreting(),
+                                reason="no GPU and TRITON_INTERPRET is not 1: the kernels cannot run here")
+
+B, H, T, D = 2, 2, 70, 32   # T = 70 is not a multiple of any tile size (32 interpreted, 64/128 on GPU)
+DOCS = torch.tensor([[0] * 30 + [1] * 20 + [2] * 20, [0] * 5 + [1] * 65])
+MASKS = {"causal": {}, "full": {"causal": False}, "window": {"window": 20}, "prefix": {"prefix": 37},
+         "document": {"doc_ids": DOCS}}
+SINKS = {"none": {}, "sink_logit": {"sink_logit": (H,)}, "kv_bias": {"k_bias": (H, D), "v_bias": (H, D)},
+         "k_bias_shared": {"k_bias": (1, D)}, "v_bias": {"v_bias": (H, D)}}
+
+
+def _inputs(seed, dtype=torch.float32, t=T, d=D, dv=None, sink=None):
+    g = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(B, H, t, d, generator=g) for _ in range(2))
+    v = torch.randn(B, H, t, dv or d, generator=g)
+    extra = {name: torch.randn(*shape, generator=g) for name, shape in (sink or {}).items()}
+    return [x.to(DEVICE, dtype) for x in (q, k, v)], {n: x.to(DEVICE) for n, x in extra.items()}
+
+
+def _masks(mask):
+    return {n: x.to(DEVICE) if isinstance(x, torch.Tensor) else x for n, x in MASKS[mask].items()}
+
+
+def _rel(a, b):
+    a, b = a.detach().double(), b.detach().double()
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-12))
+
+
+@pytest.mark.parametrize("sink", SINKS)
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("op", K.OPS)
+def test_matches_fp64_reference(op, mask, sink):
+    (q, k, v), extra = _inputs(hash((op, mask, sink)) % 1000, sink=SINKS[sink])
+    masks = _masks(mask)
+    leaves = [x.requires_grad_() for x in (q, k, v, *extra.values())]
+    out, stat = K.attention(q, k, v, op=op, return_lse=True, **masks, **extra)
+    grad_out = torch.randn_like(out)
+    grads = torch.autograd.grad(out, leaves, grad_out)
+
+    ref_leaves = [x.detach().double().requires_grad_() for x in leaves]
+    rq, rk, rv, *rextra = ref_leaves
+    rextra = dict(zip(extra, rextra))
+    ref, ref_stat = K.reference_attention(rq, rk, rv, op=op, return_lse=True, **masks, **rextra)
+    ref_grads = torch.autograd.grad(ref, ref_leaves, grad_out.double())
+
+    assert _rel(out, ref) < 1e-5
+    assert torch.allclose(stat.double(), ref_stat.double(), atol=1e-5, rtol=1e-5)
+    for name, g, rg in zip(["q", "k", "v", *extra], grads, ref_grads):
+        assert _rel(g, rg) < 1e-5 or float(rg.abs().max()) < 1e-12, name
+
+    # column statistics: a V-bias-only sink is a zero key, i.e. a sink logit of 0
+    col_extra = {n: x.detach() for n, x in extra.items() if n != "v_bias"}
+    if sink == "v_bias":
+        col_extra = {"sink_logit": torch.zeros(H, device=DEVICE)}
+    cs = K.column_stats(q.detach(), k.detach(), op=op, **masks, **col_extra)
+    ref_cs = K.reference_column_stats(q.detach().double(), k.detach().double(), op=op, **masks,
+                                      **{n: x.double() for n, x in col_extra.items()})
+    assert cs.alpha.dtype == torch.float32 and cs.alpha.shape == (B, H, T)
+    assert torch.allclose(cs.alpha.double(), ref_cs.alpha.double(), atol=1e-6, rtol=1e-5)
+    assert (cs.sink is None) == (ref_cs.sink is None)
+    if cs.sink is not None:
+        assert cs.sink.shape == (B, H)
+        assert torch.allclose(cs.sink.double(), ref_cs.sink.double(), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["softmax", "sigmoid", "softpick"])
+@pytest.mark.parametrize("d,dv,t", [(32, 32, 33), (64, 64, 45), (96, 96, 45), (128, 128, 17), (64, 96, 40)])
+def test_head_dims(op, d, dv, t):
+    (q, k, v), _ = _inputs(d + t, t=t, d=d, dv=dv)
+    leaves = [x.requires_grad_() for x in (q, k, v)]
+    out = K.attention(q, k, v, op=op)
+    grads = torch.autograd.grad(out.sum(), leaves)
+    ref_leaves = [x.detach().double().requires_grad_() for x in leaves]
+    ref = K.reference_attention(*ref_leaves, op=op)
+    ref_grads = torch.autograd.grad(ref.sum(), ref_leaves)
+    assert out.shape == (B, H, t, dv)
+    assert _rel(out, ref) < 1e-5
+    for g, rg in zip(grads, ref_grads):
+        assert _rel(g, rg) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("op", K.OPS)
+def test_low_precision_error_within_2x_pytorch(op, dtype):
+    """Error against fp64 no worse than 2x the error of the same computation done by PyTorch in `dtype`."""
+    (q, k, v), extra = _inputs(7, dtype=dtype, sink=SINKS["kv_bias"])
+    extra = {n: x.to(dtype) for n, x in extra.items()}
+    exact = K.reference_attention(q.double(), k.double(), v.double(), op=op,
+                                  **{n: x.double() for n, x in extra.items()})
+    ours = K.attention(q, k, v, op=op, **extra)
+    theirs = K.reference_attention(q, k, v, op=op, **extra)
+    assert ours.dtype == dtype
+    err_ours = float((ours.double() - exact).abs().max())
+    err_torch = float((theirs.double() - exact).abs().max())
+    # The interpreter's fp32 -> bf16/fp16 cast truncates instead of rounding (kernels.md): one more ulp.
+    slack = torch.finfo(dtype).eps * float(exact.abs().max()) if K.interpreting() else 0.0
+    assert err_ours <= 2 * err_torch + slack, (err_ours, err_torch, slack)
+
+
+def test_nan_poisoned_allocations(monkeypatch):
+    """Every output element is written: allocations start as NaN and nothing NaN comes back."""
+    empty, empty_like = torch.empty, torch.empty_like
+
+    def poison(x):
+        return x.fill_(math.nan) if x.is_floating_point() else x
+
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: poison(empty(*a, **kw)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: poison(empty_like(*a, **kw)))
+    for op in K.OPS:
+        for mask in ("causal", "window", "document"):
+            (q, k, v), extra = _inputs(3, sink=SINKS["kv_bias"])
+            leaves = [x.requires_grad_() for x in (q, k, v, *extra.values())]
+            out, stat = K.attention(q, k, v, op=op, return_lse=True, **_masks(mask), **extra)
+            grads = torch.autograd.grad(out.sum(), leaves)
+            cs = K.column_stats(q.detach(), k.detach(), op=op, **_masks(mask), k_bias=extra["k_bias"].detach())
+            for x in (out, stat, *grads, cs.alpha, cs.sink):
+                assert torch.isfinite(x).all(), (op, mask)
+
+
+def _future_perturbation(mask, t0):
+    """(query rows that must not change, key rows that may change) when keys outside their view change."""
+    if mask == "causal":
+        return slice(0, t0), slice(t0, T)
+    if mask == "window":        # queries >= t0 + 20 cannot see keys < t0
+        return slice(t0 + 20, T), slice(0, t0)
+    if mask == "prefix":        # keys past both the prefix and the query
+        return slice(0, 45), slice(45, T)
+    if mask == "document":      # document 0 of sample 0 (positions 0..29) never sees 30..69
+        return slice(0, 30), slice(30, T)
+    raise AssertionError(mask)
+
+
+@pytest.mark.parametrize("op", K.OPS)
+@pytest.mark.parametrize("mask", ["causal", "window", "prefix", "document"])
+def test_metamorphic_causality(mask, op):
+    """Changing the keys and values a query cannot see leaves its output and its alpha untouched."""
+    (q, k, v), _ = _inputs(11)
+    rows, keys = _future_perturbation(mask, 25)
+    k2, v2 = k.clone(), v.clone()
+    k2[:, :, keys] += 3 * torch.randn_like(k2[:, :, keys])
+    v2[:, :, keys] += 3 * torch.randn_like(v2[:, :, keys])
+    masks = _masks(mask)
+    out, out2 = K.attention(q, k, v, op=op, **masks), K.attention(q, k2, v2, op=op, **masks)
+    if mask == "document":   # only sample 0 has a document boundary at 30
+        out, out2 = out[:1], out2[:1]
+    assert torch.equal(out[:, :, rows], out2[:, :, rows])
+    assert not torch.allclose(out, out2)  # the perturbation did reach the queries that see it
+
+
+def test_column_stats_cross_check_with_value_gradient():
+    """d(sum of outputs)/dV has every column equal to the column sums of P (kernels.md): alpha * count."""
+    (q, k, v), _ = _inputs(5)
+    v.requires_grad_()
+    (gv,) = torch.autograd.grad(K.attention(q, k, v).sum(), [v])
+    count = torch.arange(T, 0, -1, device=DEVICE, dtype=torch.float32)   # causal: T - j queries see key j
+    alpha = K.column_stats(q, k).alpha
+    assert torch.allclose(gv[..., 0], alpha * count, atol=1e-5, rtol=1e-5)
+
+
+def test_backends_agree_for_auto_and_reference():
+    (q, k, v), _ = _inputs(1)
+    assert torch.allclose(K.attention(q, k, v), K.attention(q, k, v, impl="reference"), atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"op": "softmax_p"}, "valid: softmax, sigmoid, elu, softpick"),
+    ({"window": 4, "prefix": 3}, "window and prefix"),
+    ({"window": 0}, "window must be"),
+    ({"causal": False, "window": 4}, "causal=False conflicts"),
+    ({"sink_logit": torch.zeros(H), "k_bias": torch.zeros(H, D)}, "either sink_logit"),
+    ({"sink_logit": torch.zeros(H + 1)}, r"sink_logit must be a tensor \[heads\]"),
+    ({"k_bias": torch.zeros(H, D + 1)}, "k_bias must be a tensor"),
+    ({"v_bias": torch.zeros(3, D)}, "v_bias must be a tensor"),
+    ({"doc_ids": torch.zeros(B, T - 1, dtype=torch.long)}, "doc_ids must be a tensor"),
+    ({"doc_ids": torch.zeros(B, T)}, "integer document ids"),
+    ({"sigmoid_bias": 1.0}, "only applies to op='sigmoid'"),
+    ({"scale": -1.0}, "scale must be"),
+    ({"impl": "cuda"}, "impl="),
+])
+def test_bad_options(kwargs, match):
+    (q, k, v), _ = _inputs(0)
+    kwargs = {n: x.to(DEVICE) if isinstance(x, torch.Tensor) else x for n, x in kwargs.items()}
+    with pytest.raises(ValueError, match=match):
+        K.attention(q, k, v, **kwargs)
+
+
+def test_bad_tensors():
+    (q, k, v), _ = _inputs(0)
+    with pytest.raises(ValueError, match=r"q must be \[batch, heads, T, head_dim\]"):
+        K.attention(q[0], k, v)
+    with pytest.raises(ValueError, match="dtype torch.float64"):
+        K.attention(q.double(), k.double(), v.double())
+    with pytest.raises(ValueError, match="v has dtype"):
+        K.attention(q, k, v.half())
+    with pytest.raises(ValueError, match="k has head_dim"):
+        K.attention(q, k[..., :16], v)
+    with pytest.raises(ValueError, match=r"k has \[batch, heads, T\]"):
+        K.attention(q, k[:, :, :5], v)
+    with pytest.raises(ValueError, match="head_dim 160"):
+        K.attention(*(torch.zeros(1, 1, 4, 160, device=DEVICE) for _ in range(3)))
+    with pytest.raises(ValueError, match="is on meta"):
+        K.attention(q, k.to("meta"), v)
+    with pytest.raises(ValueError, match="op="):
+        K.column_stats(q, k, op="kernel")
+
+
+# ------------------------------------------------------------------------------------------------ integration
+MODEL_VARIANTS = {
+    "softmax": {}, "sigmoid": {"attention": "sigmoid"}, "sigmoid_bias": {"attention": "sigmoid", "sigmoid_bias": -1.0},
+    "elu": {"attention": "elu"}, "softpick": {"attention": "softpick"},
+    "kv_bias": {"sink": "kv_bias"}, "k_bias_shared": {"sink": "k_bias", "bias_shared": True},
+    "v_bias": {"sink": "v_bias"}, "fixed_v": {"sink": "k_bias_fixed_v"}, "k_bias_dims=2": {"sink": "k_bias", "k_bias_dims": 2},
+    "window": {"mask": "window", "window": 3}, "prefix": {"mask": "prefix", "prefix_len": 4},
+    "document": {"mask": "document"}, "nope": {"pos_encoding": "nope"}, "learnable": {"pos_encoding": "learnable"},
+}
+
+
+@pytest.mark.parametrize("variant", MODEL_VARIANTS)
+def test_model_same_loss_and_gradients_on_both_backends(variant):
+    from sinkpaper.models import ModelConfig, SinkModel
+    cfg = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=2, d_ff=48, max_seq_len=40, **MODEL_VARIANTS[variant])
+    torch.manual_seed(0)
+    eager = SinkModel(ModelConfig(**cfg)).to(DEVICE)
+    fused = SinkModel(ModelConfig(**cfg, backend="triton")).to(DEVICE)
+    fused.load_state_dict(eager.state_dict())
+    assert fused._kernel_supported()
+    ids = torch.randint(0, 61, (2, 37), device=DEVICE)
+    docs = DOCS[:, :37].to(DEVICE) if variant == "document" else None
+    losses, grads = [], []
+    for model in (eager, fused):
+        loss = model(ids[:, :-1], targets=ids[:, 1:], doc_ids=None if docs is None else docs[:, :-1]).loss
+        losses.append(loss)
+        grads.append(torch.autograd.grad(loss, [p for p in model.parameters() if p.requires_grad]))
+    assert torch.allclose(losses[0], losses[1], atol=1e-5, rtol=1e-5)
+    for ge, gf in zip(*grads):  # fp32 against fp32: relative to each gradient's scale
+        assert _rel(gf, ge) < 1e-4
+
+
+def test_model_trains_with_the_triton_backend():
+    from sinkpaper.models import ModelConfig, SinkModel
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(vocab_size=16, d_model=32, n_layers=1, n_heads=2, d_ff=48, max_seq_len=40,
+                                  sink="kv_bias", backend="triton")).to(DEVICE)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ids = torch.arange(33, device=DEVICE).remainder(8).repeat(4, 1)   # a periodic sequence: learnable
+    losses = []
+    for _ in range(15):
+        loss = model(ids[:, :-1], targets=ids[:, 1:]).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0], losses
