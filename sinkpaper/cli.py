@@ -20,6 +20,9 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+KERNEL_ABOVE = 1024  # sequences longer than this default to the column-statistics route
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .lms import available_models
     p = _Parser(prog="python -m sinkpaper", description=__doc__.splitlines()[0])
@@ -37,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--batch-size", type=int, default=16)
     s.add_argument("--device", default="cpu")
+    s.add_argument("--method", choices=["maps", "kernel"],
+                   help="maps: the eager attention maps, as the paper; kernel: column statistics from the fused "
+                        f"kernels, no T x T map (default: maps up to T = {KERNEL_ABOVE}, kernel beyond)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     b = sub.add_parser("bench", help="benchmark the attention kernels against PyTorch on one device")
     b.add_argument("what", choices=["kernels"])
@@ -69,7 +75,8 @@ def _table(r: dict) -> str:
         lines.append("massive-activation ratio |h_1| / mean|h_t>1| by layer: "
                      + " ".join(f"{v:.1f}" for v in r["massive_activation_ratio_by_layer"]))
     pv = r["provenance"]
-    lines.append(f"[{pv['code_version']}, {pv['hardware']}, {pv['measure_seconds']} s, computed now]")
+    lines.append(f"[{pv['code_version']}, {pv['hardware']}, method={pv.get('method', 'maps')}, "
+                 f"{pv['measure_seconds']} s, computed now]")
     return "\n".join(lines)
 
 
@@ -82,7 +89,8 @@ def run_sink(a) -> dict:
     if probe is None:
         probe = make_inputs(lm.tokenizer, a.inputs, n_samples=a.n_samples, seq_len=a.seq_len, bos=a.bos,
                             seed=a.seed)
-    return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json)
+    method = a.method or ("maps" if probe.input_ids.shape[1] <= KERNEL_ABOVE else "kernel")
+    return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json, method=method)
 
 
 def run_bench(a, argv: list[str]) -> int:

@@ -201,30 +201,38 @@ class LM:
                 "transformers": transformers.__version__, "torch": torch.__version__,
                 "load_seconds": round(self.load_seconds, 1)}
 
-    def check_seq_len(self, seq_len: int) -> None:
+    def check_seq_len(self, seq_len: int, method: str = "maps") -> None:
         cfg = self.model.config.get_text_config()
         window = getattr(cfg, "sliding_window", None)
         types = getattr(cfg, "layer_types", None) or []
-        if window and any("sliding" in t for t in types) and seq_len > window:
+        # the column-statistics route applies each layer's own window; the maps route has one mask for all
+        if method == "maps" and window and any("sliding" in t for t in types) and seq_len > window:
             raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s sliding window {window}; the metric's "
-                             "single visibility mask assumes full causal attention in every layer")
+                             "single visibility mask assumes full causal attention in every layer (method='kernel' handles it)")
         limit = getattr(cfg, "max_position_embeddings", None)
         if limit and seq_len > limit:
             raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s context length {limit}")
 
     @torch.no_grad()
-    def trace(self, input_ids: torch.Tensor, *, with_qkv: bool = True) -> Trace:
-        """One forward pass on input_ids [B, T] (no BOS added here: the probes decide) -> Trace."""
+    def trace(self, input_ids: torch.Tensor, *, with_qkv: bool = True, method: str = "maps") -> Trace:
+        """One forward pass on input_ids [B, T] (no BOS added here: the probes decide) -> Trace.
+
+        method="maps" records each layer's attention probabilities from the family's own eager attention;
+        method="kernel" records no T x T map: each layer runs `sinkpaper.kernels.attention` and keeps only
+        alpha_k from `sinkpaper.kernels.column_stats` (fused on GPU, so any context length fits).
+        """
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [B, T], got {tuple(input_ids.shape)}")
-        self.check_seq_len(input_ids.shape[1])
+        if method not in TRACE_METHODS:
+            raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
+        self.check_seq_len(input_ids.shape[1], method)
         input_ids = input_ids.to(self.device)
         layers = _decoder_layers(self.model)
         hidden: list[torch.Tensor] = []
         handle = layers[-1].register_forward_hook(
             lambda _m, _i, out: hidden.append((out[0] if isinstance(out, tuple) else out).detach().float()))
         recs: list[dict] = []  # one entry per attention call, filled by _capture_attention
-        _CAPTURE.append((recs, with_qkv))
+        _CAPTURE.append((recs, with_qkv, method))
         try:
             # the base model only: the LM head (262k-way for Gemma) is most of the compute and no metric needs it
             out = self.model.base_model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
@@ -237,6 +245,9 @@ class LM:
         # final norm in most families; take the last decoder layer's own output instead (pre final norm).
         hs = [h.detach().float() for h in out.hidden_states[:-1]] + hidden
         T = input_ids.shape[1]
+        if method == "kernel":
+            return Trace(attentions=[], alphas=[r["alpha"] for r in recs], hidden_states=hs,
+                         visible=torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()[None])
         return Trace(
             attentions=[r["weights"] for r in recs],
             visible=torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()[None],
@@ -247,18 +258,40 @@ class LM:
         )
 
 
-_CAPTURE: list = []  # stack of (records, with_qkv) for the forward pass in flight
+_CAPTURE: list = []  # stack of (records, with_qkv, method) for the forward pass in flight
+TRACE_METHODS = ("maps", "kernel")
+
+
+def _column_stats_attention(module, query, key, value, kwargs, records):
+    """The kernel route: the layer's output from the fused kernel, alpha_k from its column statistics."""
+    from . import kernels
+    cfg = module.config
+    softcap = kwargs.get("softcap", None) or getattr(cfg, "attn_logit_softcapping", None)
+    if softcap:
+        raise ValueError(f"method='kernel' does not model attention logit soft-capping ({softcap}); "
+                         "use method='maps'")
+    if getattr(module, "sinks", None) is not None:
+        raise ValueError("method='kernel' does not model per-head attention sinks (s_aux); use method='maps'")
+    groups = query.shape[1] // key.shape[1]
+    k, v = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
+    window = kwargs.get("sliding_window", None) or getattr(module, "sliding_window", None)
+    scale = float(kwargs.get("scaling", None) or module.scaling)
+    out = kernels.attention(query, k, v, scale=scale, window=window)
+    records.append({"alpha": kernels.column_stats(query, k, scale=scale, window=window).alpha})
+    return out.transpose(1, 2).contiguous(), None
 
 
 def _capture_attention(module, query, key, value, attention_mask, *args, **kwargs):
     """The model family's own eager attention, recording what the metrics need."""
+    if _CAPTURE and _CAPTURE[-1][2] == "kernel":
+        return _column_stats_attention(module, query, key, value, kwargs, _CAPTURE[-1][0])
     family = sys.modules[type(module).__module__]
     eager = getattr(family, "eager_attention_forward", None)
     if eager is None:
         raise NotImplementedError(f"{type(module).__name__} has no eager_attention_forward to wrap")
     out, weights = eager(module, query, key, value, attention_mask, *args, **kwargs)
     if _CAPTURE:
-        records, with_qkv = _CAPTURE[-1]
+        records, with_qkv, _ = _CAPTURE[-1]
         rec = {"weights": weights.detach().float()}
         if with_qkv:
             groups = query.shape[1] // key.shape[1]
@@ -307,21 +340,27 @@ def load_lm(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype
     return LM(name=name, model=model, tokenizer=tok, source=source, load_seconds=time.perf_counter() - t0)
 
 
-def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 16, progress: bool = True) -> dict:
-    """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance."""
+def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 16, progress: bool = True,
+                 method: str = "maps") -> dict:
+    """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance.
+
+    method: "maps" (the eager attention maps, as the paper) or "kernel" (column statistics, no T x T map).
+    """
     from . import metrics, provenance
     metrics.check_epsilon(epsilon)
     metrics.check_seq_len(probe.input_ids.shape[1])
-    lm.check_seq_len(probe.input_ids.shape[1])
+    if method not in TRACE_METHODS:
+        raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
+    lm.check_seq_len(probe.input_ids.shape[1], method)
     if int(probe.input_ids.max()) >= lm.model.get_input_embeddings().num_embeddings:
         raise ValueError(f"token id {int(probe.input_ids.max())} is outside {lm.name}'s vocabulary")
     t0 = time.perf_counter()
-    stats = metrics.measure(lambda ids: lm.trace(ids, with_qkv=False), probe.input_ids, batch_size=batch_size,
-                            progress=progress)
+    stats = metrics.measure(lambda ids: lm.trace(ids, with_qkv=False, method=method), probe.input_ids,
+                            batch_size=batch_size, progress=progress)
     seconds = time.perf_counter() - t0
     out = {"model": lm.name, "inputs": probe.inputs, "epsilon": epsilon, "bos": probe.bos,
            **metrics.summarize(stats, epsilon)}
     out["provenance"] = provenance.stamp(lm.device, **{**lm.provenance(), **probe.provenance},
-                                         tokens_measured=int(probe.input_ids.numel()),
+                                         tokens_measured=int(probe.input_ids.numel()), method=method,
                                          measure_seconds=round(seconds, 2), source_of_numbers="computed now")
     return out

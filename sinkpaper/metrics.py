@@ -195,9 +195,14 @@ class TraceStats:
         def cpu(x):
             return x.detach().to("cpu", torch.float32)
 
-        alphas = torch.stack([cpu(alpha(a.detach(), visible)) for a in trace.attentions], dim=1)
+        if trace.alphas is not None:  # column-statistics route: already reduced, per layer's own mask
+            alphas = torch.stack([cpu(a) for a in trace.alphas], dim=1)
+        else:
+            alphas = torch.stack([cpu(alpha(a.detach(), visible)) for a in trace.attentions], dim=1)
         sink = None
-        if trace.sink_attention is not None:
+        if trace.sink_alphas is not None:
+            sink = torch.stack([cpu(s) for s in trace.sink_alphas], dim=1)
+        elif trace.sink_attention is not None:
             sink = torch.stack([cpu(_float(s.detach()).mean(-1)) for s in trace.sink_attention], dim=1)
         return cls(
             alphas=alphas,

@@ -15,6 +15,9 @@ Conventions (1-based positions in the paper, 0-based indices here):
   callers pass `visible[:, None]` so it broadcasts over heads.
 - `hidden_states` has L+1 entries [B, T, D]: the embedding output, then each block's output, before the
   final norm (the paper's massive-activation measurement).
+- `alphas` / `sink_alphas` (optional, the column-statistics route): per layer alpha_k [B, H, T] and the mean
+  attention on the sink [B, H], computed by `sinkpaper.kernels.column_stats` without any T x T map; then
+  `attentions` is empty and the metric reads these instead (each layer's own mask already applied).
 - `queries`, `keys`, `values` (optional) are per layer [B, H, T, Dh]: queries and keys after RoPE (as the
   attention scores see them), keys/values repeated to H heads for grouped-query attention.
 """
@@ -35,18 +38,23 @@ class Trace:
     keys: list[torch.Tensor] | None = None
     values: list[torch.Tensor] | None = None
     proxy: bool = False
+    alphas: list[torch.Tensor] | None = None
+    sink_alphas: list[torch.Tensor] | None = None
+
+    def _per_layer(self) -> list[torch.Tensor]:
+        return self.attentions if self.attentions else (self.alphas or [])
 
     @property
     def n_layers(self) -> int:
-        return len(self.attentions)
+        return len(self._per_layer())
 
     @property
     def n_heads(self) -> int:
-        return self.attentions[0].shape[1]
+        return self._per_layer()[0].shape[1]
 
     @property
     def seq_len(self) -> int:
-        return self.attentions[0].shape[-1]
+        return self._per_layer()[0].shape[-1]
 
     def stacked_attentions(self) -> torch.Tensor:
         """[B, L, H, T, T]"""

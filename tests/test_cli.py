@@ -41,7 +41,22 @@ def test_token_file_and_table(smollm2, tmp_path):
     assert "Sink_k^eps (%)" in r.stdout and "inputs=token-file" in r.stdout and "N=2  T=16" in r.stdout
 
 
+def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path):
+    tf = tmp_path / "ids.json"
+    tf.write_text(json.dumps([[2, 651, 1234, 77, 4005, 9, 310, 88, 12, 5000, 61, 7, 401, 23, 99, 8]] * 2))
+    out = {}
+    for method in ("maps", "kernel"):
+        r = run("sink", "--model", "gemma3-270m", "--token-file", str(tf), "--seq-len", "16", "--method", method,
+                "--json")
+        assert r.returncode == 0, r.stderr
+        out[method] = json.loads(r.stdout)
+        assert out[method]["provenance"]["method"] == method
+    assert out["maps"]["sink_k"] == out["kernel"]["sink_k"]
+    assert abs(out["maps"]["alpha_1_mean"] - out["kernel"]["alpha_1_mean"]) < 1e-5
+
+
 @pytest.mark.parametrize("args,msg", [
+    (["--model", "smollm2-135m", "--method", "flash"], "invalid choice"),
     (["--model", "smollm2"], "models available offline: gemma3-270m, smollm2-135m"),
     (["--model", "no-org/no-model"], "hub is not reachable"),
     (["--model", "smollm2-135m", "--epsilon", "1.2"], "epsilon"),

@@ -208,8 +208,8 @@ def test_bad_tensors():
         K.attention(q, k[..., :16], v)
     with pytest.raises(ValueError, match=r"k has \[batch, heads, T\]"):
         K.attention(q, k[:, :, :5], v)
-    with pytest.raises(ValueError, match="head_dim 160"):
-        K.attention(*(torch.zeros(1, 1, 4, 160, device=DEVICE) for _ in range(3)))
+    with pytest.raises(ValueError, match="head_dim 320"):
+        K.attention(*(torch.zeros(1, 1, 4, 320, device=DEVICE) for _ in range(3)))
     with pytest.raises(ValueError, match="is on meta"):
         K.attention(q, k.to("meta"), v)
     with pytest.raises(ValueError, match="op="):
@@ -263,3 +263,36 @@ def test_model_trains_with_the_triton_backend():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+@pytest.mark.parametrize("variant", ["softmax", "sigmoid", "softpick", "kv_bias", "v_bias", "k_bias_shared",
+                                     "window", "prefix", "document"])
+def test_sink_metric_from_column_stats_matches_the_maps(variant):
+    """metrics read alpha_k from column_stats (no T x T map) and from the maps: the same Sink_k."""
+    from sinkpaper import metrics
+    from sinkpaper.models import ModelConfig, SinkModel
+    torch.manual_seed(1)
+    model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=2, d_ff=48, max_seq_len=40,
+                                  **MODEL_VARIANTS[variant])).to(DEVICE)
+    ids = torch.randint(0, 61, (2, 36), device=DEVICE)
+    docs = DOCS[:, :36].to(DEVICE) if variant == "document" else None
+    maps = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs))
+    cols = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs, method="kernel"))
+    assert cols.proxy == maps.proxy
+    assert torch.allclose(cols.alphas, maps.alphas, atol=1e-5)  # fp32 against fp32
+    assert (cols.sink_alphas is None) == (maps.sink_alphas is None)
+    if cols.sink_alphas is not None:
+        assert torch.allclose(cols.sink_alphas, maps.sink_alphas, atol=1e-5)
+    assert torch.allclose(cols.hidden_norms, maps.hidden_norms)
+    for eps in (0.05, 0.3):
+        assert metrics.sink_rates(cols.alphas, eps) == metrics.sink_rates(maps.alphas, eps)
+
+
+def test_column_stats_route_refuses_what_it_does_not_model():
+    from sinkpaper.models import ModelConfig, SinkModel
+    model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=1, n_heads=2, d_ff=48, max_seq_len=40,
+                                  pos_encoding="alibi"))
+    with pytest.raises(ValueError, match="needs method='maps'"):
+        model.trace(torch.zeros(1, 12, dtype=torch.long), method="kernel")
+    with pytest.raises(ValueError, match="valid: maps, kernel"):
+        model.trace(torch.zeros(1, 12, dtype=torch.long), method="flash")

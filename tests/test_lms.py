@@ -129,3 +129,18 @@ def test_other_families_from_a_local_directory(smollm2, tmp_path):
     assert len(r["per_layer_sink_1"]) == 2 and r["provenance"]["model"] == str(tmp_path)
     with pytest.raises(ValueError, match="context length 64"):
         lm.trace(torch.zeros(1, 65, dtype=torch.long))
+
+
+@pytest.mark.parametrize("name", ["smollm2", "gemma3"])
+def test_kernel_route_gives_the_maps_alphas(name, request):
+    """LM.trace(method="kernel") runs each layer through sinkpaper.kernels and keeps only alpha_k: the same
+    numbers as the eager maps (Gemma 3's query scaling included; its 512-token windows are not reached here)."""
+    from sinkpaper import metrics
+    from sinkpaper.probes import make_inputs
+    lm = request.getfixturevalue(name)
+    ids = make_inputs(lm.tokenizer, "natural", n_samples=2, seq_len=24, bos=True, seed=0).input_ids
+    maps = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False))
+    cols = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False, method="kernel"))
+    assert torch.allclose(cols.alphas, maps.alphas, atol=1e-5)
+    assert torch.allclose(cols.hidden_norms, maps.hidden_norms, rtol=1e-4)
+    assert metrics.sink_rates(cols.alphas) == metrics.sink_rates(maps.alphas)

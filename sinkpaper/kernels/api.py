@@ -16,7 +16,7 @@ from .reference import ColumnStats, reference_attention, reference_column_stats
 OPS = ("softmax", "sigmoid", "elu", "softpick")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 IMPLS = ("auto", "triton", "reference")
-MAX_HEAD_DIM = 128
+MAX_HEAD_DIM = 256  # 256: Gemma 3's heads (smaller tiles on GPU)
 # Decided once, like triton itself decides at import whether @triton.jit interprets.
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
@@ -97,7 +97,15 @@ def _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bi
 def _use_triton(q, impl) -> bool:
     if impl == "reference":
         return False
-    return q.device.type == "cuda" or (_INTERPRET and q.device.type == "cpu")
+    if q.device.type == "cuda":
+        return True
+    if _INTERPRET and q.device.type == "cpu":
+        import numpy
+        if tuple(int(x) for x in numpy.__version__.split(".")[:2]) >= (2, 4):
+            raise RuntimeError(f"numpy {numpy.__version__} breaks triton 3.6's interpreter (triton-lang/triton#9171);"
+                               " install numpy<2.4 (constraints.txt pins 2.3.5) or use impl='reference'")
+        return True
+    return False
 
 
 # ------------------------------------------------------------------------------------------------ launch
@@ -133,6 +141,9 @@ def _blocks(kind: str, D: int) -> dict:
     on GPU, FlashAttention-2-like shapes (forward / dQ: 128 rows x 64 keys; dK/dV: 64 keys x 64 rows)."""
     if _INTERPRET:
         return {"BLOCK_M": 32, "BLOCK_N": 32}
+    if D > 128:  # keep the fp32 accumulators in registers
+        return {"BLOCK_M": 32 if kind in ("dkdv", "stats") else 64,
+                "BLOCK_N": 64 if kind in ("dkdv", "stats") else 32, "num_warps": 8, "num_stages": 2}
     warps = 4 if D <= 64 else 8
     if kind == "fwd":
         return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": warps, "num_stages": 3}

@@ -25,6 +25,9 @@ from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tabl
                          sinusoidal_embedding)
 
 
+TRACE_METHODS = ("maps", "kernel")
+
+
 class HookPoint(nn.Module):
     """Identity; exists so analyses can `register_forward_hook` on a named tensor."""
 
@@ -244,9 +247,7 @@ class SinkModel(nn.Module):
             visible = padded
         ctx = _Context(visible=visible)
         if cfg.backend == "triton" and self._kernel_supported():
-            ctx.kernel_masks = {"causal": True, "doc_ids": doc_ids,
-                                "prefix": cfg.prefix_len if cfg.mask == "prefix" else None,
-                                "window": cfg.window if cfg.mask == "window" else None}
+            ctx.kernel_masks = self._kernel_mask_args(doc_ids)
         if cfg.pos_encoding == "rope":
             ctx.cos, ctx.sin = rope_tables(torch.arange(total, device=device), cfg.head_dim, cfg.rope_base)
         elif cfg.pos_encoding == "alibi":
@@ -254,6 +255,12 @@ class SinkModel(nn.Module):
         elif cfg.pos_encoding == "relative":
             ctx.score_bias = self.relative(total)[None]
         return ctx
+
+    def _kernel_mask_args(self, doc_ids) -> dict:
+        """The model's mask as the fused kernels' arguments."""
+        cfg = self.cfg
+        return {"causal": True, "doc_ids": doc_ids, "prefix": cfg.prefix_len if cfg.mask == "prefix" else None,
+                "window": cfg.window if cfg.mask == "window" else None}
 
     def _kernel_supported(self) -> bool:
         """The fused kernels cover the operators the book trains; the rest run on the reference."""
@@ -291,9 +298,17 @@ class SinkModel(nn.Module):
         return ModelOutput(logits=logits, loss=loss)
 
     @torch.no_grad()
-    def trace(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None) -> Trace:
+    def trace(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None, method: str = "maps") -> Trace:
         """One forward pass that records maps, q/k/v and hidden states into a `Trace` (real tokens only;
-        the sink token's or KV bias's column goes to `sink_attention`)."""
+        the sink token's or KV bias's column goes to `sink_attention`).
+
+        method="kernel" records no T x T map: each layer's alpha_k comes from `sinkpaper.kernels.column_stats`
+        (fused on GPU; the reference on CPU unless TRITON_INTERPRET=1), for any sequence length.
+        """
+        if method not in TRACE_METHODS:
+            raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
+        if method == "kernel":
+            return self._trace_column_stats(input_ids, doc_ids)
         store: dict[str, list] = {}
         handles = []
         points = self.hook_points()
@@ -324,3 +339,41 @@ class SinkModel(nn.Module):
             queries=cut(store["hook_q"]), keys=cut(store["hook_k"]), values=cut(store["hook_v"]),
             proxy=self.cfg.proxy_metric,
         )
+
+    def _trace_column_stats(self, input_ids: torch.Tensor, doc_ids: torch.Tensor | None) -> Trace:
+        cfg = self.cfg
+        if not self._kernel_supported():
+            raise ValueError("method='kernel' covers softmax, sigmoid, elu and softpick without normalization, "
+                             "rope/nope/absolute/learnable positions, KV/K/V biases and concatenated heads; this "
+                             f"model (attention={cfg.attention}, pos_encoding={cfg.pos_encoding}, sink={cfg.sink}, "
+                             f"head_combine={cfg.head_combine}) needs method='maps'")
+        from .. import kernels
+        masks = self._kernel_mask_args(doc_ids)
+        alphas, sinks, hidden, pending_q = [], [], [], []
+        handles = [self.hook_embed.register_forward_hook(lambda _m, _i, out: hidden.append(out.detach()))]
+        for block in self.blocks:
+            attn = block.attn
+
+            def on_k(_m, _i, k, attn=attn):
+                sink = attn._sink_args()
+                extra = {"k_bias": sink["k_bias"]} if sink["k_bias"] is not None else {}
+                if sink["k_bias"] is None and sink["v_bias"] is not None:  # V bias only: a zero key, logit 0
+                    extra = {"sink_logit": k.new_zeros(cfg.n_heads, dtype=torch.float32)}
+                stats = kernels.column_stats(pending_q.pop(), k, op=cfg.attention, softpick_eps=cfg.softpick_eps,
+                                             sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
+                                             **masks, **extra)
+                alphas.append(stats.alpha)
+                if stats.sink is not None:
+                    sinks.append(stats.sink)
+
+            handles.append(attn.hook_q.register_forward_hook(lambda _m, _i, q: pending_q.append(q)))
+            handles.append(attn.hook_k.register_forward_hook(on_k))
+            handles.append(block.hook_resid_post.register_forward_hook(lambda _m, _i, out: hidden.append(out.detach())))
+        try:
+            self.forward(input_ids, doc_ids=doc_ids)
+        finally:
+            for h in handles:
+                h.remove()
+        return Trace(attentions=[], alphas=alphas, sink_alphas=sinks or None,
+                     visible=self.real_visible(input_ids.shape[1], doc_ids, input_ids.device),
+                     hidden_states=hidden, proxy=cfg.proxy_metric)
