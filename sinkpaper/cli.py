@@ -53,7 +53,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: cuda when available (and TRITON_INTERPRET is not 1), else cpu")
     b.add_argument("--only", nargs="+", choices=["speed", "ops", "column_stats", "accuracy"],
                    help="run only these sections (default: all)")
+    t = sub.add_parser("train", help="pre-train a model of the paper's family, tracking the sink (Sections 4-7)")
+    t.add_argument("--config", required=True, help="an experiment family's YAML in configs/")
+    t.add_argument("--profile", default="cpu", help="cpu (seconds to minutes, 2 cores) | gpu (one H100) | paper")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any field, e.g. --set optim.lr=1e-3 --set seed=2 (repeatable)")
+    t.add_argument("--out", required=True, help="run directory (with --sweep: one subdirectory per point)")
+    t.add_argument("--resume", action="store_true", help="continue from the run directory's last checkpoint")
+    t.add_argument("--sweep", nargs="*", metavar="POINT",
+                   help="run the config's sweep points (all when none are named) instead of the base config")
+    t.add_argument("--store", default=None, help="results store to write (default results/store)")
+    t.add_argument("--no-store", action="store_true", help="do not write to the results store")
+    d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
+    d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
+
+
+def run_train(a) -> int:
+    from . import train as T
+    overrides = T.parse_sets(a.set)
+    points = [None]
+    if a.sweep is not None:
+        available = T.sweep_points(a.config)
+        points = a.sweep or available
+        unknown = [p for p in points if p not in available]
+        if unknown or not points:
+            raise ValueError(f"unknown sweep point(s) {', '.join(unknown) or '(none in config)'}; valid: "
+                             f"{', '.join(available) or '(none)'}")
+    cfgs = [(p, T.load(a.config, a.profile, overrides, p)) for p in points]  # every config validated first
+    store = None if a.no_store else (a.store or T.DEFAULT_STORE)
+    for point, cfg in cfgs:
+        out = a.out if point is None else f"{a.out}/{point}"
+        r = T.train(cfg, out, resume=a.resume, store=store)
+        print(f"{cfg.name}: step {r['step']}, {r['tokens_seen']:,} tokens, loss {r['final_loss']:.3f}, "
+              f"val {r['val_loss']:.3f}, Sink_1 {r['sink_k']['1']:.2f}%, alpha_1 {r['alpha_1_mean']:.3f} -> {out}")
+    return 0
 
 
 def _validate(a) -> None:
@@ -125,9 +159,23 @@ def run_bench(a, argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["data"]:  # its own parser, in sinkpaper.data.corpus
+        from .data.corpus import data_main
+        return data_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "train":
+        from .train import TrainingDiverged
+        try:
+            return run_train(args)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
+        except TrainingDiverged as e:
+            print(f"sinkpaper: training stopped: {e}", file=sys.stderr)
+            return 3
     if args.command == "bench":
-        return run_bench(args, sys.argv[1:] if argv is None else list(argv))
+        return run_bench(args, argv)
     if args.token_file and args.bos:
         print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
               file=sys.stderr)

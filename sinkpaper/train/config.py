@@ -1,0 +1,273 @@
+"""A training run's whole configuration: model, data, optimizer, evaluation, run. Loaded from YAML, with a
+profile (cpu / gpu / paper) and `--set key=value` overrides; every unknown key or invalid value fails before
+training with the list of valid ones. The resolved config's hash names the run in the results store.
+
+YAML layout (one file per experiment family of the paper, in configs/):
+
+    name: optimization
+    model: {...ModelConfig fields...}
+    data: {...}   optim: {...}   eval: {...}   run: {...}
+    profiles: {cpu: {section.key: value, ...}, gpu: {...}, paper: {...}}
+    sweep: {label: {section.key: value, ...}, ...}    # the family's settings, one run each
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.sources import SOURCES
+from ..models import ModelConfig
+
+PROFILES = ("cpu", "gpu", "paper")
+SCHEDULES = ("constant", "cosine")
+DTYPES = ("fp32", "bf16")
+
+
+@dataclass
+class DataConfig:
+    source: str = "corpus"            # corpus | random | repeat | hf
+    path: str | None = None           # corpus token file (default data/corpus/tokens.npz)
+    dataset: str | None = None        # hf: pile-sample | fineweb-edu | any datasets id
+    tokenizer: str | None = None      # hf: tokenizer id (default the paper's GPT-NeoX tokenizer via Pythia)
+    n_tokens: int = 1_000_000         # synthetic / hf: tokens to generate or stream
+    vocab_size: int = 512             # synthetic only (the corpus and hf sources bring their own)
+    context: int = 64                 # T
+    bos: bool = False                 # fixed BOS at position 1 (the paper's default: none)
+    fixed_token: int | str | None = None  # a token id, or "bos" / "eos" of the source, at fixed_pos (Section 5)
+    fixed_pos: int = 1
+    random_span: list | None = None   # [s, e): uniform random tokens at positions s..e-1 (1-based)
+    unique_tokens: int | None = None  # cap on distinct training tokens (Section 5, amount of data)
+    unique_fraction: float | None = None  # the same cap as a fraction of the tokens the run will see
+    prefix_lm: int | None = None      # prefix LM over the first p tokens (Section 6); sets the model's mask
+    doc_mask: bool = False            # intra-document causal masking (data packing); sets the model's mask
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 4e-4
+    betas: list = field(default_factory=lambda: [0.9, 0.95])
+    weight_decay: float = 0.1         # on ALL parameters, as the paper's released code
+    warmup: int = 100
+    schedule: str = "constant"        # the released config keeps LR constant after warm-up; cosine optional
+    min_lr_ratio: float = 0.1         # cosine floor
+    steps: int = 1000
+    batch_size: int = 32              # sequences per optimizer step (over all devices and micro-batches)
+    grad_accum: int = 1               # micro-batches per step
+    grad_clip: float = 1.0
+    # Sweeps are written as multipliers so one sweep serves every profile (the paper's 8e-4 = 2 x 4e-4):
+    lr_scale: float = 1.0             # effective lr = lr * lr_scale
+    steps_scale: float = 1.0          # effective steps = round(steps * steps_scale)
+    batch_scale: float = 1.0          # effective batch_size = round(batch_size * batch_scale)
+
+
+@dataclass
+class EvalConfig:
+    every: int = 100                  # steps between evaluations (and at the end)
+    n_samples: int = 100              # held-out sequences
+    seq_len: int = 64                 # the paper's T for the metric
+    epsilon: float = 0.3
+    k_max: int = 10
+
+
+@dataclass
+class RunConfig:
+    seed: int = 0
+    device: str = "auto"              # auto | cpu | cuda
+    dtype: str = "fp32"               # fp32 | bf16 (autocast on GPU)
+    compile: bool = False             # torch.compile the model (GPU)
+    threads: int | None = None        # torch CPU threads
+    checkpoint_every: int = 500
+    log_every: int = 10
+
+
+SECTIONS = {"data": DataConfig, "optim": OptimConfig, "eval": EvalConfig, "run": RunConfig}
+
+
+@dataclass
+class TrainConfig:
+    name: str = "run"
+    model: dict = field(default_factory=dict)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    profile: str = "cpu"
+
+    def model_config(self, vocab_size: int) -> ModelConfig:
+        """The ModelConfig this run trains: the data decides the vocabulary and the masks."""
+        m = dict(self.model)
+        m["vocab_size"] = vocab_size
+        m["max_seq_len"] = max(int(m.get("max_seq_len", 0)), self.data.context, self.eval.seq_len)
+        if self.data.prefix_lm:
+            m.update(mask="prefix", prefix_len=self.data.prefix_lm)
+        if self.data.doc_mask:
+            m["mask"] = "document"
+        return ModelConfig.from_dict(m)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def hash(self) -> str:
+        """Stable id of everything that changes the result (the run section's bookkeeping excluded)."""
+        d = self.to_dict()
+        for k in ("checkpoint_every", "log_every", "threads", "device", "compile"):
+            d["run"].pop(k, None)
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _valid_keys() -> list[str]:
+    keys = [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
+    keys += [f"model.{n}" for n in ModelConfig.field_names()]
+    return keys + ["name"]
+
+
+def _parse_value(text: str):
+    import yaml
+    return yaml.safe_load(text)
+
+
+def _resolve_key(key: str) -> str:
+    """`optim.lr`, or a short name that is unique across sections (`lr`, `seed`)."""
+    valid = _valid_keys()
+    if key in valid:
+        return key
+    matches = [k for k in valid if k.split(".")[-1] == key]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise ValueError(f"{key!r} is ambiguous: {', '.join(matches)}")
+    raise ValueError(f"unknown config key {key!r}; valid: {', '.join(valid)}")
+
+
+def apply_overrides(raw: dict, overrides: dict) -> dict:
+    """raw: {section: {key: value}}; overrides: {'section.key' or short key: value}."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    for key, value in overrides.items():
+        full = _resolve_key(key)
+        if full == "name":
+            out["name"] = value
+            continue
+        section, name = full.split(".", 1)
+        out.setdefault(section, {})[name] = value
+    return out
+
+
+def build(raw: dict, profile: str = "cpu", overrides: dict | None = None, sweep_point: str | None = None
+          ) -> TrainConfig:
+    """Resolve base -> profile -> sweep point -> --set overrides into a validated TrainConfig."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+    raw = dict(raw)
+    profiles = raw.pop("profiles", {}) or {}
+    sweep = raw.pop("sweep", {}) or {}
+    unknown = set(raw) - {"name", "model", *SECTIONS}
+    if unknown:
+        raise ValueError(f"unknown config section(s) {', '.join(sorted(unknown))}; valid: name, model, "
+                         f"{', '.join(SECTIONS)}, profiles, sweep")
+    raw = apply_overrides(raw, profiles.get(profile, {}) or {})
+    if sweep_point is not None:
+        if sweep_point not in sweep:
+            raise ValueError(f"unknown sweep point {sweep_point!r}; valid: {', '.join(sweep) or '(none)'}")
+        raw = apply_overrides(raw, sweep[sweep_point] or {})
+        raw["name"] = f"{raw.get('name', 'run')}/{sweep_point}"
+    raw = apply_overrides(raw, overrides or {})
+    sections = {}
+    for name, cls in SECTIONS.items():
+        values = raw.get(name, {}) or {}
+        valid = [f.name for f in dataclasses.fields(cls)]
+        bad = sorted(set(values) - set(valid))
+        if bad:
+            raise ValueError(f"unknown {name} field(s) {', '.join(bad)}; valid: {', '.join(valid)}")
+        sections[name] = cls(**values)
+    cfg = TrainConfig(name=str(raw.get("name", "run")), model=dict(raw.get("model", {}) or {}), profile=profile,
+                      **sections)
+    validate(cfg)
+    o = cfg.optim
+    o.steps = max(1, round(o.steps * o.steps_scale))
+    o.batch_size = max(o.grad_accum, round(o.batch_size * o.batch_scale / o.grad_accum) * o.grad_accum)
+    o.lr = o.lr * o.lr_scale
+    if cfg.data.unique_fraction is not None:
+        cfg.data.unique_tokens = max(cfg.data.context + 1,
+                                     round(cfg.data.unique_fraction * o.steps * o.batch_size * cfg.data.context))
+    return cfg
+
+
+def validate(cfg: TrainConfig) -> None:
+    d, o, e, r = cfg.data, cfg.optim, cfg.eval, cfg.run
+    if d.source not in SOURCES:
+        raise ValueError(f"data.source={d.source!r}; valid: {', '.join(SOURCES)}")
+    if o.schedule not in SCHEDULES:
+        raise ValueError(f"optim.schedule={o.schedule!r}; valid: {', '.join(SCHEDULES)}")
+    if r.dtype not in DTYPES:
+        raise ValueError(f"run.dtype={r.dtype!r}; valid: {', '.join(DTYPES)}")
+    if r.device not in ("auto", "cpu", "cuda") and not str(r.device).startswith("cuda:"):
+        raise ValueError(f"run.device={r.device!r}; valid: auto, cpu, cuda, cuda:N")
+    for name, value, lo in (("optim.lr", o.lr, 0.0), ("optim.steps", o.steps, 1), ("optim.batch_size", o.batch_size, 1),
+                            ("optim.grad_accum", o.grad_accum, 1), ("optim.warmup", o.warmup, 0),
+                            ("optim.weight_decay", o.weight_decay, 0.0), ("eval.every", e.every, 1),
+                            ("eval.n_samples", e.n_samples, 1), ("data.context", d.context, 2),
+                            ("run.checkpoint_every", r.checkpoint_every, 1)):
+        if not isinstance(value, (int, float)) or value < lo or (name == "optim.lr" and value == 0):
+            raise ValueError(f"{name} must be a number >= {lo}{' and > 0' if name == 'optim.lr' else ''}, got {value!r}")
+    if o.batch_size % o.grad_accum:
+        raise ValueError(f"optim.batch_size={o.batch_size} must be divisible by optim.grad_accum={o.grad_accum}")
+    if len(o.betas) != 2 or not all(0 <= b < 1 for b in o.betas):
+        raise ValueError(f"optim.betas must be two numbers in [0, 1), got {o.betas}")
+    from ..metrics import check_epsilon, check_seq_len
+    check_epsilon(e.epsilon)
+    check_seq_len(e.seq_len, e.k_max)
+    if d.prefix_lm and d.doc_mask:
+        raise ValueError("data.prefix_lm and data.doc_mask both set the model's mask; use one")
+    if isinstance(d.fixed_token, str) and d.fixed_token not in ("bos", "eos"):
+        raise ValueError(f"data.fixed_token must be a token id, 'bos' or 'eos', got {d.fixed_token!r}")
+    if d.unique_fraction is not None and not 0 < d.unique_fraction <= 1:
+        raise ValueError(f"data.unique_fraction must be in (0, 1], got {d.unique_fraction}")
+    for name in ("lr_scale", "steps_scale", "batch_scale"):
+        if getattr(o, name) <= 0:
+            raise ValueError(f"optim.{name} must be > 0, got {getattr(o, name)}")
+    if d.random_span is not None and (len(d.random_span) != 2):
+        raise ValueError(f"data.random_span must be [s, e], got {d.random_span}")
+    cfg.model_config(vocab_size=max(int(cfg.model.get("vocab_size", 2)), 2))  # model fields fail here, early
+
+
+def _merge(base: dict, top: dict) -> dict:
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A config file, with `include: other.yaml` (relative to it) merged underneath."""
+    import yaml
+    path = Path(path)
+    if not path.exists():
+        families = sorted(p.stem for p in Path("configs").glob("[!_]*.yaml"))
+        raise FileNotFoundError(f"no config at {path}; the experiment families are in configs/: "
+                                f"{', '.join(families) or '(none here)'}")
+    raw = yaml.safe_load(path.read_text()) or {}
+    include = raw.pop("include", None)
+    return _merge(read_yaml(path.parent / include), raw) if include else raw
+
+
+def load(path: str | Path, profile: str = "cpu", overrides: dict | None = None, sweep_point: str | None = None
+         ) -> TrainConfig:
+    return build(read_yaml(path), profile, overrides, sweep_point)
+
+
+def sweep_points(path: str | Path) -> list[str]:
+    return list(read_yaml(path).get("sweep", {}) or {})
+
+
+def parse_sets(items: list[str]) -> dict:
+    """['optim.lr=1e-3', 'seed=3'] -> {'optim.lr': 0.001, 'seed': 3} (values parsed as YAML)."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = _parse_value(v)
+    return out

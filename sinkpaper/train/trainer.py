@@ -1,0 +1,314 @@
+"""Pre-training with the sink tracked along the way (Sections 4-7 of the paper).
+
+A run directory holds `config.json` (the resolved config), `log.jsonl` (one line per log step and per
+evaluation: step, tokens seen, loss, LR, validation loss, Sink_k), `checkpoints/step-N/` (model weights in
+safetensors, optimizer / scheduler / RNG state) with a `checkpoints/latest` pointer, and at the end
+`metrics.json` (final numbers with provenance). Every file is written to a temporary name and renamed, so
+a crash at any moment leaves the last good checkpoint; `resume=True` continues exactly where it stopped
+(each step's batch is a function of (seed, step), so on CPU the resumed run is bit-identical).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from .. import metrics, provenance
+from ..data.packing import Packing, document_ids
+from ..data.sources import TokenData, load_source
+from ..models import SinkModel
+from .config import TrainConfig
+from .store import write_result
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+# ------------------------------------------------------------------------------------------------ files
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(f.name, path)
+
+
+def save_checkpoint(run_dir: Path, step: int, model, optimizer, scheduler, state: dict, keep: int = 2) -> Path:
+    """checkpoints/step-N/ written under a temporary name, renamed, then `latest` is switched to it."""
+    from safetensors.torch import save_file
+    ckpts = run_dir / "checkpoints"
+    ckpts.mkdir(parents=True, exist_ok=True)
+    final = ckpts / f"step-{step:08d}"
+    tmp = Path(tempfile.mkdtemp(dir=ckpts, prefix=f".step-{step:08d}."))
+    try:
+        weights = {k: v.detach().contiguous().cpu() for k, v in _unwrap(model).state_dict().items()}
+        save_file(_dedupe_shared(weights), str(tmp / "model.safetensors"))
+        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), **state,
+                    "rng_torch": torch.get_rng_state(),
+                    "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+                   tmp / "state.pt")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _atomic_write_text(ckpts / "latest", final.name)
+    for old in sorted(p for p in ckpts.glob("step-*") if p.name != final.name)[:-(keep - 1) or None]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _dedupe_shared(weights: dict) -> dict:
+    """safetensors refuses tensors that share memory (tied embeddings): keep the first name."""
+    seen, out = {}, {}
+    for k, v in weights.items():
+        key = (v.data_ptr(), v.shape, v.dtype)
+        if key in seen:
+            continue
+        seen[key] = k
+        out[k] = v
+    return out
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    pointer = run_dir / "checkpoints" / "latest"
+    if not pointer.exists():
+        return None
+    path = run_dir / "checkpoints" / pointer.read_text().strip()
+    return path if (path / "model.safetensors").exists() and (path / "state.pt").exists() else None
+
+
+def _unwrap(model):
+    model = getattr(model, "module", model)           # DDP
+    return getattr(model, "_orig_mod", model)         # torch.compile
+
+
+# ------------------------------------------------------------------------------------------------ pieces
+def lr_lambda(cfg: TrainConfig):
+    o = cfg.optim
+
+    def f(step: int) -> float:
+        if o.warmup and step < o.warmup:
+            return (step + 1) / o.warmup
+        if o.schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - o.warmup) / max(1, o.steps - o.warmup))
+        return o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return f
+
+
+def packing_for(cfg: TrainConfig, data: TokenData, context: int | None = None) -> Packing:
+    d = cfg.data
+    if (d.bos or d.fixed_token == "bos") and data.bos_id is None:
+        raise ValueError(f"data.bos needs a BOS token, and source {data.name} has none")
+    fixed = {"bos": data.bos_id, "eos": data.eos_id}.get(d.fixed_token, d.fixed_token)
+    if isinstance(fixed, int) and not 0 <= fixed < data.vocab_size:
+        raise ValueError(f"data.fixed_token={fixed} is outside the vocabulary (size {data.vocab_size})")
+    return Packing(context=context or d.context, bos_id=data.bos_id if d.bos else None, fixed_token=fixed,
+                   fixed_pos=d.fixed_pos, random_span=tuple(d.random_span) if d.random_span else None,
+                   random_vocab=data.random_vocab if d.random_span else None,
+                   unique_tokens=d.unique_tokens if context is None else None, prefix_len=d.prefix_lm,
+                   eos_id=data.eos_id if d.doc_mask else None)
+
+
+def load_data(cfg: TrainConfig) -> TokenData:
+    d = cfg.data
+    return load_source(d.source, path=d.path, dataset=d.dataset, tokenizer=d.tokenizer, n_tokens=d.n_tokens,
+                       vocab_size=d.vocab_size, seed=cfg.run.seed)
+
+
+def _device(cfg: TrainConfig) -> torch.device:
+    if cfg.run.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(cfg.run.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("run.device=cuda but no CUDA device is available; use run.device=cpu or auto")
+    return dev
+
+
+@torch.no_grad()
+def evaluate(model, cfg: TrainConfig, data: TokenData, device) -> dict:
+    """Validation loss at the training context, and Sink_k^eps on n_samples held-out sequences of eval.seq_len
+    tokens packed like the training data (no BOS unless the run uses a fixed BOS)."""
+    net = _unwrap(model)
+    was_training = net.training
+    net.eval()
+    e = cfg.eval
+    losses = []
+    val = packing_for(cfg, data).eval_batch(data.val, e.n_samples)
+    for i in range(0, e.n_samples, 16):
+        b = {k: v[i:i + 16].to(device) for k, v in val.items()}
+        losses.append(float(net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss)
+                      * len(b["input_ids"]))
+    probe = packing_for(cfg, data, context=e.seq_len).eval_batch(data.val, e.n_samples)
+    use_kernel = device.type == "cuda" and net._kernel_supported()  # no T x T maps on the GPU
+
+    def trace(ids):
+        docs = torch.from_numpy(document_ids(ids.cpu().numpy(), data.eos_id)).to(device) if cfg.data.doc_mask else None
+        return net.trace(ids.to(device), doc_ids=docs, method="kernel" if use_kernel else "maps")
+    stats = metrics.measure(trace, probe["input_ids"], batch_size=25, progress=False)
+    summary = metrics.summarize(stats, e.epsilon, range(1, e.k_max + 1))
+    net.train(was_training)
+    return {"val_loss": sum(losses) / e.n_samples, "sink_k": summary["sink_k"],
+            "alpha_1_mean": summary["alpha_1_mean"], "per_layer_sink_1": summary["per_layer_sink_1"],
+            "sink_star": summary["sink_star"], "proxy": summary["proxy"]}
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True,
+          store: str | Path | None = None, data: TokenData | None = None, on_step=None) -> dict:
+    """Train (or resume) one run into out_dir; returns the final metrics (also written to metrics.json and,
+    when `store` is given, to the results store). `on_step(step, model)` is called after each optimizer step
+    (tests use it to interrupt a run or corrupt it)."""
+    out = Path(out_dir)
+    config_path = out / "config.json"
+    if config_path.exists():
+        old = json.loads(config_path.read_text())
+        if old.get("hash") != cfg.hash():
+            raise ValueError(f"{out} holds a different run (config hash {old.get('hash')} != {cfg.hash()}); "
+                             "use another --out")
+        if not resume and latest_checkpoint(out) is not None:
+            raise ValueError(f"{out} already has checkpoints of this run; pass --resume to continue it")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    device = _device(cfg)
+    if world > 1:
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+    if cfg.run.threads:
+        torch.set_num_threads(cfg.run.threads)
+    if rank == 0:
+        _atomic_write_text(config_path, json.dumps({"hash": cfg.hash(), **cfg.to_dict()}, indent=1))
+
+    data = data or load_data(cfg)
+    packing = packing_for(cfg, data)
+    torch.manual_seed(cfg.run.seed)
+    model = SinkModel(cfg.model_config(data.vocab_size)).to(device)
+    o = cfg.optim
+    optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay,
+                                  fused=device.type == "cuda")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
+    step, tokens, wall = 0, 0, 0.0
+    ckpt = latest_checkpoint(out) if resume else None
+    if ckpt is not None:
+        from safetensors.torch import load_file
+        _unwrap(model).load_state_dict(load_file(str(ckpt / "model.safetensors"), device=str(device)), strict=False)
+        st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
+        optimizer.load_state_dict(st["optimizer"])
+        scheduler.load_state_dict(st["scheduler"])
+        step, tokens, wall = st["step"], st["tokens"], st["wall_seconds"]
+        torch.set_rng_state(st["rng_torch"])
+        if st.get("rng_cuda") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(st["rng_cuda"])
+        _truncate_log(out / "log.jsonl", step)
+    net = model
+    if cfg.run.compile and device.type == "cuda":
+        net = torch.compile(net)
+    if world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(net)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.run.dtype == "bf16" and device.type == "cuda"
+                else torch.autocast("cpu", enabled=False))
+    micro = o.batch_size // o.grad_accum
+    if micro % world:
+        raise ValueError(f"micro-batch {micro} (batch_size / grad_accum) must be divisible by {world} processes")
+    per_rank = micro // world
+    log_path = out / "log.jsonl"
+    last_eval = None
+    bar = None
+    if progress and rank == 0:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=o.steps, initial=step, desc=cfg.name, unit="step")
+    t_start = time.perf_counter() - wall
+    net.train()
+    while step < o.steps:
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for m in range(o.grad_accum):
+            b = packing.batch(data.train, micro, cfg.run.seed, step * o.grad_accum + m)
+            b = {k: v[rank * per_rank:(rank + 1) * per_rank].to(device) for k, v in b.items()}
+            with autocast:
+                loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(
+                    f"non-finite loss ({loss.item()}) at step {step}; stopped. The last good checkpoint is "
+                    f"{latest_checkpoint(out) or '(none yet)'}; lower optim.lr or check the data")
+            (loss / o.grad_accum).backward()
+            loss_sum += loss.item() / o.grad_accum
+        torch.nn.utils.clip_grad_norm_(net.parameters(), o.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        tokens += o.batch_size * cfg.data.context
+        dt = time.perf_counter() - t0
+        if on_step is not None:
+            on_step(step, model)
+        if rank != 0:
+            continue
+        record = None
+        if step % cfg.run.log_every == 0 or step == o.steps:
+            record = {"step": step, "tokens": tokens, "loss": loss_sum, "lr": scheduler.get_last_lr()[0],
+                      "tokens_per_s": o.batch_size * cfg.data.context / dt, "wall_seconds": time.perf_counter() - t_start}
+        if step % cfg.eval.every == 0 or step == o.steps:
+            last_eval = evaluate(net, cfg, data, device)
+            record = {**(record or {"step": step, "tokens": tokens, "loss": loss_sum}), **last_eval}
+        if record is not None:
+            with open(log_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        if step % cfg.run.checkpoint_every == 0 or step == o.steps:
+            save_checkpoint(out, step, model, optimizer, scheduler,
+                            {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - t_start})
+        if bar is not None:
+            post = {"loss": f"{loss_sum:.3f}", "tok/s": f"{o.batch_size * cfg.data.context / dt:,.0f}"}
+            if last_eval:
+                post["sink1"] = f"{last_eval['sink_k']['1']:.1f}%"
+            bar.set_postfix(post)
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    if rank != 0:
+        return {}
+    if last_eval is None:  # resumed at the very end: evaluate the final weights
+        last_eval = evaluate(net, cfg, data, device)
+    wall = time.perf_counter() - t_start
+    result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
+              "final_loss": _last_loss(log_path), **last_eval,
+              "n_parameters": _unwrap(model).num_parameters(non_embedding=False),
+              "n_parameters_non_embedding": _unwrap(model).num_parameters(),
+              "data": data.provenance,
+              "provenance": provenance.stamp(device, wall_seconds=round(wall, 1), tokens_seen=tokens,
+                                             source_of_numbers="computed now", profile=cfg.profile)}
+    _atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
+    if store is not None:
+        write_result(store, cfg, result, curve=read_log(log_path))
+    return result
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Drop log lines past the checkpoint a resumed run restarts from (they will be written again)."""
+    if path.exists():
+        keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        _atomic_write_text(path, "".join(line + "\n" for line in keep))
+
+
+def read_log(path: str | Path) -> list[dict]:
+    path = Path(path)
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+
+
+def _last_loss(path: Path) -> float | None:
+    losses = [r["loss"] for r in read_log(path) if "loss" in r]
+    return losses[-1] if losses else None

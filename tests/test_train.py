@@ -1,0 +1,245 @@
+"""The pretraining pipeline on CPU: packing and every data intervention on small inputs, config validation,
+a cpu-profile run where the loss falls, bit-exact resume, atomic checkpoints under a simulated crash, the
+non-finite-loss stop, the results store, and every experiment family's sweep end to end."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sinkpaper.data import IGNORE, Packing, document_ids, synthetic
+from sinkpaper.train import TrainingDiverged, build, latest_checkpoint, load, read_log, sweep_points, train
+from sinkpaper.train import store as S
+
+REPO = Path(__file__).resolve().parent.parent
+STREAM = np.arange(100, 200, dtype=np.uint16)   # token i at offset i-100: windows are easy to read
+FAMILIES = sorted(p.stem for p in (REPO / "configs").glob("[!_]*.yaml"))
+
+
+# ------------------------------------------------------------------------------------------------ packing
+def test_default_window_is_context_plus_one_tokens_from_an_arbitrary_offset():
+    b = Packing(context=5).windows(STREAM, np.array([0, 7]))
+    assert b["input_ids"].tolist() == [[100, 101, 102, 103, 104], [107, 108, 109, 110, 111]]
+    assert b["targets"].tolist() == [[101, 102, 103, 104, 105], [108, 109, 110, 111, 112]]
+
+
+def test_bos_at_position_1_is_not_a_target():
+    b = Packing(context=4, bos_id=7).windows(STREAM, np.array([3]))
+    assert b["input_ids"].tolist() == [[7, 103, 104, 105]]
+    assert b["targets"].tolist() == [[103, 104, 105, 106]]
+
+
+def test_fixed_token_at_position_k_and_its_prediction_carries_no_loss():
+    b = Packing(context=5, fixed_token=9, fixed_pos=2).windows(STREAM, np.array([0]))
+    assert b["input_ids"].tolist() == [[100, 9, 102, 103, 104]]
+    assert b["targets"].tolist() == [[IGNORE, 102, 103, 104, 105]]
+
+
+def test_random_span_replaces_positions_s_to_e_minus_1():
+    p = Packing(context=6, random_span=(2, 4), random_vocab=(0, 50))
+    b = p.windows(STREAM, np.array([0, 0]), seed=3, step=5)
+    ids = b["input_ids"]
+    assert ids[:, 0].tolist() == [100, 100] and ids[:, 3:].tolist() == [[103, 104, 105]] * 2
+    assert ((ids[:, 1:3] >= 0) & (ids[:, 1:3] < 50)).all()
+    assert b["targets"][:, :2].eq(IGNORE).all() and b["targets"][:, 2:].ne(IGNORE).all()
+    again = p.windows(STREAM, np.array([0, 0]), seed=3, step=5)["input_ids"]
+    assert torch.equal(ids, again)   # a function of (seed, step): resume sees the same batch
+
+
+def test_unique_tokens_caps_the_sampled_stream_and_offsets_are_reproducible():
+    p = Packing(context=4, unique_tokens=20)
+    starts = np.concatenate([p.offsets(len(STREAM), 64, seed=0, step=s) for s in range(20)])
+    assert starts.max() + p.span <= 20 and starts.min() >= 0
+    assert np.array_equal(p.offsets(len(STREAM), 8, 0, 3), p.offsets(len(STREAM), 8, 0, 3))
+    assert not np.array_equal(p.offsets(len(STREAM), 8, 0, 3), p.offsets(len(STREAM), 8, 0, 4))
+
+
+def test_prefix_lm_masks_the_first_p_minus_1_targets():
+    b = Packing(context=6, prefix_len=3).windows(STREAM, np.array([0]))
+    assert b["targets"].tolist() == [[IGNORE, IGNORE, 103, 104, 105, 106]]
+
+
+def test_document_ids_start_after_each_eos():
+    ids = np.array([[5, 0, 6, 7, 0, 0, 8]])
+    assert document_ids(ids, eos_id=0).tolist() == [[0, 0, 1, 1, 1, 2, 3]]
+    b = Packing(context=4, eos_id=103).windows(STREAM, np.array([1]))
+    assert b["doc_ids"].tolist() == [[0, 0, 0, 1]]  # [101, 102, 103=EOS, 104]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"context": 1}, "context"),
+    ({"context": 4, "fixed_token": 1, "fixed_pos": 9}, "fixed_pos"),
+    ({"context": 4, "fixed_token": 1, "fixed_pos": 1, "bos_id": 2}, "both fix position 1"),
+    ({"context": 4, "random_span": (3, 2), "random_vocab": (0, 9)}, "random_span"),
+    ({"context": 4, "random_span": (1, 2)}, "random_vocab"),
+    ({"context": 4, "unique_tokens": 3}, "unique_tokens"),
+    ({"context": 4, "prefix_len": 9}, "prefix_len"),
+])
+def test_packing_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Packing(**kwargs)
+
+
+# ------------------------------------------------------------------------------------------------ config
+TINY = {"name": "tiny", "model": dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+        "data": dict(source="repeat", vocab_size=32, n_tokens=20_000, context=32),
+        "optim": dict(lr=1e-2, steps=24, batch_size=8, warmup=4), "eval": dict(every=12, n_samples=12, seq_len=16),
+        "run": dict(checkpoint_every=6, log_every=3, threads=2)}
+
+
+@pytest.mark.parametrize("overrides,match", [
+    ({"optim.lrr": 1}, "unknown config key 'optim.lrr'; valid: data.source"),
+    ({"model.attention": "linear"}, "attention='linear' is not valid; choose one of: softmax"),
+    ({"data.source": "pile"}, "data.source='pile'; valid: corpus, random, repeat, hf"),
+    ({"optim.schedule": "step"}, "valid: constant, cosine"),
+    ({"lr": -1.0}, "optim.lr must be"),
+    ({"optim.batch_size": 7, "optim.grad_accum": 2}, "divisible"),
+    ({"eval.epsilon": 2}, "epsilon"),
+    ({"eval.seq_len": 8}, "too short"),
+    ({"data.fixed_token": "cls"}, "'bos' or 'eos'"),
+    ({"data.prefix_lm": 4, "data.doc_mask": True}, "use one"),
+])
+def test_config_errors_before_training(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        build(TINY, "cpu", overrides)
+
+
+def test_config_profiles_sweeps_short_keys_and_hash():
+    cfg = load(REPO / "configs/optimization.yaml", "cpu", {"seed": 3}, "lr_x2_steps_x0.5")
+    assert cfg.run.seed == 3 and cfg.name == "optimization/lr_x2_steps_x0.5"
+    assert cfg.optim.lr == pytest.approx(2 * 3e-3) and cfg.optim.steps == 75
+    paper = load(REPO / "configs/optimization.yaml", "paper", {}, "lr_x2")
+    assert paper.optim.lr == pytest.approx(8e-4) and paper.optim.steps == 20000 and paper.optim.batch_size == 512
+    assert paper.data.context == 2048 and paper.model["d_model"] == 768
+    assert cfg.hash() != load(REPO / "configs/optimization.yaml", "cpu", {"seed": 4}, "lr_x2_steps_x0.5").hash()
+    a = build(TINY, "cpu", {"run.log_every": 1})
+    assert a.hash() == build(TINY, "cpu").hash()  # bookkeeping does not change the result
+    with pytest.raises(ValueError, match="unknown profile 'tpu'; valid: cpu, gpu, paper"):
+        build(TINY, "tpu")
+    with pytest.raises(ValueError, match="unknown sweep point 'nope'; valid: lr_x2_steps_x0.5"):
+        load(REPO / "configs/optimization.yaml", "cpu", {}, "nope")
+    with pytest.raises(FileNotFoundError, match="experiment families are in configs/"):
+        load(REPO / "configs/missing.yaml")
+
+
+# ------------------------------------------------------------------------------------------------ runs
+def test_cpu_run_loss_falls_and_writes_everything(tmp_path):
+    cfg = build(TINY, "cpu")
+    result = train(cfg, tmp_path / "run", progress=False, store=tmp_path / "store")
+    log = read_log(tmp_path / "run" / "log.jsonl")
+    losses = [r["loss"] for r in log]
+    assert losses[-1] < 0.7 * losses[0], losses
+    evals = [r for r in log if "sink_k" in r]
+    assert [r["step"] for r in evals] == [12, 24] and all(set(r["sink_k"]) == {str(k) for k in range(1, 11)} for r in evals)
+    assert result["tokens_seen"] == 24 * 8 * 32 and result["provenance"]["source_of_numbers"] == "computed now"
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["hash"] == cfg.hash()
+    stored = S.read_result(tmp_path / "store", cfg)
+    assert stored["result"]["val_loss"] == result["val_loss"] and len(stored["curve"]) == len(log)
+    with pytest.raises(ValueError, match="pass --resume"):
+        train(cfg, tmp_path / "run", progress=False)
+    with pytest.raises(ValueError, match="holds a different run"):
+        train(build(TINY, "cpu", {"seed": 9}), tmp_path / "run", progress=False)
+
+
+def _params(run_dir):
+    from safetensors.torch import load_file
+    return load_file(str(latest_checkpoint(Path(run_dir)) / "model.safetensors"))
+
+
+def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_path, monkeypatch):
+    cfg = build(TINY, "cpu", {"data.random_span": [2, 3]})
+    full = train(cfg, tmp_path / "full", progress=False)
+
+    class Crash(Exception):
+        pass
+
+    def crash_at_14(step, _model):
+        if step == 14:
+            raise Crash()
+    with pytest.raises(Crash):
+        train(cfg, tmp_path / "cut", progress=False, on_step=crash_at_14)
+    assert latest_checkpoint(tmp_path / "cut").name == "step-00000012"
+
+    # a crash while writing the step-18 checkpoint leaves step 12 as the last good one
+    import safetensors.torch as st
+    real = st.save_file
+
+    def failing_save(tensors, filename, *a, **kw):
+        if "step-00000018" in str(filename):
+            Path(filename).write_bytes(b"partial")
+            raise OSError("disk full (simulated)")
+        return real(tensors, filename, *a, **kw)
+    monkeypatch.setattr(st, "save_file", failing_save)
+    with pytest.raises(OSError, match="simulated"):
+        train(cfg, tmp_path / "cut", resume=True, progress=False)
+    ckpts = tmp_path / "cut" / "checkpoints"
+    assert latest_checkpoint(tmp_path / "cut").name == "step-00000012"
+    assert not any("00000018" in p.name for p in ckpts.iterdir())   # no half-written checkpoint left behind
+    monkeypatch.setattr(st, "save_file", real)
+
+    resumed = train(cfg, tmp_path / "cut", resume=True, progress=False)
+    a, b = _params(tmp_path / "full"), _params(tmp_path / "cut")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert resumed["val_loss"] == full["val_loss"] and resumed["sink_k"] == full["sink_k"]
+    log_steps = [r["step"] for r in read_log(tmp_path / "cut" / "log.jsonl")]
+    assert log_steps == [r["step"] for r in read_log(tmp_path / "full" / "log.jsonl")]  # no duplicated lines
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    cfg = build(TINY, "cpu")
+
+    def poison(step, model):  # corrupt the weights after step 7 (the step-6 checkpoint is good)
+        if step == 7:
+            with torch.no_grad():
+                model.embed.weight.fill_(float("nan"))
+    with pytest.raises(TrainingDiverged, match=r"non-finite loss .* at step 7.*step-00000006"):
+        train(cfg, tmp_path / "run", progress=False, on_step=poison)
+    from safetensors.torch import load_file
+    weights = load_file(str(latest_checkpoint(tmp_path / "run") / "model.safetensors"))
+    assert all(torch.isfinite(w).all() for w in weights.values())
+
+
+def test_store_never_overwrites_a_different_config(tmp_path):
+    cfg = build(TINY, "cpu")
+    path = S.write_result(tmp_path, cfg, {"x": 1})
+    S.write_result(tmp_path, cfg, {"x": 2})   # the same config may be refreshed
+    assert json.loads(path.read_text())["result"] == {"x": 2}
+    payload = json.loads(path.read_text())
+    payload["config"]["optim"]["lr"] = 123.0  # pretend another config landed on the same hash
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="different config"):
+        S.write_result(tmp_path, cfg, {"x": 3})
+    assert S.read_result(tmp_path, cfg) is None
+    assert [p["name"] for p in S.list_results(tmp_path, "tiny")] == ["tiny"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_sweep_trains_and_is_measured(family, tmp_path):
+    """Every variant of every experiment family trains a few steps at the cpu profile and is measured."""
+    path = REPO / "configs" / f"{family}.yaml"
+    small = {"data.source": "random", "data.vocab_size": 64, "data.n_tokens": 50_000, "optim.steps": 3,
+             "eval.every": 3, "eval.n_samples": 8, "run.checkpoint_every": 3}
+    for point in sweep_points(path):
+        cfg = load(path, "cpu", small, point)
+        r = train(cfg, tmp_path / point, progress=False, data=synthetic("random", vocab_size=64, n_tokens=50_000))
+        assert np.isfinite(r["final_loss"]) and np.isfinite(r["val_loss"]), point
+        assert 0 <= r["sink_k"]["1"] <= 100
+
+
+def test_cli_train_end_to_end(tmp_path):
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "sinkpaper", "train", "--config", "configs/biases.yaml", "--profile", "cpu",
+           "--sweep", "kv_bias", "--set", "data.source=repeat", "--set", "optim.steps=4", "--set", "eval.every=4",
+           "--set", "eval.n_samples=8", "--out", str(out), "--store", str(tmp_path / "store")]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "biases/kv_bias: step 4" in r.stdout and (out / "kv_bias" / "metrics.json").exists()
+    stored = json.loads(next((tmp_path / "store").glob("*.json")).read_text())
+    assert stored["result"]["sink_star"] is not None   # the KV bias is measured as Sink*
+    bad = subprocess.run(cmd[:-4] + ["--set", "optim.lrr=1", "--out", str(out)], capture_output=True, text=True,
+                         cwd=REPO, timeout=600)
+    assert bad.returncode == 2 and "unknown config key 'optim.lrr'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
