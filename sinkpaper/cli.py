@@ -45,7 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
                         f"kernels, no T x T map (default: maps up to T = {KERNEL_ABOVE}, kernel beyond)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     b = sub.add_parser("bench", help="benchmark the attention kernels against PyTorch on one device")
-    b.add_argument("what", choices=["kernels"])
+    b.add_argument("what", choices=["kernels", "training"],
+                   help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama")
+    b.add_argument("--profile", default=None, help="training: the profile whose model and batch to time "
+                   "(default gpu on CUDA, else cpu)")
+    b.add_argument("--steps", type=int, default=10, help="training: timed steps")
     b.add_argument("--json", metavar="PATH", help="also write every figure, with provenance, to this JSON file")
     b.add_argument("--smoke", action="store_true",
                    help="tiny shapes: exercises every code path in seconds (on CPU under TRITON_INTERPRET=1)")
@@ -132,6 +136,16 @@ def run_bench(a, argv: list[str]) -> int:
     import os
 
     import torch
+    if a.what == "training":
+        from .train.bench import format_training_report, run_training_bench
+        profile = a.profile or ("gpu" if torch.cuda.is_available() else "cpu")
+        try:
+            r = run_training_bench(profile=profile, steps=a.steps, device=a.device, json_path=a.json)
+        except ValueError as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
+        print(format_training_report(r))
+        return 0
     interp, cuda = os.environ.get("TRITON_INTERPRET") == "1", torch.cuda.is_available()
     device = a.device or ("cuda" if cuda and not interp else "cpu")
     err = None

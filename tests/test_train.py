@@ -243,3 +243,16 @@ def test_cli_train_end_to_end(tmp_path):
                          cwd=REPO, timeout=600)
     assert bad.returncode == 2 and "unknown config key 'optim.lrr'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_training_throughput_bench_runs_both_models_side_by_side(tmp_path):
+    from sinkpaper.train.bench import format_training_report, run_training_bench
+    r = run_training_bench(str(REPO / "configs/optimization.yaml"), "cpu", steps=2, warmup=1,
+                           json_path=str(tmp_path / "b.json"))
+    ours, hf = r["rows"]
+    assert ours["model"] == "ours" and hf["model"] == "transformers"
+    assert ours["n_parameters"] == hf["n_parameters"]   # the same architecture, counted the same way
+    assert ours["tokens_per_s"] > 0 and hf["tokens_per_s"] > 0
+    assert r["ratio_tokens_per_s"] == pytest.approx(ours["tokens_per_s"] / hf["tokens_per_s"])
+    assert "ratio ours / transformers" in format_training_report(r)
+    assert json.loads((tmp_path / "b.json").read_text())["provenance"]["source_of_numbers"] == "computed now"
