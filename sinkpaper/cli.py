@@ -89,6 +89,8 @@ def run_train(a) -> int:
     for point, cfg in cfgs:
         out = a.out if point is None else f"{a.out}/{point}"
         r = T.train(cfg, out, resume=a.resume, store=store)
+        if not r:  # a non-zero rank under torchrun: rank 0 reports
+            continue
         print(f"{cfg.name}: step {r['step']}, {r['tokens_seen']:,} tokens, loss {r['final_loss']:.3f}, "
               f"val {r['val_loss']:.3f}, Sink_1 {r['sink_k']['1']:.2f}%, alpha_1 {r['alpha_1_mean']:.3f} -> {out}")
     return 0

@@ -287,3 +287,20 @@ def test_missing_sources_say_how_to_get_them(tmp_path, monkeypatch):
         load_source("corpus", path=tmp_path / "nope.npz")
     with pytest.raises(ValueError, match="valid: corpus, random, repeat, hf"):
         load_source("pile")
+
+
+def test_torchrun_ddp_matches_one_process(tmp_path):
+    """Two processes (gloo on CPU) split each batch; DDP averages their gradients: the same run as one process."""
+    args = ["train", "--config", "configs/biases.yaml", "--sweep", "kv_bias", "--set", "data.source=repeat",
+            "--set", "optim.steps=6", "--set", "eval.every=6", "--set", "eval.n_samples=8", "--set", "run.threads=1",
+            "--no-store"]
+    one = subprocess.run([sys.executable, "-m", "sinkpaper", *args, "--out", str(tmp_path / "one")],
+                         capture_output=True, text=True, cwd=REPO, timeout=600)
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "sinkpaper",
+                          *args, "--out", str(tmp_path / "two")], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert one.returncode == 0, one.stderr
+    assert two.returncode == 0, two.stderr[-2000:]
+    m1 = json.loads((tmp_path / "one" / "kv_bias" / "metrics.json").read_text())
+    m2 = json.loads((tmp_path / "two" / "kv_bias" / "metrics.json").read_text())
+    assert m1["tokens_seen"] == m2["tokens_seen"]
+    assert m2["val_loss"] == pytest.approx(m1["val_loss"], abs=1e-4)
