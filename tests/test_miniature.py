@@ -62,3 +62,40 @@ def test_interventions_on_synthetic_data(task):
     prefix = Packing(context=16, bos_id=task.bos_id, prefix_len=4).windows(task.train, starts)
     assert (prefix["targets"][:, :3] == -100).all() and (prefix["targets"][:, 3:] != -100).all()
     assert load_source("bigram_backcopy", vocab_size=16, n_tokens=10_000).vocab_size == 18
+
+
+def test_sweep_runner_skips_stored_runs_and_reports_the_seed_spread(tmp_path):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(json.dumps({
+        "name": "tiny", "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64, "max_seq_len": 64},
+        "data": {"source": "bigram_backcopy", "vocab_size": 16, "n_tokens": 20_000, "context": 32, "bos": True},
+        "optim": {"lr": 1e-2, "steps": 3, "batch_size": 8, "warmup": 1},
+        "eval": {"every": 3, "n_samples": 8, "seq_len": 16}, "run": {"checkpoint_every": 3},
+        "sweep": {"wd_0": {"optim.weight_decay": 0.0}, "sigmoid": {"model.attention": "sigmoid"}}}))
+    store = tmp_path / "store"
+    first = run_sweep(cfg, "cpu", tmp_path / "runs", store, seeds=[0, 1], progress=False)
+    assert len(first) == 4 and len(list(store.glob("*.json"))) == 4
+    mtimes = {p: p.stat().st_mtime_ns for p in store.glob("*.json")}
+    again = run_sweep(cfg, "cpu", tmp_path / "runs", store, seeds=[0, 1], progress=False)
+    assert [p["hash"] for p in again] == [p["hash"] for p in first]
+    assert {p: p.stat().st_mtime_ns for p in store.glob("*.json")} == mtimes   # nothing retrained
+    rows = {r["point"]: r for r in summarize(first)}
+    assert rows["wd_0"]["seeds"] == [0, 1] and rows["wd_0"]["sink_1_min"] <= rows["wd_0"]["sink_1_mean"] <= rows["wd_0"]["sink_1_max"]
+    sig = next(p for p in first if p["name"] == "tiny/sigmoid")["result"]
+    assert sig["proxy"] and {"raw_weight_token_1", "raw_weight_others", "raw_row_sum"} <= set(sig)
+    with pytest.raises(ValueError, match="unknown sweep point"):
+        run_sweep(cfg, "cpu", tmp_path / "runs", store, points=["wd_9"], progress=False)
+
+
+def test_mechanism_measures_every_head():
+    import torch
+    from sinkpaper.mechanism import trigger_attention
+    from sinkpaper.models import ModelConfig, SinkModel
+    model = SinkModel(ModelConfig(vocab_size=18, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=64))
+    task = bigram_backcopy(vocab_size=16, n_tokens=20_000)
+    batch = Packing(context=32, bos_id=task.bos_id).eval_batch(task.val, 8)
+    m = trigger_attention(model, batch["input_ids"], n_triggers=3)
+    assert np.array(m["bos_from_trigger"]).shape == (2, 2) and 0 < m["trigger_fraction"] < 1
+    assert all(0 <= x <= 1 for row in m["bos_from_other"] for x in row)
+    with pytest.raises(ValueError, match="both trigger and non-trigger"):
+        trigger_attention(model, torch.full((2, 16), 5), n_triggers=3)
