@@ -20,7 +20,7 @@ HF_DATASETS = {  # short names for the online corpora the paper and the book use
     "pile-sample": ("sail/regmix-data-sample", None, "text"),
     "fineweb-edu": ("HuggingFaceFW/fineweb-edu", "sample-10BT", "text"),
 }
-DEFAULT_CORPUS = "data/corpus/tokens.npz"
+DEFAULT_CORPUS = "data/corpus/tokens.u16.xz"
 
 
 @dataclass
@@ -93,6 +93,8 @@ def bigram_backcopy(*, vocab_size: int = 64, n_triggers: int = 3, concentration:
         raise ValueError(f"n_triggers must be in [1, vocab_size={vocab_size}), got {n_triggers}")
     if concentration <= 0:
         raise ValueError(f"concentration must be > 0, got {concentration}")
+    if not 2 <= doc_len[0] <= doc_len[1]:
+        raise ValueError(f"doc_len must be [min, max] with 2 <= min <= max, got {list(doc_len)}")
     rng = np.random.default_rng(seed)
     transitions = rng.dirichlet(np.full(vocab_size, concentration), size=vocab_size)
     eos, bos = vocab_size, vocab_size + 1
@@ -141,9 +143,9 @@ def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
     d = load_tokens(path)
     meta = d.get("meta", {})
     return TokenData(d["train"], d["val"], int(d["vocab_size"]), int(d["eos_id"]),
-                     meta.get("bos_id"), "corpus",
-                     {"source": "offline corpus", "path": str(path), **{k: meta[k] for k in ("sha256", "n_train_tokens",
-                                                                                             "n_val_tokens") if k in meta}})
+                     None if d.get("bos_id") is None else int(d["bos_id"]), "corpus",
+                     {"source": "offline corpus", "path": str(path), "corpus_id": meta.get("corpus_id"),
+                      "n_train_tokens": int(len(d["train"])), "n_val_tokens": int(len(d["val"]))})
 
 
 def hf_stream(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_tokens: int = 100_000_000,
@@ -221,7 +223,7 @@ def load_source(source: str, **kw) -> TokenData:
     if source == "bigram_backcopy":
         return bigram_backcopy(vocab_size=kw.get("vocab_size", 64), n_triggers=kw.get("n_triggers", 3),
                                concentration=kw.get("concentration", 0.3), seed=kw.get("data_seed", 0),
-                               n_tokens=kw.get("n_tokens", 1_000_000))
+                               n_tokens=kw.get("n_tokens", 1_000_000), doc_len=kw.get("doc_len", (32, 256)))
     if source == "hf":
         return hf_stream(kw.get("dataset") or "pile-sample", tokenizer=kw.get("tokenizer") or "EleutherAI/pythia-160m",
                          n_tokens=kw.get("n_tokens", 100_000_000))

@@ -29,7 +29,7 @@ DTYPES = ("fp32", "bf16")
 @dataclass
 class DataConfig:
     source: str = "corpus"            # corpus | random | repeat | bigram_backcopy | hf
-    path: str | None = None           # corpus token file (default data/corpus/tokens.npz)
+    path: str | None = None           # corpus token file (default data/corpus/tokens.u16.xz)
     dataset: str | None = None        # hf: pile-sample | fineweb-edu | any datasets id
     tokenizer: str | None = None      # hf: tokenizer id (default the paper's GPT-NeoX tokenizer via Pythia)
     n_tokens: int = 1_000_000         # synthetic / hf: tokens to generate or stream
@@ -37,6 +37,7 @@ class DataConfig:
     n_triggers: int = 3               # bigram_backcopy: trigger tokens whose successor copies the token before
     concentration: float = 0.3        # bigram_backcopy: Dirichlet concentration of the transition rows
     data_seed: int = 0                # bigram_backcopy: the task itself (the run's seed varies init and batches)
+    doc_len: list = field(default_factory=lambda: [32, 256])  # bigram_backcopy: document lengths [min, max]
     context: int = 64                 # T
     bos: bool = False                 # fixed BOS at position 1 (the paper's default: none)
     fixed_token: int | str | None = None  # a token id, or "bos" / "eos" of the source, at fixed_pos (Section 5)

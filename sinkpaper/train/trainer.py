@@ -124,7 +124,7 @@ def load_data(cfg: TrainConfig) -> TokenData:
     d = cfg.data
     return load_source(d.source, path=d.path, dataset=d.dataset, tokenizer=d.tokenizer, n_tokens=d.n_tokens,
                        vocab_size=d.vocab_size, seed=cfg.run.seed, n_triggers=d.n_triggers,
-                       concentration=d.concentration, data_seed=d.data_seed)
+                       concentration=d.concentration, data_seed=d.data_seed, doc_len=tuple(d.doc_len))
 
 
 def _device(cfg: TrainConfig) -> torch.device:
