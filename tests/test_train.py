@@ -107,6 +107,14 @@ def test_config_errors_before_training(overrides, match):
         build(TINY, "cpu", overrides)
 
 
+def test_set_values_parse_like_yaml_and_accept_bare_exponents():
+    from sinkpaper.train import parse_sets
+    assert parse_sets(["optim.lr=2e-2", "seed=3", "model.sink=kv_bias", "data.random_span=[1, 2]", "data.bos=true"]) \
+        == {"optim.lr": 0.02, "seed": 3, "model.sink": "kv_bias", "data.random_span": [1, 2], "data.bos": True}
+    with pytest.raises(ValueError, match="key=value"):
+        parse_sets(["lr"])
+
+
 def test_config_profiles_sweeps_short_keys_and_hash():
     cfg = load(REPO / "configs/optimization.yaml", "cpu", {"seed": 3}, "lr_x2_steps_x0.5")
     assert cfg.run.seed == 3 and cfg.name == "optimization/lr_x2_steps_x0.5"

@@ -129,8 +129,15 @@ def _valid_keys() -> list[str]:
 
 
 def _parse_value(text: str):
+    """YAML scalars, plus the numbers YAML 1.1 leaves as strings (`2e-2` has no dot)."""
     import yaml
-    return yaml.safe_load(text)
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _resolve_key(key: str) -> str:
