@@ -99,3 +99,15 @@ def test_mechanism_measures_every_head():
     assert all(0 <= x <= 1 for row in m["bos_from_other"] for x in row)
     with pytest.raises(ValueError, match="both trigger and non-trigger"):
         trigger_attention(model, torch.full((2, 16), 5), n_triggers=3)
+
+
+def test_seeded_miniature_run_attends_to_bos_well_above_uniform(tmp_path):
+    """The recipe of configs/miniature.yaml, cut to 400 steps (~15 s): alpha_1 rises from uniform (~0.075 for
+    T = 64) to ~0.18 (measured, seed 0); the full 1500-step recipe reaches 0.91-0.97 on five seeds."""
+    from pathlib import Path
+    from sinkpaper.train import load, train
+    cfg = load(Path(__file__).resolve().parent.parent / "configs/miniature.yaml", "cpu",
+               {"optim.steps": 400, "eval.every": 400, "run.checkpoint_every": 400})
+    uniform = float(np.mean([1 / t for t in range(1, cfg.eval.seq_len + 1)]))
+    r = train(cfg, tmp_path / "run", progress=False)
+    assert r["alpha_1_mean"] > 2 * uniform, (r["alpha_1_mean"], uniform)
