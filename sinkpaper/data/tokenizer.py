@@ -38,7 +38,7 @@ def cache_dir() -> Path:
 _default_cache = cache_dir  # train_bpe's argument shadows the name
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -99,7 +99,7 @@ def train_bpe(documents: Iterable[str] | Sequence[Path], vocab_size: int,
         missing = [str(p) for p in files if not p.exists()]
         if missing:
             raise FileNotFoundError(f"corpus files not found: {', '.join(missing)}")
-        corpus_id = corpus_id or ",".join(_sha256_file(p) for p in files)
+        corpus_id = corpus_id or ",".join(sha256_file(p) for p in files)
         texts: Iterable[str] = iter_text_files(files)
     else:
         if corpus_id is None:
