@@ -1,8 +1,12 @@
-"""`python -m sinkpaper sink ...`: the paper's sink metric on any causal LM from the command line.
-`python -m sinkpaper bench kernels ...`: the Triton kernels against PyTorch's attention (sinkpaper.kernels.bench).
+"""`python -m sinkpaper`: the paper's sink metric, benchmarks, pre-training and the offline corpus.
 
-Errors (bad arguments, unknown or unreachable models, bad token files) exit with status 2 and one line on
-stderr, checked before any model is loaded where possible.
+  sink                  Sink_k on any causal LM (maps, or column statistics from the fused kernels)
+  bench kernels|training  our Triton kernels against PyTorch's attention; our model against transformers' Llama
+  train, sweep          pre-train one run / a config's sweep x seeds into the results store
+  data build|info       the offline English corpus and its token file (sinkpaper.data.corpus)
+
+Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one
+line on stderr, checked before any model is loaded or any training step where possible.
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ KERNEL_ABOVE = 1024  # sequences longer than this default to the column-statisti
 
 def build_parser() -> argparse.ArgumentParser:
     from .lms import available_models
-    p = _Parser(prog="python -m sinkpaper", description=__doc__.splitlines()[0])
+    p = _Parser(prog="python -m sinkpaper", description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     s = sub.add_parser("sink", help="measure Sink_k^epsilon (Gu et al. 2025, Section 3.2) on a causal LM")
     s.add_argument("--model", required=True,
@@ -44,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="maps: the eager attention maps, as the paper; kernel: column statistics from the fused "
                         f"kernels, no T x T map (default: maps up to T = {KERNEL_ABOVE}, kernel beyond)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    b = sub.add_parser("bench", help="benchmark the attention kernels against PyTorch on one device")
+    b = sub.add_parser("bench", help="benchmark the attention kernels (vs SDPA/eager) or training throughput (vs transformers' Llama)")
     b.add_argument("what", choices=["kernels", "training"],
                    help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama")
     b.add_argument("--profile", default=None, help="training: the profile whose model and batch to time "
