@@ -272,6 +272,7 @@ def test_datasets_streaming_from_local_jsonl(tmp_path, monkeypatch):
     from sinkpaper.data.sources import load_source
     from sinkpaper.data.tokenizer import train_bpe
     monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")   # local files only: nothing may reach the network
     docs = [f"Document {i} tells of the river and the mill, number {i}." for i in range(300)]
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
     tok = train_bpe(docs, vocab_size=300, cache_dir=tmp_path / "tok")
