@@ -93,7 +93,7 @@ TINY = {"name": "tiny", "model": dict(d_model=32, n_layers=1, n_heads=2, d_ff=64
 @pytest.mark.parametrize("overrides,match", [
     ({"optim.lrr": 1}, "unknown config key 'optim.lrr'; valid: data.source"),
     ({"model.attention": "linear"}, "attention='linear' is not valid; choose one of: softmax"),
-    ({"data.source": "pile"}, "data.source='pile'; valid: corpus, random, repeat, hf"),
+    ({"data.source": "pile"}, "data.source='pile'; valid: corpus, random, repeat, bigram_backcopy, hf"),
     ({"optim.schedule": "step"}, "valid: constant, cosine"),
     ({"lr": -1.0}, "optim.lr must be"),
     ({"optim.batch_size": 7, "optim.grad_accum": 2}, "divisible"),
@@ -294,7 +294,7 @@ def test_missing_sources_say_how_to_get_them(tmp_path, monkeypatch):
         load_source("hf", dataset="pile-sample", n_tokens=1000)
     with pytest.raises(FileNotFoundError, match="python -m sinkpaper data build"):
         load_source("corpus", path=tmp_path / "nope.npz")
-    with pytest.raises(ValueError, match="valid: corpus, random, repeat, hf"):
+    with pytest.raises(ValueError, match="valid: corpus, random, repeat, bigram_backcopy, hf"):
         load_source("pile")
 
 
