@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from .files import cache_dir
 from .metrics import EPSILON
 from .trace import Trace
 
@@ -56,10 +57,6 @@ class ModelUnavailableError(ValueError):
 
 def available_models() -> list[str]:
     return sorted(OFFLINE_MODELS)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
 
 
 def _offline_hint() -> str:

@@ -8,7 +8,6 @@ import pytest
 
 from sinkpaper.data import Packing
 from sinkpaper.data.sources import bigram_backcopy, load_source
-from sinkpaper.train import build
 from sinkpaper.train.sweep import run_sweep, summarize
 
 

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from sinkpaper import propositions
-from sinkpaper.metrics import alpha
 from sinkpaper.models import (FFNS, POS_ENCODINGS, SINKS, ModelConfig, SinkModel)
 
 TINY = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32)

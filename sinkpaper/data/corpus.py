@@ -48,6 +48,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from ..files import atomic_write_text
 from . import tokenizer as _tok
 
 # bump when extraction or dedup changes the text: the per-source document cache is keyed by it
@@ -1176,9 +1177,7 @@ def build_corpus(out_dir: str | Path, sources: Iterable[str] | None = None, cach
 
 def write_manifest(corpus_dir: Path, manifest: dict) -> None:
     p = Path(corpus_dir) / "manifest.json"
-    tmp = p.with_name(".manifest.json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
-    os.replace(tmp, p)
+    atomic_write_text(p, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
 
 
 def read_manifest(corpus_dir: str | Path) -> dict:
@@ -1248,9 +1247,7 @@ def write_token_file(out_path: str | Path, train: np.ndarray, val: np.ndarray, e
                "meta": meta or {}}
     os.replace(tmp, out_path)
     side = out_path.with_name(out_path.name + ".json")
-    tmp_side = side.with_name("." + side.name + ".tmp")
-    tmp_side.write_text(json.dumps(sidecar, indent=1) + "\n")
-    os.replace(tmp_side, side)
+    atomic_write_text(side, json.dumps(sidecar, indent=1) + "\n")
     return sidecar
 
 

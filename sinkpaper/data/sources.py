@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import cache_dir
+
 SOURCES = ("corpus", "random", "repeat", "bigram_backcopy", "hf")
 HF_DATASETS = {  # short names for the online corpora the paper and the book use
     "pile-sample": ("sail/regmix-data-sample", None, "text"),
@@ -46,10 +48,6 @@ class TokenData:
         while hi - 1 in specials:
             hi -= 1
         return lo, hi
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
 
 
 def synthetic(kind: str, *, vocab_size: int = 512, n_tokens: int = 1_000_000, seed: int = 0,
@@ -158,7 +156,7 @@ def hf_stream(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_toke
         dataset, name, text_field = HF_DATASETS[dataset]
     val_tokens = val_tokens if val_tokens is not None else max(n_tokens // 100, min(10_000, n_tokens // 5))
     key = hashlib.sha256(repr((dataset, name, text_field, tokenizer, n_tokens, val_tokens)).encode()).hexdigest()[:16]
-    cached = _cache_dir() / "tokens" / f"hf-{key}.npz"
+    cached = cache_dir() / "tokens" / f"hf-{key}.npz"
     if not cached.exists():
         _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, cached)
     z = np.load(cached)

@@ -18,6 +18,8 @@ from typing import Iterable, Iterator, Sequence
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from ..files import cache_dir
+
 SPECIAL_TOKENS = ("<|endoftext|>", "<|bos|>")
 # bump when the training recipe changes, so old cache entries are not reused
 _RECIPE = "bytelevel-bpe-v1"
@@ -28,11 +30,6 @@ _BOS_NAMES = ("<|bos|>", "<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>")
 
 class TokenizerUnavailableError(ValueError):
     """A tokenizer that cannot be loaded here (no such file, or a hub id without network)."""
-
-
-def cache_dir() -> Path:
-    # same rule as sinkpaper.lms.cache_dir, repeated so that data tools do not import torch
-    return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
 
 
 _default_cache = cache_dir  # train_bpe's argument shadows the name

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import statistics
 import time
 from dataclasses import dataclass

@@ -4,9 +4,9 @@ replaced by a run of the same config (a hash collision with another config is re
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from ..files import atomic_write_text
 
 DEFAULT_STORE = "results/store"
 
@@ -22,12 +22,9 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
         old = json.loads(path.read_text())
         if old.get("config") != config:
             raise ValueError(f"{path} holds a different config with the same hash; refusing to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": config, "result": result,
                "curve": curve or []}
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as f:
-        json.dump(payload, f, indent=1)
-    os.replace(f.name, path)
+    atomic_write_text(path, json.dumps(payload, indent=1))
     return path
 
 

@@ -22,6 +22,7 @@ import torch
 from .. import metrics, provenance
 from ..data.packing import Packing, document_ids
 from ..data.sources import TokenData, load_source
+from ..files import atomic_write_text
 from ..models import SinkModel
 from .config import TrainConfig
 from .store import write_result
@@ -32,15 +33,6 @@ class TrainingDiverged(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------------------ files
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(f.name, path)
-
-
 def save_checkpoint(run_dir: Path, step: int, model, optimizer, scheduler, state: dict, keep: int = 2) -> Path:
     """checkpoints/step-N/ written under a temporary name, renamed, then `latest` is switched to it."""
     from safetensors.torch import save_file
@@ -61,7 +53,7 @@ def save_checkpoint(run_dir: Path, step: int, model, optimizer, scheduler, state
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _atomic_write_text(ckpts / "latest", final.name)
+    atomic_write_text(ckpts / "latest", final.name)
     for old in sorted(p for p in ckpts.glob("step-*") if p.name != final.name)[:-(keep - 1) or None]:
         shutil.rmtree(old, ignore_errors=True)
     return final
@@ -222,7 +214,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
     if rank == 0:
-        _atomic_write_text(config_path, json.dumps({"hash": cfg.hash(), **cfg.to_dict()}, indent=1))
+        atomic_write_text(config_path, json.dumps({"hash": cfg.hash(), **cfg.to_dict()}, indent=1))
 
     data = data or load_data(cfg)
     packing = packing_for(cfg, data)
@@ -322,7 +314,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
               "data": data.provenance,
               "provenance": provenance.stamp(device, wall_seconds=round(wall, 1), tokens_seen=tokens,
                                              source_of_numbers="computed now", profile=cfg.profile)}
-    _atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
+    atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
     if store is not None:
         write_result(store, cfg, result, curve=read_log(log_path))
     return result
@@ -332,7 +324,7 @@ def _truncate_log(path: Path, step: int) -> None:
     """Drop log lines past the checkpoint a resumed run restarts from (they will be written again)."""
     if path.exists():
         keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-        _atomic_write_text(path, "".join(line + "\n" for line in keep))
+        atomic_write_text(path, "".join(line + "\n" for line in keep))
 
 
 def read_log(path: str | Path) -> list[dict]:

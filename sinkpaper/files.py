@@ -1,0 +1,25 @@
+"""Files sinkpaper writes: where its cache lives, and writing a file so that no reader ever sees half of it.
+Torch-free, so the data tools can use it."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """What sinkpaper builds once (dequantized models, tokenizers, token files, corpus downloads):
+    $SINKPAPER_CACHE, default ~/.cache/sinkpaper."""
+    return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write to a temporary file in the same folder, flush it to disk, then rename it over `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
+                                     encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(f.name, path)
