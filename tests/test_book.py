@@ -252,13 +252,13 @@ def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
     nb.cells = [nbformat.v4.new_markdown_cell("# Section 3 placeholder"), nbformat.v4.new_code_cell("chart")]
     nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data=chart._repr_mimebundle_())]
     nb.cells[1].execution_count = 1
-    nbformat.write(nb, tmp_path / "book" / "03_section3_properties.ipynb")
+    nbformat.write(nb, tmp_path / "book" / "02_section3_properties.ipynb")
 
     proc = subprocess.run([str(jb), "build", "--all", "."], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html_dir = tmp_path / "_build" / "html"
     assert (html_dir / "index.html").is_file()
-    page = (html_dir / "book" / "03_section3_properties.html").read_text()
+    page = (html_dir / "book" / "02_section3_properties.html").read_text()
     scripts = re.findall(r"<script[^>]*\bsrc=\"([^\"]+)\"", page)
     assert any("vega-bundle.js" in s for s in scripts) and any("vega-debug.js" in s for s in scripts)
     assert not [s for s in scripts if "cdn.jsdelivr" in s or s.startswith(("http:", "https:", "//"))], scripts
@@ -266,4 +266,4 @@ def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
     assert (html_dir / "_static" / "vega-bundle.js").is_file()
     # Colab launch button opens the executed notebook on GitHub
     assert re.search(r"colab\.research\.google\.com/github/sinkpaper/sinkpaper/blob/main/(\./)?"
-                     r"book/03_section3_properties\.ipynb", page)
+                     r"book/02_section3_properties\.ipynb", page)

@@ -10,7 +10,7 @@ pytest.importorskip("papermill")
 from sinkpaper.book import runner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SMOKE = {"03_section3_properties": {"n_samples": 4}}
+SMOKE = {"02_section3_properties": {"n_samples": 4}}
 
 
 @pytest.mark.parametrize("stem", sorted(p.stem for p in (REPO / "notebooks").glob("*.py")))

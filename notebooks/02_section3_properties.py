@@ -283,7 +283,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "randomly initi
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 03_section3_properties -p model gpt2-xl -p bos both
+# python -m sinkpaper.book run --only 02_section3_properties -p model gpt2-xl -p bos both
 # python -m sinkpaper sink --model smollm2-135m --inputs repeat --no-bos --json
 # ```
 #
