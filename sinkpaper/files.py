@@ -22,4 +22,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(f.name, 0o666 & ~mask)  # NamedTemporaryFile creates 0600; the result gets the usual mode
     os.replace(f.name, path)

@@ -1454,8 +1454,23 @@ def _print_info(path: Path) -> None:
           f"eos {h['eos_id']}, {path.stat().st_size / 2 ** 20:.1f} MiB")
 
 
+def write_sample(src: str | Path, out_path: str | Path, n_train: int, n_val: int) -> dict:
+    """A small token file cut from a built one: its first n_train training and n_val validation tokens (the
+    documents are already shuffled, so the cut mixes every source), same tokenizer, provenance in meta."""
+    data = load_tokens(src)
+    if n_train > data["train"].size or n_val > data["val"].size:
+        raise ValueError(f"{src} has {data['train'].size:,} train / {data['val'].size:,} val tokens; "
+                         f"asked for {n_train:,} / {n_val:,}")
+    header = read_token_header(data["meta"]["path"], with_tokenizer=True)
+    meta = {"sample_of": {"sha256": data["meta"]["sha256"], "n_train": int(data["train"].size),
+                          "n_val": int(data["val"].size), "corpus_id": data["meta"].get("corpus_id")},
+            "sources_train_tokens_full": data["meta"].get("sources_train_tokens")}
+    return write_token_file(out_path, data["train"][:n_train], data["val"][:n_val], data["eos_id"],
+                            data["vocab_size"], header["tokenizer"], meta=meta, bos_id=data["bos_id"])
+
+
 def data_main(argv: list[str] | None = None) -> int:
-    """`python -m sinkpaper data {build,info,sources} ...` (argv without the leading 'data')."""
+    """`python -m sinkpaper data {build,info,sources,sample} ...` (argv without the leading 'data')."""
     ap = argparse.ArgumentParser(prog="python -m sinkpaper data", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="fetch, extract, dedup, split; train the BPE; export the token file")
@@ -1471,6 +1486,11 @@ def data_main(argv: list[str] | None = None) -> int:
     i = sub.add_parser("info", help="summarize a corpus folder or a token file")
     i.add_argument("path")
     sub.add_parser("sources", help="list the sources and their pinned packages")
+    sp = sub.add_parser("sample", help="cut a small token file from a built one (the cpu profile's committed sample)")
+    sp.add_argument("--from", dest="src", default="data/corpus/tokens.u16.xz")
+    sp.add_argument("--out", required=True, help="output token file (e.g. data/sample/tokens.u16.xz)")
+    sp.add_argument("--n-train", type=int, default=2_000_000)
+    sp.add_argument("--n-val", type=int, default=100_000)
     args = ap.parse_args(argv)
 
     try:
@@ -1482,6 +1502,10 @@ def data_main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "info":
             _print_info(Path(args.path))
+            return 0
+        if args.cmd == "sample":
+            rec = write_sample(args.src, args.out, args.n_train, args.n_val)
+            print(f"{args.out}: {rec['n_train']:,} train + {rec['n_val']:,} val tokens, {rec['bytes'] / 2**20:.1f} MiB")
             return 0
         t0 = time.time()
         names = [s.strip() for s in args.sources.split(",")] if args.sources else None
