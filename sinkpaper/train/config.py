@@ -114,12 +114,24 @@ class TrainConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def identity(self) -> dict:
+        """Everything that changes the result: the config without the run section's bookkeeping."""
+        return identity(self.to_dict())
+
     def hash(self) -> str:
-        """Stable id of everything that changes the result (the run section's bookkeeping excluded)."""
-        d = self.to_dict()
-        for k in ("checkpoint_every", "log_every", "threads", "device", "compile"):
-            d["run"].pop(k, None)
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+        """Stable id of `identity()`."""
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+BOOKKEEPING = ("checkpoint_every", "log_every", "threads", "device", "compile")
+
+
+def identity(config: dict) -> dict:
+    """A config dict (TrainConfig.to_dict()) without the fields that cannot change a result."""
+    d = json.loads(json.dumps(config))
+    for k in BOOKKEEPING:
+        d.get("run", {}).pop(k, None)
+    return d
 
 
 def _valid_keys() -> list[str]:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..files import atomic_write_text
+from .config import identity
 
 DEFAULT_STORE = "results/store"
 
@@ -20,7 +21,7 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
     config = cfg.to_dict()
     if path.exists():
         old = json.loads(path.read_text())
-        if old.get("config") != config:
+        if identity(old.get("config", {})) != cfg.identity():
             raise ValueError(f"{path} holds a different config with the same hash; refusing to overwrite it")
     payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": config, "result": result,
                "curve": curve or []}
@@ -34,7 +35,8 @@ def read_result(store: str | Path, cfg) -> dict | None:
     if not path.exists():
         return None
     payload = json.loads(path.read_text())
-    return payload if payload.get("config") == cfg.to_dict() else None
+    # threads, checkpoint cadence and the like do not change a result: a run stored with other bookkeeping counts
+    return payload if identity(payload.get("config", {})) == cfg.identity() else None
 
 
 def list_results(store: str | Path, name_prefix: str = "") -> list[dict]:
