@@ -114,12 +114,13 @@ def load_model(run_dir: str | Path, device: str = "cpu"):
 
 
 def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | None = None, steps: int = 20,
-                   seed: int = 0) -> list[dict]:
+                   seed: int = 0, overrides: Mapping | None = None) -> list[dict]:
     """Train every sweep point of ``config`` for a few steps now: proves each variant trains and is measured
     end to end. Says nothing about sinks (a few steps on CPU); rows carry loss first/last, Sink_1, seconds."""
     rows = []
     overrides = {"optim.steps": steps, "optim.warmup": min(10, steps), "eval.every": steps,
-                 "run.checkpoint_every": steps, "run.log_every": max(1, steps // 4), "eval.n_samples": 20}
+                 "run.checkpoint_every": steps, "run.log_every": max(1, steps // 4), "eval.n_samples": 20,
+                 **(overrides or {})}
     for point, _, _cfg in sweep_configs(config, profile, list(points) if points else None, [seed], overrides):
         t0 = time.perf_counter()
         run = live_run(config, profile, point, seed, overrides, out_root=f"{LIVE_ROOT}/smoke")
