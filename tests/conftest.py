@@ -1,11 +1,19 @@
-"""Shared fixtures: the two offline pretrained models, loaded once per test session (CPU, fp32)."""
+"""Shared fixtures: the two offline pretrained models, loaded once per test session (CPU, fp32), and the book
+executed and built once per session (`built_book`)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 
+_ENV_BEFORE = dict(os.environ)
 # Without a GPU the Triton kernels run under the interpreter; it must be on before triton is imported.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -33,3 +41,203 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(no_cuda)
         if "slow" in item.keywords and os.environ.get("SINKPAPER_SKIP_SLOW") == "1":
             item.add_marker(no_slow)
+
+
+# ------------------------------------------------------------------------------------ the executed book
+# `built_book` executes EVERY notebooks/*.py once per session (the runner, profile cpu, with the smoke
+# overrides below) into a temporary copy of the book layout, then runs `jupyter-book build` on that copy.
+# tests/test_notebooks.py checks the executed notebooks, tests/test_site.py opens the built pages in Chromium.
+#
+# * SMOKE_PARAMS: per-notebook parameter overrides that keep the run small (a few samples instead of 100).
+# * SINKPAPER_TEST_NOTEBOOKS=stem,stem: execute only these (for developing a chapter); tests of the other
+#   chapters and pages are then skipped, with that reason.
+# * The kernels run with the repository as working directory and SINKPAPER_BOOK_RESULTS pointing into the
+#   temporary book (book/_results), so the scorecard reads this session's records, never the repository's.
+# * The per-chapter times are printed at the end of the session (pytest_terminal_summary below).
+SMOKE_PARAMS: dict[str, dict] = {
+    "01_introduction": {"n_samples": 2},
+    "02_section3_properties": {"n_samples": 4, "n_profile": 4, "explorer_samples": 2},
+    # measured on the shared 2-core machine (loaded): 03 1128 s -> 545 s with the first two, 04 1477 s -> 209 s
+    "03_section3_measuring": {"n_samples": 4, "t_samples": 2, "seq_lens": [16, 64], "n_map_samples": 1},
+    "04_optimization": {"live_steps": 100, "smoke_steps": 2},
+    "05_data": {"live_steps": 100, "smoke_steps": 2},
+    "06_loss": {"live_steps": 100, "smoke_steps": 2},
+    "07_architecture": {"smoke_steps": 2, "smoke_points": "pos_rope,pos_alibi"},
+    "08_biases": {"live_steps": 100, "smoke_steps": 2},
+    "09_attention_ops": {"live_steps": 100, "smoke_steps": 2},
+    "10_packing_bos": {"n_samples": 4, "live_steps": 100, "smoke_steps": 2},
+    "11_why_sink_matters": {"n_tokens": 256, "window": 32, "removal_tokens": 128},
+}
+BOOK_PROFILE = "cpu"
+BOOK_CELL_TIMEOUT_S = 1200  # per cell; a chapter is ~1 minute at the cpu profile
+NOTEBOOKS_ENV = "SINKPAPER_TEST_NOTEBOOKS"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+_TRITON_INTERPRET_SET_HERE = "TRITON_INTERPRET" in os.environ and "TRITON_INTERPRET" not in _ENV_BEFORE
+
+
+@dataclass
+class BuiltBook:
+    root: Path                  # the temporary book layout (_config.yml, _toc.yml, book/)
+    book_dir: Path              # root/book: executed <stem>.ipynb, _static/, _failed/, _results/
+    results_dir: Path           # SINKPAPER_BOOK_RESULTS the kernels saw (root/book/_results)
+    html_dir: Path              # root/_build/html
+    stems: list[str]            # every notebooks/*.py stem
+    selected: list[str]         # the stems executed this session (all of them unless SINKPAPER_TEST_NOTEBOOKS)
+    params: dict                # stem -> the parameters it ran with besides profile (SMOKE_PARAMS)
+    results: dict               # stem -> sinkpaper.book.runner.Result
+    times: dict                 # stem -> seconds
+    build: subprocess.CompletedProcess
+    build_seconds: float
+
+    def notebook(self, stem: str) -> Path:
+        return self.book_dir / f"{stem}.ipynb"
+
+    def page(self, docname: str) -> Path:
+        """The HTML file of a _toc.yml entry such as ``book/02_section3_properties``."""
+        return self.html_dir / f"{docname}.html"
+
+    def skip_unless_selected(self, stem: str) -> None:
+        if stem not in self.selected:
+            pytest.skip(f"{stem} not executed this session ({NOTEBOOKS_ENV}={os.environ.get(NOTEBOOKS_ENV)})")
+
+    def page_skip_reason(self, docname: str) -> str | None:
+        """Why a _toc.yml page is not expected in a restricted session (SINKPAPER_TEST_NOTEBOOKS), else None."""
+        if self.selected == self.stems:
+            return None
+        stem = Path(docname).name
+        if stem in self.selected or any((self.root / f"{docname}{ext}").is_file() for ext in (".md", ".rst")):
+            return None
+        return f"{docname} not executed this session ({NOTEBOOKS_ENV}={os.environ.get(NOTEBOOKS_ENV)})"
+
+    def page_missing_reason(self, docname: str) -> str | None:
+        """Why a _toc.yml page that should be in the build is not there, else None."""
+        if self.page(docname).is_file():
+            return None
+        stem = Path(docname).name
+        if stem in self.results:
+            return self.results[stem].error or "its notebook ran but jupyter-book did not write the page"
+        if stem not in self.stems:
+            return f"no notebooks/{stem}.py and no book/{stem}.md"
+        return "not built"
+
+    def require_page(self, docname: str) -> Path:
+        """The built HTML of a _toc.yml page: skips in a restricted session, fails (naming why) if missing."""
+        reason = self.page_skip_reason(docname)
+        if reason:
+            pytest.skip(reason)
+        missing = self.page_missing_reason(docname)
+        if missing:
+            pytest.fail(f"{docname}: listed in _toc.yml but not built ({missing})")
+        return self.page(docname)
+
+
+_SESSION: dict = {}
+
+
+def _selected_stems(stems: list[str]) -> list[str]:
+    wanted = [s.strip() for s in os.environ.get(NOTEBOOKS_ENV, "").split(",") if s.strip()]
+    if not wanted:
+        return list(stems)
+    unknown = [s for s in wanted if s not in stems]
+    if unknown:
+        raise pytest.UsageError(f"{NOTEBOOKS_ENV} names unknown notebook(s) {unknown}; valid: {stems}")
+    return [s for s in stems if s in wanted]
+
+
+def copy_book_layout(dest: Path, repo: Path = REPO_ROOT) -> Path:
+    """The book's sources without executed output: _config.yml, _toc.yml, root *.bib, and book/ minus the
+    executed notebooks, _failed/, _results/ and dot files. Static assets are (re)written by the runner."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in [repo / "_config.yml", repo / "_toc.yml", *sorted(repo.glob("*.bib"))]:
+        if path.is_file():
+            shutil.copy2(path, dest / path.name)
+    shutil.copytree(repo / "book", dest / "book", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("*.ipynb", "_failed", "_results", ".*"))
+    return dest
+
+
+class _TerminalLog:
+    """File-like: the runner's progress lines go straight to the terminal (CI logs show each chapter)."""
+
+    def __init__(self, config):
+        self.tr = config.pluginmanager.get_plugin("terminalreporter")
+        self.capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def write(self, text: str) -> int:
+        if self.tr is not None:
+            lines = [line for line in text.splitlines() if line.strip()]
+            if self.capture is not None:  # fixture set-up runs under output capture: step outside it
+                with self.capture.global_and_fixture_disabled():
+                    self._write(lines)
+            else:
+                self._write(lines)
+        return len(text)
+
+    def _write(self, lines: list[str]) -> None:
+        for line in lines:
+            self.tr.write_line(line)
+        self.tr.flush()  # CI pipes stdout: show each chapter as it finishes, not at the end
+
+    def flush(self) -> None:
+        if self.tr is not None:
+            self.tr.flush()
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory, pytestconfig) -> BuiltBook:
+    pytest.importorskip("papermill")
+    pytest.importorskip("jupytext")
+    from sinkpaper.book import runner
+
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():
+        pytest.fail(f"jupyter-book is not installed next to {sys.executable} (install sinkpaper[book])")
+    stems = list(runner.discover(REPO_ROOT / "notebooks"))
+    selected = _selected_stems(stems)
+    root = copy_book_layout(tmp_path_factory.mktemp("built_book"))
+    book_dir = root / "book"
+    results_dir = book_dir / runner.RESULTS_SUBDIR
+    log = _TerminalLog(pytestconfig)
+    results = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(runner.RESULTS_ENV, str(results_dir))
+        if _TRITON_INTERPRET_SET_HERE:  # set above for the test process only; kernels run as under `make book`
+            mp.delenv("TRITON_INTERPRET")
+        log.write(f"[built_book] executing {len(selected)} notebook(s) at profile {BOOK_PROFILE} into {book_dir}")
+        # one runner call per notebook so each gets its own smoke parameters; the runner's order (scorecards last)
+        order = [p.stem for p in runner.execution_order([REPO_ROOT / "notebooks" / f"{s}.py" for s in selected])]
+        for i, stem in enumerate(order):
+            (r,) = runner.run_notebooks(BOOK_PROFILE, only=[stem], params=SMOKE_PARAMS.get(stem, {}),
+                                        timeout=BOOK_CELL_TIMEOUT_S, notebooks_dir=REPO_ROOT / "notebooks",
+                                        out_dir=book_dir, cwd=REPO_ROOT, static_assets=(i == 0), log=log)
+            results[stem] = r
+        if not order:
+            from sinkpaper.book.assets import write_static_assets
+
+            write_static_assets(book_dir / runner.STATIC_SUBDIR)
+    t0 = time.perf_counter()
+    build = subprocess.run([str(jb), "build", "--all", str(root)], cwd=root, capture_output=True, text=True,
+                           timeout=1800)
+    build_seconds = time.perf_counter() - t0
+    log.write(f"[built_book] jupyter-book build: exit {build.returncode} in {build_seconds:.1f} s")
+    book = BuiltBook(root=root, book_dir=book_dir, results_dir=results_dir, html_dir=root / "_build" / "html",
+                     stems=stems, selected=selected, params={s: dict(SMOKE_PARAMS.get(s, {})) for s in selected},
+                     results=results,
+                     times={s: r.seconds for s, r in results.items()}, build=build, build_seconds=build_seconds)
+    _SESSION["built_book"] = book
+    return book
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Per-chapter execution times of `built_book` (when a test used it), so CI logs show them."""
+    book = _SESSION.get("built_book")
+    if book is None:
+        return
+    from sinkpaper.book import runner
+
+    terminalreporter.section(f"book chapters (built_book, profile {BOOK_PROFILE}, smoke parameters)")
+    for line in runner.format_summary(list(book.results.values())).splitlines():
+        terminalreporter.write_line(line)
+    total = sum(book.times.values())
+    terminalreporter.write_line(f"notebooks {total:.1f} s in all; jupyter-book build {book.build_seconds:.1f} s "
+                                f"(exit {book.build.returncode})")

@@ -1,8 +1,10 @@
-"""The book tooling: papermill runner (atomic outputs, failures isolated), parameter parsing, offline assets,
-and a real Jupyter Book build of the repository's _config.yml/_toc.yml/intro.md over a tiny executed notebook."""
+"""The book tooling: papermill runner (atomic outputs, failures isolated and named by chapter and cell, scorecards
+last, the chapter-records directory), parameter parsing, offline assets, and real Jupyter Book builds of the
+repository's _config.yml/_toc.yml/intro.md over tiny executed notebooks (one with a broken chapter)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -59,6 +61,17 @@ def static_dir(tmp_path_factory):
     return d
 
 
+def _write_toc(root: Path, chapters: list[str]) -> None:
+    """A _toc.yml with a small Markdown front page and ``chapters``, plus book/_static/*.css from the repo (the
+    repository's own toc lists notebooks these builds do not have)."""
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/front\nchapters:\n"
+                                   + "".join(f"  - file: {c}\n" for c in chapters))
+    (root / "book" / "_static").mkdir(parents=True, exist_ok=True)
+    (root / "book" / "front.md").write_text("# Front page\n\nA test book.\n")
+    for css in (REPO / "book" / "_static").glob("*.css"):
+        shutil.copy(css, root / "book" / "_static" / css.name)
+
+
 def _outputs_text(path: Path) -> str:
     nb = json.loads(path.read_text())
     return "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"])
@@ -82,6 +95,10 @@ def test_runner_atomic_outputs_and_failure_isolation(tmp_path, capsys):
     assert re.search(r"^a_ok\s+ok\s+\d+\.\d$", summary, re.M), summary
     assert re.search(r"^b_bad\s+FAILED\s+\d+\.\d$", summary, re.M), summary
     assert "1 ok, 1 failed" in summary
+    # the failure names the chapter, the cell (numbered over notebooks/b_bad.py) and the error
+    message = ('b_bad failed in cell 3 (code cell starting "raise RuntimeError("deliberate failure")"): '
+               "RuntimeError: deliberate failure")
+    assert message in summary, summary
 
     # the good one replaced its stale output, executed with the parameters, in the repo root (= tmp_path)
     text = _outputs_text(out / "a_ok.ipynb")
@@ -101,6 +118,116 @@ def test_runner_atomic_outputs_and_failure_isolation(tmp_path, capsys):
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
     assert sorted(p.name for p in out.glob("*.ipynb")) == ["a_ok.ipynb", "b_bad.ipynb"]
     assert (out / "_static" / "vega-bundle.js").is_file()
+
+
+def test_failure_messages_name_chapter_cell_timeout_and_kernel_death(tmp_path):
+    nbdir, out = tmp_path / "notebooks", tmp_path / "book"
+    nbdir.mkdir()
+    (nbdir / "05_data.py").write_text(textwrap.dedent(
+        '''\
+        # %% [markdown]
+        # # Data
+
+        # %% tags=["parameters"]
+        profile = "cpu"
+
+        # %%
+        x = 1
+
+        # %%
+        summary = {"n": x}
+        raise ValueError("no such source: 'nope'\\nvalid: a, b")
+        '''))
+    (nbdir / "06_slow.py").write_text(textwrap.dedent(
+        '''\
+        # %% tags=["parameters"]
+        profile = "cpu"
+
+        # %%
+        print("partial output survives")
+
+        # %%
+        import time
+        time.sleep(60)
+        '''))
+    (nbdir / "07_dies.py").write_text(textwrap.dedent(
+        '''\
+        # %% tags=["parameters"]
+        profile = "cpu"
+
+        # %%
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+        '''))
+    results = runner.run_notebooks("cpu", timeout=3, notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None)
+    errors = {r.stem: r.error for r in results}
+    assert [r.ok for r in results] == [False, False, False]
+    assert errors["05_data"] == ('05_data failed in cell 4 (code cell starting "summary = {"n": x} ..."): '
+                                 "ValueError: no such source: 'nope' ...")
+    assert errors["06_slow"] == ('06_slow failed in cell 3 (code cell starting "import time ..."): '
+                                 "timed out after 3 s (the per-cell --timeout)")
+    assert errors["07_dies"].startswith('07_dies failed in cell 2 (code cell starting "import os, signal ..."): '
+                                        "the kernel died")
+    # the partial outputs of a timed-out notebook are kept, with the message on top
+    failed = json.loads((out / "_failed" / "06_slow.ipynb").read_text())
+    assert errors["06_slow"] in "".join(failed["cells"][0]["source"])
+    assert "partial output survives" in _outputs_text(out / "_failed" / "06_slow.ipynb")
+    summary = runner.format_summary(results)
+    assert all(e in summary for e in errors.values()) and "0 ok, 3 failed" in summary
+
+
+def test_describe_failure_before_any_cell():
+    assert runner.describe_failure("03_x", RuntimeError("Kernel didn't respond in 60 seconds")) == \
+        "03_x failed before running any cell: RuntimeError: Kernel didn't respond in 60 seconds"
+
+
+def test_scorecards_run_last_and_kernels_get_the_records_dir(tmp_path, monkeypatch):
+    nbdir, out = tmp_path / "notebooks", tmp_path / "book"
+    nbdir.mkdir()
+    record = textwrap.dedent(
+        '''\
+        # %% tags=["parameters"]
+        profile = "cpu"
+
+        # %%
+        import json, os, pathlib, time
+        d = pathlib.Path(os.environ["SINKPAPER_BOOK_RESULTS"])
+        seen = sorted(p.stem for p in d.glob("*.json"))
+        (d / "STEM.json").write_text(json.dumps({"seen": seen, "t": time.time()}))
+        ''')
+    for stem in ("99_z", "00_scorecard", "03_a", "01_Scorecard_b"):
+        (nbdir / f"{stem}.py").write_text(record.replace("STEM", stem))
+    assert [p.stem for p in runner.execution_order(sorted(nbdir.glob("*.py")))] == \
+        ["03_a", "99_z", "00_scorecard", "01_Scorecard_b"]
+    monkeypatch.delenv(runner.RESULTS_ENV, raising=False)
+    results = runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None)
+    assert [(r.stem, r.ok) for r in results] == [("03_a", True), ("99_z", True), ("00_scorecard", True),
+                                                 ("01_Scorecard_b", True)], [r.error for r in results]
+    records = {p.stem: json.loads(p.read_text()) for p in (out / "_results").glob("*.json")}
+    assert records["00_scorecard"]["seen"] == ["03_a", "99_z"]  # default: <out_dir>/_results, after the chapters
+    assert records["01_Scorecard_b"]["seen"] == ["00_scorecard", "03_a", "99_z"]
+    assert runner.RESULTS_ENV not in os.environ  # restored afterwards
+
+    # a directory the caller set is kept; --only keeps the scorecard last too
+    preset = tmp_path / "elsewhere"
+    monkeypatch.setenv(runner.RESULTS_ENV, str(preset))
+    results = runner.run_notebooks("cpu", only=["00_scorecard", "99_z"], notebooks_dir=nbdir, out_dir=out,
+                                   static_assets=False, log=None)
+    assert [r.stem for r in results] == ["99_z", "00_scorecard"]
+    assert json.loads((preset / "00_scorecard.json").read_text())["seen"] == ["99_z"]
+    assert os.environ[runner.RESULTS_ENV] == str(preset)
+
+
+def test_toc_docnames(tmp_path):
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: A\n    chapters:\n"
+                   "      - file: book/02_x.ipynb\n        sections:\n          - file: book/02b\n"
+                   "      - url: https://example.org\n  - caption: B\n    chapters:\n      - file: book/99_scorecard\n")
+    assert runner.toc_docnames(toc) == ["book/intro", "book/02_x", "book/02b", "book/99_scorecard"]
+    import yaml
+
+    repo_pages = runner.toc_docnames(REPO / "_toc.yml")
+    assert repo_pages[0] == yaml.safe_load((REPO / "_toc.yml").read_text())["root"] and len(repo_pages) > 1
 
 
 def test_run_notebooks_only_selects_in_name_order(tmp_path):
@@ -240,11 +367,9 @@ def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
     import altair as alt
     import nbformat
 
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(REPO / name, tmp_path / name)
-    (tmp_path / "book").mkdir()
-    shutil.copy(REPO / "book" / "intro.md", tmp_path / "book" / "intro.md")
-    shutil.copytree(static_dir, tmp_path / "book" / "_static")
+    shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
+    _write_toc(tmp_path, ["book/02_section3_properties"])
+    shutil.copytree(static_dir, tmp_path / "book" / "_static", dirs_exist_ok=True)
 
     chart = alt.Chart(alt.Data(values=[{"x": i, "y": i * i} for i in range(5)])).mark_line().encode(x="x:Q", y="y:Q")
     nb = nbformat.v4.new_notebook()
@@ -267,3 +392,32 @@ def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
     # Colab launch button opens the executed notebook on GitHub
     assert re.search(r"colab\.research\.google\.com/github/sinkpaper/sinkpaper/blob/main/(\./)?"
                      r"book/02_section3_properties\.ipynb", page)
+
+
+def test_broken_chapter_keeps_the_book_building(tmp_path, capsys):
+    """A toc with a good and a broken chapter: the runner exits 1 naming the broken chapter and cell, and
+    jupyter-book still builds the book, good page included."""
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():
+        pytest.skip("jupyter-book not installed next to this interpreter")
+    pytest.importorskip("vl_convert")
+    shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
+    _write_toc(tmp_path, ["book/03_good", "book/04_broken"])
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    (nbdir / "03_good.py").write_text(OK_NB)
+    (nbdir / "04_broken.py").write_text(BAD_NB)
+
+    rc = runner.main(["run", "--notebooks-dir", str(nbdir), "--out-dir", str(tmp_path / "book")])
+    out = capsys.readouterr()
+    assert rc == 1
+    assert '04_broken failed in cell 3 (code cell starting "raise RuntimeError(' in out.out, out.out
+    assert "RuntimeError: deliberate failure" in out.out
+    assert "04_broken failed in cell 3" in out.err  # the progress log says it too
+
+    proc = subprocess.run([str(jb), "build", "--all", "."], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    html = tmp_path / "_build" / "html"
+    assert "profile=cpu n=1" in (html / "book" / "03_good.html").read_text()
+    assert (html / "book" / "front.html").is_file() and (html / "index.html").is_file()
+    assert not (html / "book" / "04_broken.html").exists()  # never succeeded, so no page (a warning, not an error)

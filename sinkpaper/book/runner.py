@@ -2,13 +2,20 @@
 
     python -m sinkpaper.book run [--profile cpu|gpu|paper] [--only STEM ...] [-p NAME VALUE ...] [--timeout S]
 
-* Sources are ``notebooks/*.py`` (Jupytext percent format), run in name order.
+* Sources are ``notebooks/*.py`` (Jupytext percent format), run in name order, except that notebooks whose
+  stem contains ``scorecard`` run after all the others (they read the other chapters' records).
 * Each notebook is executed in a fresh ``python3`` kernel running *this* interpreter, with working directory
   the repository root and parameters ``profile`` plus every ``-p NAME VALUE`` (values parsed as YAML, so
   ``-p n_samples 8`` is an int and ``-p layers [0,1]`` a list).
+* Chapter records: the kernels see ``SINKPAPER_BOOK_RESULTS``, the directory where chapters write their JSON
+  records. The caller's value is kept; when unset it is ``<out dir>/_results`` (``book/_results``).
 * Output is atomic: execution writes a temp file next to ``book/<stem>.ipynb`` and only a successful run
   replaces it. A failed run leaves the previous ``book/<stem>.ipynb`` untouched and puts the partially executed
   notebook in ``book/_failed/<stem>.ipynb``; the remaining notebooks still run.
+* A failure names the chapter and the cell, e.g.
+  ``05_data failed in cell 7 (code cell starting "summary = ..."): ValueError: ...``, where cell numbers
+  count every cell (markdown included) of ``notebooks/<stem>.py`` from 1. A kernel that dies or a cell that
+  runs past ``--timeout`` is reported the same way ("the kernel died", "timed out after N s").
 * The executed ``book/<stem>.ipynb`` files are what ``_toc.yml`` lists and what the Colab badges open;
   this runner is their only producer.
 """
@@ -16,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -32,6 +41,10 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 OUT_DIR = REPO_ROOT / "book"
 FAILED_SUBDIR = "_failed"
 STATIC_SUBDIR = "_static"
+RESULTS_SUBDIR = "_results"
+RESULTS_ENV = "SINKPAPER_BOOK_RESULTS"  # where chapters write (and the scorecard reads) JSON records
+RUN_LAST_MARKER = "scorecard"  # stems containing this run after every other selected notebook
+ENGINE_NAME = "sinkpaper-nbclient"
 
 
 class UnknownNotebookError(ValueError):
@@ -134,6 +147,32 @@ def select(available: Mapping[str, Path], only: Sequence[str] | None) -> list[Pa
     return [p for s, p in available.items() if s in wanted]  # keep name order
 
 
+def toc_docnames(toc_path: str | os.PathLike) -> list[str]:
+    """Every page a Jupyter Book 1.x ``_toc.yml`` lists (root first, then depth first), as docnames without
+    extension (``book/02_section3_properties``); ``url`` and ``glob`` entries are left out."""
+    import yaml
+
+    toc = yaml.safe_load(Path(toc_path).read_text(encoding="utf-8")) or {}
+    names = [toc["root"]] if toc.get("root") else []
+
+    def walk(entries):
+        for entry in entries or ():
+            if isinstance(entry, dict):
+                if entry.get("file"):
+                    names.append(str(entry["file"]))
+                for key in ("parts", "chapters", "sections"):
+                    walk(entry.get(key))
+
+    walk([toc])
+    return [re.sub(r"\.(ipynb|md|rst)$", "", n) for n in names]
+
+
+def execution_order(sources: Sequence[Path]) -> list[Path]:
+    """Name order, except that notebooks whose stem contains ``scorecard`` come last (they read the records
+    every other chapter writes); among themselves they keep name order."""
+    return sorted(sources, key=lambda p: RUN_LAST_MARKER in Path(p).stem.lower())  # stable sort
+
+
 # ---------------------------------------------------------------------------------------------- execution
 def _load(path: Path):
     import jupytext
@@ -155,6 +194,89 @@ def _tidy_metadata(path: Path, source_rel: str, output_rel: str) -> None:
     nb.metadata["papermill"] = pm
     nb.metadata["kernelspec"] = dict(_KERNELSPEC)  # what Colab/Jupyter should use, whichever local name ran it
     nbformat.write(nb, path)
+
+
+# papermill copies the notebook before running it, and only a cell *error* makes it save the partial result.
+# This engine (nbclient, unchanged) remembers the notebook it executes so that a timeout or a dead kernel can
+# still say which cell was running and keep the outputs produced so far.
+_TRACK = threading.local()
+
+
+def _engine_name() -> str:
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    if getattr(_engine_name, "registered", False):
+        return ENGINE_NAME
+
+    class TrackingEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+            _TRACK.nb_man = nb_man
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    papermill_engines.register(ENGINE_NAME, TrackingEngine)
+    _engine_name.registered = True
+    return ENGINE_NAME
+
+
+_SKIP_TAGS = ("injected-parameters", "papermill-error-cell-tag")  # cells papermill adds to the source's
+
+
+def failing_cell(nb) -> tuple[int, Any] | None:
+    """``(number, cell)`` of the cell where execution stopped, numbered from 1 over the *source* notebook's
+    cells (papermill's injected-parameters and error-marker cells are not counted); None if no cell ran."""
+    number, last = 0, None
+    for cell in nb.cells:
+        if any(tag in cell.get("metadata", {}).get("tags", ()) for tag in _SKIP_TAGS):
+            continue
+        number += 1
+        status = cell.get("metadata", {}).get("papermill", {}).get("status")
+        if status == "failed":
+            return number, cell
+        if status in ("running", "completed"):  # a timed-out or killed cell ends "completed" too: the last one
+            last = (number, cell)
+    return last
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    out = lines[0] if lines else ""
+    if len(out) > limit:
+        out = out[: limit - 4].rstrip() + " ..."
+    elif len(lines) > 1:
+        out += " ..."
+    return out
+
+
+def _cell_start(source: str, limit: int = 40) -> str:
+    lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if len(first) > limit:
+        return first[:limit].rstrip() + " ..."
+    return first + (" ..." if len(lines) > 1 else "")
+
+
+def describe_failure(stem: str, exc: BaseException, nb=None, timeout: float | None = None) -> str:
+    """One line naming the chapter, the cell and the error (see the module docstring)."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        what = f"{exc.ename}: {_one_line(exc.evalue)}" if str(exc.evalue).strip() else exc.ename
+    elif isinstance(exc, CellTimeoutError):
+        what = (f"timed out after {timeout:g} s (the per-cell --timeout)" if timeout
+                else f"timed out ({_one_line(str(exc))})")
+    elif isinstance(exc, DeadKernelError):
+        what = f"the kernel died while running it (out of memory or a crash; nbclient says: {_one_line(str(exc))})"
+    else:
+        what = f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc).strip() else type(exc).__name__
+    where = failing_cell(nb) if nb is not None else None
+    if where is None:
+        return f"{stem} failed before running any cell: {what}"
+    number, cell = where
+    return f'{stem} failed in cell {number} ({cell.cell_type} cell starting "{_cell_start(cell.source)}"): {what}'
 
 
 def _umask() -> int:
@@ -190,13 +312,14 @@ def run_one(
     tmp = Path(tmp_name)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; published notebooks get the usual mode
     t0 = time.perf_counter()
-    error = None
+    _TRACK.nb_man = None
     try:
         nb = _load(source)
         papermill.execute_notebook(
             nb,
             str(tmp),
             parameters=dict(parameters),
+            engine_name=_engine_name(),
             kernel_name=kernel_name,
             cwd=str(cwd),
             request_save_on_cell_execute=False,
@@ -208,23 +331,31 @@ def run_one(
         os.replace(tmp, final)
         return Result(stem, True, time.perf_counter() - t0, final)
     except Exception as exc:  # noqa: BLE001 - any failure of one notebook must not stop the others
-        error = f"{type(exc).__name__}: {exc}"
         seconds = time.perf_counter() - t0
+        nb_man = getattr(_TRACK, "nb_man", None)
+        executed = nb_man.nb if nb_man is not None else None
+        try:
+            error = describe_failure(stem, exc, executed, timeout)
+        except Exception:  # noqa: BLE001 - never lose the failure itself
+            error = f"{stem} failed: {type(exc).__name__}: {_one_line(str(exc))}"
         failed_dir.mkdir(parents=True, exist_ok=True)
         dest = failed_dir / f"{stem}.ipynb"
         try:
             if tmp.exists() and tmp.stat().st_size > 0:  # papermill saved the partially executed notebook
                 _tidy_metadata(tmp, _rel(source, cwd), _rel(dest, cwd))
                 os.replace(tmp, dest)
-            else:  # died before papermill could save (kernel death, cell timeout): keep the source + error
-                nb = _load(source)
+            else:  # no save (kernel death, cell timeout): the outputs so far, or the source, plus the error
+                nb = executed if executed is not None else _load(source)
                 nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**Execution failed:**\n\n```\n{error}\n```"))
-                nbformat.write(nb, dest)
+                nbformat.write(nb, tmp)
+                _tidy_metadata(tmp, _rel(source, cwd), _rel(dest, cwd))
+                os.replace(tmp, dest)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
             dest = None
         return Result(stem, False, seconds, dest, error)
     finally:
+        _TRACK.nb_man = None
         if tmp.exists():
             tmp.unlink()
 
@@ -250,7 +381,7 @@ def run_notebooks(
     notebooks_dir = Path(notebooks_dir)
     out_dir = Path(out_dir)
     cwd = Path(cwd) if cwd is not None else notebooks_dir.resolve().parent
-    sources = select(discover(notebooks_dir), only)
+    sources = execution_order(select(discover(notebooks_dir), only))
     out_dir.mkdir(parents=True, exist_ok=True)
     if static_assets:
         from .assets import write_static_assets
@@ -258,17 +389,44 @@ def run_notebooks(
         write_static_assets(out_dir / STATIC_SUBDIR)
     kernel = ensure_kernel()
     parameters = {"profile": profile, **(params or {})}
+    results_dir = results_dir_for(out_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
     results = []
-    for source in sources:
-        if log:
-            print(f"[sinkpaper.book] {source.stem}: running (profile={profile}) ...", file=log, flush=True)
-        r = run_one(source, out_dir, parameters, cwd=cwd, timeout=timeout, kernel_name=kernel)
-        if log:
-            print(f"[sinkpaper.book] {source.stem}: {r.status} in {r.seconds:.1f} s"
-                  + (f" -> {r.output}" if r.output else "") + (f"\n    {r.error}" if r.error else ""),
-                  file=log, flush=True)
-        results.append(r)
+    with _environ(RESULTS_ENV, str(results_dir)):  # the kernels inherit this process's environment
+        for source in sources:
+            if log:
+                print(f"[sinkpaper.book] {source.stem}: running (profile={profile}) ...", file=log, flush=True)
+            r = run_one(source, out_dir, parameters, cwd=cwd, timeout=timeout, kernel_name=kernel)
+            if log:
+                print(f"[sinkpaper.book] {source.stem}: {r.status} in {r.seconds:.1f} s"
+                      + (f" -> {r.output}" if r.output else "") + (f"\n    {r.error}" if r.error else ""),
+                      file=log, flush=True)
+            results.append(r)
     return results
+
+
+def results_dir_for(out_dir: str | os.PathLike) -> Path:
+    """The chapter-records directory the kernels get: ``$SINKPAPER_BOOK_RESULTS`` if set (made absolute
+    against this process's working directory), else ``<out_dir>/_results``."""
+    preset = os.environ.get(RESULTS_ENV)
+    return Path(preset).resolve() if preset else (Path(out_dir) / RESULTS_SUBDIR).resolve()
+
+
+class _environ:
+    """Set one environment variable for the duration of a ``with`` block, then restore it."""
+
+    def __init__(self, name: str, value: str):
+        self.name, self.value, self.saved = name, value, None
+
+    def __enter__(self):
+        self.saved = os.environ.get(self.name)
+        os.environ[self.name] = self.value
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            os.environ.pop(self.name, None)
+        else:
+            os.environ[self.name] = self.saved
 
 
 def format_summary(results: Sequence[Result]) -> str:
@@ -277,6 +435,11 @@ def format_summary(results: Sequence[Result]) -> str:
     lines += [f"{r.stem:<{width}}  {r.status:<6}  {r.seconds:>8.1f}" for r in results]
     n_failed = sum(not r.ok for r in results)
     lines.append(f"{len(results) - n_failed} ok, {n_failed} failed")
+    for r in results:
+        if not r.ok:
+            lines.append(f"  {r.error or r.stem + ' failed'}")
+            if r.output:
+                lines.append(f"    partial output: {r.output}; the previous executed notebook, if any, is kept")
     return "\n".join(lines)
 
 
@@ -305,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))  # exits 2
     try:
         results = run_notebooks(args.profile, only=args.only, params=params, timeout=args.timeout,
-                                notebooks_dir=args.notebooks_dir, out_dir=args.out_dir)
+                                notebooks_dir=args.notebooks_dir, out_dir=args.out_dir, log=sys.stderr)
     except UnknownNotebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,316 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Section 7.2: attention biases — give the sink somewhere else to go
+#
+# Gu et al. (2025), Section 7.2, argue that the first token acts as a **key bias**: a head that has nothing
+# to do parks its attention on a key that every query sees, and that key's value adds (almost) nothing. If so,
+# a model given an explicit bias should put its sink there instead of on token 1. They pre-train their 60M
+# model with one of these additions (per head, unless said otherwise):
+#
+# * a **learnable sink token**: an extra position 0 with a learned embedding, which every query sees;
+# * **KV biases**: a learned key k* and value v* that every query attends to, Softmax(q·[k*, K]) [v*, V];
+# * **K biases** (v* = 0) and **V biases** (k* = 0) alone; a **fixed v*** of growing size; a k* learned in
+#   only d_a of the head's dimensions.
+#
+# The metric on the extra position is **Sink\*** (α_0 > 0.3, the mean attention the queries put on it);
+# Sink_1 stays the metric on the first real token. The paper's findings: the sink token, KV biases and K
+# biases take the sink (Sink* 72-74 %, Sink_1 ≤ 0.04 %); V biases alone leave it on token 1 (17.53 %); a large
+# fixed v* (20 v') drives it back to token 1 (Sink* 1.51 %, Sink_1 25.88 %); even a 1-dimensional k* takes most
+# of it (Sink* 32.18 %, Sink_1 4.74 %).
+#
+# This page shows the real-LM runs of `configs/biases.yaml` (trained on a GPU and read from the results store),
+# a CPU check that every variant trains, and the same biases **in miniature**, where a sink grows in a minute.
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
+gpu_seeds = [0]  # seeds of the real-LM sweep (configs/biases.yaml) that are read or trained
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
+live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
+live_seed = 0  # seed of the live miniature run
+live_steps = None  # None: the point's own steps (1500, ~60 s on 2 cores); tests pass fewer
+smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
+
+# %%
+import torch
+from IPython.display import Markdown, display
+
+from sinkpaper import provenance
+from sinkpaper.book import claims, experiments, figures, section7, sections
+
+FAMILY = "configs/biases.yaml"
+MINIATURE = "configs/miniature.yaml"
+PROFILES = ("cpu", "gpu", "paper")
+MINI_ORDER = ["recipe", "sink_token", "kv_bias", "k_bias", "v_bias"]  # the miniature's bias points
+if profile not in PROFILES:
+    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+if profile != "cpu" and not torch.cuda.is_available():
+    raise ValueError(f"profile {profile!r} trains the real-LM sweep on a CUDA GPU; none here: use profile='cpu'")
+if live_point not in MINI_ORDER:
+    raise ValueError(f"unknown live_point {live_point!r}; valid: {', '.join(MINI_ORDER)}")
+for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
+    if not isinstance(value, list) or not value or not all(isinstance(s, int) and s >= 0 for s in value):
+        raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
+for name, value, low in (("live_seed", live_seed, 0), ("smoke_steps", smoke_steps, 1)):
+    if not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
+    raise ValueError(f"live_steps must be None (the point's steps) or an int >= 1, got {live_steps!r}")
+
+POINTS = section7.BIASES
+ORDER = [p.name for p in POINTS]
+P = section7.by_name(POINTS)
+MINI_NAMES = {"none": "recipe"}  # the miniature's default point is its recipe
+run_stamp = provenance.stamp("cuda" if profile != "cpu" else "cpu", profile=profile)
+display(Markdown(figures.provenance_line(run_stamp)))
+
+# %% [markdown]
+# ## Real language models: the biases sweep
+#
+# Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page does not
+# train them (a sink from real text needs a GPU); it reads the runs stored at the `gpu` profile. At `gpu` or
+# `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's v' = [1, 0, …, 0]
+# row and `k_bias_dims_1` its d_a = 1 row.
+
+# %% tags=["hide-input"]
+lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+if lm.payloads:
+    display(section7.point_table(lm.payloads, POINTS))
+    display(section7.bias_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink* and Sink_1"))
+    display(Markdown(figures.provenance_line(lm.provenance())))
+if lm.missing.missing:
+    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
+                     "numbers are below and in the table at the end of the page."))
+
+# %% [markdown]
+# ### The paper's numbers
+#
+# Sink* (on the bias position) and Sink_1 in % of the paper's 60M models (Section 7.2, Tables 4-6), typed in
+# from the paper. Rows marked *no* are not in our sweep.
+
+# %% tags=["hide-input"]
+display(section7.paper_table(POINTS, section7.BIASES_NOT_RUN))
+
+# %% [markdown]
+# ## Mechanics on CPU: every variant trains and is measured
+#
+# Each point trains for a few steps on the committed 2M-token text sample (a 2-layer, d = 64 model) and is
+# evaluated like a real run, Sink* included. **This is not a sink result**: it proves that every bias
+# trains, that its extra position is measured, and nothing more.
+
+# %% tags=["hide-input"]
+if profile == "cpu":
+    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
+    display(figures.Table([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in smoke]))
+    falls = [r["point"] for r in smoke if r["loss last"] < r["loss first"]]
+    measured = [r["point"] for r in smoke if r["Sink* %"] is not None]
+    display(Markdown(f"{len(smoke)} variants trained for {smoke_steps} steps each in "
+                     f"{sum(r['seconds'] for r in smoke):.0f} s; the training loss fell in {len(falls)} of them; "
+                     f"Sink* was measured on the bias position of {', '.join(measured) or 'none'} (the points "
+                     "without a bias have no such position)."))
+    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
+                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
+else:
+    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
+
+# %% [markdown]
+# ## Live, in miniature: the bias takes the sink
+#
+# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
+# of Guo et al. (2024), `configs/miniature.yaml`. Sequences are a fixed BOS then 64 tokens following a
+# fixed bigram table, except that after one of 3 *trigger* tokens the next token copies the token before the
+# trigger. A 1-layer, 4-head, d = 64 model trains for 1500 steps (about a minute on 2 cores); with nothing
+# added, its 4 heads all park their attention on the BOS (the `recipe` point). The bias points add the
+# paper's biases to that recipe. One point is trained now, from scratch; the table and chart after it are
+# the stored runs of every bias point over three seeds.
+
+# %% tags=["hide-input"]
+overrides = None
+if live_steps is not None:
+    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides)
+lr_ = live.payload["result"]
+live_label = f"live {live_point}, seed {live_seed}"
+display(Markdown(f"**{live_label}**, trained now for {lr_['step']} steps ({lr_['tokens_seen']:,} tokens, "
+                 f"{lr_['provenance']['wall_seconds']:.0f} s): Sink* {section7.fmt(lr_.get('sink_star'))} on the "
+                 f"bias position, Sink_1 {section7.fmt(lr_['sink_k']['1'])} on the BOS (α_1 = "
+                 f"{lr_['alpha_1_mean']:.3f}), final loss {lr_['final_loss']:.3f}."))
+
+mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
+stored_live = [p for p in mini.payloads if experiments.point_of(p) == live_point]
+same_run = section7.live_vs_stored(live.payload, stored_live)
+if same_run:
+    display(Markdown(same_run))
+rows = section7.bias_curve_rows(live.payload, live_label)
+for p in stored_live:
+    rows += section7.bias_curve_rows(p, f"stored {live_point}, seed {p['config']['run']['seed']}")
+charts = [section7.steps_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", y_title="α_1 (mean)",
+                               rule_y=0.3, y_domain=(0, 1))]
+if any(r["Sink* %"] is not None for r in rows):
+    charts.insert(0, section7.steps_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position",
+                                          y_domain=(0, 100)))
+display(figures.alt.hconcat(*charts))
+display(Markdown(figures.provenance_line(experiments.payloads_provenance([live.payload], loaded=False))))
+
+# %% [markdown]
+# The stored miniature sweep: every bias point of `configs/miniature.yaml`, three seeds each (mean [min, max]
+# over seeds). The `the paper (%)` column is the paper's real-LM number for the same bias, for orientation.
+
+# %% tags=["hide-input"]
+if mini.payloads:
+    display(section7.point_table(mini.payloads, [p for p in POINTS if MINI_NAMES.get(p.name, p.name) in MINI_ORDER],
+                                 names=MINI_NAMES))
+    display(section7.bias_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)"))
+    display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+if mini.missing:
+    display(Markdown(mini.missing_text()))
+
+# %% [markdown]
+# ### The fixed BOS stays a second sink next to a learnable sink token
+#
+# The paper's runs have no BOS: their windows start at an arbitrary token, so a learnable sink token has no
+# rival. The miniature has one, because it needs a fixed first token to grow a sink at all (its
+# `no_fixed_token` point, the recipe without the BOS, is shown first below). The numbers, computed from the
+# stored runs, show what happens when a bias meets a fixed BOS.
+
+# %% tags=["hide-input"]
+mp = mini.payloads + ([live.payload] if not stored_live else [])
+M = {pt: {key: section7.mean_of(mp, pt, key) for key in ("sink_1", "sink_star", "alpha_1")} for pt in MINI_ORDER}
+display(figures.Table([{"point": pt, "Sink* % (bias position)": section7.fmt(M[pt]["sink_star"], 1, ""),
+                        "Sink_1 % (BOS)": section7.fmt(M[pt]["sink_1"], 1, ""),
+                        "α_1 (BOS, mean)": section7.fmt(M[pt]["alpha_1"], 3, ""),
+                        "bias takes the sink": {True: "yes", False: "no", None: "—"}[
+                            section7.takes_sink(M[pt]["sink_star"], M[pt]["sink_1"])] if pt != "recipe" else ""}
+                       for pt in MINI_ORDER if M[pt]["sink_1"] is not None]))
+lines = []
+no_bos = experiments.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token"], seeds=tuple(miniature_seeds))
+if no_bos.payloads:
+    nb = section7.mean_of(no_bos.payloads, "no_fixed_token")
+    lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {len(no_bos.payloads)} seed(s)): Sink_1 {nb:.1f} %, "
+                 f"α_1 {section7.mean_of(no_bos.payloads, 'no_fixed_token', 'alpha_1'):.3f}"
+                 + (" — without a fixed first token the miniature grows no sink." if section7.no_sink(nb) else "."))
+st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
+if st["sink_1"] is not None and st["sink_star"] is not None:
+    both = section7.has_sink(st["sink_1"]) and section7.has_sink(st["sink_star"])
+    lines.append(
+        f"- **Sink token**: Sink* {st['sink_star']:.1f} % and Sink_1 {st['sink_1']:.1f} %"
+        + (" — both positions are sinks. " if both else ". ")
+        + f"α_1 on the BOS averages {st['alpha_1']:.3f} (without the sink token, `recipe`: "
+        + (f"{rc['alpha_1']:.3f}). " if rc["alpha_1"] is not None else "—). ")
+        + ("Each query's attention sums to 1 over the sink token, the BOS and the rest, so with α_1 at "
+           f"{st['alpha_1']:.2f} the sink token holds at most {1 - st['alpha_1']:.2f} on average, and in "
+           f"{st['sink_star']:.0f} % of the heads more than 0.3: the heads **split** their idle attention between "
+           "the two fixed positions instead of moving it." if both else ""))
+if kb["sink_1"] is not None and kv["sink_1"] is not None:
+    lines.append(f"- **K bias / KV biases**: Sink* {section7.fmt(kb['sink_star'])} / {section7.fmt(kv['sink_star'])}, "
+                 f"Sink_1 {section7.fmt(kb['sink_1'])} / {section7.fmt(kv['sink_1'])}, α_1 {kb['alpha_1']:.3f} / "
+                 f"{kv['alpha_1']:.3f}: the bias takes the whole sink and the BOS, though present, keeps none.")
+if vb["sink_1"] is not None:
+    lines.append(f"- **V bias** (k* = 0): Sink_1 {vb['sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f}) — the sink stays on "
+                 f"the BOS, as in the paper; but the bias position, whose key is fixed at 0 (score 0 for every "
+                 f"query), also reads Sink* {section7.fmt(vb['sink_star'])}, a number the paper does not report.")
+display(Markdown("\n".join(lines) if lines else "The stored miniature runs needed here are missing (see above)."))
+if (st["sink_1"] is not None and section7.has_sink(st["sink_1"]) and section7.has_sink(st["sink_star"])
+        and section7.takes_sink(kb["sink_star"], kb["sink_1"])):
+    display(Markdown(
+        "One reading of this contrast (not tested on this page): the learnable sink token enters the model the "
+        "way the BOS does, as an embedding at a fixed position that goes through the same key projection and "
+        "rotary position, so for a head that wants to do nothing the two are interchangeable and nothing in "
+        "training breaks the tie. A K bias is a different object: a free key per head, outside the positional "
+        "rotation, with a value of exactly 0 — and it takes the sink from the BOS outright. The direct test is a "
+        "miniature point with the sink token and **no** fixed BOS, which this book does not run yet."))
+
+# %% [markdown]
+# ## Paper vs this run
+#
+# Rules, applied to the means over seeds (nothing is judged by hand): a position **has a sink** when its
+# metric is ≥ 10 % and **none** below 5 % (in between: no verdict). A bias **takes the sink** when Sink* has a
+# sink and Sink_1 has none (the paper: Sink* 32-74 %, Sink_1 ≤ 4.74 %). *V biases alone do not move the sink*:
+# Sink_1 of `v_bias` still has a sink. The fixed-v* claim concerns v* = 20 v', which our sweep does not run (it
+# runs v'), so it gets no verdict. In the miniature the default is the `recipe` point, which has a fixed BOS;
+# the paper's runs have none.
+
+# %% tags=["hide-input"]
+lm_ = {pt: {k: section7.mean_of(lm.payloads, pt, k) for k in ("sink_1", "sink_star")} for pt in ORDER}
+
+
+def pair(d):
+    if d is None or (d["sink_1"] is None and d["sink_star"] is None):
+        return None
+    return f"Sink* {section7.fmt(d['sink_star'], 2, '')}, Sink_1 {section7.fmt(d['sink_1'], 2, '')}"
+
+
+table = []
+for pt in ORDER:
+    mini_pt = MINI_NAMES.get(pt, pt)
+    table.append({"setting": f"{pt}: {P[pt].what}", "paper": P[pt].paper,
+                  "ours": pair(lm_[pt]) or "no stored GPU run",
+                  "note": "miniature: " + (pair(M[mini_pt]) if mini_pt in M and M[mini_pt]["sink_1"] is not None
+                                           else "not run in miniature")})
+display(figures.paper_vs_ours(table))
+
+RULES = {  # claim -> (point, rule over {"sink_1", "sink_star"})
+    "bias_sink_token": ("sink_token", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
+    "bias_kv": ("kv_bias", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
+    "bias_k": ("k_bias", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
+    "bias_v": ("v_bias", lambda d: section7.has_sink(d["sink_1"])),
+    "bias_fixed_v": ("k_bias_fixed_v", lambda d: None),
+    "bias_low_dim": ("k_bias_dims_1", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
+}
+LM_NOTES = {"bias_fixed_v": "our sweep runs v* = v' (scale 1), where the paper has Sink* 70.03, Sink_1 0.06; "
+                            "the claim concerns 20 v', which it does not run"}
+MINI_NOTES = {"bias_sink_token": "the miniature has a fixed BOS at position 1 and the paper's runs have none; "
+                                 "the sink token and the BOS share the sink"}
+VERDICT = {True: "agrees", False: "**disagrees**", None: "no verdict"}
+mini_prov = experiments.payloads_provenance(mini.payloads, loaded=True) if mini.payloads else run_stamp
+lines = []
+for cid, (pt, rule) in RULES.items():
+    c = claims.claim(cid)
+    d = lm_[pt]
+    runs = [p for p in lm.payloads if experiments.point_of(p) == pt]
+    if runs:
+        agrees = rule(d)
+        claims.record(cid, ours=pair(d), agrees=agrees, setting=section7.setting_text(runs),
+                      provenance=experiments.payloads_provenance(runs, loaded=profile == "cpu"), kind="lm",
+                      note=LM_NOTES.get(cid, ""))
+        lm_text = f"{pair(d)} — {VERDICT[agrees]}"
+    else:
+        claims.record(cid, ours="no stored GPU run", agrees=None, provenance=run_stamp, kind="lm",
+                      setting=f"the {lm.profile}-profile runs of {FAMILY} are not in the results store yet")
+        lm_text = "no stored GPU run"
+    if pt in M and M[pt]["sink_1"] is not None:
+        m_agrees = rule(M[pt])
+        m_runs = [p for p in mp if experiments.point_of(p) == pt]
+        claims.record(cid, ours=pair(M[pt]), agrees=m_agrees, kind="miniature", note=MINI_NOTES.get(cid, ""),
+                      setting=f"Bigram-Backcopy miniature, 1 layer x 4 heads, fixed BOS, {len(m_runs)} seed(s)",
+                      provenance=experiments.payloads_provenance(
+                          m_runs, loaded=not any(r is live.payload for r in m_runs)))
+        m_text = f"{pair(M[pt])} — {VERDICT[m_agrees]}"
+    else:
+        claims.record(cid, ours="not run in miniature", agrees=None, provenance=mini_prov, kind="miniature",
+                      setting="configs/miniature.yaml has no such point")
+        m_text = "not run in miniature"
+    lines.append(f"- “{c.text}” (paper: {c.paper}). Real LM: {lm_text}. Miniature: {m_text}.")
+display(Markdown("\n".join(lines)))
+display(Markdown(figures.provenance_line(mini_prov)))
+
+# %% [markdown]
+# ## Rerun it
+#
+# ```bash
+# python -m sinkpaper sweep --config configs/biases.yaml --profile gpu --seeds 0 --out runs/biases
+# python -m sinkpaper.book run --only 08_biases -p live_point sink_token
+# python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 \
+#     --points sink_token kv_bias k_bias v_bias --out runs/miniature
+# ```

@@ -1,0 +1,347 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Data packing and BOS: what a fixed first token does, and what happens without it
+#
+# Gu et al. (2025) pack their training data the simple way: documents are joined with EOS and cut into
+# fixed-length windows that start at an arbitrary token, so position 1 of a window is usually the middle of
+# some sentence and there is no BOS. Their Section 5 shows that a *fixed* token at position 1 makes the sink
+# much stronger (Sink_1 18.18 % by default, 74.11 % with a fixed first token). Barbero et al. (2025, "Why do
+# LLMs attend to the first token?") ask what pre-training choices of this kind do to the sink:
+#
+# 1. **A fixed BOS** at position 1 of every training window receives the sink;
+# 2. **intra-document masking** (each token attends only within its own document instead of across the
+#    packed window) keeps the sink on the first token that every query of a document sees;
+# 3. a model **trained with a BOS depends on it**: run without it at inference, its sink changes.
+#
+# This page checks the three on real language models trained with each packing (`configs/packing.yaml`;
+# GPU runs read from the results store), in miniature (the synthetic Bigram-Backcopy task, trained live on
+# the CPU), and on two pretrained models that install offline, measured with and without their BOS.
+#
+# The metric is the paper's: α_k is the mean attention key k receives from the queries that see it, and
+# Sink_k^ε is the percentage of (layer, head) pairs with α_k > ε = 0.3, on T = 64 tokens.
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM packing runs from the results store; gpu and paper train them
+model = "smollm2-135m,gemma3-270m"  # pretrained models: comma-separated offline names or Hugging Face ids (e.g. gpt2-xl)
+n_samples = 50  # natural-text windows per (model, BOS) setting; the paper uses 100 (50 keeps the chapter near its budget)
+seq_len = 64  # T, BOS included; the paper uses 64
+epsilon = 0.3  # sink threshold
+seed = 0  # seeds the natural-text windows
+batch_size = 25  # windows per forward pass
+loss_samples = 16  # windows whose loss is compared with and without BOS (0 skips it: the LM head is the costly part)
+gpu_seeds = [0]  # seeds of the real-LM packing sweep (configs/packing.yaml) that are read or trained
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
+live_steps = None  # steps of the live miniature run (the recipe, fixed BOS); None: the recipe's 1500; tests pass fewer
+live_eval_samples = 100  # held-out windows the live model is measured on, with and without its BOS
+smoke_steps = 5  # optimizer steps per packing variant in the CPU mechanics check (not a sink result)
+
+# %%
+from pathlib import Path
+
+import torch
+from IPython.display import Markdown, display
+
+from sinkpaper import metrics, provenance
+from sinkpaper.book import claims, experiments, figures, sections
+from sinkpaper.book import packing_bos as pb
+from sinkpaper.lms import load_lm
+from sinkpaper.train.trainer import latest_checkpoint
+
+FAMILY = "configs/packing.yaml"
+MINIATURE = "configs/miniature.yaml"
+PROFILES = ("cpu", "gpu", "paper")
+if profile not in PROFILES:
+    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+if profile != "cpu" and not torch.cuda.is_available():
+    raise ValueError(f"profile {profile!r} trains the packing sweep on a CUDA GPU; none here: use profile='cpu'")
+device = "cuda" if profile != "cpu" else "cpu"
+models = [m.strip() for m in str(model).split(",") if m.strip()]
+if not models:
+    raise ValueError("model must name at least one model (offline: smollm2-135m, gemma3-270m; or a hub id)")
+for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
+    if not value or not all(isinstance(s, int) and s >= 0 for s in value):
+        raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
+for name, value, low in (("n_samples", n_samples, 1), ("batch_size", batch_size, 1), ("loss_samples", loss_samples, 0),
+                         ("live_eval_samples", live_eval_samples, 1), ("smoke_steps", smoke_steps, 1), ("seed", seed, 0)):
+    if not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
+    raise ValueError(f"live_steps must be None (the recipe's steps) or an int >= 1, got {live_steps!r}")
+metrics.check_epsilon(epsilon)
+metrics.check_seq_len(seq_len)
+
+run_stamp = provenance.stamp(device, profile=profile)
+display(Markdown(figures.provenance_line(run_stamp)))
+
+# %% [markdown]
+# ## Real language models trained with each packing
+#
+# `configs/packing.yaml` has four points on top of the family's base run: `causal` (the paper's packing:
+# windows cut at arbitrary offsets, no BOS, attention across the documents of a window), `doc_mask`
+# (intra-document masking: a token sees only the earlier tokens of its own document), `bos` (a fixed BOS
+# at position 1 of every window) and `bos_doc_mask` (both). At the `cpu` profile the runs are read from the
+# store (`gpu` profile); at `gpu` or `paper` they are trained.
+
+# %% tags=["hide-input"]
+ORDER = ["causal", "doc_mask", "bos", "bos_doc_mask"]
+CHANGES = {"causal": "causal mask across documents, no BOS (the paper's packing)",
+           "doc_mask": "intra-document mask, no BOS", "bos": "fixed BOS at position 1, causal mask",
+           "bos_doc_mask": "fixed BOS at position 1, intra-document mask"}
+PAPER = {"causal": "Gu et al. default: Sink_1 18.18", "bos": "Barbero et al.: the BOS receives the sink (qualitative)",
+         "doc_mask": "Barbero et al.: sink kept on the first token (qualitative)",
+         "bos_doc_mask": "Barbero et al.: qualitative"}
+lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+if lm.payloads:
+    display(sections.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
+    display(sections.sweep_chart(lm.payloads, ORDER, 1, f"Real LM ({lm.profile} profile): Sink_1 per packing"))
+    display(Markdown(figures.provenance_line(lm.provenance())))
+if lm.missing.missing:
+    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours for the packing "
+                     "variants; the pretrained models below are the real-LM evidence for the BOS question."))
+
+# %% [markdown]
+# At the `gpu` and `paper` profiles the run trained with a fixed BOS is also measured the way Barbero et al.
+# ask: on held-out windows of its own data, with its BOS and without it (the same text in both).
+
+# %% tags=["hide-input"]
+lm_ablation = None
+if profile != "cpu":
+    bos_dir = Path("runs/packing/bos") / f"seed-{gpu_seeds[0]}"
+    if latest_checkpoint(bos_dir) is not None:
+        lm_ablation = pb.run_bos_ablation(bos_dir, n_samples=live_eval_samples, epsilon=epsilon, device=device)
+        display(figures.Table(pb.condition_rows(lm_ablation, f"packing/bos, seed {gpu_seeds[0]}")))
+        display(Markdown(figures.provenance_line(lm_ablation["provenance"])))
+    else:
+        display(Markdown(f"`{bos_dir}` holds no checkpoint (the run came from the results store, which keeps "
+                         "metrics, not weights): retrain it there to measure it without its BOS."))
+else:
+    display(Markdown("At the `cpu` profile nothing is trained on real text, so there is no real-LM model trained "
+                     "with a fixed BOS to run without it; the miniature and the pretrained models below answer it."))
+
+# %% [markdown]
+# ## Mechanics on CPU: every packing variant trains and is measured
+#
+# Each point trains for a few steps on the committed 2M-token sample of the offline text corpus (2 layers,
+# d = 64) and is evaluated like a real run (with the intra-document mask where the point has one).
+# **Not a sink result**: it proves every packing variant is valid, trains and is measured end to end.
+
+# %% tags=["hide-input"]
+if profile == "cpu":
+    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
+    display(figures.Table([{**r, "loss first": round(r["loss first"], 3), "loss last": round(r["loss last"], 3)}
+                           for r in smoke]))
+    falls = sum(r["loss last"] < r["loss first"] for r in smoke)
+    display(Markdown(f"{len(smoke)} of {len(ORDER)} variants trained; the training loss fell in {falls} of them "
+                     f"over {smoke_steps} steps."))
+    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
+                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
+else:
+    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
+
+# %% [markdown]
+# ## In miniature: a fixed BOS takes the sink, and the model then depends on it
+#
+# The synthetic analogue (Bigram-Backcopy, Guo et al. 2024: bigram text with trigger tokens whose successor
+# copies the token before the trigger; a 1-layer, 4-head, d = 64 model trained for about a minute on two CPU
+# cores). Its recipe packs documents like the paper (EOS between documents, windows at arbitrary offsets)
+# **plus a fixed BOS at position 1**. The stored sweep (three seeds) compares it with `no_fixed_token` (the
+# same without BOS: the paper's packing) and with a fixed token moved to position 2 or 3. The miniature has
+# no intra-document-mask point.
+
+# %% tags=["hide-input"]
+MINI_ORDER = ["recipe", "no_fixed_token", "fixed_pos2", "fixed_pos3"]
+MINI_CHANGES = {"recipe": "fixed BOS at position 1", "no_fixed_token": "no fixed token (the paper's packing)",
+                "fixed_pos2": "fixed token at position 2", "fixed_pos3": "fixed token at position 3"}
+mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
+if mini.payloads:
+    display(sections.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=MINI_CHANGES))
+    display(sections.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
+    display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+if mini.missing:
+    display(Markdown(mini.missing_text()))
+m = {(p, k): sections.mean_sink(mini.payloads, p, k) for p in MINI_ORDER for k in (1, 2, 3)}
+sig = sections.sig
+display(Markdown(
+    f"Measured (mean over seeds). Fixed BOS at 1: Sink_1 {sig(m['recipe', 1])} %. No fixed token: Sink_1 "
+    f"{sig(m['no_fixed_token', 1])} %. Fixed token at 2: Sink_2 {sig(m['fixed_pos2', 2])} %, Sink_1 "
+    f"{sig(m['fixed_pos2', 1])} %. Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} % (chapter 5 discusses "
+    "why the miniature does not reach position 3 within its steps)."))
+
+# %% [markdown]
+# ### Live: train the recipe, then take its BOS away
+#
+# The recipe (fixed BOS) trains now. Its final weights are then measured on held-out windows of its own
+# validation stream twice: with the BOS it was trained with, and without it. The two inputs hold the same
+# text (the BOS version is BOS + the first 63 tokens of the 64-token window), and the loss is compared on
+# the same 63 targets, each predicted from the same text with or without the BOS in front.
+
+# %% tags=["hide-input"]
+overrides = None
+if live_steps is not None:
+    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
+live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, overrides=overrides)
+lr_ = live.payload["result"]
+live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": "recipe"}
+ablation = pb.run_bos_ablation(live.run_dir, n_samples=live_eval_samples, epsilon=epsilon)
+display(figures.Table([{"run": "live recipe, seed 0", "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
+                        "Sink_1 % (trainer's evaluation)": round(lr_["sink_k"]["1"], 1),
+                        "alpha_1": round(lr_["alpha_1_mean"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
+display(figures.Table(pb.condition_rows(ablation, "live recipe")))
+display(sections.row(
+    pb.sink_by_position_chart(pb.sink_k_chart_rows(ablation, "miniature"), "live miniature: Sink_k with and without BOS"),
+    *[figures.heatmap(c["alpha_1_matrix"], "head", "layer",
+                      f"alpha_1 per head, BOS {'on' if c['bos'] else 'off'}", domain=(0, 1), width=160, height=60)
+      for c in ablation["conditions"]]))
+display(Markdown(figures.provenance_line(live_prov)))
+display(Markdown(figures.provenance_line(ablation["provenance"])))
+a_on, a_off = pb.condition(ablation, True), pb.condition(ablation, False)
+display(Markdown(
+    f"Measured now. With its BOS the live model has Sink_1 {a_on['sink_k']['1']:.1f} % (mean α_1 "
+    f"{a_on['alpha_1_mean']:.3f}; the trainer's own evaluation said {lr_['sink_k']['1']:.1f} %). Without it: "
+    f"Sink_1 {a_off['sink_k']['1']:.1f} % (mean α_1 {a_off['alpha_1_mean']:.3f}, uniform attention gives 0.074), "
+    f"and a sink at some position 2..{a_off['k_max']} in {a_off['sink_elsewhere']:.1f} % of the (sample, head) "
+    f"pairs. The loss on the same targets: {a_on['loss']:.3f} with BOS, {a_off['loss']:.3f} without."))
+
+# %% [markdown]
+# ## Pretrained models with and without their BOS
+#
+# The same question on two real pretrained models that install offline (and on any Hugging Face id passed as
+# `model`). Natural text is windows of the Python standard library's docstrings; each window is measured
+# without BOS (64 text tokens) and with the tokenizer's BOS at position 1 (BOS + the first 63 of them). Which
+# way a model was trained matters: a tokenizer that puts its BOS first by default (Gemma 3) is the input
+# its model was trained on; SmolLM2's tokenizer adds none, and its "BOS" token is the chat-turn marker
+# `<|im_start|>`, so for it BOS off is the trained input.
+
+# %% tags=["hide-input"]
+contrasts = []
+for name in models:
+    lm_ = load_lm(name, device=device)
+    if lm_.bos_token_id is None:
+        display(Markdown(f"`{name}`: the tokenizer has no BOS token; skipped."))
+        continue
+    contrasts.append(pb.lm_bos_contrast(lm_, n_samples=n_samples, seq_len=seq_len, epsilon=epsilon, seed=seed,
+                                        batch_size=batch_size, loss_samples=loss_samples))
+    contrasts[-1]["load_seconds"] = lm_.load_seconds
+    del lm_
+rows = []
+for c in contrasts:
+    for r in pb.condition_rows(c, c["model"]):
+        r["trained with BOS first"] = "yes" if c["prepends_bos"] else "no"
+        rows.append(r)
+display(figures.Table(rows))
+display(pb.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
+                                  "pretrained models: Sink_k with and without BOS"))
+for c in contrasts:
+    display(Markdown(figures.provenance_line(pb.short_provenance(c))))
+lines = []
+for c in contrasts:
+    on, off = pb.condition(c, True), pb.condition(c, False)
+    loss = (f"; loss on the shared targets {on['loss']:.3f} with BOS vs {off['loss']:.3f} without "
+            f"(perplexity {on['perplexity']:.1f} vs {off['perplexity']:.1f}, {loss_samples} windows)"
+            if on["loss"] is not None else "")
+    tokens = ", ".join(f"{t!r}" for t, _ in off["sink_tokens"][:3]) or "none"
+    lines.append(f"- `{c['model']}` (BOS `{c['bos_token']}`, {'put first' if c['prepends_bos'] else 'not added'} by "
+                 f"its tokenizer): Sink_1 {on['sink_k']['1']:.2f} % with BOS, {off['sink_k']['1']:.2f} % without; "
+                 f"without BOS a sink at positions 2..{off['k_max']} in {off['sink_elsewhere']:.2f} % of the "
+                 f"(sample, layer, head) triples, most often on {tokens}{loss}.")
+display(Markdown("Measured now:\n" + "\n".join(lines)))
+
+# %% [markdown]
+# ## Paper vs this run
+#
+# The three claims are Barbero et al.'s and qualitative, so "paper" below is their direction, not a number.
+# Rules (`sinkpaper.book.packing_bos`):
+# - *fixed BOS*: Sink_1 of the run trained with a fixed BOS is at least 10 points above the run without
+#   (real LM: `bos` vs `causal`; miniature: `recipe` vs `no_fixed_token`, means over seeds);
+# - *intra-document masking*: the masked run keeps at least half of the causal run's Sink_1 (`doc_mask` vs
+#   `causal`, `bos_doc_mask` vs `bos`), judged only where the causal run has a sink (≥ 1 %);
+# - *BOS at inference*: removing the BOS a model was trained with changes Sink_1 by at least 20 points, judged
+#   only where the model has a sink with its BOS (≥ 10 %). Real LM: the pretrained models whose tokenizer
+#   puts the BOS first (and, at the gpu profile, the `bos` run); miniature: the live recipe run.
+
+# %% tags=["hide-input"]
+ls = {p: sections.mean_sink(lm.payloads, p) for p in ORDER}
+lm_verdict_bos = pb.verdict_fixed_bos(ls["bos"], ls["causal"])
+lm_verdict_doc = pb.verdict_doc_mask([(ls["doc_mask"], ls["causal"]), (ls["bos_doc_mask"], ls["bos"])])
+mini_verdict_bos = pb.verdict_fixed_bos(m["recipe", 1], m["no_fixed_token", 1])
+trained_with_bos = [c for c in contrasts if c["prepends_bos"]]
+inference = [(c["model"], pb.condition(c, True)["sink_k"]["1"], pb.condition(c, False)["sink_k"]["1"])
+             for c in trained_with_bos]
+if lm_ablation is not None:
+    inference.append((f"packing/bos ({lm.profile})", pb.condition(lm_ablation, True)["sink_k"]["1"],
+                      pb.condition(lm_ablation, False)["sink_k"]["1"]))
+lm_verdict_inf = pb.all_agree([pb.verdict_bos_inference(on, off) for _, on, off in inference])
+mini_verdict_inf = pb.verdict_bos_inference(a_on["sink_k"]["1"], a_off["sink_k"]["1"])
+
+
+def fmt(pairs):
+    vals = [f"{label} {v:.2f}" for label, v in pairs if v is not None]
+    return ("Sink_1 % " + ", ".join(vals)) if vals else "no stored GPU run"
+
+
+controls = "; ".join(f"control {c['model']} (no BOS in training): {pb.condition(c, True)['sink_k']['1']:.2f} with, "
+                     f"{pb.condition(c, False)['sink_k']['1']:.2f} without" for c in contrasts if not c["prepends_bos"])
+ours = {
+    ("pack_fixed_bos", "lm"): fmt([("bos", ls["bos"]), ("causal", ls["causal"])]),
+    ("pack_doc_mask", "lm"): fmt([(p, ls[p]) for p in ORDER]),
+    ("pack_bos_inference", "lm"): ("; ".join(f"{n}: Sink_1 {on:.2f} % with BOS, {off:.2f} % without"
+                                             for n, on, off in inference) or "no model trained with a BOS measured")
+    + (f"; {controls}" if controls else ""),
+    ("pack_fixed_bos", "miniature"): f"Sink_1 {sig(m['recipe', 1])} % with a fixed BOS vs "
+                                     f"{sig(m['no_fixed_token', 1])} % without (3 seeds)",
+    ("pack_bos_inference", "miniature"): f"live recipe: Sink_1 {a_on['sink_k']['1']:.1f} % with BOS, "
+                                         f"{a_off['sink_k']['1']:.1f} % without; loss {a_on['loss']:.3f} vs "
+                                         f"{a_off['loss']:.3f}",
+}
+verdicts = {("pack_fixed_bos", "lm"): lm_verdict_bos, ("pack_doc_mask", "lm"): lm_verdict_doc,
+            ("pack_bos_inference", "lm"): lm_verdict_inf, ("pack_fixed_bos", "miniature"): mini_verdict_bos,
+            ("pack_bos_inference", "miniature"): mini_verdict_inf}
+SETTING_LM_SWEEP = (f"{lm.profile}-profile runs of configs/packing.yaml (smaller model, context and token budget "
+                    "than Barbero et al.'s pre-training runs)")
+SETTING_PRETRAINED = (f"pretrained {', '.join(c['model'] for c in contrasts)} (4-bit GGUF dequantized), natural "
+                      f"text, T = {seq_len}, {n_samples} windows, not Barbero et al.'s Gemma 7B / LLaMA 3.1")
+SETTING_MINI = "Bigram-Backcopy, 1 layer x 4 heads, d 64, 1500 steps x 64 x 64 tokens, 2 CPU cores"
+settings = {("pack_fixed_bos", "lm"): SETTING_LM_SWEEP, ("pack_doc_mask", "lm"): SETTING_LM_SWEEP,
+            ("pack_bos_inference", "lm"): SETTING_PRETRAINED + ("; plus the gpu-profile bos run"
+                                                                 if lm_ablation is not None else ""),
+            ("pack_fixed_bos", "miniature"): SETTING_MINI + ", 3 seeds",
+            ("pack_bos_inference", "miniature"): SETTING_MINI.replace("1500", str(lr_["step"])) + ", live seed 0"}
+verdict_word = {True: "agrees", False: "disagrees", None: "not comparable / no result"}
+display(figures.paper_vs_ours([
+    {"setting": f"{cid} ({kind})", "paper": claims.claim(cid).text, "ours": ours[cid, kind],
+     "note": f"{verdict_word[verdicts[cid, kind]]}; {settings[cid, kind]}"} for cid, kind in ours]))
+
+lm_prov = lm.provenance() if lm.payloads else {"profile": "gpu", "source_of_numbers": "not in the results store"}
+pre_prov = contrasts[0]["provenance"] if contrasts else run_stamp
+records = {("pack_fixed_bos", "lm"): lm_prov, ("pack_doc_mask", "lm"): lm_prov,
+           ("pack_bos_inference", "lm"): pre_prov,
+           ("pack_fixed_bos", "miniature"): experiments.payloads_provenance(mini.payloads, loaded=True)
+           if mini.payloads else run_stamp,
+           ("pack_bos_inference", "miniature"): ablation["provenance"]}
+for (cid, kind), prov in records.items():
+    note = lm.missing_text() if kind == "lm" and cid != "pack_bos_inference" and not lm.payloads else ""
+    claims.record(cid, ours=ours[cid, kind], agrees=verdicts[cid, kind], setting=settings[cid, kind],
+                  provenance=prov, kind=kind, note=note)
+display(Markdown(f"Recorded {len(records)} results for the scorecard (`{claims.results_dir()}/10_packing_bos.json`). "
+                 "The miniature has no intra-document-mask point, so `pack_doc_mask` has no miniature result."))
+
+# %% [markdown]
+# ## Rerun it
+#
+# ```bash
+# python -m sinkpaper.book run --only 10_packing_bos -p model gpt2-xl -p n_samples 100
+# python -m sinkpaper sweep --config configs/packing.yaml --profile gpu --seeds 0 --out runs/packing
+# python -m sinkpaper sink --model gemma3-270m --inputs natural --no-bos
+# ```

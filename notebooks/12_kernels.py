@@ -1,0 +1,208 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Kernels and performance: are the fused kernels right, and how fast are they?
+#
+# The book trains attention operators that PyTorch has no fused kernel for (sigmoid without normalization,
+# elu + 1, softpick, the paper's KV biases and sink logits) and measures the sink metric at context lengths
+# where a T x T attention map does not fit in memory. `sinkpaper.kernels` holds Triton kernels for both, forward
+# and backward, under causal, full, sliding-window, prefix-LM and intra-document masks, plus `column_stats`,
+# which returns the metric's α_k without ever building the map.
+#
+# This page shows two things, each with where it came from:
+#
+# 1. **Correctness**, computed now: every operator x mask, the kernel's output, its gradients and
+#    `column_stats`' α_k against fp64 PyTorch references (the same eager operator the models run), and the
+#    Sink_k of small models measured both ways. On a machine without a GPU the kernels run under the
+#    **Triton interpreter** on the CPU (bit-level semantics of the kernel program, at small shapes); on a GPU
+#    they run compiled, at larger shapes.
+# 2. **Speed and memory**, from `python -m sinkpaper bench kernels` on a GPU: ratios against PyTorch's SDPA
+#    (flash and cuDNN back-ends), FlexAttention and eager attention, all measured in one run on one device.
+#
+# The paper makes no claim about kernels, so this chapter records nothing in the scorecard.
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu checks the kernels under the Triton interpreter; gpu and paper compile them
+check_shape = None  # [B, H, T, D] of the correctness checks; None: [1, 2, 45, 32] on the interpreter, [2, 4, 1000, 64] on a GPU
+ops = "softmax,sigmoid,elu,softpick"  # operators checked, comma-separated
+masks = "causal,full,window,prefix,document"  # masks checked with every operator, comma-separated
+sinks = "kv_bias"  # sink variants checked with every operator under the causal mask: sink_logit, kv_bias ("" for none)
+seed = 0  # seeds the random inputs
+smoke_sections = "accuracy"  # cpu: benchmark sections run live as a code-path check (speed,ops,column_stats,accuracy; "" for none)
+run_benchmark = True  # gpu / paper: run the full benchmark now (FlashAttention's grid, T up to 32k; minutes on a GPU)
+save_benchmark = True  # gpu / paper: also write it to results/kernels/<device>.json, where later builds read it
+
+# %%
+# The Triton interpreter is chosen when triton is imported: switch it on before anything imports triton.
+import os
+import sys
+import time
+
+import torch
+
+if not torch.cuda.is_available():
+    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("triton was imported before TRITON_INTERPRET=1 could be set: restart the kernel")
+    os.environ["TRITON_INTERPRET"] = "1"
+
+from IPython.display import Markdown, display  # noqa: E402
+
+from sinkpaper import kernels, provenance  # noqa: E402
+from sinkpaper.book import figures  # noqa: E402
+from sinkpaper.book import kernel_checks as kc  # noqa: E402
+from sinkpaper.kernels import bench  # noqa: E402
+
+PROFILES = ("cpu", "gpu", "paper")
+if profile not in PROFILES:
+    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+if profile != "cpu" and not torch.cuda.is_available():
+    raise ValueError(f"profile {profile!r} compiles the kernels for a CUDA GPU; none here: use profile='cpu'")
+device = "cuda" if torch.cuda.is_available() else "cpu"  # with CUDA the checks run compiled, at any profile
+
+
+def names(text, valid, what):
+    chosen = [x.strip() for x in str(text).split(",") if x.strip()]
+    bad = [x for x in chosen if x not in valid]
+    if bad:
+        raise ValueError(f"unknown {what} {bad}; valid: {', '.join(valid)}")
+    return chosen
+
+
+op_list = names(ops, kernels.OPS, "ops")
+mask_list = names(masks, kc.MASKS, "masks")
+sink_list = names(sinks, [s for s in kc.SINKS if s != "none"], "sinks")
+section_list = names(smoke_sections, bench.SECTIONS, "smoke_sections")
+if not op_list or not mask_list:
+    raise ValueError("ops and masks must each name at least one entry")
+shape = tuple(check_shape) if check_shape is not None else (kc.CPU_SHAPE if device == "cpu" else kc.GPU_SHAPE)
+if len(shape) != 4 or not all(isinstance(x, int) and x >= 1 for x in shape) or shape[2] < 4:
+    raise ValueError(f"check_shape must be [B, H, T, D] with positive ints and T >= 4, got {check_shape!r}")
+
+run_stamp = provenance.stamp(device, profile=profile, kernels=kc.backend(device))
+display(Markdown(figures.provenance_line(run_stamp)))
+display(Markdown(f"The kernels run on **{kc.backend(device)}**"
+                 + (": TRITON_INTERPRET=1 was set by the cell above, before triton was imported, because this "
+                    "machine has no CUDA device." if device == "cpu" else ".")))
+
+# %% [markdown]
+# ## Correctness: every operator x mask against fp64
+#
+# Random fp32 inputs (and, for the sink rows, a per-head KV bias or sink logit) go through the Triton kernel,
+# forward and backward; the same inputs in fp64 go through the reference (`sinkpaper.kernels.reference_attention`,
+# which materializes the attention map with the eager operator the models use). Each entry is
+# max |kernel − reference| / max |reference| over the tensor. `alpha (column_stats)` compares the kernel's α_k
+# with the sink metric computed on the fp64 eager map (`reference_column_stats`), and `sink column` the mean
+# attention on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document`
+# = three documents per row. The tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
+
+# %% tags=["hide-input"]
+t0 = time.perf_counter()
+errors = kc.error_table(op_list, mask_list, ("none",), shape=shape, seed=seed, device=device)
+if sink_list:
+    errors += kc.error_table(op_list, ["causal"], sink_list, shape=shape, seed=seed + 1000, device=device)
+check_seconds = time.perf_counter() - t0
+display(figures.Table(kc.format_errors(errors)))
+worst = max(errors, key=lambda r: r["worst"])
+n_ok = sum(r["within tolerance"] for r in errors)
+display(Markdown(
+    f"Measured now: **{n_ok} of {len(errors)}** cases within {kc.TOLERANCE:g} on every tensor; the largest "
+    f"relative error is {worst['worst']:.1e} ({worst['op']}, {worst['mask']} mask, sink {worst['sink']}). "
+    f"Shape B, H, T, D = {', '.join(map(str, shape))} (T is not a multiple of the kernels' tile size, so the "
+    f"boundary tiles are exercised); {check_seconds:.0f} s in all."))
+display(Markdown(figures.provenance_line({**run_stamp, "shape [B, H, T, D]": list(shape), "dtype": "fp32 vs fp64",
+                                          "seed": seed})))
+
+# %% [markdown]
+# ## The sink metric from `column_stats` equals the metric from the maps
+#
+# Small random models (`sinkpaper.models`, 2 layers, 2 heads) traced twice: from the attention maps (as the
+# paper) and with `method="kernel"`, which keeps no T x T map and reads α_k from `column_stats`. Same α_k to
+# fp32 rounding, hence the same Sink_k.
+
+# %% tags=["hide-input"]
+agreement = kc.metric_agreement(seed=seed, device=device)
+display(figures.Table(agreement))
+display(Markdown(f"{sum(r['Sink_k equal (eps 0.05, 0.3)'] for r in agreement)} of {len(agreement)} model variants "
+                 "give identical Sink_k from both routes."))
+display(Markdown(figures.provenance_line({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 heads, T 36"})))
+
+# %% [markdown]
+# ## The benchmark
+#
+# `python -m sinkpaper bench kernels --json results/kernels/<device>.json` times, on one GPU in one run,
+# our causal softmax kernel against PyTorch SDPA (flash and cuDNN), FlexAttention (compiled) and eager
+# attention, forward and forward + backward, on FlashAttention's grid (batch x T = 16k tokens, H x D = 2048);
+# our sigmoid / elu / softpick kernels against our softmax and their eager references; `column_stats`
+# against one forward pass and the eager maps (time and peak memory, T up to 32k); and bf16 error against
+# fp64, ours next to SDPA's. Speed ratios are competitor time / our time (> 1: ours faster); time, memory
+# and error ratios are ours / competitor (< 1: ours smaller). Goals are reported, not asserted.
+
+# %% tags=["hide-input"]
+
+
+def show_benchmark(result, path=None):
+    display(Markdown(figures.provenance_line(kc.bench_provenance(result, path))))
+    for title, rows in (("Causal softmax", kc.speed_rows(result)), ("Other operators", kc.ops_rows(result)),
+                        ("column_stats (α_k without the T x T map)", kc.column_stats_rows(result)),
+                        ("bf16 error against fp64", kc.accuracy_rows(result)), ("Goals", kc.goal_rows(result))):
+        if rows:
+            display(Markdown(f"**{title}**"))
+            display(figures.Table(rows))
+
+
+stored = kc.stored_benchmarks()
+for path, result in stored:
+    display(Markdown(f"### Stored: `{path}`"))
+    show_benchmark(result, path)
+if not stored:
+    display(Markdown(
+        f"**No stored benchmark**: `{kc.BENCH_DIR}/` holds no result. No GPU has run the benchmark for this "
+        f"book yet, so there is no speed or memory number of ours to show. On a machine with a CUDA GPU, "
+        f"produce one with `{kc.bench_command()}`; this page then shows it here, with its device, "
+        "versions and date."))
+
+# %% [markdown]
+# ### Run now
+#
+# On a GPU (`gpu` / `paper` profile) the full benchmark runs here and, with `save_benchmark`, is written to
+# `results/kernels/<device>.json` for later builds. On the CPU the selected sections run in their `--smoke`
+# form under the interpreter, to show the code path end to end: **these timings are not performance
+# numbers** (the interpreter executes the kernel program in Python), and the bf16 error under the
+# interpreter is slightly larger than on a GPU because its fp32 → bf16 cast truncates instead of rounding.
+
+# %% tags=["hide-input"]
+if device == "cuda" and profile != "cpu" and run_benchmark:
+    live_bench = bench.run_kernel_bench("cuda", smoke=False, argv=["bench", "kernels", "--json", "(book)"])
+    if save_benchmark:
+        saved = kc.save_benchmark(live_bench)
+        display(Markdown(f"Written to `{saved}`."))
+    show_benchmark(live_bench)
+elif device == "cpu" and section_list:
+    live_bench = bench.run_kernel_bench("cpu", smoke=True, sections=tuple(section_list),
+                                        argv=["bench", "kernels", "--smoke", "--only", *section_list])
+    display(Markdown(f"Smoke run of section(s) {', '.join(section_list)} under the Triton interpreter — a code-path "
+                     "check, **not a performance number**."))
+    show_benchmark(live_bench)
+else:
+    display(Markdown("Nothing run now: " + ("the `cpu` profile on a GPU machine does not benchmark (use "
+                                            "profile `gpu`)." if device == "cuda" else "`smoke_sections` is empty.")))
+
+# %% [markdown]
+# ## Rerun it
+#
+# ```bash
+# python -m sinkpaper.book run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
+# mkdir -p results/kernels && python -m sinkpaper bench kernels --json results/kernels/h100.json   # on a GPU
+# TRITON_INTERPRET=1 python -m pytest tests/test_kernels.py   # the full correctness suite on the CPU
+# ```

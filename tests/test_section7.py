@@ -1,0 +1,137 @@
+"""The Section-7 chapters' helpers (sinkpaper.book.section7): the paper's numbers cover every sweep point, the
+direction rules, the tables (Sink* next to Sink_1, proxy marks), and the raw-weight reading of a proxy run."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("altair")
+from sinkpaper.book import claims, section7  # noqa: E402
+from sinkpaper.train.config import sweep_points  # noqa: E402
+
+
+def payload(point, seed, sink_1, *, sink_star=None, alpha_1=0.1, proxy=False, curve=None, family="biases"):
+    """A results-store-shaped payload (synthetic, for the helpers only)."""
+    return {"name": f"{family}/{point}", "hash": f"{point}-{seed}", "profile": "cpu",
+            "config": {"run": {"seed": seed}, "model": {"n_layers": 1, "d_model": 64, "n_heads": 4},
+                       "data": {"source": "bigram_backcopy", "context": 64}},
+            "result": {"sink_k": {"1": sink_1}, "sink_star": sink_star, "alpha_1_mean": alpha_1, "proxy": proxy,
+                       "final_loss": 3.1, "tokens_seen": 1000,
+                       "provenance": {"hardware": "cpu", "code_version": "test", "computed_at": "now"}},
+            "curve": curve or []}
+
+
+@pytest.mark.parametrize("config, points", [("configs/architecture.yaml", section7.ARCHITECTURE),
+                                            ("configs/biases.yaml", section7.BIASES),
+                                            ("configs/attention.yaml", section7.ATTENTION)])
+def test_paper_numbers_cover_every_sweep_point(config, points):
+    assert [p.name for p in points] == sweep_points(config)
+
+
+def test_chapter_claims_exist():
+    for chapter in ("07_architecture", "08_biases", "09_attention_ops"):
+        assert [c for c in claims.CLAIMS if c.chapter == chapter], chapter
+
+
+def test_sink_rules():
+    assert section7.has_sink(10.0) is True and section7.has_sink(4.99) is False and section7.has_sink(7.0) is None
+    assert section7.has_sink(None) is None and section7.no_sink(0.0) is True and section7.no_sink(50) is False
+    assert section7.takes_sink(100.0, 0.0) is True
+    assert section7.takes_sink(100.0, 100.0) is False      # the BOS keeps a sink next to the bias
+    assert section7.takes_sink(None, 0.0) is None and section7.takes_sink(100.0, 7.0) is None
+    assert section7.all_true([True, True]) is True and section7.all_true([True, None]) is None
+    assert section7.all_true([None, False]) is False and section7.all_true([]) is None
+    assert section7.within_factor([10.68, 21.76], 18.18) is True
+    assert section7.within_factor([5.0], 18.18) is False
+    assert section7.within_factor([10.0], 2.0) is None      # no sink in the default: nothing to compare with
+    assert section7.within_factor([None], 18.18) is None
+
+
+def test_the_papers_own_numbers_pass_its_rules():
+    """The rules must call the paper's own Section-7 numbers agreeing with the paper's claims."""
+    b = section7.by_name(section7.BIASES)
+    for name in ("sink_token", "kv_bias", "k_bias", "k_bias_fixed_v", "k_bias_dims_1"):
+        assert section7.takes_sink(b[name].sink_star, b[name].sink_1) is True, name
+    assert section7.has_sink(b["v_bias"].sink_1) is True
+    a = section7.by_name(section7.ARCHITECTURE)
+    assert all(section7.has_sink(p.sink_1) for p in section7.ARCHITECTURE)
+    assert section7.within_factor([a["heads_1"].sink_1, a["heads_add"].sink_1] +
+                                  [p.sink_1 for p in section7.ARCHITECTURE_NOT_RUN if "heads" in p.name],
+                                  a["pos_rope"].sink_1) is True
+    o = section7.by_name(section7.ATTENTION)
+    assert section7.no_sink(o["sigmoid"].sink_1) and section7.no_sink(o["elu"].sink_1)
+    assert section7.has_sink(o["sigmoid_norm"].sink_1) and section7.has_sink(o["kernel_elu"].sink_1)
+    assert o["softmax_sum_0.2"].sink_1 < o["softmax"].sink_1
+
+
+def test_point_table_puts_sink_star_next_to_sink_1():
+    ps = [payload("recipe", 0, 100.0, alpha_1=0.9), payload("recipe", 1, 100.0, alpha_1=0.95),
+          payload("sink_token", 0, 100.0, sink_star=100.0, alpha_1=0.5),
+          payload("sink_token", 1, 50.0, sink_star=75.0, alpha_1=0.4)]
+    t = section7.point_table(ps, section7.BIASES, names={"none": "recipe"})
+    assert [r["point"] for r in t.rows] == ["recipe", "sink_token"]          # points without runs are left out
+    row = t.rows[1]
+    assert row["Sink_1 %"] == "75.0 [50.0, 100.0]" and row["Sink* % (bias position)"] == "87.5 [75.0, 100.0]"
+    assert row["seeds"] == "0,1" and row["alpha_1"] == 0.45 and row["the paper (%)"].startswith("Sink* 74.12")
+    assert t.rows[0]["Sink* % (bias position)"] == "—"
+    assert section7.mean_of(ps, "sink_token", "sink_star") == 87.5 and section7.mean_of(ps, "v_bias") is None
+
+
+def test_point_table_marks_the_proxy():
+    t = section7.point_table([payload("sigmoid", 0, 0.0, proxy=True, family="attention")], section7.ATTENTION)
+    assert t.rows[0]["Sink_1 %"] == "0.0*" and "Sink* % (bias position)" not in t.columns
+
+
+def _eval(step, sink, alpha, w1, wo, rs):
+    return {"step": step, "tokens": step * 10, "loss": 3.0, "sink_k": {"1": sink}, "alpha_1_mean": alpha,
+            "sink_star": None, "raw_weight_token_1": w1, "raw_weight_others": wo, "raw_row_sum": rs}
+
+
+SIGMOID_CURVE = [{"step": 50, "tokens": 500, "loss": 3.3},                     # a log line without evaluation
+                 _eval(100, 0.0, 0.075, 0.5, 0.5, 16.2), _eval(300, 99.0, 0.57, 0.98, 0.036, 2.1),
+                 _eval(500, 0.0, 0.03, 0.0007, 0.003, 0.1), _eval(1500, 0.0, 0.02, 0.0002, 0.0015, 0.046)]
+
+
+def test_raw_rows_and_the_transient():
+    p = payload("sigmoid", 0, 0.0, proxy=True, curve=SIGMOID_CURVE, family="miniature")
+    rows = section7.raw_curve_rows(p)
+    assert [r["step"] for r in rows] == [100, 300, 500, 1500] and rows[0]["run"] == "sigmoid"
+    t = section7.transient(p)
+    assert (t["first"]["step"], t["peak"]["step"], t["final"]["step"]) == (100, 300, 1500)
+    text = section7.transient_text(p, "seed 0")
+    assert "peaks at step 300" in text and "**real** sink" in text and "attend to almost nothing" in text
+    # the proxy high while every raw weight is tiny: not a sink in the raw weights
+    flat = [_eval(100, 0.0, 0.075, 0.5, 0.5, 16.2), _eval(300, 60.0, 0.4, 0.002, 0.001, 0.05)]
+    text = section7.transient_text(payload("elu", 0, 0.0, proxy=True, curve=flat), "elu")
+    assert "only relative to the other keys" in text
+    assert section7.transient(payload("softmax", 0, 10.0, curve=[{"step": 1, "tokens": 1, "sink_k": {"1": 0}}])) is None
+    note = section7.transient_note([p, payload("elu", 0, 0.0, proxy=True, curve=flat)])
+    assert note == ("in 2 of 2 run(s) the proxy peaked early at Sink*_1 60-99 % (step 300; raw weight on token 1 "
+                    "then 0.00-0.98); at the end it reads 0-60 %")
+    assert section7.transient_note([payload("softmax", 0, 10.0)]) == ""
+    t = section7.transient_table([("s0", p), ("softmax", payload("softmax", 0, 10.0))])
+    assert len(t.rows) == 1 and t.rows[0]["proxy peak: step"] == 300
+    assert t.rows[0]["at peak: token 1 / others"] == "0.98 / 0.036"
+
+
+def test_curves_and_charts_build():
+    curve = [{"step": s, "tokens": s, "sink_k": {"1": 0.0}, "sink_star": 100.0, "alpha_1_mean": 0.0} for s in (1, 2)]
+    ps = [payload("k_bias", 0, 0.0, sink_star=100.0, curve=curve), payload("recipe", 0, 100.0)]
+    rows = section7.bias_curve_rows(ps[0], "live")
+    assert rows[0] == {"run": "live", "step": 1, "tokens": 1, "Sink_1 %": 0.0, "Sink* %": 100.0, "alpha_1": 0.0}
+    section7.steps_chart(rows, "Sink* %", "t", rule_y=30).to_dict()
+    raw = section7.raw_curve_rows(payload("sigmoid", 0, 0.0, proxy=True, curve=SIGMOID_CURVE))
+    spec = section7.steps_chart(raw, "raw weight on token 1", "t", log_y=True).to_dict()
+    assert spec["encoding"]["y"]["scale"]["type"] == "log"
+    spec = section7.steps_chart(raw, "proxy Sink*_1 %", "t", y_domain=(0, 100)).to_dict()
+    assert spec["encoding"]["y"]["scale"]["domain"] == [0, 100]
+    section7.bias_chart(ps, ["recipe", "k_bias"], title="t").to_dict()
+    assert len(section7.long_rows(raw, ["raw weight on token 1", "raw row sum"])) == 2 * len(raw)
+    assert "1 layers" in section7.setting_text(ps) and section7.setting_text([]) == "no run"
+
+
+def test_live_vs_stored():
+    live = payload("k_bias", 0, 0.0, sink_star=100.0, alpha_1=0.001)
+    assert "reproduces it" in section7.live_vs_stored(live, [dict(live)])
+    other = payload("k_bias", 0, 0.0, sink_star=50.0, alpha_1=0.001)
+    assert "**differs**" in section7.live_vs_stored(live, [other])
+    assert section7.live_vs_stored(live, [payload("k_bias", 1, 0.0)]) is None

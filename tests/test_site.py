@@ -1,0 +1,487 @@
+"""The built book in a real headless browser (Playwright driving Debian's Chromium, never a downloaded one).
+
+For every page _toc.yml lists, loaded from file:// out of the `built_book` fixture's build (tests/conftest.py):
+
+* no request leaves the machine (only file:, data:, blob:, about: and http(s)/ws(s) to 127.0.0.1; anything
+  else is recorded, aborted and reported);
+* no console error and no uncaught exception, except the two every Jupyter Book 1.0.4 page has
+  (``THEBE_JS_URL`` declared twice, pydata-sphinx-theme's "invalid theme mode");
+* no local file the page asks for is missing;
+* every altair chart rendered (its vega-embed container holds an svg or a canvas, not an error);
+* every attention explorer (``.sinkpaper-explorer``, see sinkpaper.book.explorer) reacts: the epsilon slider
+  changes the Sink readout, the layer select redraws the map canvas;
+* every saved ipywidgets view rendered, and moving a slider changes what the widgets show.
+
+The checks look at whatever a page contains, so they apply to chapters written later too; a failure names the
+page and each problem. test_checker_* run the same checks on a small synthetic book with one good and one
+broken page, so the checks themselves are tested. Everything here is skipped (with the reason in pytest's
+summary) only when Chromium is not installed; `make setup` installs it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from sinkpaper.book import runner
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+ALLOWED_CONSOLE = (  # present on every Jupyter Book 1.0.4 page; harmless
+    re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
+    re.compile(r"invalid theme mode", re.I),
+)
+LOCAL_SCHEMES = {"file", "data", "blob", "about"}
+LOCAL_HOSTS = {"127.0.0.1"}
+EXPLORER_ROOTS = ".sinkpaper-explorer, [data-spx]"
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+RENDER_TIMEOUT_MS = 30_000  # charts and widgets must be drawn by then (slow shared CPUs)
+REACT_TIMEOUT_MS = 5_000  # after an interaction, the page must have changed by then
+MAX_SLIDERS_PER_PAGE = 6
+PAGES = runner.toc_docnames(REPO / "_toc.yml")
+
+
+def is_external(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme in LOCAL_SCHEMES:
+        return False
+    if parts.scheme in ("http", "https", "ws", "wss"):
+        return parts.hostname not in LOCAL_HOSTS
+    return True
+
+
+# ---------------------------------------------------------------------------------------------- browser
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium, or a skip that says so. Session-scoped so that it is set up before `built_book` (pytest
+    sets up wider scopes first): without Chromium the page tests skip at once instead of after the notebooks."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.skip(f"Chromium is not installed ({CHROMIUM} missing): the browser tests need the Debian package "
+                    f"'chromium' (`make setup` installs it when run as root; else `sudo apt-get install chromium`)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser(chromium, tmp_path_factory):
+    """One Chromium for this module, with a fresh profile directory; external requests are aborted."""
+    from playwright.sync_api import sync_playwright  # a test dependency (sinkpaper[test]); never downloads
+
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=chromium, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 1000})
+        context.route(re.compile(r"^(https?|wss?)://"),
+                      lambda route: route.abort() if is_external(route.request.url) else route.continue_())
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+# ----------------------------------------------------------------------------------------------- checks
+JS_HELPERS = r"""
+window.__siteTest = (function () {
+  function hash(s) {
+    let h = 5381;
+    for (let i = 0; i < s.length; i++) h = ((h * 33) ^ s.charCodeAt(i)) >>> 0;
+    return h.toString(16) + ':' + s.length;
+  }
+  function visible(el) { const cs = getComputedStyle(el); return cs.display !== 'none' && cs.visibility !== 'hidden'; }
+  function outermost(els) { return els.filter(e => !els.some(o => o !== e && o.contains(e))); }
+  // What an area shows: visible text, canvas pixels, images, svg markup; the `exclude` subtree left out.
+  function signature(roots, exclude) {
+    const parts = [];
+    function walk(node) {
+      if (exclude && (node === exclude || exclude.contains(node))) return;
+      if (node.nodeType === 3) { const t = node.textContent.trim(); if (t) parts.push(t); return; }
+      if (node.nodeType !== 1 || node.tagName === 'SCRIPT' || node.tagName === 'STYLE') return;
+      if (!visible(node)) return;
+      if (node.tagName === 'CANVAS') {
+        try { parts.push('canvas ' + hash(node.toDataURL())); } catch (e) { parts.push('canvas ?'); }
+      }
+      if (node.tagName === 'IMG') parts.push('img ' + hash(node.src));
+      if (node.tagName.toLowerCase() === 'svg') { parts.push('svg ' + hash(node.outerHTML)); return; }
+      if (node.tagName === 'INPUT' || node.tagName === 'SELECT') parts.push('value ' + node.value);
+      for (const c of node.childNodes) walk(c);
+    }
+    roots.forEach(walk);
+    return parts.join('\u0001');
+  }
+  function charts() {
+    return outermost(Array.from(document.querySelectorAll('[id^="altair-viz-"], .vega-embed')));
+  }
+  function chartState(el) {
+    const text = (el.textContent || '').trim();
+    if (/JavaScript Error|Error:/.test(text) && !el.querySelector('svg, canvas')) return 'error: ' + text.slice(0, 200);
+    return el.querySelector('svg, canvas') ? 'ok' : 'empty';
+  }
+  function describe(el) {
+    const bits = [el.id, el.name, el.title, el.getAttribute('aria-label'), JSON.stringify(el.dataset)];
+    const label = el.closest('label'); if (label) bits.push(label.textContent);
+    if (el.id) { const l = document.querySelector('label[for="' + el.id + '"]'); if (l) bits.push(l.textContent); }
+    return bits.filter(Boolean).join(' ');
+  }
+  function widgetRoots() { return Array.from(document.querySelectorAll('%(view)s')).map(s => s.parentElement); }
+  function rendered(area) {
+    return Array.from(area.querySelectorAll('.jupyter-widgets, [class*="widget-"]'))
+      .some(e => e.getBoundingClientRect().width > 0);
+  }
+  return {hash, signature, charts, chartState, describe, widgetRoots, rendered, outermost};
+})();
+""" % {"view": WIDGET_VIEW}
+
+
+@dataclass
+class PageReport:
+    name: str
+    requests: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    missing_files: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    checked: dict = field(default_factory=dict)  # what was found: charts, explorers, widget views, sliders
+
+    def all_problems(self) -> list[str]:
+        out = [f"request leaves the machine: {u}" for u in self.external]
+        out += [f"console error: {m}" for m in self.console_errors]
+        out += [f"missing local file: {u}" for u in self.missing_files]
+        return out + self.problems
+
+    def message(self) -> str:
+        problems = self.all_problems()
+        return f"{self.name}: {len(problems)} problem(s):\n  - " + "\n  - ".join(problems)
+
+
+def _allowed(text: str) -> bool:
+    return any(p.search(text) for p in ALLOWED_CONSOLE)
+
+
+def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIMEOUT_MS,
+               react_timeout_ms: int = REACT_TIMEOUT_MS) -> PageReport:
+    """Load ``url`` in a new tab, run every check that applies to what the page contains, close the tab.
+    Charts and widgets get ``render_timeout_ms`` to draw, interactions ``react_timeout_ms`` to show."""
+    report = PageReport(name)
+    timeouts = {"render": render_timeout_ms, "react": react_timeout_ms}
+    page = context.new_page()
+
+    def record(url):
+        report.requests.append(url)
+        if is_external(url):
+            report.external.append(url)
+
+    def on_console(msg):
+        if msg.type == "error" and not _allowed(msg.text):
+            loc = msg.location or {}
+            where = f" ({loc.get('url', '')}:{loc.get('lineNumber', '')})" if loc.get("url") else ""
+            report.console_errors.append(msg.text[:500] + where)
+
+    def on_failed(request):
+        if not is_external(request.url):
+            report.missing_files.append(f"{request.url} ({request.failure})")
+
+    page.on("request", lambda request: record(request.url))
+    page.on("websocket", lambda ws: record(ws.url))
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: None if _allowed(str(exc)) else report.console_errors.append(
+        f"uncaught {exc}"[:500]))
+    page.on("requestfailed", on_failed)
+    try:
+        page.goto(url, wait_until="load", timeout=60_000)
+        page.evaluate(JS_HELPERS)
+        _check_charts(page, report, timeouts)
+        _check_explorers(page, report, timeouts)
+        _check_widgets(page, report, timeouts)
+        _check_charts(page, report, timeouts)  # again: charts the interactions brought into view
+        page.wait_for_timeout(200)  # late console messages from the interactions
+    except Exception as exc:  # noqa: BLE001 - report a broken page as a problem of that page
+        report.problems.append(f"page check crashed: {type(exc).__name__}: {str(exc)[:500]}")
+    finally:
+        page.close()
+    return report
+
+
+def _wait(page, expression: str, arg, timeout: int) -> bool:
+    try:
+        page.wait_for_function(expression, arg=arg, timeout=timeout, polling=100)
+        return True
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError
+        return False
+
+
+def _check_charts(page, report: PageReport, timeouts: dict) -> None:
+    n = page.evaluate("__siteTest.charts().length")
+    report.checked["charts"] = max(n, report.checked.get("charts", 0))
+    if not n:
+        return
+    _wait(page, "() => __siteTest.charts().every(e => __siteTest.chartState(e) !== 'empty')", None, timeouts["render"])
+    states = page.evaluate("__siteTest.charts().map(e => [e.id || e.className, __siteTest.chartState(e)])")
+    for ident, state in states:
+        problem = f"altair chart #{ident} did not render ({state}); is vega-bundle.js loaded?"
+        if state != "ok" and problem not in report.problems:
+            report.problems.append(problem)
+
+
+def _pick(page, root_index: int, selector: str, pattern: str) -> int | None:
+    """Index (within the explorer root) of the first ``selector`` element whose id/name/label/data matches."""
+    return page.evaluate(
+        """([roots, i, sel, pat]) => {
+             const root = __siteTest.outermost(Array.from(document.querySelectorAll(roots)))[i];
+             const els = Array.from(root.querySelectorAll(sel));
+             const re = new RegExp(pat, 'i');
+             const hit = els.findIndex(e => re.test(__siteTest.describe(e)));
+             return hit >= 0 ? hit : (els.length === 1 && sel.includes('range') ? 0 : null);
+           }""", [EXPLORER_ROOTS, root_index, selector, pattern])
+
+
+def _check_explorers(page, report: PageReport, timeouts: dict) -> None:
+    n = page.evaluate("(sel) => __siteTest.outermost(Array.from(document.querySelectorAll(sel))).length",
+                      EXPLORER_ROOTS)
+    report.checked["explorers"] = n
+    for i in range(n):
+        label = f"attention explorer {i + 1}"
+        page.evaluate("""([sel, i]) => __siteTest.outermost(Array.from(document.querySelectorAll(sel)))[i]
+                                          .setAttribute('data-site-test', 'explorer-' + i)""", [EXPLORER_ROOTS, i])
+        root = page.locator(f'[data-site-test="explorer-{i}"]')
+        root.scroll_into_view_if_needed()
+        readout_js = ("""(i) => { const r = document.querySelector('[data-site-test="explorer-' + i + '"]');
+                         return r.innerText.split('\\n').filter(l => /sink/i.test(l)).join('\\n'); }""")
+        canvases_js = ("""(i) => Array.from(document.querySelectorAll('[data-site-test="explorer-' + i + '"] canvas'))
+                           .map(c => __siteTest.hash(c.toDataURL())).join(' ')""")
+        # the epsilon slider moves the Sink readout
+        eps = _pick(page, i, 'input[type="range"]', r"eps|\u03b5|epsilon|threshold")
+        readout = page.evaluate(readout_js, i)
+        if eps is None:
+            report.problems.append(f"{label}: no epsilon slider (input[type=range] labelled epsilon / \u03b5)")
+        elif not readout:
+            report.problems.append(f"{label}: no Sink readout (no text mentioning Sink)")
+        else:
+            slider = root.locator('input[type="range"]').nth(eps)
+            moved = False
+            for key in ("End", "Home"):
+                slider.focus()
+                slider.press(key)
+                if _wait(page, f"([i, before]) => ({readout_js})(i) !== before", [i, readout], timeouts["react"]):
+                    moved = True
+                    break
+            if not moved:
+                report.problems.append(f"{label}: moving the epsilon slider (to its ends) left the Sink readout at "
+                                       f"{readout!r}")
+        # the layer select redraws the map
+        layer = _pick(page, i, "select", r"layer")
+        n_canvas = root.locator("canvas").count()
+        if n_canvas == 0:
+            report.problems.append(f"{label}: no canvas")
+        if layer is None:
+            report.problems.append(f"{label}: no layer select")
+            continue
+        select = root.locator("select").nth(layer)
+        options = select.locator("option").count()
+        report.checked.setdefault("explorer_layers", []).append(options)
+        if options < 2 or n_canvas == 0:
+            continue  # a one-layer model has nothing to switch to
+        before = page.evaluate(canvases_js, i)
+        current = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=(current + 1) % options)
+        if not _wait(page, f"([i, before]) => ({canvases_js})(i) !== before", [i, before], timeouts["react"]):
+            report.problems.append(f"{label}: changing the layer select did not change any canvas")
+
+
+def _check_widgets(page, report: PageReport, timeouts: dict) -> None:
+    n = page.locator(WIDGET_VIEW).count()
+    report.checked["widget_views"] = n
+    if not n:
+        return
+    _wait(page, "() => __siteTest.widgetRoots().every(__siteTest.rendered)", None, timeouts["render"])
+    blank = page.evaluate("__siteTest.widgetRoots().map((a, i) => __siteTest.rendered(a) ? -1 : i).filter(i => i >= 0)")
+    if blank:
+        has_embed = page.evaluate("Array.from(document.scripts).some(s => /widgets\\/embed\\.js/.test(s.src))")
+        hint = ("" if has_embed else " (the page loads no widgets/embed.js: see sinkpaper.book.assets)")
+        report.problems.append(f"{len(blank)} of {n} widget view(s) did not render{hint}")
+        return
+    sliders = page.locator(".widget-slider")
+    count = min(sliders.count(), MAX_SLIDERS_PER_PAGE)
+    report.checked["widget_sliders"] = sliders.count()
+    for j in range(count):
+        slider = sliders.nth(j)
+        if not slider.is_visible():
+            continue
+        name = (slider.locator(".widget-label").first.inner_text() if slider.locator(".widget-label").count()
+                else f"#{j + 1}").strip() or f"#{j + 1}"
+        slider.scroll_into_view_if_needed()
+        slider.evaluate("(el, j) => el.setAttribute('data-site-test', 'slider-' + j)", j)
+        value_js = """(j) => { const s = document.querySelector('[data-site-test="slider-' + j + '"]');
+                        const r = s.querySelector('.widget-readout'); const h = s.querySelector('.noUi-handle, input');
+                        const v = h ? (h.getAttribute('aria-valuenow') || h.value || '') : '';
+                        return (r ? r.textContent : '') + '|' + v; }"""
+        shown_js = """(j) => __siteTest.signature(__siteTest.widgetRoots(),
+                        document.querySelector('[data-site-test="slider-' + j + '"]'))"""
+        handle = slider.locator(".noUi-handle, input[type='range']").first
+        if handle.count() == 0:
+            report.problems.append(f"widget slider {name!r}: no handle to move")
+            continue
+        value0, shown0 = page.evaluate(value_js, j), page.evaluate(shown_js, j)
+        changed_value = changed_view = False
+        for key in ("End", "Home"):
+            handle.focus()
+            handle.press(key)
+            if page.evaluate(value_js, j) == value0:
+                continue
+            changed_value = True
+            if _wait(page, f"([j, before]) => ({shown_js})(j) !== before", [j, shown0], timeouts["react"]):
+                changed_view = True
+                break
+        if not changed_value:
+            report.problems.append(f"widget slider {name!r}: does not move (End/Home on its handle)")
+        elif not changed_view:
+            report.problems.append(
+                f"widget slider {name!r}: moving it changed nothing else the widgets show (in a static page only "
+                f"browser-side links work, e.g. jslink to a Stack; Python callbacks such as interact do not run)")
+
+
+# -------------------------------------------------------------------------------------------- the book
+@pytest.mark.parametrize("docname", PAGES)
+def test_page_in_browser(docname, chromium, built_book, browser):
+    html = built_book.require_page(docname)  # skips in a SINKPAPER_TEST_NOTEBOOKS session; fails if not built
+    report = check_page(browser, html.as_uri(), docname)
+    assert not report.all_problems(), report.message()
+    assert report.requests, f"{docname}: the browser recorded no request at all (is request recording broken?)"
+
+
+def test_index_redirects_to_the_front_page_and_search_page_loads(chromium, built_book, browser):
+    """The book's entry points: index.html forwards to _toc.yml's root page; search.html loads cleanly."""
+    root = runner.toc_docnames(built_book.root / "_toc.yml")[0]
+    index = built_book.html_dir / "index.html"
+    assert index.is_file(), "index.html missing from the build"
+    target = re.search(r'http-equiv="refresh"\s+content="0;\s*url=([^"]+)"', index.read_text(), re.I)
+    assert target and target.group(1) == f"{root}.html", f"index.html does not forward to {root}.html"
+    search = built_book.html_dir / "search.html"
+    assert search.is_file(), "search.html missing from the build"
+    report = check_page(browser, search.as_uri(), "search.html")
+    assert not report.all_problems(), report.message()
+
+
+# ------------------------------------------------------------------------------------- the checks' check
+GOOD_EXPLORER = """
+<div class="sinkpaper-explorer">
+  <label>layer
+    <select><option value="0">0</option><option value="1">1</option><option value="2">2</option></select>
+  </label>
+  <label>&epsilon; <input type="range" min="0" max="1" step="0.01" value="0.3"></label>
+  <canvas width="32" height="32"></canvas>
+  <div class="readout"></div>
+  <script>(function () {
+    var root = document.currentScript.parentElement, sel = root.querySelector("select"),
+        eps = root.querySelector("input"), cv = root.querySelector("canvas"), out = root.querySelector(".readout");
+    var alpha = [0.1, 0.35, 0.6, 0.9];
+    function draw() {
+      var ctx = cv.getContext("2d");
+      ctx.fillStyle = "rgb(" + (90 * +sel.value) + ",100,200)"; ctx.fillRect(0, 0, 32, 32);
+      out.textContent = "Sink_1: " + (100 * alpha.filter(function (a) { return a > +eps.value; }).length / 4) + " %";
+    }
+    if (WIRED) { sel.addEventListener("change", draw); eps.addEventListener("input", draw); }
+    draw();
+  })();</script>
+</div>
+"""
+SYNTH_GOOD = textwrap.dedent(
+    '''\
+    # %% [markdown]
+    # # A good page
+
+    # %% tags=["parameters"]
+    profile = "cpu"
+
+    # %%
+    import altair as alt
+    import ipywidgets as w
+    from IPython.display import HTML, display
+    alt.Chart(alt.Data(values=[{"x": i, "y": i * i} for i in range(5)])).mark_line().encode(x="x:Q", y="y:Q")
+
+    # %%
+    labels = ["a", "b", "c"]
+    slider = w.SelectionSlider(options=list(zip(labels, range(3))), index=0, description="pick")
+    stack = w.Stack(children=[w.HTML(f"<p>child {x}</p>") for x in labels], selected_index=0)
+    w.jslink((slider, "index"), (stack, "selected_index"))
+    w.VBox([slider, stack])
+
+    # %%
+    display(HTML(EXPLORER))
+    ''').replace("EXPLORER", repr(GOOD_EXPLORER.replace("WIRED", "true")))
+SYNTH_BAD = textwrap.dedent(
+    '''\
+    # %% [markdown]
+    # # A broken page
+
+    # %% tags=["parameters"]
+    profile = "cpu"
+
+    # %%
+    import ipywidgets as w
+    from IPython.display import HTML, display
+    display(HTML('<img src="https://example.invalid/pixel.png">'
+                 '<script>console.error("deliberate console error")</script>'))
+    display(HTML('<div id="altair-viz-0123456789abcdef"></div>'))
+
+    # %%
+    w.VBox([w.IntSlider(description="dead", max=5), w.HTML("<p>never changes</p>")])
+
+    # %%
+    display(HTML(EXPLORER))
+    ''').replace("EXPLORER", repr(GOOD_EXPLORER.replace("WIRED", "false")))
+
+
+@pytest.fixture(scope="module")
+def synthetic_site(tmp_path_factory, browser):
+    """A two-page book (good, broken) executed by the runner and built by jupyter-book."""
+    jb = Path(sys.executable).parent / "jupyter-book"
+    assert jb.exists(), f"jupyter-book is not installed next to {sys.executable}"
+    root = tmp_path_factory.mktemp("synthetic_site")
+    shutil.copy(REPO / "_config.yml", root / "_config.yml")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/good\nchapters:\n  - file: book/bad\n")
+    (root / "book" / "_static").mkdir(parents=True)
+    for css in (REPO / "book" / "_static").glob("*.css"):
+        shutil.copy(css, root / "book" / "_static" / css.name)
+    nbdir = root / "notebooks"
+    nbdir.mkdir()
+    (nbdir / "good.py").write_text(SYNTH_GOOD)
+    (nbdir / "bad.py").write_text(SYNTH_BAD)
+    results = runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=root / "book", cwd=root, timeout=300, log=None)
+    assert all(r.ok for r in results), [r.error for r in results]
+    proc = subprocess.run([str(jb), "build", "--all", str(root)], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root / "_build" / "html"
+
+
+def test_checker_passes_a_good_page(synthetic_site, browser):
+    report = check_page(browser, (synthetic_site / "book" / "good.html").as_uri(), "book/good")
+    assert not report.all_problems(), report.message()
+    assert report.checked["charts"] == 1 and report.checked["explorers"] == 1, report.checked
+    assert report.checked["widget_views"] >= 1 and report.checked["widget_sliders"] == 1, report.checked
+
+
+def test_checker_flags_every_problem_of_a_broken_page(synthetic_site, browser):
+    report = check_page(browser, (synthetic_site / "book" / "bad.html").as_uri(), "book/bad",
+                        render_timeout_ms=5_000, react_timeout_ms=1_500)
+    text = report.message()
+    assert text.startswith("book/bad: "), text
+    expected = {
+        "external request": "request leaves the machine: https://example.invalid/pixel.png",
+        "console error": "console error: deliberate console error",
+        "blank chart": "altair chart #altair-viz-0123456789abcdef did not render (empty)",
+        "dead epsilon slider": "attention explorer 1: moving the epsilon slider",
+        "dead layer select": "attention explorer 1: changing the layer select did not change any canvas",
+        "dead widget slider": "widget slider 'dead': moving it changed nothing else",
+    }
+    missed = [kind for kind, needle in expected.items() if needle not in text]
+    assert not missed, f"not reported: {missed}\n{text}"
