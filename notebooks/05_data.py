@@ -203,7 +203,7 @@ sig = sections.sig
 def steps_range(point):
     steps = [x["step"] for q in mini.payloads if experiments.point_of(q) == point
              if (x := sections.emergence(q["curve"], LIVE_K[point]))]
-    return f"step {sections.span(steps, 0)}" if steps else "never"
+    return f"at step {sections.span(steps, 0)}" if steps else "in no seed"
 
 
 def top_any(point):
@@ -213,10 +213,10 @@ def top_any(point):
 moved = {p: sections.moves_to(mini.payloads, p, LIVE_K[p]) for p in ("recipe", "fixed_pos2", "fixed_pos3")}
 display(Markdown(
     f"Measured (mean over seeds; “first ≥ 50 %” is the range over seeds). Fixed BOS at 1 (the recipe): Sink_1 "
-    f"{sig(m['recipe', 1])} %, first ≥ 50 % at {steps_range('recipe')}. Fixed token at 2: Sink_2 "
-    f"{sig(m['fixed_pos2', 2])} %, Sink_1 {sig(m['fixed_pos2', 1])} %, first ≥ 50 % at {steps_range('fixed_pos2')}"
+    f"{sig(m['recipe', 1])} %, first ≥ 50 % {steps_range('recipe')}. Fixed token at 2: Sink_2 "
+    f"{sig(m['fixed_pos2', 2])} %, Sink_1 {sig(m['fixed_pos2', 1])} %, first ≥ 50 % {steps_range('fixed_pos2')}"
     + (" — the sink moved with the token." if moved["fixed_pos2"] else " — the sink did not move to position 2.")
-    + f" Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} %, first ≥ 50 % at {steps_range('fixed_pos3')}, and at "
+    + f" Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} %, first ≥ 50 % {steps_range('fixed_pos3')}, and at "
     f"most {sig(top_any('fixed_pos3'))} % at any position 1-10"
     + (" — the sink moved with the token." if moved["fixed_pos3"] else
        ": within the recipe's steps the miniature grew no sink at all, at position 3 or elsewhere.")

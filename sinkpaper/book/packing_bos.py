@@ -244,10 +244,10 @@ def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360
     order = list(dict.fromkeys(r["setting"] for r in rows))
     return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
             .mark_line(point=True)
-            .encode(x=alt.X("k:O", title="position k"),
+            .encode(x=alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0)),
                     y=alt.Y("v:Q", title="Sink_k %", scale=alt.Scale(domain=[0, 100])),
                     color=alt.Color("setting:N", sort=order, title=None),
-                    strokeDash=alt.StrokeDash("BOS:N", title="BOS", scale=alt.Scale(domain=["on", "off"],
+                    strokeDash=alt.StrokeDash("BOS:N", legend=None, scale=alt.Scale(domain=["on", "off"],
                                                                                     range=[[1, 0], [4, 3]])),
                     tooltip=["setting:N", "k:O", alt.Tooltip("v:Q", title="Sink_k %", format=".3g")]))
 
