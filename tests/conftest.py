@@ -65,7 +65,7 @@ SMOKE_PARAMS: dict[str, dict] = {
     "07_architecture": {"smoke_steps": 2, "smoke_points": "pos_rope,pos_alibi"},
     "08_biases": {"live_steps": 100, "smoke_steps": 2},
     "09_attention_ops": {"live_steps": 100, "smoke_steps": 2},
-    "10_packing_bos": {"n_samples": 4, "live_steps": 100, "smoke_steps": 2},
+    "10_packing_bos": {"n_samples": 4, "live_steps": 100, "smoke_steps": 2, "loss_samples": 2, "live_eval_samples": 20},
     "11_why_sink_matters": {"n_tokens": 256, "window": 32, "removal_tokens": 128},
 }
 BOOK_PROFILE = "cpu"
