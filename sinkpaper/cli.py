@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from . import metrics
 from .probes import INPUTS
@@ -73,14 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the config's sweep points (all when none are named) instead of the base config")
     t.add_argument("--store", default=None, help="results store to write (default results/store)")
     t.add_argument("--no-store", action="store_true", help="do not write to the results store")
-    w = sub.add_parser("sweep", help="run a config's sweep points x seeds into the results store (skips stored runs)")
-    w.add_argument("--config", required=True)
+    w = sub.add_parser("sweep", help="run families' sweep points x seeds into the results store (skips stored "
+                                     "runs and runs another live sweep has claimed; --status: done/running/left)")
+    w.add_argument("--config", required=True, nargs="+", help="one or more experiment families' YAML, in order")
     w.add_argument("--profile", default="cpu")
     w.add_argument("--points", nargs="*", help="sweep points (default: all)")
     w.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    w.add_argument("--out", required=True, help="run directories: OUT/<point>/seed-<N>")
+    w.add_argument("--out", help="run directories: OUT/<family>/<point>/seed-<N>-<hash> (required unless --status)")
     w.add_argument("--store", default=None, help="results store (default results/store)")
+    w.add_argument("--status", action="store_true", help="print done / running / left per family and exit")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -111,9 +114,18 @@ def run_train(a) -> int:
 
 def run_sweep_command(a) -> int:
     from . import train as T
-    from .train.sweep import format_summary, run_sweep, summarize
-    payloads = run_sweep(a.config, a.profile, a.out, a.store or T.DEFAULT_STORE, points=a.points, seeds=a.seeds,
-                         overrides=T.parse_sets(a.set))
+    from .train.sweep import format_status, format_summary, run_sweep, status, summarize
+    store = a.store or T.DEFAULT_STORE
+    if a.status:
+        print(format_status(status(a.config, a.profile, store, a.seeds)))
+        return 0
+    if not a.out:
+        raise ValueError("sweep needs --out DIR for the run directories (or --status)")
+
+    def log(msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    payloads = run_sweep(a.config, a.profile, a.out, store, points=a.points, seeds=a.seeds,
+                         overrides=T.parse_sets(a.set), progress=False, log=log)
     print(format_summary(summarize(payloads)))
     return 0
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..data.sources import SOURCES
 from ..models import ModelConfig
 
-PROFILES = ("cpu", "gpu", "paper")
+PROFILES = ("cpu", "text", "gpu", "paper")
 SCHEDULES = ("constant", "cosine")
 DTYPES = ("fp32", "bf16")
 
@@ -190,11 +190,20 @@ def build(raw: dict, profile: str = "cpu", overrides: dict | None = None, sweep_
     if unknown:
         raise ValueError(f"unknown config section(s) {', '.join(sorted(unknown))}; valid: name, model, "
                          f"{', '.join(SECTIONS)}, profiles, sweep")
-    raw = apply_overrides(raw, profiles.get(profile, {}) or {})
+    profile_values = dict(profiles.get(profile, {}) or {})
+    # A profile may map a point onto its own base (`profiles: {text: {sweep: {point: {...}}}}`): e.g. the text
+    # profile's base fixes the first token, so a point that removes or moves it says so there.
+    point_maps = profile_values.pop("sweep", {}) or {}
+    unknown_maps = sorted(set(point_maps) - set(sweep))
+    if unknown_maps:
+        raise ValueError(f"profiles.{profile}.sweep maps unknown point(s) {', '.join(unknown_maps)}; "
+                         f"valid: {', '.join(sweep) or '(none)'}")
+    raw = apply_overrides(raw, profile_values)
     if sweep_point is not None:
         if sweep_point not in sweep:
             raise ValueError(f"unknown sweep point {sweep_point!r}; valid: {', '.join(sweep) or '(none)'}")
         raw = apply_overrides(raw, sweep[sweep_point] or {})
+        raw = apply_overrides(raw, point_maps.get(sweep_point) or {})
         raw["name"] = f"{raw.get('name', 'run')}/{sweep_point}"
     raw = apply_overrides(raw, overrides or {})
     sections = {}

@@ -1,13 +1,116 @@
-"""Run a config's sweep (points x seeds) into the results store, skipping every run the store already holds,
-and summarize each point over its seeds (mean, min, max: the spread the book shows)."""
+"""Run sweeps (families x points x seeds) into the results store, safely for hours and across sessions, and
+summarize each point over its seeds (mean, min, max: the spread the book shows).
+
+Safety:
+- a run already in the store is skipped; a killed run resumes from its last checkpoint (its run directory is
+  named by the config hash, so a changed config never resumes an old one);
+- before training, a worker *claims* the run: `<store>/.claims/<hash>.json`, created with O_EXCL, holding the
+  host and pid. Any number of sweep processes can share one store: a run claimed by a live process is left to
+  it, a claim whose process is gone (killed sweep) is taken over, and the store file itself is only written
+  atomically by the process that holds the claim. So two workers never train the same run, and a killed
+  sweep loses at most the steps since the run's last checkpoint.
+"""
 from __future__ import annotations
 
+import json
+import os
+import socket
 import statistics
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .config import load, sweep_points
 from .store import read_result
-from .trainer import latest_checkpoint, train
+from ..files import atomic_write_text
+from .trainer import TrainingDiverged, latest_checkpoint, train
+
+CLAIMS = ".claims"
+DIVERGED = "diverged"   # runs whose loss became non-finite: a result (the paper's "-"), kept and not retried
+
+
+# ------------------------------------------------------------------------------------------------ claims
+def _claim_path(store: str | Path, config_hash: str) -> Path:
+    return Path(store) / CLAIMS / f"{config_hash}.json"
+
+
+def _alive(claim: dict) -> bool:
+    """Is the process that wrote this claim still running? (A claim from another host counts as alive.)"""
+    if claim.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(claim["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, KeyError, ValueError, TypeError):
+        return True
+    return True
+
+
+def read_claim(store: str | Path, config_hash: str) -> dict | None:
+    path = _claim_path(store, config_hash)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError):
+        return {"host": "?", "pid": -1}   # being written right now: treat as held
+
+
+def claim(store: str | Path, config_hash: str, name: str, seed: int) -> bool:
+    """Take the run for this process; False when a live process holds it."""
+    path = _claim_path(store, config_hash)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "name": name, "seed": seed,
+                       "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())})
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            held = read_claim(store, config_hash)
+            if held is None:
+                continue                      # released between our two calls: try again
+            if _alive(held):
+                return False
+            # a dead process's claim: move it aside (only one taker's rename succeeds), then retry
+            try:
+                os.replace(path, path.with_suffix(f".stale-{os.getpid()}"))
+                os.unlink(path.with_suffix(f".stale-{os.getpid()}"))
+            except FileNotFoundError:
+                pass
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(body)
+        return True
+    return False
+
+
+def diverged_path(store: str | Path, config_hash: str) -> Path:
+    return Path(store) / DIVERGED / f"{config_hash}.json"
+
+
+def read_diverged(store: str | Path, cfg) -> dict | None:
+    path = diverged_path(store, cfg.hash())
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def release(store: str | Path, config_hash: str) -> None:
+    held = read_claim(store, config_hash)
+    if held is not None and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
+        _claim_path(store, config_hash).unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------------------------------------ plans
+@dataclass
+class PlannedRun:
+    family: str
+    point: str | None
+    seed: int
+    cfg: object
+
+    @property
+    def label(self) -> str:
+        return f"{self.cfg.name} seed {self.seed}"
 
 
 def sweep_configs(config: str | Path, profile: str, points: list[str] | None, seeds: list[int],
@@ -21,30 +124,116 @@ def sweep_configs(config: str | Path, profile: str, points: list[str] | None, se
     return [(p, s, load(config, profile, {**(overrides or {}), "run.seed": s}, p)) for p in points for s in seeds]
 
 
-def run_sweep(config: str | Path, profile: str, out: str | Path, store: str | Path, *, points=None, seeds=(0,),
-              overrides=None, progress: bool = True) -> list[dict]:
-    """Train every (point, seed) the store does not hold yet; returns the stored payloads, in order."""
-    runs = sweep_configs(config, profile, points, list(seeds), overrides)
+def plan(configs: list[str | Path], profile: str, points: list[str] | None, seeds: list[int],
+         overrides: dict | None = None) -> list[PlannedRun]:
+    """Every run of every family, in order (families first, then points, then seeds), validated up front.
+    `points` names points across families; each must exist in at least one of them."""
+    runs = []
+    for config in configs:
+        available = sweep_points(config)
+        mine = [p for p in points if p in available] if points else None
+        if points and not mine:
+            continue
+        runs += [PlannedRun(Path(config).stem, p, s, cfg) for p, s, cfg in
+                 sweep_configs(config, profile, mine, seeds, overrides)]
+    if points:
+        known = {r.point for r in runs}
+        unknown = [p for p in points if p not in known]
+        if unknown:
+            valid = sorted({p for c in configs for p in sweep_points(c)})
+            raise ValueError(f"unknown sweep point(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+    return runs
+
+
+def run_dir(out: str | Path, run: PlannedRun) -> Path:
+    """OUT/<family>/<point>/seed-N-<hash>: a changed config never resumes an old run's checkpoints."""
+    return Path(out) / run.family / (run.point or "base") / f"seed-{run.seed}-{run.cfg.hash()}"
+
+
+def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, points=None, seeds=(0,),
+              overrides=None, progress: bool = True, log=None) -> list[dict]:
+    """Train every run the store does not hold and no live process has claimed; returns the stored payloads
+    of the runs that are done (runs left to another worker are not waited for). `config` is one path or a
+    list of family paths."""
+    configs = [config] if isinstance(config, (str, Path)) else list(config)
+    runs = plan(configs, profile, points, list(seeds), overrides)
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=len(runs), desc=f"sweep {Path(config).stem}", unit="run")
+        bar = tqdm(total=len(runs), desc=f"sweep {profile}", unit="run")
     payloads = []
-    for point, seed, cfg in runs:
-        stored = read_result(store, cfg)
-        if stored is None:
-            run_dir = Path(out) / (point or "base") / f"seed-{seed}"
-            train(cfg, run_dir, resume=latest_checkpoint(run_dir) is not None, store=store, progress=False)
-            stored = read_result(store, cfg)
-        payloads.append(stored)
+    for run in runs:
+        stored = read_result(store, run.cfg)
+        if stored is None and read_diverged(store, run.cfg) is not None:
+            if bar is not None:
+                bar.update(1)
+            continue
+        if stored is None and claim(store, run.cfg.hash(), run.cfg.name, run.seed):
+            try:
+                stored = read_result(store, run.cfg)   # another worker may have finished it meanwhile
+                if stored is None:
+                    d = run_dir(out, run)
+                    if log:
+                        log(f"training {run.label} -> {d}")
+                    try:
+                        train(run.cfg, d, resume=latest_checkpoint(d) is not None, store=store, progress=False)
+                    except TrainingDiverged as e:
+                        from .. import provenance
+                        atomic_write_text(diverged_path(store, run.cfg.hash()), json.dumps(
+                            {"hash": run.cfg.hash(), "name": run.cfg.name, "profile": run.cfg.profile,
+                             "config": run.cfg.to_dict(), "error": str(e),
+                             "provenance": provenance.stamp(None, source_of_numbers="computed now")}, indent=1))
+                        if log:
+                            log(f"diverged {run.label}: {e}")
+                    stored = read_result(store, run.cfg)
+                    if log and stored:
+                        r = stored["result"]
+                        log(f"stored {run.label}: Sink_1 {r['sink_k']['1']:.1f}%, val loss {r['val_loss']:.3f}, "
+                            f"{r['provenance'].get('wall_seconds', 0):.0f} s")
+            finally:
+                release(store, run.cfg.hash())
+        elif stored is None and log:
+            log(f"skipping {run.label}: claimed by another worker")
+        if stored is not None:
+            payloads.append(stored)
         if bar is not None:
-            bar.set_postfix(point=point, seed=seed, sink1=f"{stored['result']['sink_k']['1']:.1f}%")
+            bar.set_postfix(point=run.point, seed=run.seed)
             bar.update(1)
     if bar is not None:
         bar.close()
     return payloads
 
 
+def status(configs: list[str | Path], profile: str, store: str | Path, seeds=(0, 1, 2)) -> list[dict]:
+    """Per family: how many runs are done (in the store), running (claimed by a live process) and left."""
+    rows = []
+    for config in configs:
+        runs = plan([config], profile, None, list(seeds))
+        done = running = diverged = 0
+        for run in runs:
+            if read_result(store, run.cfg) is not None:
+                done += 1
+            elif read_diverged(store, run.cfg) is not None:
+                diverged += 1
+            else:
+                held = read_claim(store, run.cfg.hash())
+                running += held is not None and _alive(held)
+        rows.append({"family": Path(config).stem, "profile": profile, "runs": len(runs), "done": done,
+                     "running": running, "diverged": diverged,
+                     "left": len(runs) - done - running - diverged})
+    return rows
+
+
+def format_status(rows: list[dict]) -> str:
+    keys = ("runs", "done", "running", "diverged", "left")
+    lines = [f"{'family':<16}{'profile':<9}" + "".join(f"{k:>10}" for k in keys)]
+    for r in rows:
+        lines.append(f"{r['family']:<16}{r['profile']:<9}" + "".join(f"{r[k]:>10}" for k in keys))
+    lines.append(f"{'all':<16}{'':<9}" + "".join(f"{sum(r[k] for r in rows):>10}" for k in keys))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------ summaries
 def summarize(payloads: list[dict], k: int = 1) -> list[dict]:
     """One row per sweep point: Sink_k over seeds (mean, min, max), alpha_1 and final loss means, tokens."""
     groups: dict[str, list[dict]] = {}
@@ -59,6 +248,7 @@ def summarize(payloads: list[dict], k: int = 1) -> list[dict]:
                      "sink_star_mean": None if ps[0]["result"].get("sink_star") is None
                      else statistics.fmean(p["result"]["sink_star"] for p in ps),
                      "final_loss_mean": statistics.fmean(p["result"]["final_loss"] for p in ps),
+                     "val_loss_mean": statistics.fmean(p["result"]["val_loss"] for p in ps),
                      "tokens_seen": ps[0]["result"]["tokens_seen"],
                      "wall_seconds_mean": statistics.fmean(p["result"]["provenance"]["wall_seconds"] for p in ps),
                      "hardware": ps[0]["result"]["provenance"]["hardware"],
@@ -67,9 +257,9 @@ def summarize(payloads: list[dict], k: int = 1) -> list[dict]:
 
 
 def format_summary(rows: list[dict], k: int = 1) -> str:
-    lines = [f"{'point':<24}{'seeds':<12}{f'Sink_{k} % mean [min, max]':<30}{'alpha_1':>8}{'loss':>8}{'s/run':>8}"]
+    lines = [f"{'point':<24}{'seeds':<12}{f'Sink_{k} % mean [min, max]':<30}{'alpha_1':>8}{'val':>8}{'s/run':>8}"]
     for r in rows:
         spread = f"{r[f'sink_{k}_mean']:6.1f} [{r[f'sink_{k}_min']:.1f}, {r[f'sink_{k}_max']:.1f}]"
         lines.append(f"{r['point']:<24}{','.join(map(str, r['seeds'])):<12}{spread:<30}{r['alpha_1_mean']:8.3f}"
-                     f"{r['final_loss_mean']:8.3f}{r['wall_seconds_mean']:8.0f}")
+                     f"{r['val_loss_mean']:8.3f}{r['wall_seconds_mean']:8.0f}")
     return "\n".join(lines)
