@@ -157,6 +157,8 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
     list of family paths."""
     configs = [config] if isinstance(config, (str, Path)) else list(config)
     runs = plan(configs, profile, points, list(seeds), overrides)
+    from .. import provenance
+    provenance.code_version()   # fixed now, at launch: a long sweep runs the code it started with
     bar = None
     if progress:
         from tqdm.auto import tqdm

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The Sections 4-7 sweeps at the text profile (real text on the CPU), in the book's order of importance.
+# Start it in the background; it runs for hours and survives nothing but itself:
+#   nohup bash scripts/sweep_text.sh > runs/text/sweep.log 2>&1 &
+# WORKERS (default 2) processes share one results store: each run is claimed before it trains, so no run is
+# trained twice, a killed worker's run is taken over (from its last checkpoint) by the next sweep, and stored
+# runs are skipped. `python -m sinkpaper sweep --status --profile text --config configs/*.yaml` shows where
+# it stands. One thread per run (the text profile's run.threads), so WORKERS runs use WORKERS cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+WORKERS=${WORKERS:-2}
+SEEDS=${SEEDS:-"0 1 2"}
+mkdir -p runs/text
+# The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
+FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/biases.yaml configs/attention.yaml
+          configs/packing.yaml configs/architecture.yaml"
+FIRST="default lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3 no_fixed_token
+       random_first kv_bias k_bias sink_token v_bias sigmoid sigmoid_norm elu kernel_elu causal bos"
+for i in $(seq 1 "$WORKERS"); do
+  # shellcheck disable=SC2086  # word splitting of the lists is intended
+  (
+    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points $FIRST --seeds $SEEDS --out runs/text || true
+    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out runs/text
+  ) > "runs/text/worker-$i.log" 2>&1 &
+  sleep 20   # let the first worker claim its run before the next one looks
+done
+wait
