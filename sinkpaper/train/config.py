@@ -80,8 +80,8 @@ class EvalConfig:
 class RunConfig:
     seed: int = 0
     device: str = "auto"              # auto | cpu | cuda
-    dtype: str = "fp32"               # fp32 | bf16 (autocast on GPU)
-    compile: bool = False             # torch.compile the model (GPU)
+    dtype: str = "fp32"               # fp32 | bf16 (autocast, fp32 weights; CPU or GPU, see train.accel)
+    compile: bool = False             # torch.compile the model (inductor on CPU or GPU)
     threads: int | None = None        # torch CPU threads
     checkpoint_every: int = 500
     log_every: int = 10

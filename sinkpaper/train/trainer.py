@@ -24,6 +24,7 @@ from ..data.packing import Packing, document_ids
 from ..data.sources import TokenData, load_source
 from ..files import atomic_write_text
 from ..models import SinkModel
+from . import accel
 from .config import TrainConfig
 from .store import write_result
 
@@ -129,10 +130,14 @@ def _device(cfg: TrainConfig) -> torch.device:
 
 
 @torch.no_grad()
-def evaluate(model, cfg: TrainConfig, data: TokenData, device) -> dict:
+def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None = None) -> dict:
     """Validation loss at the training context, and Sink_k^eps on n_samples held-out sequences of eval.seq_len
-    tokens packed like the training data (no BOS unless the run uses a fixed BOS)."""
+    tokens packed like the training data (no BOS unless the run uses a fixed BOS).
+
+    The validation loss is computed in the run's dtype (`dtype`, default cfg.run.dtype where supported), like
+    the training loss; the sink metric always in fp32 on the unwrapped (uncompiled) model, whose hooks it reads."""
     net = _unwrap(model)
+    dtype = accel.resolve_dtype(cfg.run.dtype, device) if dtype is None else dtype
     was_training = net.training
     net.eval()
     e = cfg.eval
@@ -140,8 +145,9 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device) -> dict:
     val = packing_for(cfg, data).eval_batch(data.val, e.n_samples)
     for i in range(0, e.n_samples, 16):
         b = {k: v[i:i + 16].to(device) for k, v in val.items()}
-        losses.append(float(net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss)
-                      * len(b["input_ids"]))
+        with accel.autocast(device, dtype):
+            loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
+        losses.append(float(loss) * len(b["input_ids"]))
     probe = packing_for(cfg, data, context=e.seq_len).eval_batch(data.val, e.n_samples)
     use_kernel = device.type == "cuda" and net._kernel_supported()  # no T x T maps on the GPU
 
@@ -211,8 +217,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
         if device.type == "cuda":
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
             torch.cuda.set_device(device)
-    if cfg.run.threads:
-        torch.set_num_threads(cfg.run.threads)
+    accel.set_threads(cfg.run.threads)
+    dtype = accel.resolve_dtype(cfg.run.dtype, device)   # bf16 where supported, else fp32 and one line why
     if rank == 0:
         atomic_write_text(config_path, json.dumps({"hash": cfg.hash(), **cfg.to_dict()}, indent=1))
 
@@ -237,13 +243,11 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
         if st.get("rng_cuda") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(st["rng_cuda"])
         _truncate_log(out / "log.jsonl", step)
-    net = model
-    if cfg.run.compile and device.type == "cuda":
-        net = torch.compile(net)
+    net = accel.maybe_compile(model, device, cfg.run.compile)   # checkpoints and evaluation use `model`
+    compiled = net is not model
     if world > 1:
         net = torch.nn.parallel.DistributedDataParallel(net)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.run.dtype == "bf16" and device.type == "cuda"
-                else torch.autocast("cpu", enabled=False))
+    autocast = accel.autocast(device, dtype)    # fp32 master weights; the loss is computed in fp32
     micro = o.batch_size // o.grad_accum
     if micro % world:
         raise ValueError(f"micro-batch {micro} (batch_size / grad_accum) must be divisible by {world} processes")
@@ -286,7 +290,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
             record = {"step": step, "tokens": tokens, "loss": loss_sum, "lr": scheduler.get_last_lr()[0],
                       "tokens_per_s": o.batch_size * cfg.data.context / dt, "wall_seconds": time.perf_counter() - t_start}
         if step % cfg.eval.every == 0 or step == o.steps:
-            last_eval = evaluate(net, cfg, data, device)
+            last_eval = evaluate(model, cfg, data, device, dtype)
             record = {**(record or {"step": step, "tokens": tokens, "loss": loss_sum}), **last_eval}
         if record is not None:
             with open(log_path, "a") as f:
@@ -305,7 +309,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     if rank != 0:
         return {}
     if last_eval is None:  # resumed at the very end: evaluate the final weights
-        last_eval = evaluate(net, cfg, data, device)
+        last_eval = evaluate(model, cfg, data, device, dtype)
     wall = time.perf_counter() - t_start
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
               "final_loss": _last_loss(log_path), **last_eval,
@@ -313,7 +317,9 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
               "n_parameters_non_embedding": _unwrap(model).num_parameters(),
               "data": data.provenance,
               "provenance": provenance.stamp(device, wall_seconds=round(wall, 1), tokens_seen=tokens,
-                                             source_of_numbers="computed now", profile=cfg.profile)}
+                                             source_of_numbers="computed now", profile=cfg.profile,
+                                             dtype=dtype, compiled=compiled,
+                                             threads=torch.get_num_threads())}
     atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
     if store is not None:
         write_result(store, cfg, result, curve=read_log(log_path))
