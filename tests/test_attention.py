@@ -195,4 +195,10 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="either sink_logit or k_bias"):
         attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H),
                             k_bias=torch.zeros(H, D))
+    with pytest.raises(ValueError, match=r"v_bias must be \[heads, 8\]"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], v_bias=torch.zeros(H + 1, D))
+    with pytest.raises(ValueError, match=r"k_bias must be \[heads, 8\]"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], k_bias=torch.zeros(H, D + 1))
+    with pytest.raises(ValueError, match=r"sink_logit must be \[heads\]"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H, 1))
     assert set(OPERATIONS) == {"softmax", "softmax_p", "sigmoid", "elu", "kernel", "softpick"}

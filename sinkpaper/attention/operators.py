@@ -100,6 +100,12 @@ def attention_reference(
         raise ValueError("pass either sink_logit or k_bias, not both")
     _check(q, k, v, visible)
     B, H, T, D = q.shape
+    for name, x, width in (("k_bias", k_bias, D), ("v_bias", v_bias, v.shape[-1])):
+        if x is not None and not (x.shape in ((H, width), (1, width)) or (x.dim() == 1 and x.shape[0] == width)):
+            raise ValueError(f"{name} must be [heads, {width}] = [{H}, {width}] or [1, {width}] (shared by all "
+                             f"heads), got {tuple(x.shape)}")
+    if sink_logit is not None and sink_logit.shape != (H,):
+        raise ValueError(f"sink_logit must be [heads] = [{H}], got {tuple(sink_logit.shape)}")
     if scale is None:
         scale = 1.0 / math.sqrt(D)
     scores = scale * (q @ k.transpose(-1, -2))  # kernel: phi(q) phi(k)^T / sqrt(d_h), as in the paper
