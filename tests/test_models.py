@@ -278,3 +278,20 @@ def test_absolute_positions_can_single_out_token_1():
     a function of t - j alone (token 1 has its own embedding), so nothing forbids a sink there."""
     r = propositions.distance_only("learnable", seq_len=64)
     assert r["max_diagonal_spread"] > 1e-3
+
+
+def test_raw_weights_read_the_real_keys_whatever_the_bias():
+    """The trainer's raw-weight summary (sigmoid / elu runs) drops an extra key column when there is one and
+    nothing for the paper's V bias: a one-layer model with v* has exactly the weights of the model without it."""
+    from sinkpaper.train.trainer import raw_weights
+    one = dict(TINY, n_layers=1, attention="sigmoid")
+    torch.manual_seed(0)
+    plain = SinkModel(ModelConfig(**one))
+    with_v = SinkModel(ModelConfig(**one, sink="v_bias"))
+    with_v.load_state_dict(plain.state_dict() | {"blocks.0.attn.v_bias": torch.randn(4, 8)})
+    a, b = raw_weights(plain, ids()), raw_weights(with_v, ids())
+    assert a == pytest.approx(b)
+    kv = SinkModel(ModelConfig(**one, sink="kv_bias"))
+    kv.load_state_dict(with_v.state_dict() | {"blocks.0.attn.k_bias": torch.randn(4, 8)})
+    # sigmoid is not normalized: the real keys' weights do not depend on the extra column, which is dropped
+    assert raw_weights(kv, ids()) == pytest.approx(a, abs=1e-6)
