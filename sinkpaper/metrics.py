@@ -8,7 +8,8 @@ Positions are 1-based in the paper and 0-based in tensors: the paper's token k i
 - Sink_k^epsilon: percentage of heads with alpha_k > epsilon (strict), thresholded per sample, then
   averaged over samples, layers and heads. epsilon = 0.3, T = 64 in the paper.
 - Operators without normalization are scored on the proxy |sim| / sum|sim| (marked Sink* in the paper);
-  a learnable sink token / KV bias at an extra position 0 gets Sink* on that position.
+  a learnable sink token / KV or K bias at an extra position 0 gets Sink* on that position. The paper's
+  V bias alone (v* added after the attention) is no position: it has no Sink*.
 - Massive activations: L2 norm of each token's hidden state per layer; token 1 against the others.
 - QK angle: q_t . k_j = |q_t| |k_j| cos(q_t, k_j).
 """

@@ -8,7 +8,7 @@ Conventions (1-based positions in the paper, 0-based indices here):
   operators, or the paper's proxy |sim| / row-sum |sim| for operators without normalization (`proxy=True`,
   reported as Sink*). Entries of keys a query cannot see are 0.
 - `sink_attention[l]` is [B, H, T]: the attention each query puts on a learnable sink token / KV bias that
-  sits at an extra position 0 (None when the model has none). With it, a row of `attentions` plus the
+  sits at an extra position 0 (None when the model has none; the paper's V bias alone is no position). With it, a row of `attentions` plus the
   sink entry sums to 1 for normalized operators.
 - `visible` is [B or 1, T, T] bool: query t can see key j. It gives the metric's divisor (the number of
   queries that see key j), so prefix-LM, sliding-window and intra-document masks are honoured. Per-layer

@@ -73,7 +73,7 @@ def test_kv_bias_equals_an_extra_key_value():
     torch.testing.assert_close(res.sink_map + res.attn_map.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
 
 
-def test_sink_logit_and_v_bias_only():
+def test_sink_logit_with_and_without_a_value():
     q, k, v = qkv()
     logit = torch.tensor([0.0, 2.0, -1.0], dtype=torch.float64)
     res = attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=logit, return_map=True)
@@ -82,11 +82,34 @@ def test_sink_logit_and_v_bias_only():
     full = torch.softmax(torch.cat([logit.view(1, H, 1, 1).expand(B, H, T, 1), s], -1), -1)
     torch.testing.assert_close(res.out, full[..., 1:] @ v)  # zero value for the sink
     torch.testing.assert_close(res.sink_map, full[..., 0])
-    # V bias only: the extra key is zero, so its logit is 0 and its value is v*
+    # sink_logit = 0 with a value v*: an extra key with logit 0 carrying v* (our zero_key_v_bias, not the paper's)
     vb = torch.randn(H, D, dtype=torch.float64)
-    res = attention_reference(q, k, v, visible=causal_mask(T)[None], v_bias=vb, return_map=True)
+    res = attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H, dtype=torch.float64),
+                              v_bias=vb, return_map=True)
     full = torch.softmax(torch.cat([torch.zeros(B, H, T, 1, dtype=torch.float64), s], -1), -1)
     torch.testing.assert_close(res.out, full[..., 1:] @ v + full[..., :1] * vb[None, :, None])
+    assert res.sink_map.min() > 0.01  # the zero-logit column takes a share of every row
+
+
+@pytest.mark.parametrize("op,normalize", [("softmax", False), ("sigmoid", False), ("elu", False), ("elu", True),
+                                          ("kernel", False), ("softpick", False)])
+def test_v_bias_alone_is_added_after_the_attention(op, normalize):
+    """The paper's V bias (its control group, Table 5): Softmax(Q K^T / sqrt(d_h) + M) V + v*. No extra key:
+    the map is that of plain attention (T columns, rows summing to 1 for softmax) and the output moves with v*."""
+    q, k, v = qkv()
+    vis = causal_mask(T)[None]
+    vb = torch.randn(H, D, dtype=torch.float64)
+    plain = attention_reference(q, k, v, visible=vis, op=op, normalize=normalize, return_map=True)
+    res = attention_reference(q, k, v, visible=vis, op=op, normalize=normalize, v_bias=vb, return_map=True)
+    assert res.sink_map is None and res.attn_map.shape == (B, H, T, T) and res.weights.shape == (B, H, T, T)
+    torch.testing.assert_close(res.attn_map, plain.attn_map)
+    torch.testing.assert_close(res.out, plain.out + vb[None, :, None, :])
+    if op == "softmax":  # the fp64 formula, written out
+        s = ((q @ k.transpose(-1, -2)) / math.sqrt(D)).masked_fill(~causal_mask(T), float("-inf"))
+        torch.testing.assert_close(res.out, torch.softmax(s, -1) @ v + vb[None, :, None, :])
+        torch.testing.assert_close(res.attn_map.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+    shared = attention_reference(q, k, v, visible=vis, op=op, normalize=normalize, v_bias=vb[:1])
+    torch.testing.assert_close(shared.out, plain.out + vb[None, :1, None, :])  # one v* for every head
 
 
 def test_softmax_sum_and_p_norm():
@@ -134,16 +157,31 @@ def test_softpick_matches_naive_formula():
 
 
 @pytest.mark.parametrize("z", ["one", "rowsum", "maxabs"])
-def test_kernel_normalizers(z):
+@pytest.mark.parametrize("phi", ["identity", "elu"])
+def test_kernel_normalizers(z, phi):
+    """The paper's kernel form: sim = phi(q) phi(k)^T / sqrt(d_h), divided by Z in {1, row sum, max(|row sum|, 1)}."""
     q, k, v = qkv()
-    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    fq, fk = (F.elu(q) + 1, F.elu(k) + 1) if phi == "elu" else (q, k)
     m = causal_mask(T)
-    sim = (fq @ fk.transpose(-1, -2)) * m
+    sim = (fq @ fk.transpose(-1, -2)) / math.sqrt(D) * m
     denom = {"one": torch.ones_like(sim[..., :1]), "rowsum": sim.sum(-1, keepdim=True),
              "maxabs": sim.sum(-1, keepdim=True).abs().clamp_min(1.0)}[z]
     res = attention_reference(fq, fk, v, visible=m[None], op="kernel", kernel_z=z, return_map=True)
+    torch.testing.assert_close(res.weights, sim / denom)
     torch.testing.assert_close(res.out, (sim / denom) @ v)
     torch.testing.assert_close(res.attn_map.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+    if z == "one":  # without a normalizer the temperature shows: the unscaled product is sqrt(d_h) times larger
+        torch.testing.assert_close(res.weights * math.sqrt(D), (fq @ fk.transpose(-1, -2)) * m)
+
+
+def test_kernel_k_bias_is_scaled_like_the_keys():
+    """A K bias under kernel attention is one more key phi(k*): its similarity carries the same 1/sqrt(d_h)."""
+    q, k, v = qkv()
+    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    kb = F.elu(torch.randn(H, D, dtype=torch.float64)) + 1
+    res = attention_reference(fq, fk, v, visible=causal_mask(T)[None], op="kernel", kernel_z="one", k_bias=kb,
+                              return_map=True)
+    torch.testing.assert_close(res.scores[..., 0], (fq * kb[None, :, None]).sum(-1) / math.sqrt(D))
 
 
 def test_errors_name_the_argument():
@@ -157,4 +195,10 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="either sink_logit or k_bias"):
         attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H),
                             k_bias=torch.zeros(H, D))
+    with pytest.raises(ValueError, match=r"v_bias must be \[heads, 8\]"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], v_bias=torch.zeros(H + 1, D))
+    with pytest.raises(ValueError, match=r"k_bias must be \[heads, 8\]"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], k_bias=torch.zeros(H, D + 1))
+    with pytest.raises(ValueError, match=r"sink_logit must be \[heads\]"):
+        attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H, 1))
     assert set(OPERATIONS) == {"softmax", "softmax_p", "sigmoid", "elu", "kernel", "softpick"}

@@ -60,10 +60,9 @@ def test_matches_fp64_reference(op, mask, sink):
     for name, g, rg in zip(["q", "k", "v", *extra], grads, ref_grads):
         assert _rel(g, rg) < 1e-5 or float(rg.abs().max()) < 1e-12, name
 
-    # column statistics: a V-bias-only sink is a zero key, i.e. a sink logit of 0
+    # column statistics: values never enter the map, so v_bias is not an argument (alone it is the paper's
+    # V bias, added after the attention: no column at all)
     col_extra = {n: x.detach() for n, x in extra.items() if n != "v_bias"}
-    if sink == "v_bias":
-        col_extra = {"sink_logit": torch.zeros(H, device=DEVICE)}
     cs = K.column_stats(q.detach(), k.detach(), op=op, **masks, **col_extra)
     ref_cs = K.reference_column_stats(q.detach().double(), k.detach().double(), op=op, **masks,
                                       **{n: x.double() for n, x in col_extra.items()})
@@ -73,6 +72,36 @@ def test_matches_fp64_reference(op, mask, sink):
     if cs.sink is not None:
         assert cs.sink.shape == (B, H)
         assert torch.allclose(cs.sink.double(), ref_cs.sink.double(), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("mask", ["causal", "document"])
+@pytest.mark.parametrize("op", K.OPS)
+def test_v_bias_alone_is_added_after_the_attention(op, mask, shared):
+    """The paper's V bias: out = A V + v* with A the plain attention (no extra key). Forward against the fp64
+    formula (attention without bias, plus v*); dv* = the sum of dO over batch and tokens; dq, dk, dv are
+    those of the attention without bias; the column statistics have no sink column."""
+    (q, k, v), _ = _inputs(hash((op, mask, shared, "v*")) % 1000)
+    vb = torch.randn(1 if shared else H, D, generator=torch.Generator().manual_seed(5)).to(DEVICE)
+    masks = _masks(mask)
+    leaves = [x.requires_grad_() for x in (q, k, v, vb)]
+    out = K.attention(q, k, v, op=op, v_bias=vb, **masks)
+    grad_out = torch.randn_like(out)
+    dq, dk, dv, dvb = torch.autograd.grad(out, leaves, grad_out)
+
+    rq, rk, rv = (x.detach().double().requires_grad_() for x in (q, k, v))
+    plain = K.reference_attention(rq, rk, rv, op=op, **masks)   # no bias at all
+    want = plain + vb.detach().double()[None, :, None, :]        # Softmax(QK^T/sqrt(d) + M) V + v*
+    assert _rel(out, want) < 1e-5
+    assert not torch.allclose(out.double(), plain, atol=1e-3)    # v* does move the output
+    rdq, rdk, rdv = torch.autograd.grad(plain, [rq, rk, rv], grad_out.double())
+    for name, g, rg in (("q", dq, rdq), ("k", dk, rdk), ("v", dv, rdv)):
+        assert _rel(g, rg) < 1e-5, name
+    want_dvb = grad_out.double().sum(dim=(0, 2))                 # [H, D]: every row of every sample adds dO
+    want_dvb = want_dvb.sum(0, keepdim=True) if shared else want_dvb
+    assert dvb.shape == vb.shape and _rel(dvb, want_dvb) < 1e-5
+    cs = K.column_stats(q.detach(), k.detach(), op=op, **masks)
+    assert cs.sink is None and cs.alpha.shape == (B, H, T)
 
 
 @pytest.mark.parametrize("op", ["softmax", "sigmoid", "softpick"])
@@ -221,7 +250,7 @@ MODEL_VARIANTS = {
     "softmax": {}, "sigmoid": {"attention": "sigmoid"}, "sigmoid_bias": {"attention": "sigmoid", "sigmoid_bias": -1.0},
     "elu": {"attention": "elu"}, "softpick": {"attention": "softpick"},
     "kv_bias": {"sink": "kv_bias"}, "k_bias_shared": {"sink": "k_bias", "bias_shared": True},
-    "v_bias": {"sink": "v_bias"}, "fixed_v": {"sink": "k_bias_fixed_v"}, "k_bias_dims=2": {"sink": "k_bias", "k_bias_dims": 2},
+    "v_bias": {"sink": "v_bias"}, "zero_key_v_bias": {"sink": "zero_key_v_bias"}, "fixed_v": {"sink": "k_bias_fixed_v"}, "k_bias_dims=2": {"sink": "k_bias", "k_bias_dims": 2},
     "window": {"mask": "window", "window": 3}, "prefix": {"mask": "prefix", "prefix_len": 4},
     "document": {"mask": "document"}, "nope": {"pos_encoding": "nope"}, "learnable": {"pos_encoding": "learnable"},
 }
@@ -265,7 +294,7 @@ def test_model_trains_with_the_triton_backend():
     assert losses[-1] < 0.5 * losses[0], losses
 
 
-@pytest.mark.parametrize("variant", ["softmax", "sigmoid", "softpick", "kv_bias", "v_bias", "k_bias_shared",
+@pytest.mark.parametrize("variant", ["softmax", "sigmoid", "softpick", "kv_bias", "v_bias", "zero_key_v_bias", "k_bias_shared",
                                      "window", "prefix", "document"])
 def test_sink_metric_from_column_stats_matches_the_maps(variant):
     """metrics read alpha_k from column_stats (no T x T map) and from the maps: the same Sink_k."""

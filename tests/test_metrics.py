@@ -436,3 +436,18 @@ def test_measure_batches_equal_one_batch():
     assert s_many["alpha_1_mean"] == pytest.approx(s_one["alpha_1_mean"])
     with pytest.raises(ValueError, match=r"\[N, T\]"):
         measure(fn, ids[0])
+
+
+@pytest.mark.parametrize("sink, has_star", [("v_bias", False), ("kv_bias", True), ("k_bias", True),
+                                            ("zero_key_v_bias", True), ("none", False)])
+def test_sink_star_only_for_an_extra_key(sink, has_star):
+    """Sink* scores an extra position (sink token, K / KV bias, our zero-logit key). The paper's V bias adds v*
+    after the attention: it is no position, so it has no Sink* (the paper's Table 5 reads "-" there)."""
+    from sinkpaper.models import ModelConfig, SinkModel
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32,
+                                  sink=sink))
+    ids = torch.randint(0, 61, (3, 16), generator=torch.Generator().manual_seed(1))
+    s = summarize(TraceStats.from_trace(model.trace(ids)))
+    assert (s["sink_star"] is not None) == has_star
+    assert 0 <= s["sink_k"]["1"] <= 100

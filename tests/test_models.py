@@ -92,7 +92,7 @@ def test_prefix_is_bidirectional():
     assert not torch.allclose(a[:, 0], b[:, 0])  # position 0 sees the whole prefix
 
 
-@pytest.mark.parametrize("sink", ["none", "sink_token", "kv_bias", "k_bias", "v_bias"])
+@pytest.mark.parametrize("sink", ["none", "sink_token", "kv_bias", "k_bias", "v_bias", "zero_key_v_bias"])
 def test_trace_contract(sink):
     model = build(sink=sink)
     tr = model.trace(ids())
@@ -100,7 +100,7 @@ def test_trace_contract(sink):
     assert len(tr.hidden_states) == 3 and tr.hidden_states[0].shape == (2, T, 32)
     assert tr.queries[0].shape == tr.keys[0].shape == (2, 4, T, 8)
     rows = tr.attentions[1].sum(-1)
-    if sink == "none":
+    if sink in ("none", "v_bias"):  # the paper's V bias is added after the attention: no column, rows sum to 1
         assert tr.sink_attention is None
         torch.testing.assert_close(rows, torch.ones_like(rows))
     else:
@@ -109,6 +109,94 @@ def test_trace_contract(sink):
     # the trace's attention is what the model used: re-running the forward gives the same logits
     with torch.no_grad():
         torch.testing.assert_close(model(ids()).logits, model(ids()).logits)
+
+
+def _attention_io(model, x):
+    """Per layer: q (after RoPE), k, v and the attention block's output (after W_O), from the hook points."""
+    seen = {}
+    handles = [getattr(b.attn, n).register_forward_hook(
+        lambda _m, _i, out, key=(i, n): seen.__setitem__(key, out.detach()))
+        for i, b in enumerate(model.blocks) for n in ("hook_q", "hook_k", "hook_v", "hook_out")]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def test_v_bias_is_the_papers_control_in_fp64():
+    """sink='v_bias' is the paper's Table 5 control: Softmax(Q K^T / sqrt(d_h) + M) V + v*, v* added after the
+    softmax. Checked per layer against the formula written out in fp64; the output moves with v* (by W_O v*),
+    the map does not."""
+    model = build(sink="v_bias").double()
+    with torch.no_grad():
+        for b in model.blocks:
+            b.attn.v_bias.normal_(0, 1.0)  # large enough that a zero-logit key would take a visible share
+    x = ids()
+    io = _attention_io(model, x)
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    for i, b in enumerate(model.blocks):
+        q, k, v = io[(i, "hook_q")], io[(i, "hook_k")], io[(i, "hook_v")]
+        s = (q @ k.transpose(-1, -2) / 8 ** 0.5).masked_fill(~mask, float("-inf"))
+        heads = torch.softmax(s, -1) @ v + b.attn.v_bias[None, :, None, :]
+        expected = b.attn.o_proj(heads.transpose(1, 2).reshape(2, T, 32))
+        torch.testing.assert_close(io[(i, "hook_out")], expected)
+    tr = model.trace(x)
+    assert tr.sink_attention is None and all(a.shape == (2, 4, T, T) for a in tr.attentions)
+    torch.testing.assert_close(tr.attentions[0].sum(-1), torch.ones(2, 4, T, dtype=torch.float64))
+    # moving v* of layer 0 moves its output by exactly W_O [v*_1; ...; v*_H] on every row, and not its map
+    delta = torch.randn(4, 8, dtype=torch.float64)
+    with torch.no_grad():
+        model.blocks[0].attn.v_bias += delta
+    moved = _attention_io(model, x)
+    shift = model.blocks[0].attn.o_proj(delta.reshape(1, 32))
+    torch.testing.assert_close(moved[(0, "hook_out")] - io[(0, "hook_out")], shift.expand(2, T, 32))
+    torch.testing.assert_close(model.trace(x).attentions[0], tr.attentions[0])
+
+
+def test_zero_key_v_bias_is_an_extra_column_and_v_bias_is_not():
+    """Our zero_key_v_bias (an extra key with logit 0 and value v*) takes a share of every row; the paper's
+    v_bias does not. Same parameters, different models."""
+    zk, vb = build(sink="zero_key_v_bias"), build(sink="v_bias")
+    vb.load_state_dict(zk.state_dict())
+    tz, tv = zk.trace(ids()), vb.trace(ids())
+    assert tv.sink_attention is None and tz.sink_attention[0].min() > 0
+    torch.testing.assert_close(tz.attentions[0].sum(-1) + tz.sink_attention[0], torch.ones(2, 4, T))
+    assert not torch.allclose(tz.attentions[0], tv.attentions[0])
+
+
+@pytest.mark.parametrize("sink", ["v_bias", "kv_bias", "zero_key_v_bias"])
+def test_column_statistics_trace_has_a_sink_column_only_for_an_extra_key(sink):
+    model = build(sink=sink)
+    maps, cols = model.trace(ids(), method="maps"), model.trace(ids(), method="kernel")
+    from sinkpaper import metrics
+    ref = [metrics.alpha(a, maps.visible[:, None]) for a in maps.attentions]
+    for got, want in zip(cols.alphas, ref):
+        torch.testing.assert_close(got, want.float(), atol=1e-5, rtol=1e-5)
+    if sink == "v_bias":
+        assert cols.sink_alphas is None and maps.sink_attention is None
+    else:
+        torch.testing.assert_close(cols.sink_alphas[0], maps.sink_attention[0].mean(-1), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("z", ["one", "maxabs", "rowsum"])
+def test_kernel_model_scores_carry_one_over_sqrt_dh(z):
+    """attention='kernel': the weights are phi(q) phi(k)^T / sqrt(d_h) / Z, phi applied after RoPE."""
+    model = build(attention="kernel", kernel_phi="identity", kernel_z=z).double()
+    seen = {}
+    handles = [model.blocks[0].attn.hook_q.register_forward_hook(lambda _m, _i, o: seen.__setitem__("q", o)),
+               model.blocks[0].attn.hook_k.register_forward_hook(lambda _m, _i, o: seen.__setitem__("k", o)),
+               model.blocks[0].attn.hook_weights.register_forward_hook(lambda _m, _i, o: seen.__setitem__("w", o))]
+    with torch.no_grad():
+        model(ids())
+    for h in handles:
+        h.remove()
+    sim = (seen["q"] @ seen["k"].transpose(-1, -2)) / 8 ** 0.5 * torch.ones(T, T, dtype=torch.bool).tril()
+    rows = sim.sum(-1, keepdim=True)
+    denom = {"one": torch.ones_like(rows), "rowsum": rows, "maxabs": rows.abs().clamp_min(1.0)}[z]
+    torch.testing.assert_close(seen["w"], sim / denom)
 
 
 def test_hook_points_are_named_and_cost_nothing_when_idle():
@@ -190,3 +278,20 @@ def test_absolute_positions_can_single_out_token_1():
     a function of t - j alone (token 1 has its own embedding), so nothing forbids a sink there."""
     r = propositions.distance_only("learnable", seq_len=64)
     assert r["max_diagonal_spread"] > 1e-3
+
+
+def test_raw_weights_read_the_real_keys_whatever_the_bias():
+    """The trainer's raw-weight summary (sigmoid / elu runs) drops an extra key column when there is one and
+    nothing for the paper's V bias: a one-layer model with v* has exactly the weights of the model without it."""
+    from sinkpaper.train.trainer import raw_weights
+    one = dict(TINY, n_layers=1, attention="sigmoid")
+    torch.manual_seed(0)
+    plain = SinkModel(ModelConfig(**one))
+    with_v = SinkModel(ModelConfig(**one, sink="v_bias"))
+    with_v.load_state_dict(plain.state_dict() | {"blocks.0.attn.v_bias": torch.randn(4, 8)})
+    a, b = raw_weights(plain, ids()), raw_weights(with_v, ids())
+    assert a == pytest.approx(b)
+    kv = SinkModel(ModelConfig(**one, sink="kv_bias"))
+    kv.load_state_dict(with_v.state_dict() | {"blocks.0.attn.k_bias": torch.randn(4, 8)})
+    # sigmoid is not normalized: the real keys' weights do not depend on the extra column, which is dropped
+    assert raw_weights(kv, ids()) == pytest.approx(a, abs=1e-6)

@@ -3,15 +3,18 @@
 One entry point, `attention_reference`, with the same argument names as the fused kernels
 (`sinkpaper.kernels`), so the model's eager path, the tests and the notebooks share one oracle.
 
-Notation: scores s = scale * q k^T (+ an additive positional bias for ALiBi / relative PE). A learnable
-sink (a per-head logit, or the paper's KV bias k*, v*) is one extra key at column 0 that every query sees.
+Notation: scores s = scale * q k^T with scale = 1/sqrt(d_h) (+ an additive positional bias for ALiBi /
+relative PE). A learnable sink (a per-head logit, or the paper's KV / K bias k*, v*) is one extra key at
+column 0 that every query sees. The paper's V bias alone (its control group, Table 5) is not a key: it is
+added after the attention, Softmax(Q K^T / sqrt(d_h) + M) V + v*, and leaves the map unchanged.
 
 Operations (Section 7.3 of the paper):
 - softmax          exp(s) / sum exp(s), optionally scaled so the row sums to `softmax_sum` (alpha)
 - softmax_p        p-normalized softmax: exp(s) / (sum exp(p s))^(1/p)
 - sigmoid          sigmoid(s + b), optionally divided by its row sum
 - elu              elu(s) + 1, optionally divided by its row sum
-- kernel           phi(q) phi(k)^T / Z with Z in {1, row sum, max(|row sum|, 1)}; the caller applies phi
+- kernel           phi(q) phi(k)^T / sqrt(d_h) / Z with Z in {1, row sum, max(|row sum|, 1)}; the caller
+                   applies phi (the 1/sqrt(d_h) cancels for Z = row sum, not for the other two)
 - softpick         relu(e^s - 1) / (sum |e^s - 1| + eps)   (Zuhri et al. 2025)
 
 What the sink metric reads (`attn_map`): the attention probabilities for the normalized operators
@@ -79,10 +82,15 @@ def attention_reference(
 ) -> AttentionResult:
     """Attention over [B, H, T, D] tensors with a bool `visible` mask broadcastable to [B, H, T, T].
 
-    `score_bias` [.., H, T, T] is added to the scores (ALiBi, relative PE). `sink_logit` [H] adds a key with
-    that fixed logit and zero value; `k_bias`/`v_bias` [H, D] add the paper's learnable KV bias as a key and
-    value every query sees (`v_bias=None`: zero value). For op="kernel", q and k are phi(q), phi(k) and
-    k_bias is phi(k*).
+    `score_bias` [.., H, T, T] is added to the scores (ALiBi, relative PE).
+    Sinks and biases ([H, D] or [1, D] shared by all heads), as in the paper's Section 7.2:
+    - `k_bias` (+ `v_bias`): the KV bias, one extra key k* with value v* every query sees (`v_bias=None`:
+      v* = 0, the paper's K bias);
+    - `sink_logit` [H] (+ `v_bias`): an extra key with that fixed logit and value v* (zero without v_bias);
+    - `v_bias` alone: the paper's V bias, added to every output row AFTER the attention (out = A V + v*);
+      no extra key, the map and its rows are those of plain attention.
+    For op="kernel", q and k are phi(q), phi(k) and k_bias is phi(k*); the similarities are scaled by
+    `scale` (1/sqrt(d_h) by default) like every other operator.
     """
     if op not in OPERATIONS:
         raise ValueError(f"unknown attention operation {op!r}; valid: {', '.join(OPERATIONS)}")
@@ -92,27 +100,28 @@ def attention_reference(
         raise ValueError("pass either sink_logit or k_bias, not both")
     _check(q, k, v, visible)
     B, H, T, D = q.shape
+    for name, x, width in (("k_bias", k_bias, D), ("v_bias", v_bias, v.shape[-1])):
+        if x is not None and not (x.shape in ((H, width), (1, width)) or (x.dim() == 1 and x.shape[0] == width)):
+            raise ValueError(f"{name} must be [heads, {width}] = [{H}, {width}] or [1, {width}] (shared by all "
+                             f"heads), got {tuple(x.shape)}")
+    if sink_logit is not None and sink_logit.shape != (H,):
+        raise ValueError(f"sink_logit must be [heads] = [{H}], got {tuple(sink_logit.shape)}")
     if scale is None:
         scale = 1.0 / math.sqrt(D)
-    if op == "kernel":
-        scores = q @ k.transpose(-1, -2)  # phi(q) phi(k)^T: similarities, no temperature
-    else:
-        scores = scale * (q @ k.transpose(-1, -2))
+    scores = scale * (q @ k.transpose(-1, -2))  # kernel: phi(q) phi(k)^T / sqrt(d_h), as in the paper
     if score_bias is not None:
         scores = scores + score_bias
     visible = visible.expand(B, H, T, T) if visible.dim() == 4 else visible[:, None].expand(B, H, T, T)
 
-    has_sink = sink_logit is not None or k_bias is not None or v_bias is not None
+    has_sink = sink_logit is not None or k_bias is not None  # an extra key; a V bias alone is not one
+    v_after = v_bias if not has_sink else None               # the paper's V bias: added after the attention
     if has_sink:
         # One extra key at column 0, visible to every query.
         if sink_logit is not None:
             extra = sink_logit.to(scores.dtype).view(1, H, 1, 1).expand(B, H, T, 1)
         elif k_bias is not None:
             kb = k_bias.to(q.dtype).view(1, -1, 1, D) if k_bias.dim() == 2 else k_bias.to(q.dtype).view(1, 1, 1, D)
-            extra = (q * kb).sum(-1, keepdim=True)
-            extra = extra if op == "kernel" else scale * extra
-        else:  # V bias only: the extra key is zero, so its logit is 0
-            extra = scores.new_zeros(B, H, T, 1)
+            extra = scale * (q * kb).sum(-1, keepdim=True)
         scores = torch.cat([extra, scores], dim=-1)
         visible = torch.cat([visible.new_ones(B, H, T, 1), visible], dim=-1)
         if v_bias is not None:
@@ -155,6 +164,9 @@ def attention_reference(
         weights = weights / torch.where(z.abs() < 1e-6, torch.full_like(z, 1e-6), z)
 
     out = weights @ v_all
+    if v_after is not None:
+        out = out + (v_after.to(out.dtype).view(1, -1, 1, v.shape[-1]) if v_after.dim() == 2
+                     else v_after.to(out.dtype).view(1, 1, 1, -1))
     result = AttentionResult(out=out, lse=lse)
     if return_map:
         if is_proxy(op, normalize):

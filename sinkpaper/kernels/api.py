@@ -216,8 +216,10 @@ class _FusedAttention(torch.autograd.Function):
         spec = ctx.spec
         B, H, T, D = q.shape
         dout = dout.contiguous()
-        # delta_i = dO_i . O_i (the sink's value included, since O includes it)
-        delta = (dout.float() * out.float()).sum(-1).contiguous()
+        v_after = s0 is None and v0 is not None  # the paper's V bias: out = A V + v*, v* outside the attention
+        # delta_i = dO_i . (A V)_i: a sink column's value is part of the attention, a V bias added after is not
+        attn_out = out.float() - v0[None, :, None, :] if v_after else out.float()
+        delta = (dout.float() * attn_out).sum(-1).contiguous()
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         doc, has_doc = _doc(doc_ids, q)
         common = dict(**_common(q, v, spec), HAS_DOC=has_doc)
@@ -228,6 +230,8 @@ class _FusedAttention(torch.autograd.Function):
         tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
             q, k, v, dout, stat, delta, doc, dq, H, T, spec.w, spec.scale, spec.sig_bias, **common, **blocks)
         ds0 = dv0 = None
+        if v_after and ctx.needs_input_grad[4]:
+            dv0 = dout.float().sum(dim=(0, 2))  # d(out)/d(v*) = 1 for every row: sum dO over batch and tokens
         if s0 is not None:
             w0, g0 = _sink_terms(s0, stat, spec)
             dp0 = (dout.float() * v0.float()[None, :, None, :].expand(B, H, 1, -1)).sum(-1) if v0 is not None \
@@ -250,9 +254,7 @@ def _sink_logits(q, sink_logit, k_bias, v_bias, scale):
         return sink_logit.float().view(1, H, 1).expand(B, H, T).contiguous()
     if k_bias is not None:
         return (scale * torch.einsum("bhtd,hd->bht", q.float(), k_bias.float().expand(H, D))).contiguous()
-    if v_bias is not None:  # V bias only: the extra key is 0, so its logit is 0
-        return q.new_zeros(B, H, T, dtype=torch.float32)
-    return None
+    return None  # no extra key (a V bias alone is added after the attention, not a column)
 
 
 # ------------------------------------------------------------------------------------------------ public API
@@ -264,8 +266,10 @@ def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, d
     op: softmax | sigmoid (sigmoid(x + sigmoid_bias), no normalization) | elu (elu(x) + 1, no normalization) |
     softpick, with x = scale * q.k (scale defaults to 1/sqrt(D)). Masks: causal; window=w (the last w keys,
     itself included); prefix=p (the first p positions see each other); doc_ids [B, T] (within a document).
-    Sinks: sink_logit [H] (an extra key with that logit and zero value) or k_bias / v_bias [H, D] (the
-    paper's KV bias: an extra key k* and value v* every query sees; v_bias=None: zero value).
+    Sinks and biases ([H, D], or [1, D] shared by all heads), as in `sinkpaper.attention.attention_reference`:
+    k_bias (+ v_bias): the paper's KV bias, an extra key k* with value v* every query sees (v_bias=None: v* = 0,
+    the K bias); sink_logit [H] (+ v_bias): an extra key with that fixed logit (value v*, or zero); v_bias
+    alone: the paper's V bias, added to every output row after the attention (no extra key, no column).
     Differentiable in q, k, v, sink_logit, k_bias, v_bias. With return_lse, also the fp32 row statistic
     [B, H, T]: log-sum-exp (softmax, sink included), log(sum |e^x - 1| + eps) (softpick), log of the row sum
     of the weights (sigmoid, elu).
@@ -291,7 +295,8 @@ def column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, d
 
     alpha_k is the mean, over the queries that see key k, of the attention k receives: the probabilities for
     softmax and softpick (the sink column in the normalizer), the paper's proxy |w| / sum |w| for sigmoid and
-    elu. `sink` is the mean attention on the sink / bias column (None without one). Two passes: the forward
+    elu. `sink` is the mean attention on the sink / bias column (None without one; values, and so the paper's
+    V bias added after the attention, never change the map, so it takes no argument here). Two passes: the forward
     without values (row statistics only), then one program per key block. Memory O(B * H * T).
     """
     _check(q, k, None, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, None, sigmoid_bias, impl)

@@ -9,10 +9,11 @@ Every operator shares the same loops and differs only in the per-tile weights (`
   3 softpick  w = relu(e^x - 1) / (sum |e^x - 1| + eps) with a running max clamped at >= 0; the stored
               statistic is log(sum |e^x - 1| + eps)
 
-where x = scale * q.k. A sink (a per-head logit, the paper's k*/v* bias, or a zero key with value v*) is one
-extra column every row sees: the wrapper passes its per-row logit `S0` [B*H, T] (and `V0` [H, DV]) and the
-kernels start their running state from it, so the stored statistic already includes the sink. The sink's
-own gradients are per-row reductions done by the wrapper in PyTorch.
+where x = scale * q.k. A sink (a per-head logit, or the paper's k*/v* bias) is one extra column every row
+sees: the wrapper passes its per-row logit `S0` [B*H, T] (and `V0` [H, DV]) and the kernels start their
+running state from it, so the stored statistic already includes the sink. `V0` without `S0` is the paper's
+V bias: v* added to every output row after the attention (no column). The sink's and v*'s own gradients are
+per-row reductions done by the wrapper in PyTorch.
 
 Masks (`MASK`): 0 none, 1 causal, 2 sliding window of W keys, 3 prefix-LM over the first W positions;
 `HAS_DOC` intersects with equal document ids. For plain causal / no mask without documents, tiles that are
@@ -243,6 +244,9 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
     else:
         out = acc
         stat = l
+    if HAS_V0 and (not HAS_SINK):  # the paper's V bias: out = A V + v*, after the normalization
+        v0 = tl.load(V0 + h * DV + offs_dv, mask=offs_dv < DV, other=0.0).to(tl.float32)
+        out = out + v0[None, :]
     if WRITE_OUT:
         tl.store(Out + v_base + offs_m[:, None] * DV + offs_dv[None, :], out.to(Out.dtype.element_ty),
                  mask=row_ok[:, None] & (offs_dv[None, :] < DV))

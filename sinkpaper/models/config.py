@@ -15,7 +15,7 @@ NORMS = ("pre", "post")
 FFNS = ("swiglu", "geglu", "reglu", "relu", "gelu", "swish")
 HEAD_COMBINES = ("concat", "add")
 KERNEL_PHIS = ("identity", "elu", "mlp")
-SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v")
+SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v", "zero_key_v_bias")
 FIXED_V = ("onehot", "uniform")
 BACKENDS = ("eager", "triton")
 
@@ -54,14 +54,17 @@ class ModelConfig:
     p_norm: float = 1.0              # softmax_p: exp(s) / ||exp(s)||_p
     attn_normalize: bool = False     # sigmoid / elu: divide by the row sum
     sigmoid_bias: float = 0.0        # sigmoid(s + b); the paper uses b = 0
-    kernel_phi: str = "elu"          # kernel attention phi(q) phi(k)^T: identity | elu (elu+1) | mlp
+    kernel_phi: str = "elu"          # kernel attention phi(q) phi(k)^T / sqrt(d_h): identity | elu (elu+1) | mlp
     kernel_z: str = "rowsum"         # normalizer Z: one | rowsum | maxabs (max(|row sum|, 1))
     softpick_eps: float = 1e-6
     # attention biases (Section 7.2)
-    sink: str = "none"               # none | sink_token | kv_bias | k_bias (v*=0) | v_bias (k*=0) | k_bias_fixed_v
+    # none | sink_token | kv_bias | k_bias (v* = 0) | k_bias_fixed_v | v_bias: the paper's control, v* added
+    # AFTER the attention (Softmax(QK^T/sqrt(d_h) + M) V + v*; no extra key) | zero_key_v_bias: ours, not the
+    # paper's: an extra key with logit 0 and a learnable value v* inside the attention
+    sink: str = "none"
     bias_shared: bool = False        # one k*/v* shared by all heads instead of one per head
     fixed_v: str = "onehot"          # k_bias_fixed_v: v* = scale*[1,0,..,0] (onehot) or scale*ones/sqrt(d_h) (uniform)
-    fixed_v_scale: float = 1.0
+    fixed_v_scale: float = 1.0       # the paper's Table 12: 1, 5, 20
     k_bias_dims: int | None = None   # learn only the first d_a dims of k* (the rest stay 0); None: all
     # masks (Section 6 and data packing)
     mask: str = "causal"             # causal | prefix (first prefix_len bidirectional) | window | document

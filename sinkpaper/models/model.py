@@ -88,13 +88,16 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(d if cfg.head_combine == "add" else H * Dh, d, bias=False)
         self.phi = None
         if cfg.attention == "kernel" and cfg.kernel_phi == "mlp":
-            self.phi = nn.Sequential(nn.Linear(Dh, Dh), nn.GELU(), nn.Linear(Dh, Dh))
-        # The paper's attention biases (Section 7.2): an extra key k* / value v* every query sees.
+            # The paper does not write the MLP out; its released code uses two bias-free linear maps and a ReLU.
+            self.phi = nn.Sequential(nn.Linear(Dh, Dh, bias=False), nn.ReLU(), nn.Linear(Dh, Dh, bias=False))
+        # The paper's attention biases (Section 7.2). KV / K biases: an extra key k* (value v*, or 0) every
+        # query sees. V bias alone (the paper's control): v* added after the attention, no extra key.
+        # zero_key_v_bias (ours, not the paper's): an extra key with logit 0 and a learnable value v*.
         n_bias = 1 if cfg.bias_shared else H
         self.k_bias = self.v_bias = None
         if cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v"):
             self.k_bias = nn.Parameter(torch.randn(n_bias, Dh) * cfg.init_std)
-        if cfg.sink in ("kv_bias", "v_bias"):
+        if cfg.sink in ("kv_bias", "v_bias", "zero_key_v_bias"):
             self.v_bias = nn.Parameter(torch.randn(n_bias, self.v_dim) * cfg.init_std)
         if cfg.sink == "k_bias_fixed_v":
             if cfg.fixed_v == "onehot":
@@ -111,14 +114,24 @@ class Attention(nn.Module):
                      "hook_sink_map", "hook_out"):
             setattr(self, name, HookPoint())
 
+    @property
+    def has_extra_key(self) -> bool:
+        """True when the attention has one extra key column (KV / K bias, or our zero-logit key); the paper's
+        V bias alone adds no column."""
+        return self.cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v", "zero_key_v_bias")
+
     def _sink_args(self) -> dict:
+        """The bias arguments of `attention_reference` / `kernels.attention` (same meaning in both)."""
         k_bias = self.k_bias
         if k_bias is not None and self.cfg.k_bias_dims is not None:
             k_bias = k_bias * self.k_bias_dims_mask
         if k_bias is not None and self.cfg.attention == "kernel":
             k_bias = self._phi(k_bias)
         v_bias = self.fixed_v_star if self.cfg.sink == "k_bias_fixed_v" else self.v_bias
-        return {"k_bias": k_bias, "v_bias": v_bias}
+        sink_logit = None
+        if self.cfg.sink == "zero_key_v_bias":  # an extra key whose logit is 0, carrying the learnable v*
+            sink_logit = self.v_bias.new_zeros(self.cfg.n_heads)
+        return {"k_bias": k_bias, "v_bias": v_bias, "sink_logit": sink_logit}
 
     def _phi(self, x):
         kind = self.cfg.kernel_phi
@@ -151,7 +164,8 @@ class Attention(nn.Module):
             # on CPU without TRITON_INTERPRET=1, impl="auto" runs the reference with the same contract
             out = kernels.attention(q, k, v, op=cfg.attention, softpick_eps=cfg.softpick_eps,
                                     sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
-                                    k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"], **ctx.kernel_masks)
+                                    k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"],
+                                    sink_logit=kwargs["sink_logit"], **ctx.kernel_masks)
         else:
             res = attention_reference(q, k, v, visible=ctx.visible, return_map=want_map, **kwargs)
             out = res.out
@@ -300,7 +314,7 @@ class SinkModel(nn.Module):
     @torch.no_grad()
     def trace(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None, method: str = "maps") -> Trace:
         """One forward pass that records maps, q/k/v and hidden states into a `Trace` (real tokens only;
-        the sink token's or KV bias's column goes to `sink_attention`).
+        the sink token's or KV / K bias's column goes to `sink_attention`; the paper's V bias has no column).
 
         method="kernel" records no T x T map: each layer's alpha_k comes from `sinkpaper.kernels.column_stats`
         (fused on GPU; the reference on CPU unless TRITON_INTERPRET=1), for any sequence length.
@@ -356,9 +370,8 @@ class SinkModel(nn.Module):
 
             def on_k(_m, _i, k, attn=attn):
                 sink = attn._sink_args()
-                extra = {"k_bias": sink["k_bias"]} if sink["k_bias"] is not None else {}
-                if sink["k_bias"] is None and sink["v_bias"] is not None:  # V bias only: a zero key, logit 0
-                    extra = {"sink_logit": k.new_zeros(cfg.n_heads, dtype=torch.float32)}
+                # the values do not enter the map: only an extra key adds a column (the paper's V bias does not)
+                extra = {n: sink[n] for n in ("k_bias", "sink_logit") if sink[n] is not None}
                 stats = kernels.column_stats(pending_q.pop(), k, op=cfg.attention, softpick_eps=cfg.softpick_eps,
                                              sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                              **masks, **extra)

@@ -177,7 +177,7 @@ def raw_weights(net, input_ids) -> dict:
     finally:
         for h in handles:
             h.remove()
-    extra = net.n_extra + (1 if net.blocks[0].attn.k_bias is not None or net.blocks[0].attn.v_bias is not None else 0)
+    extra = net.n_extra + (1 if net.blocks[0].attn.has_extra_key else 0)   # the paper's V bias adds no column
     first, other, rows = [], [], []
     for w in seen:
         w = w[..., net.n_extra:, extra:]              # real queries x real keys
