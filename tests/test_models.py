@@ -52,7 +52,7 @@ def test_variant_trains_and_is_causal(overrides):
     model = build(**overrides)
     x = ids()
     docs = DOCS if overrides.get("mask") == "document" else None
-    out = model(x, doc_ids=docs, targets=x)
+    out = model(x, doc_ids=docs, targets=x, return_logits=True)
     assert out.logits.shape == (2, T, TINY["vocab_size"])
     out.loss.backward()
     fixed = set()

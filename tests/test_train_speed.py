@@ -68,3 +68,114 @@ def test_threads_are_set_intra_and_inter_op():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------------------------ chunked loss
+def _plain(h, w, t):
+    logits = h @ w.T                                      # the model's plain path: softmax in fp32 at least
+    return torch.nn.functional.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)), t,
+                                             ignore_index=-100)
+
+
+def _grads(fn, h, w, t, scale=1.0):
+    h = h.detach().clone().requires_grad_()
+    w = w.detach().clone().requires_grad_()
+    loss = fn(h, w, t)
+    (loss * scale).backward()
+    return loss.detach(), h.grad, w.grad
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 2e-5)])
+@pytest.mark.parametrize("chunk", [1, 8, 37, 1024])
+def test_chunked_cross_entropy_equals_the_plain_one(dtype, tol, chunk):
+    from sinkpaper.models.loss import linear_cross_entropy
+    g = torch.Generator().manual_seed(0)
+    N, d, V = 37, 16, 53
+    h = torch.randn(N, d, generator=g, dtype=dtype)
+    w = torch.randn(V, d, generator=g, dtype=dtype) * 0.5
+    t = torch.randint(0, V, (N,), generator=g)
+    t[::5] = -100                                         # ignored targets count neither in loss nor mean
+    ref = _grads(_plain, h, w, t, scale=0.5)              # a scaled backward (gradient accumulation)
+    got = _grads(lambda a, b, c: linear_cross_entropy(a, b, c, chunk=chunk), h, w, t, scale=0.5)
+    assert got[0].dtype == dtype
+    torch.testing.assert_close(got[0], ref[0], atol=tol, rtol=tol)
+    torch.testing.assert_close(got[1], ref[1], atol=tol, rtol=tol)
+    torch.testing.assert_close(got[2], ref[2], atol=tol, rtol=tol)
+    with torch.no_grad():                                 # evaluation: the same value, nothing kept for backward
+        torch.testing.assert_close(linear_cross_entropy(h, w, t, chunk=chunk), got[0])
+
+
+def test_chunked_cross_entropy_all_ignored_is_nan_like_the_plain_one():
+    from sinkpaper.models.loss import linear_cross_entropy
+    h, w, t = torch.randn(4, 3), torch.randn(5, 3), torch.full((4,), -100)
+    assert torch.isnan(_plain(h, w, t)) and torch.isnan(linear_cross_entropy(h, w, t))
+
+
+def test_chunked_cross_entropy_under_bf16_autocast_matches_the_plain_path():
+    from sinkpaper.models.loss import linear_cross_entropy
+    g = torch.Generator().manual_seed(1)
+    h, w = torch.randn(300, 64, generator=g), torch.randn(500, 64, generator=g) * 0.2
+    t = torch.randint(0, 500, (300,), generator=g)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref = _grads(_plain, h, w, t)
+        got = _grads(lambda a, b, c: linear_cross_entropy(a, b, c, chunk=64), h, w, t)
+    assert got[0].dtype == torch.float32 and got[1].dtype == torch.float32 and got[2].dtype == torch.float32
+    torch.testing.assert_close(got[0], ref[0], atol=1e-5, rtol=1e-5)   # the same bf16 logits, fp32 softmax
+    for a, b in zip(got[1:], ref[1:]):                                  # bf16 gradient matmuls
+        assert (a - b).norm() <= 1e-2 * b.norm()
+
+
+@pytest.mark.parametrize("overrides", [{}, {"tie_embeddings": True}, {"sink": "sink_token"}])
+def test_model_loss_and_gradients_equal_the_plain_cross_entropy_in_fp64(overrides):
+    from sinkpaper.models import ModelConfig, SinkModel
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32, **overrides)
+    model = SinkModel(cfg).double()
+    x = torch.randint(0, 61, (3, 12), generator=torch.Generator().manual_seed(0))
+    y = x.roll(-1, 1)
+    y[:, -1] = -100
+    out = model(x, targets=y)
+    assert out.logits is None                              # training does not materialise the logits
+    out.loss.backward()
+    chunked = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    full = model(x, targets=y, return_logits=True)
+    plain = torch.nn.functional.cross_entropy(full.logits.reshape(-1, 61), y.reshape(-1), ignore_index=-100)
+    plain.backward()
+    torch.testing.assert_close(out.loss, plain, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(full.loss, plain)
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(chunked[n], p.grad, atol=1e-12, rtol=1e-10, msg=n)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])
+def test_fused_attention_path_equals_the_reference_path(dtype, tol):
+    """Plain causal softmax trains through F.scaled_dot_product_attention; a listener on the attention weights
+    routes the same model through the reference operator: the same loss and gradients."""
+    from sinkpaper.models import ModelConfig, SinkModel
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32)).to(dtype)
+    x = torch.randint(0, 61, (3, 12), generator=torch.Generator().manual_seed(0))
+
+    def loss_and_grads():
+        model.zero_grad()
+        loss = model(x, targets=x.roll(-1, 1))
+        loss.loss.backward()
+        return loss.loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+    used = []
+    real = torch.nn.functional.scaled_dot_product_attention
+    try:
+        torch.nn.functional.scaled_dot_product_attention = lambda *a, **k: used.append(1) or real(*a, **k)
+        fused = loss_and_grads()
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = real
+    assert len(used) == 2                                    # one call per layer
+    handles = [b.attn.hook_weights.register_forward_hook(lambda *_: None) for b in model.blocks]
+    try:
+        reference = loss_and_grads()
+    finally:
+        for h in handles:
+            h.remove()
+    torch.testing.assert_close(fused[0], reference[0], atol=tol, rtol=tol)
+    for n in reference[1]:
+        torch.testing.assert_close(fused[1][n], reference[1][n], atol=tol, rtol=tol, msg=n)

@@ -21,6 +21,7 @@ from torch import nn
 from ..attention import attention_reference, visible_mask
 from ..trace import Trace
 from .config import ModelConfig
+from .loss import linear_cross_entropy
 from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tables,
                          sinusoidal_embedding)
 
@@ -41,7 +42,7 @@ class HookPoint(nn.Module):
 
 @dataclass
 class ModelOutput:
-    logits: torch.Tensor            # [B, T, vocab]
+    logits: torch.Tensor | None     # [B, T, vocab]; None when a loss was asked for without logits
     loss: torch.Tensor | None = None
 
 
@@ -53,6 +54,7 @@ class _Context:
     sin: torch.Tensor | None = None
     score_bias: torch.Tensor | None = None  # [1, H, T', T'] ALiBi / relative
     kernel_masks: dict | None = None  # the same mask as `visible`, as the fused kernels' arguments
+    causal: bool = False             # `visible` is the plain causal mask (no sink token, no other mask)
 
 
 class FeedForward(nn.Module):
@@ -166,6 +168,12 @@ class Attention(nn.Module):
                                     sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                     k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"],
                                     sink_logit=kwargs["sink_logit"], **ctx.kernel_masks)
+        elif (ctx.causal and not want_map and cfg.attention == "softmax" and cfg.softmax_sum == 1.0
+              and not cfg.attn_normalize and ctx.score_bias is None and kwargs["k_bias"] is None
+              and kwargs["v_bias"] is None and kwargs.get("sink_logit") is None):
+            # plain causal softmax: PyTorch's fused attention computes the same function without the T x T
+            # intermediates (training); anything that reads the maps takes the reference below
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             res = attention_reference(q, k, v, visible=ctx.visible, return_map=want_map, **kwargs)
             out = res.out
@@ -259,7 +267,7 @@ class SinkModel(nn.Module):
             padded[:, :, 0] = True
             padded[:, 1:, 1:] = visible
             visible = padded
-        ctx = _Context(visible=visible)
+        ctx = _Context(visible=visible, causal=cfg.mask == "causal" and not self.n_extra)
         if cfg.backend == "triton" and self._kernel_supported():
             ctx.kernel_masks = self._kernel_mask_args(doc_ids)
         if cfg.pos_encoding == "rope":
@@ -284,8 +292,11 @@ class SinkModel(nn.Module):
                 and cfg.sink != "sink_token" and cfg.head_combine == "concat")
 
     def forward(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None,
-                targets: torch.Tensor | None = None) -> ModelOutput:
-        """input_ids [B, T] -> logits [B, T, vocab]; with targets [B, T] (-100 = ignored) also the mean loss."""
+                targets: torch.Tensor | None = None, return_logits: bool | None = None) -> ModelOutput:
+        """input_ids [B, T] -> logits [B, T, vocab]; with targets [B, T] (-100 = ignored) also the mean loss.
+
+        With targets the logits are not materialised unless `return_logits=True`: the loss comes from
+        `linear_cross_entropy` (chunked over tokens, the same value and gradients as the plain cross-entropy)."""
         cfg = self.cfg
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [batch, T], got shape {tuple(input_ids.shape)}")
@@ -305,10 +316,15 @@ class SinkModel(nn.Module):
         ctx = self._context(T, doc_ids, device)
         for block in self.blocks:
             x = block(x, ctx)
-        logits = self.lm_head(self.final_norm(x))[:, self.n_extra:]
+        h = self.final_norm(x)[:, self.n_extra:]
+        logits = self.lm_head(h) if return_logits or targets is None else None
         loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
+        if targets is not None and logits is not None:
+            flat = logits.reshape(-1, logits.shape[-1])       # softmax in fp32 at least, as the chunked loss
+            loss = F.cross_entropy(flat.to(torch.promote_types(flat.dtype, torch.float32)), targets.reshape(-1),
+                                   ignore_index=-100)
+        elif targets is not None:
+            loss = linear_cross_entropy(h.reshape(-1, h.shape[-1]), self.lm_head.weight, targets.reshape(-1))
         return ModelOutput(logits=logits, loss=loss)
 
     @torch.no_grad()
