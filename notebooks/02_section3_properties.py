@@ -43,7 +43,7 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "sinkpaper[offline-models] @ git+https://github.com/sinkpaper/sinkpaper@v0.1.0"], check=True)
+                    "sinkpaper[offline-models] @ git+https://github.com/sinkpaper/sinkpaper@main"], check=True)
     from sinkpaper.book import colab
 
     colab.setup()

@@ -4,6 +4,7 @@
   bench kernels|training  our Triton kernels against PyTorch's attention; our model against transformers' Llama
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
   data build|info       the offline English corpus and its token file (sinkpaper.data.corpus)
+  store stale|migrate   the results store: runs stored under an older definition or key scheme
 
 Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one
 line on stderr, checked before any model is loaded or any training step where possible.
@@ -16,13 +17,10 @@ import sys
 import time
 
 from . import metrics
+from .argparsing import OneLineParser as _Parser  # usage errors: one line on stderr, status 2
 from .probes import INPUTS
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, status 2, like every other input error here
-        print(f"sinkpaper: error: {message}", file=sys.stderr)
-        sys.exit(2)
 
 
 KERNEL_ABOVE = 1024  # sequences longer than this default to the column-statistics route
@@ -84,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--out", help="run directories: OUT/<family>/<point>/seed-<N>-<hash> (required unless --status)")
     w.add_argument("--store", default=None, help="results store (default results/store)")
     w.add_argument("--status", action="store_true", help="print done / running / left per family and exit")
+    r = sub.add_parser("store", help="the results store: list stale runs, or rename runs to the current key scheme")
+    r.add_argument("action", choices=["stale", "migrate"],
+                   help="stale: list stored runs whose key is not the one their config has today (rerun them); "
+                        "migrate: rename every run to its key under the definitions it ran with")
+    r.add_argument("--store", default=None, help="results store (default results/store)")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -112,6 +115,19 @@ def run_train(a) -> int:
     return 0
 
 
+def run_store(a) -> int:
+    from .train import store as S
+    root = a.store or S.DEFAULT_STORE
+    if a.action == "migrate":
+        renamed = S.migrate(root)
+        print(f"{root}: {len(renamed)} run(s) renamed to their key under the definitions they ran with")
+    stale = S.stale_results(root)
+    for e in stale:
+        print(f"stale  {e['key']}  {e['name']}  ({e['profile']}): {e['reason']}")
+    print(f"{root}: {len(stale)} stale run(s) (kept on disk, never read as current)")
+    return 0
+
+
 def run_sweep_command(a) -> int:
     from . import train as T
     from .train.sweep import format_status, format_summary, run_sweep, status, summarize
@@ -131,6 +147,8 @@ def run_sweep_command(a) -> int:
 
 
 def _validate(a) -> None:
+    from .devices import check_device
+    check_device(a.device)
     metrics.check_epsilon(a.epsilon)
     if a.n_samples < 1:
         raise ValueError(f"--n-samples must be >= 1, got {a.n_samples}")
@@ -176,6 +194,9 @@ def run_bench(a, argv: list[str]) -> int:
         from .train.bench import format_training_report, run_training_bench
         profile = a.profile or ("gpu" if torch.cuda.is_available() else "cpu")
         try:
+            if a.device:
+                from .devices import check_device
+                check_device(a.device)
             r = run_training_bench(profile=profile, steps=a.steps, device=a.device, json_path=a.json)
         except ValueError as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
@@ -226,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     if args.command == "bench":
         return run_bench(args, argv)
+    if args.command == "store":
+        try:
+            return run_store(args)
+        except (ValueError, OSError) as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
     if args.token_file and args.bos:
         print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
               file=sys.stderr)

@@ -12,18 +12,56 @@ import torch
 from . import __version__
 
 
+_ROOT = Path(__file__).resolve().parent.parent  # the checkout, when sinkpaper runs from one
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(_ROOT), *args], capture_output=True, text=True, timeout=10,
+                          check=True).stdout.strip()
+
+
+@functools.lru_cache(maxsize=1)
+def _checkout() -> tuple[str, bool] | None:
+    """(full commit, dirty) when sinkpaper runs from a git checkout of its own, else None. A package installed
+    inside some other repository (a virtual environment in a project) is not a checkout of sinkpaper."""
+    try:
+        if Path(_git("rev-parse", "--show-toplevel")).resolve() != _ROOT:
+            return None
+        sha = _git("rev-parse", "HEAD")
+        dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+        return sha, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _installed_commit() -> str | None:
+    """The abbreviated commit setuptools-scm put in an installed version (``...+g<commit>``), else None."""
+    local = __version__.partition("+")[2]
+    for part in local.split("."):
+        if part.startswith("g") and len(part) > 7 and all(c in "0123456789abcdef" for c in part[1:]):
+            return part[1:]
+    return None
+
+
+def commit() -> str | None:
+    """The commit of the code that runs: the checkout's HEAD (full), or, for an installed package, the
+    abbreviated commit in its version; None when neither is known."""
+    here = _checkout()
+    return here[0] if here else _installed_commit()
+
+
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """sinkpaper version plus the git commit (and '+dirty' for uncommitted changes) when run from a checkout."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=10", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return f"{__version__}+g{sha}{'.dirty' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        return __version__
+    """sinkpaper's version with the commit: from a checkout, ``<version>+g<commit>`` ('.dirty' for uncommitted
+    changes to tracked files); installed, the version setuptools-scm derived from git when it was built, which
+    carries the commit too (``0.1.1.devN+g<commit>``); ``+commit-unknown`` when neither says."""
+    here = _checkout()
+    if here:
+        sha, dirty = here
+        return f"{__version__.partition('+')[0]}+g{sha[:10]}{'.dirty' if dirty else ''}"
+    if _installed_commit() is None:
+        return f"{__version__.partition('+')[0]}+commit-unknown"
+    return __version__
 
 
 def hardware(device: str | torch.device | None = None) -> str:

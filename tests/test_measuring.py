@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sinkpaper import __version__, metrics
+from sinkpaper import metrics
 from sinkpaper.book import colab, explorer
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import ModelUnavailableError, available_models, measure_sink
@@ -193,8 +193,32 @@ def test_colab_link_and_pin():
     for bad in ("", "book/x", "x.ipynb"):
         with pytest.raises(ValueError):
             colab.colab_url(bad)
-    assert colab.pip_spec() == f"sinkpaper[offline-models] @ git+https://github.com/sinkpaper/sinkpaper@v{__version__}"
-    assert "@v9.9" in colab.bootstrap_cell("9.9")
+    # the sources install the branch (it exists); no tag is assumed
+    assert colab.pip_spec() == "sinkpaper[offline-models] @ git+https://github.com/sinkpaper/sinkpaper@main"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert f'@{sha}"' in colab.bootstrap_cell(sha)
+    for bad in ("", "a b", "--upgrade"):
+        with pytest.raises(ValueError, match="git commit or branch"):
+            colab.pip_spec(bad)
+
+
+def test_executed_pages_pin_the_commit_that_ran_them():
+    import subprocess
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title"),
+                                         nbformat.v4.new_code_cell(colab.bootstrap_cell())])
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert colab.pin_bootstrap_cell(nb, sha)
+    assert nb.cells[1].source == colab.bootstrap_cell(sha) and "@main" not in nb.cells[1].source
+    assert not colab.pin_bootstrap_cell(nb, sha)  # already pinned: nothing of the source's cell left
+    assert not colab.pin_bootstrap_cell(nbformat.v4.new_notebook(), sha)
+    ref = colab.pinned_ref()  # what the runner pins here: the checkout's HEAD, a commit that exists
+    if ref is None:
+        pytest.skip("not running from a git checkout: the runner keeps the branch")
+    assert len(ref) == 40
+    assert subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{ref}^{{commit}}"]).returncode == 0
 
 
 def test_colab_setup_runs_only_on_colab(monkeypatch):
@@ -213,8 +237,9 @@ def test_bootstrap_cell_is_valid_python_and_does_nothing_here():
 
 @pytest.mark.parametrize("stem", ["01_introduction", "02_section3_properties", "03_section3_measuring"])
 def test_chapters_carry_the_current_colab_cell_and_link(stem):
-    """The chapters of this module's owner: the link under the title and the set-up cell pinned to this version.
-    (A version bump must update these cells: the failure names the file.)"""
+    """The chapters of this module's owner: the link under the title and the current set-up cell (installing the
+    branch; the runner pins each executed page to its commit). A change of the cell must update these files:
+    the failure names the file."""
     text = (REPO / "notebooks" / f"{stem}.py").read_text()
     assert colab.colab_url(stem) in text, f"notebooks/{stem}.py lacks its Open in Colab link"
     assert colab.bootstrap_cell() in text, f"notebooks/{stem}.py lacks the current Colab cell: colab.bootstrap_cell()"

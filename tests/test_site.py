@@ -15,7 +15,8 @@ For every page _toc.yml lists, loaded from file:// out of the `built_book` fixtu
 The checks look at whatever a page contains, so they apply to chapters written later too; a failure names the
 page and each problem. test_checker_* run the same checks on a small synthetic book with one good and one
 broken page, so the checks themselves are tested. Everything here is skipped (with the reason in pytest's
-summary) only when Chromium is not installed; `make setup` installs it.
+summary) only when no real Chromium is installed (missing, or Ubuntu's snap stub: sinkpaper.book.chromium);
+`make setup` installs Debian's where apt has it.
 """
 from __future__ import annotations
 
@@ -65,9 +66,11 @@ def is_external(url: str) -> bool:
 def chromium() -> str:
     """Debian's Chromium, or a skip that says so. Session-scoped so that it is set up before `built_book` (pytest
     sets up wider scopes first): without Chromium the page tests skip at once instead of after the notebooks."""
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.skip(f"Chromium is not installed ({CHROMIUM} missing): the browser tests need the Debian package "
-                    f"'chromium' (`make setup` installs it when run as root; else `sudo apt-get install chromium`)")
+    from sinkpaper.book.chromium import problem
+
+    why = problem(CHROMIUM)  # missing, Ubuntu's snap stub, or not a browser that runs
+    if why:
+        pytest.skip(why)
     return CHROMIUM
 
 

@@ -1,6 +1,7 @@
 """Widgets that work in the static book: slider_stack's arguments and saved state, the pinned html-manager
-embed.js (fetched with npm, verified, cached; what happens without npm), and a real headless-Chromium check of
-a built Jupyter Book page: the widget renders, the slider switches children, and no request leaves the machine."""
+embed.js (vendored, every file checked against its pinned sha256; the npm refresh refuses other bytes), and a
+real headless-Chromium check of a built Jupyter Book page: the widget renders, the slider switches children, and
+no request leaves the machine."""
 from __future__ import annotations
 
 import functools
@@ -8,7 +9,6 @@ import hashlib
 import http.server
 import io
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -16,7 +16,6 @@ import sys
 import tarfile
 import textwrap
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,6 @@ from sinkpaper.book.widgets import SliderStack, as_child, slider_stack  # noqa: 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _chromium() -> str | None:
-    """$SINKPAPER_CHROMIUM, else Debian's /usr/bin/chromium, else a chromium on PATH (never a downloaded one)."""
-    for candidate in (os.environ.get("SINKPAPER_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                      shutil.which("chromium-browser")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _chart():
@@ -107,49 +99,39 @@ def test_widget_state_serializes_with_the_jslink():
 
 
 # ------------------------------------------------------------------------------------------- embed.js
-def _embed_files_or_skip() -> list[Path]:
-    try:
-        return assets.widgets_embed_files()
-    except assets.WidgetsIntegrityError:
-        raise
-    except assets.WidgetsAssetError as exc:
-        pytest.skip(f"the widgets' embed.js cannot be had here (npm missing or offline): {exc}")
-
-
-def test_embed_js_is_pinned_verified_and_cached(tmp_path, monkeypatch):
-    files = _embed_files_or_skip()
-    assert files[0].name == "embed.js"
+def test_embed_js_is_vendored_pinned_and_verified(tmp_path):
+    files = assets.widgets_embed_files()
+    assert files[0].name == "embed.js" and files[0].parent == assets.VENDOR_DIR
     assert hashlib.sha256(files[0].read_bytes()).hexdigest() == assets.EMBED_JS_SHA256
-    assert files[0].parent == assets.widgets_cache_dir()
-    # with the cache filled, npm is no longer needed
-    monkeypatch.setattr(assets.shutil, "which", lambda *a, **k: None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", assets.WidgetsAssetWarning)
-        written = assets.write_static_assets(tmp_path, require_widgets=True)
+    # every vendored file is pinned, and every pinned file is there (independent sha256 here)
+    on_disk = {p.name for p in assets.VENDOR_DIR.iterdir() if p.name != "README.md"}
+    assert on_disk == set(assets.VENDORED_SHA256)
+    for name, digest in assets.VENDORED_SHA256.items():
+        assert hashlib.sha256((assets.VENDOR_DIR / name).read_bytes()).hexdigest() == digest, name
+    written = assets.write_static_assets(tmp_path)
     names = {p.relative_to(tmp_path).as_posix() for p in written}
-    assert {"vega-bundle.js", "vega-debug.js", assets.WIDGETS_EMBED_PATH, "widgets/embed.js.LICENSE.txt"} <= names
-    assert any(n.endswith(".woff2") for n in names)  # FontAwesome, loaded relative to embed.js
+    assert {"vega-bundle.js", "vega-debug.js", assets.WIDGETS_EMBED_PATH, "widgets/embed.js.LICENSE.txt",
+            "widgets/LICENSE", "widgets/LICENSE-fonts-OFL-1.1.txt"} <= names
+    assert sum(n.endswith(".woff2") for n in names) == 3  # FontAwesome, loaded relative to embed.js
     assert (tmp_path / assets.WIDGETS_EMBED_PATH).read_bytes() == files[0].read_bytes()
+    assert "Redistribution and use in source and binary forms" in (tmp_path / "widgets" / "LICENSE").read_text()
     # the book loads it: _config.yml lists it and keeps myst-nb's CDN scripts off
     yaml = pytest.importorskip("yaml")
     sphinx = yaml.safe_load((REPO / "_config.yml").read_text())["sphinx"]["config"]
     assert assets.WIDGETS_EMBED_PATH in sphinx["html_js_files"] and sphinx["nb_ipywidgets_js"] == {}
 
 
-def test_without_npm_the_book_builds_with_a_warning_unless_required(tmp_path, monkeypatch):
-    monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(assets.REQUIRE_WIDGETS_ENV, raising=False)
-    monkeypatch.setattr(assets.shutil, "which", lambda *a, **k: None)
-    expected = r"(?s)npm was not found.*apt-get install npm.*widgets will be blank"
-    with pytest.warns(assets.WidgetsAssetWarning, match=expected):
-        written = assets.write_static_assets(tmp_path / "static")
-    assert sorted(p.name for p in written) == ["vega-bundle.js", "vega-debug.js"]
-    assert not (tmp_path / "static" / "widgets").exists()
-    with pytest.raises(assets.WidgetsAssetError, match="npm was not found"):
-        assets.write_static_assets(tmp_path / "static", require_widgets=True)
-    monkeypatch.setenv(assets.REQUIRE_WIDGETS_ENV, "1")
-    with pytest.raises(assets.WidgetsAssetError, match="npm was not found"):
-        assets.write_static_assets(tmp_path / "static")
+def test_an_altered_or_missing_vendored_file_is_an_error(tmp_path):
+    copy = tmp_path / "vendor"
+    shutil.copytree(assets.VENDOR_DIR, copy)
+    assert assets.widgets_embed_files(copy)[0] == copy / "embed.js"
+    embed = copy / "embed.js"
+    embed.write_bytes(embed.read_bytes() + b"\nwindow.evil = 1;")
+    with pytest.raises(assets.WidgetsIntegrityError, match=r"embed\.js: sha256 .* differs from the pinned"):
+        assets.widgets_embed_files(copy)
+    embed.unlink()
+    with pytest.raises(assets.WidgetsIntegrityError, match=r"embed\.js is missing"):
+        assets.widgets_embed_files(copy)
 
 
 def _fake_npm(tmp_path: Path, embed_js: bytes) -> Path:
@@ -168,17 +150,21 @@ def _fake_npm(tmp_path: Path, embed_js: bytes) -> Path:
     return npm
 
 
-def test_bytes_that_fail_the_pinned_hashes_are_always_an_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path / "cache"))
+def test_refreshing_the_vendored_copy_refuses_bytes_that_fail_the_pinned_hashes(tmp_path, monkeypatch):
     npm = _fake_npm(tmp_path, b"window.evil = 1;")
     monkeypatch.setattr(assets.shutil, "which", lambda name, *a, **k: str(npm) if name == "npm" else None)
+    dest = tmp_path / "dest"
     with pytest.raises(assets.WidgetsIntegrityError, match="integrity .* differs from the pinned"):
-        assets.write_static_assets(tmp_path / "static", require_widgets=False)  # not downgraded to a warning
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("embed.js"))
+        assets.refresh_vendored(dest)
+    assert not dest.exists()
     # a right tarball with the wrong embed.js inside is caught by the second hash
     monkeypatch.setattr(assets, "HTML_MANAGER_INTEGRITY", assets._integrity((tmp_path / "fake.tgz").read_bytes()))
     with pytest.raises(assets.WidgetsIntegrityError, match="sha256"):
-        assets.widgets_embed_files()
+        assets.refresh_vendored(dest)
+    assert not dest.exists()
+    monkeypatch.setattr(assets.shutil, "which", lambda *a, **k: None)
+    with pytest.raises(OSError, match="npm was not found"):
+        assets.refresh_vendored(dest)
 
 
 # ----------------------------------------------------------------------------------------- in a browser
@@ -212,7 +198,7 @@ def built_book(tmp_path_factory):
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
         pytest.skip("jupyter-book not installed next to this interpreter")
-    _embed_files_or_skip()
+    assets.widgets_embed_files()  # vendored; an altered copy fails here
     from sinkpaper.book import runner
 
     root = tmp_path_factory.mktemp("widgetbook")
@@ -242,9 +228,12 @@ def built_book(tmp_path_factory):
 
 @pytest.fixture()
 def browser():
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no chromium (Debian package `chromium`, or set SINKPAPER_CHROMIUM)")
+    from sinkpaper.book.chromium import candidate, problem
+
+    chromium = candidate()  # $SINKPAPER_CHROMIUM, /usr/bin/chromium, or one on PATH (never a downloaded one)
+    why = problem(chromium)  # missing, Ubuntu's snap stub, or not a browser that runs
+    if why:
+        pytest.skip(why)
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) not installed")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium, args=[

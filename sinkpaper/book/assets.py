@@ -6,13 +6,17 @@
   :func:`_expose_namespaces`).
 * ``vega-debug.js``: defines ``VEGA_DEBUG`` with the versions altair's HTML output asks for, so altair's stock
   renderer takes the globals above instead of loading scripts from a CDN.
-* ``widgets/embed.js`` (+ its FontAwesome ``.woff2`` files and license notice): the standalone bundle of the npm
-  package ``@jupyter-widgets/html-manager`` (:data:`HTML_MANAGER_VERSION`, the 1.0.x line that matches
-  ipywidgets 8). It renders the widget state papermill saves in each notebook (slider + ``Stack`` views wired
-  with ``jslink``, see :mod:`.widgets`). No Python package ships it, so :func:`widgets_embed_files` fetches it
-  once with ``npm pack`` (the registry's ordinary client), checks the tarball against a pinned integrity hash
-  and ``embed.js`` against a pinned sha256, and keeps the verified files under
-  ``sinkpaper.files.cache_dir()/jupyter-widgets/``; later builds reuse them without npm.
+* ``widgets/embed.js`` (+ its FontAwesome ``.woff2`` files, licence notices and licences): the standalone
+  bundle of the npm package ``@jupyter-widgets/html-manager`` (:data:`HTML_MANAGER_VERSION`, the 1.0.x line that
+  matches ipywidgets 8). It renders the widget state papermill saves in each notebook (slider + ``Stack`` views
+  wired with ``jslink``, see :mod:`.widgets`). No Python package ships it, so the verified files are committed
+  in ``sinkpaper/book/vendor/html-manager-<version>/`` (package data: a ``pip install`` has them too) and every
+  build checks each against its pinned sha256 (:data:`VENDORED_SHA256`) before copying it; nothing is fetched at
+  build time. They came from the registry's tarball (checked against npm's integrity string
+  :data:`HTML_MANAGER_INTEGRITY`) through :func:`refresh_vendored` (``python -m sinkpaper.book.assets
+  refresh-vendored``, needs npm; only for a version bump). Licences: html-manager is BSD-3-Clause (Project
+  Jupyter; ``LICENSE``), the libraries it bundles are MIT (``embed.js.LICENSE.txt``), the Font Awesome Free
+  fonts SIL OFL 1.1 (``LICENSE-fonts-OFL-1.1.txt``); all of them are copied next to ``embed.js`` in the site.
 
 What ``embed.js`` loads at view time (read from its sources and checked in headless Chromium): it renders the
 core widget modules (``@jupyter-widgets/base``, ``controls``, ``output``), which it bundles, and nothing else:
@@ -56,19 +60,23 @@ HTML_MANAGER_INTEGRITY = (
 EMBED_JS_SHA256 = "8f6d2d3f856d8595d1841dec3019d99bbe74d331f2a5178c2a33bfec729e3d6a"
 _EMBED_LICENSE = "embed.js.LICENSE.txt"
 _FONT_RE = re.compile(r"^[0-9a-f]{20}\.woff2$")  # webpack-hashed FontAwesome fonts next to embed.js
-REQUIRE_WIDGETS_ENV = "SINKPAPER_REQUIRE_WIDGETS"
+VENDOR_DIR = Path(__file__).resolve().parent / "vendor" / f"html-manager-{HTML_MANAGER_VERSION}"
+# Every file of VENDOR_DIR with its sha256: the tarball's dist/ files we use, then the two licence texts we add
+# (html-manager's BSD-3-Clause text, from ipywidgets; the fonts' SIL OFL 1.1).
+VENDORED_SHA256 = {
+    WIDGETS_EMBED_NAME: EMBED_JS_SHA256,
+    _EMBED_LICENSE: "aed2008aae8123157c4ae564883166b1af7bab928d504a1fa7de1f67aec11268",
+    "1551f4f60c37af51121f.woff2": "9834b82ad26e2a37583d22676a12dd2eb0fe7c80356a2114d0db1aa8b3899537",
+    "7a3337626410ca2f4071.woff2": "e42a88444448ac3d60549cc7c1ff2c8a9cac721034c073d80a14a44e79730cca",
+    "d878b0a6a1144760244f.woff2": "8ea8791754915a898a3100e63e32978a6d1763be6df8e73a39d3a90d691cdeef",
+    "LICENSE": "dbd4a4269fec62a911e15f806cc4af346fad58066d54988b7eb4e08439714570",
+    "LICENSE-fonts-OFL-1.1.txt": "a66928bb0b324dedf436523f6366ad42c77de735630c78744187798dd80971e4",
+}
+_FROM_TARBALL = (WIDGETS_EMBED_NAME, _EMBED_LICENSE)  # plus the fonts (_FONT_RE)
 
 
-class WidgetsAssetWarning(UserWarning):
-    """embed.js could not be obtained: the book builds, but its widgets stay blank."""
-
-
-class WidgetsAssetError(RuntimeError):
-    """embed.js could not be obtained (an error only in strict mode, see :func:`write_static_assets`)."""
-
-
-class WidgetsIntegrityError(WidgetsAssetError):
-    """What the registry served does not match the pinned hashes: always an error, the bytes are not used."""
+class WidgetsIntegrityError(RuntimeError):
+    """A widgets file does not match its pinned hash (or is missing): never used, always an error."""
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -155,21 +163,22 @@ def _integrity(data: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode("ascii")
 
 
-def widgets_cache_dir() -> Path:
-    from sinkpaper.files import cache_dir
+def widgets_embed_files(directory: Path | None = None) -> list[Path]:
+    """The vendored html-manager files (``embed.js`` first), each checked against :data:`VENDORED_SHA256`.
 
-    return cache_dir() / "jupyter-widgets" / f"html-manager-{HTML_MANAGER_VERSION}"
-
-
-def _cached_files(cache: Path) -> list[Path] | None:
-    """The verified files in ``cache``, or None when the cache is missing or does not verify."""
-    embed = cache / WIDGETS_EMBED_NAME
-    try:
-        if _sha256(embed.read_bytes()) != EMBED_JS_SHA256:
-            return None
-    except OSError:
-        return None
-    return [embed] + sorted(p for p in cache.iterdir() if p.name == _EMBED_LICENSE or _FONT_RE.match(p.name))
+    Raises :class:`WidgetsIntegrityError` naming the file when one is missing or altered.
+    """
+    d = VENDOR_DIR if directory is None else Path(directory)
+    for name, digest in VENDORED_SHA256.items():
+        try:
+            got = _sha256((d / name).read_bytes())
+        except OSError as exc:
+            raise WidgetsIntegrityError(f"{d / name} is missing ({exc.strerror}); reinstall sinkpaper or restore "
+                                        f"it from git") from None
+        if got != digest:
+            raise WidgetsIntegrityError(f"{d / name}: sha256 {got} differs from the pinned {digest}; not using it "
+                                        "(restore the file from git)")
+    return [d / WIDGETS_EMBED_NAME] + sorted(d / n for n in VENDORED_SHA256 if n != WIDGETS_EMBED_NAME)
 
 
 def _npm_pack(npm: str, workdir: Path) -> Path:
@@ -186,8 +195,8 @@ def _npm_pack(npm: str, workdir: Path) -> Path:
     return tarballs[0]
 
 
-def _extract_verified(tarball: Path, cache: Path) -> list[Path]:
-    """Check the tarball's integrity, take embed.js (checked too), its license notice and fonts into ``cache``."""
+def _extract_verified(tarball: Path, dest: Path) -> list[Path]:
+    """Check the tarball's integrity, then write embed.js (checked too), its licence notice and fonts to ``dest``."""
     data = tarball.read_bytes()
     got = _integrity(data)
     if got != HTML_MANAGER_INTEGRITY:
@@ -199,17 +208,15 @@ def _extract_verified(tarball: Path, cache: Path) -> list[Path]:
         for member in tar.getmembers():  # read by name; nothing is extracted to a path the archive chooses
             name = member.name.removeprefix("package/dist/")
             if member.isfile() and member.name.startswith("package/dist/") and "/" not in name and (
-                    name in (WIDGETS_EMBED_NAME, _EMBED_LICENSE) or _FONT_RE.match(name)):
+                    name in _FROM_TARBALL or _FONT_RE.match(name)):
                 files[name] = tar.extractfile(member).read()
     if _sha256(files.get(WIDGETS_EMBED_NAME, b"")) != EMBED_JS_SHA256:
         raise WidgetsIntegrityError(f"{tarball.name}: dist/{WIDGETS_EMBED_NAME} is missing or its sha256 is not "
                                     f"the pinned {EMBED_JS_SHA256}")
-    cache.mkdir(parents=True, exist_ok=True)
-    for name, blob in files.items():  # embed.js last: its presence marks a complete cache
-        if name != WIDGETS_EMBED_NAME:
-            _write_bytes_atomic(cache / name, blob)
-    _write_bytes_atomic(cache / WIDGETS_EMBED_NAME, files[WIDGETS_EMBED_NAME])
-    return _cached_files(cache) or []
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, blob in sorted(files.items()):
+        _write_bytes_atomic(dest / name, blob)
+    return [dest / n for n in sorted(files)]
 
 
 def _write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -218,47 +225,21 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def widgets_embed_files() -> list[Path]:
-    """The verified html-manager files (``embed.js`` first), from the cache or fetched once with npm.
-
-    Raises :class:`WidgetsAssetError` when they cannot be had; the message says what to install.
-    """
-    cache = widgets_cache_dir()
-    cached = _cached_files(cache)
-    if cached:
-        return cached
+def refresh_vendored(dest: Path | None = None) -> list[Path]:
+    """Maintainers only (a version bump): fetch the pinned release with ``npm pack`` and write its verified
+    ``dist/`` files into ``dest`` (default :data:`VENDOR_DIR`). Update :data:`VENDORED_SHA256` afterwards."""
     npm = shutil.which("npm")
-    spec = f"{HTML_MANAGER_PACKAGE}@{HTML_MANAGER_VERSION}"
     if npm is None:
-        raise WidgetsAssetError(
-            f"npm was not found, so {spec} (the widgets' embed.js) could not be fetched. Install Node.js with "
-            f"npm (Debian/Ubuntu: `apt-get install npm`) and rerun `python -m sinkpaper.book run`; it is fetched "
-            f"once into {cache}.")
+        raise OSError("npm was not found; refreshing the vendored embed.js needs Node.js with npm")
     with tempfile.TemporaryDirectory(prefix="sinkpaper-npm-") as tmp:
-        try:
-            tarball = _npm_pack(npm, Path(tmp))
-        except OSError as exc:
-            raise WidgetsAssetError(f"{exc}\nCheck that npm can reach its registry (`npm view {spec} dist`), "
-                                    f"then rerun `python -m sinkpaper.book run`.") from None
-        return _extract_verified(tarball, cache)
+        return _extract_verified(_npm_pack(npm, Path(tmp)), VENDOR_DIR if dest is None else Path(dest))
 
 
-def _require_widgets_default() -> bool:
-    return os.environ.get(REQUIRE_WIDGETS_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
-def write_static_assets(static_dir: str | os.PathLike, require_widgets: bool | None = None) -> list[Path]:
+def write_static_assets(static_dir: str | os.PathLike) -> list[Path]:
     """Write the offline assets into ``static_dir`` (created if needed); return the paths written.
 
-    The chart files always come from installed Python packages. The widgets' ``embed.js`` needs npm the first
-    time (see :func:`widgets_embed_files`). When it cannot be had this is a **warning** by default
-    (:class:`WidgetsAssetWarning`): the book still builds and everything in it that is text, a table or a chart
-    renders; only the widgets (sliders switching between pre-rendered views) stay blank. npm is not a Python
-    package, ``make book`` promises to work with the Python registries alone, and a missing viewer for an
-    optional navigation aid should not cost the reader the whole book. Publishing must not ship inert widgets,
-    so ``require_widgets=True`` (or ``SINKPAPER_REQUIRE_WIDGETS=1`` in the environment, as the Pages workflow
-    sets it) turns that into a :class:`WidgetsAssetError`. Bytes that fail the pinned hashes are always an
-    error, never used.
+    The chart files come from installed Python packages; the widgets' ``embed.js`` and its companions from the
+    vendored, hash-checked copy (:func:`widgets_embed_files`; an altered file is an error, never used).
     """
     static = Path(static_dir)
     static.mkdir(parents=True, exist_ok=True)
@@ -266,22 +247,22 @@ def write_static_assets(static_dir: str | os.PathLike, require_widgets: bool | N
     for name, text in ((DEBUG_NAME, vega_debug_js()), (BUNDLE_NAME, vega_bundle_js())):
         _write_if_changed(static / name, text)
         written.append(static / name)
-    if require_widgets is None:
-        require_widgets = _require_widgets_default()
-    try:
-        sources = widgets_embed_files()
-    except WidgetsAssetError as exc:
-        if require_widgets or isinstance(exc, WidgetsIntegrityError):
-            raise
-        warnings.warn(f"{exc}\nThe book builds without it, but its widgets will be blank.", WidgetsAssetWarning,
-                      stacklevel=2)
-        return written
     dest = static / WIDGETS_SUBDIR
     dest.mkdir(exist_ok=True)
-    for src in sources:
+    for src in widgets_embed_files():
         target = dest / src.name
         data = src.read_bytes()
         if not (target.exists() and target.read_bytes() == data):
             _write_bytes_atomic(target, data)
         written.append(target)
     return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["refresh-vendored"]:
+        print("usage: python -m sinkpaper.book.assets refresh-vendored", file=sys.stderr)
+        sys.exit(2)
+    for path in refresh_vendored():
+        print(f"{_sha256(path.read_bytes())}  {path}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..train import config as train_config
-from ..train.store import DEFAULT_STORE, read_result, result_path
+from ..train.store import DEFAULT_STORE, read_result, result_path, stale_results
 from ..train.sweep import summarize, sweep_configs
 from ..train.trainer import read_log, train
 from .figures import Table
@@ -33,6 +33,7 @@ class StoredSweep:
     payloads: list[dict] = field(default_factory=list)
     missing: list[tuple[str, int]] = field(default_factory=list)
     store: str = DEFAULT_STORE
+    stale: list[tuple[str, int]] = field(default_factory=list)  # missing pairs stored under an older definition
 
     def by_point(self) -> dict[str, list[dict]]:
         out: dict[str, list[dict]] = {}
@@ -46,8 +47,11 @@ class StoredSweep:
             return ""
         points = sorted({p for p, _ in self.missing})
         seeds = sorted({s for _, s in self.missing})
+        stale = (f" {len(self.stale)} of them are stored under an older definition of a model variant "
+                 f"({', '.join(sorted({p for p, _ in self.stale}))}): stale, not shown; rerun them."
+                 if self.stale else "")
         return (f"**Not in the results store** at the `{self.profile}` profile: {len(self.missing)} run(s) of "
-                f"`{self.config}` ({', '.join(points)}; seeds {', '.join(map(str, seeds))}). Produce them with "
+                f"`{self.config}` ({', '.join(points)}; seeds {', '.join(map(str, seeds))}).{stale} Produce them with "
                 f"`python -m sinkpaper sweep --config {self.config} --profile {self.profile} --seeds "
                 f"{' '.join(map(str, seeds))} --points {' '.join(points)} --out runs/{Path(self.config).stem}`.")
 
@@ -58,12 +62,16 @@ def point_of(payload: Mapping) -> str:
 
 def stored_sweep(config: str, profile: str, points: Sequence[str] | None = None, seeds: Sequence[int] = (0,),
                  store: str = DEFAULT_STORE) -> StoredSweep:
-    """Every (point, seed) of ``config`` at ``profile`` that the store holds for exactly today's config (by hash)."""
+    """Every (point, seed) of ``config`` at ``profile`` that the store holds for exactly today's config (by hash);
+    the others are ``missing``, and those of them stored under an older definition also ``stale``."""
     out = StoredSweep(str(config), profile, store=str(store))
+    stale_now = {e["current_key"] for e in stale_results(store)} if Path(store).is_dir() else set()
     for point, seed, cfg in sweep_configs(config, profile, list(points) if points else None, list(seeds)):
-        payload = read_result(store, cfg)
+        payload = read_result(store, cfg)  # never a stale run (one stored under an older definition)
         if payload is None:
             out.missing.append((point, seed))
+            if cfg.hash() in stale_now:
+                out.stale.append((point, seed))
         else:
             payload = dict(payload)
             payload["loaded_from"] = str(result_path(store, cfg.hash()))

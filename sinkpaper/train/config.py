@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.sources import SOURCES
-from ..models import ModelConfig
+from ..fields import canonical, check_types
+from ..resources import find_config
+from ..models.config import ModelConfig, definition_revisions
 
 PROFILES = ("cpu", "text", "gpu", "paper")
 SCHEDULES = ("constant", "cosine")
@@ -114,24 +116,56 @@ class TrainConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def revisions(self) -> dict[str, int]:
+        """The current definition revisions of the model field values this run uses (DEFINITION_REVISIONS)."""
+        return definition_revisions(self.model)
+
     def identity(self) -> dict:
-        """Everything that changes the result: the config without the run section's bookkeeping."""
-        return identity(self.to_dict())
+        """Everything that changes the result, canonical: see :func:`identity`."""
+        return identity(self.to_dict(), self.revisions())
 
     def hash(self) -> str:
-        """Stable id of `identity()`."""
-        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
+        """The results-store key: a stable id of `identity()`."""
+        return identity_hash(self.identity())
 
 
 BOOKKEEPING = ("checkpoint_every", "log_every", "threads", "device", "compile")
+_TOP_DEFAULTS = {"name": "run", "profile": "cpu"}
 
 
-def identity(config: dict) -> dict:
-    """A config dict (TrainConfig.to_dict()) without the fields that cannot change a result."""
+def identity(config: dict, revisions: dict[str, int] | None = None) -> dict:
+    """The canonical identity of a config dict (TrainConfig.to_dict()), which the results-store key hashes.
+
+    * The run section's bookkeeping (threads, device, checkpoint cadence, ...) is left out: it cannot change a
+      result.
+    * Every field at its dataclass default is left out (model fields at ModelConfig's defaults too), and
+      integers in float fields count as floats. A new field added with a default therefore keeps every
+      existing key, and so does writing a default value out in a config file.
+    * ``revisions`` ({model field: revision}, see sinkpaper.models.config.DEFINITION_REVISIONS) goes in as
+      ``definitions``; None means the current revisions of the config's model values. A run stored under an
+      older definition of a value thus has another key than the same config run today.
+    """
     d = json.loads(json.dumps(config))
-    for k in BOOKKEEPING:
-        d.get("run", {}).pop(k, None)
-    return d
+    out = {}
+    for key, value in d.items():
+        if key in SECTIONS and isinstance(value, dict):
+            section = {k: v for k, v in value.items() if not (key == "run" and k in BOOKKEEPING)}
+            value = canonical(SECTIONS[key], section)
+        elif key == "model" and isinstance(value, dict):
+            value = canonical(ModelConfig, value)
+        elif key in _TOP_DEFAULTS and value == _TOP_DEFAULTS[key]:
+            continue
+        if value != {}:
+            out[key] = value
+    revisions = definition_revisions(d.get("model") or {}) if revisions is None else revisions
+    if revisions:
+        out["definitions"] = {f"model.{k}": int(v) for k, v in sorted(revisions.items())}
+    return out
+
+
+def identity_hash(ident: dict) -> str:
+    """16 hex digits of the sha256 of an identity's sorted JSON."""
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _valid_keys() -> list[str]:
@@ -140,10 +174,20 @@ def _valid_keys() -> list[str]:
     return keys + ["name"]
 
 
-def _parse_value(text: str):
-    """YAML scalars, plus the numbers YAML 1.1 leaves as strings (`2e-2` has no dot)."""
+def parse_yaml_value(text: str, what: str):
+    """``yaml.safe_load(text)``, with a YAML mistake as a one-line ValueError that names ``what``."""
     import yaml
-    value = yaml.safe_load(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ValueError(f"{what}: {text!r} is not a valid YAML value ({problem}); write strings, numbers, "
+                         f"true/false, null or [lists] as in the config files") from None
+
+
+def _parse_value(text: str, what: str = "--set"):
+    """YAML scalars, plus the numbers YAML 1.1 leaves as strings (`2e-2` has no dot)."""
+    value = parse_yaml_value(text, what)
     if isinstance(value, str):
         try:
             return float(value)
@@ -210,12 +254,22 @@ def build(raw: dict, profile: str = "cpu", overrides: dict | None = None, sweep_
     for name, cls in SECTIONS.items():
         values = raw.get(name, {}) or {}
         valid = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(values, dict):
+            raise ValueError(f"config section {name!r} must be a mapping of fields, got {values!r}")
         bad = sorted(set(values) - set(valid))
         if bad:
             raise ValueError(f"unknown {name} field(s) {', '.join(bad)}; valid: {', '.join(valid)}")
+        check_types(cls, values, prefix=f"{name}.")
         sections[name] = cls(**values)
-    cfg = TrainConfig(name=str(raw.get("name", "run")), model=dict(raw.get("model", {}) or {}), profile=profile,
-                      **sections)
+    model = raw.get("model", {}) or {}
+    if not isinstance(model, dict):
+        raise ValueError(f"config section 'model' must be a mapping of ModelConfig fields, got {model!r}")
+    unknown_model = sorted(set(model) - set(ModelConfig.field_names()))
+    if unknown_model:
+        raise ValueError(f"unknown model field(s) {', '.join(unknown_model)}; valid: "
+                         f"{', '.join(ModelConfig.field_names())}")
+    check_types(ModelConfig, model, prefix="model.")
+    cfg = TrainConfig(name=str(raw.get("name", "run")), model=dict(model), profile=profile, **sections)
     validate(cfg)
     o = cfg.optim
     o.steps = max(1, round(o.steps * o.steps_scale))
@@ -273,14 +327,20 @@ def _merge(base: dict, top: dict) -> dict:
 
 
 def read_yaml(path: str | Path) -> dict:
-    """A config file, with `include: other.yaml` (relative to it) merged underneath."""
+    """A config file (a path, or a family name found by sinkpaper.resources.find_config), with
+    `include: other.yaml` (relative to it) merged underneath."""
     import yaml
-    path = Path(path)
-    if not path.exists():
-        families = sorted(p.stem for p in Path("configs").glob("[!_]*.yaml"))
-        raise FileNotFoundError(f"no config at {path}; the experiment families are in configs/: "
-                                f"{', '.join(families) or '(none here)'}")
-    raw = yaml.safe_load(path.read_text()) or {}
+    path = find_config(path)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ValueError(f"{path}{where}: not valid YAML ({problem})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a config is a mapping (name, model, data, optim, eval, run, profiles, sweep), "
+                         f"got {type(raw).__name__}")
     include = raw.pop("include", None)
     return _merge(read_yaml(path.parent / include), raw) if include else raw
 
@@ -301,5 +361,5 @@ def parse_sets(items: list[str]) -> dict:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
-        out[k.strip()] = _parse_value(v)
+        out[k.strip()] = _parse_value(v, f"--set {k.strip()}")
     return out

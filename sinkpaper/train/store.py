@@ -1,13 +1,22 @@
-"""The results store the book reads: one JSON per run, `<store>/<config hash>.json`, holding the resolved
-config, the final metrics with provenance and the logged curve. Writes are atomic, and a file is only ever
-replaced by a run of the same config (a hash collision with another config is refused)."""
+"""The results store the book reads: one JSON per run, `<store>/<key>.json`, holding the resolved config, the
+definition revisions it ran under, the final metrics with provenance and the logged curve. Writes are atomic,
+and a file is only ever replaced by a run of the same config (a key collision with another config is refused).
+
+The key (`TrainConfig.hash()`) hashes the config's canonical identity (sinkpaper.train.config.identity): fields
+at their default are left out, so adding a defaulted field keeps every key, and the revision of every model
+value whose definition changed (sinkpaper.models.config.DEFINITION_REVISIONS) is in it. A stored run whose file
+key is no longer the key its config has today is *stale*: it ran under an older definition (rerun it) or was
+written under an older key scheme (`python -m sinkpaper store migrate` renames it). Stale runs are kept on disk,
+listed by `stale_results` / `python -m sinkpaper store stale`, and never returned as current by the readers
+(`read_result`, `list_results`).
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from ..files import atomic_write_text
-from .config import identity
+from .config import identity, identity_hash
 
 DEFAULT_STORE = "results/store"
 
@@ -16,34 +25,146 @@ def result_path(store: str | Path, config_hash: str) -> Path:
     return Path(store) / f"{config_hash}.json"
 
 
+def recorded_revisions(payload: dict) -> dict[str, int]:
+    """The definition revisions a stored run ran under; {} for runs stored before revisions were recorded (they
+    ran under every value's first definition)."""
+    return dict(payload.get("revisions") or {})
+
+
+def stored_identity(payload: dict) -> dict:
+    """A stored run's identity under the definitions it ran with."""
+    return identity(payload.get("config", {}), recorded_revisions(payload))
+
+
+def stored_key(payload: dict) -> str:
+    """The key a stored run has under the definitions it ran with (what `migrate` names its file)."""
+    return identity_hash(stored_identity(payload))
+
+
+def current_key(payload: dict) -> str:
+    """The key a stored run's config has today (current definitions)."""
+    return identity_hash(identity(payload.get("config", {})))
+
+
 def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None = None) -> Path:
     path = result_path(store, cfg.hash())
     config = cfg.to_dict()
     if path.exists():
         old = json.loads(path.read_text())
-        if identity(old.get("config", {})) != cfg.identity():
+        if stored_identity(old) != cfg.identity():
             raise ValueError(f"{path} holds a different config with the same hash; refusing to overwrite it")
-    payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": config, "result": result,
-               "curve": curve or []}
+    payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": config,
+               "revisions": cfg.revisions(), "result": result, "curve": curve or []}
     atomic_write_text(path, json.dumps(payload, indent=1))
     return path
 
 
 def read_result(store: str | Path, cfg) -> dict | None:
-    """The stored run of exactly this config, or None."""
+    """The stored run of exactly this config under today's definitions, or None."""
     path = result_path(store, cfg.hash())
     if not path.exists():
         return None
     payload = json.loads(path.read_text())
     # threads, checkpoint cadence and the like do not change a result: a run stored with other bookkeeping counts
-    return payload if identity(payload.get("config", {})) == cfg.identity() else None
+    return payload if stored_identity(payload) == cfg.identity() else None
+
+
+def _entries(store: str | Path):
+    for p in sorted(Path(store).glob("*.json")):
+        yield p, json.loads(p.read_text())
+
+
+def _stale_reason(path: Path, payload: dict) -> str | None:
+    now = current_key(payload)
+    if path.stem == now:
+        return None
+    from ..models.config import definition_revisions
+    ran = recorded_revisions(payload)
+    today = definition_revisions(payload.get("config", {}).get("model") or {})
+    if ran != today:
+        fields = sorted(set(ran) | set(today))
+        model = payload.get("config", {}).get("model") or {}
+        said = ", ".join(f"model.{f}={model.get(f)!r} revision {ran.get(f, 1)} (now {today.get(f, 1)})"
+                         for f in fields if ran.get(f, 1) != today.get(f, 1))
+        return f"ran under an older definition: {said}; stale, rerun"
+    return "named by an older key scheme; run `python -m sinkpaper store migrate`"
+
+
+def stale_results(store: str | Path = DEFAULT_STORE) -> list[dict]:
+    """Stored runs whose file key is not the key their config has today: ``{"path", "name", "profile", "key",
+    "current_key", "reason"}`` each. They stay on disk and are never returned as current."""
+    out = []
+    for p, payload in _entries(store):
+        reason = _stale_reason(p, payload)
+        if reason:
+            out.append({"path": str(p), "name": payload.get("name", ""), "profile": payload.get("profile"),
+                        "key": p.stem, "current_key": current_key(payload), "reason": reason})
+    return out
 
 
 def list_results(store: str | Path, name_prefix: str = "") -> list[dict]:
-    """Every stored run whose name starts with name_prefix (e.g. an experiment family)."""
+    """Every current stored run whose name starts with name_prefix (e.g. an experiment family); stale runs (see
+    `stale_results`) are left out."""
     out = []
-    for p in sorted(Path(store).glob("*.json")):
-        payload = json.loads(p.read_text())
-        if payload.get("name", "").startswith(name_prefix):
+    for p, payload in _entries(store):
+        if payload.get("name", "").startswith(name_prefix) and _stale_reason(p, payload) is None:
             out.append(payload)
     return out
+
+
+def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
+    """Rename every stored run to its key under the definitions it ran with (and record those revisions in it).
+
+    Runs stored before revisions were recorded ran under first definitions. No run is deleted: a run whose
+    definition changed since gets a key today's configs do not produce, so it stays on disk, stale (only an
+    identical second copy of a run, as an interrupted migration leaves, is removed). Running it twice changes
+    nothing the second time. Returns the (old name, new name) pairs of the files renamed. Refuses (ValueError,
+    nothing changed) when two files hold the same config with different results.
+    """
+    plan = []
+    targets: dict[str, tuple[str, dict]] = {}
+    duplicates = []
+    for p, payload in _entries(store):
+        key = stored_key(payload)
+        if key in targets:
+            other_name, other = targets[key]
+            if _content(payload) != _content(other):
+                raise ValueError(f"{p.name} and {other_name} hold the same config ({key}) with different results; "
+                                 "keep one of them, then migrate")
+            duplicates.append(p if p.stem != key else Path(store) / other_name)  # e.g. an interrupted migration
+            if p.stem == key:
+                plan = [e for e in plan if e[0].name != other_name]
+                targets[key] = (p.name, payload)
+                plan.append((p, payload, key))
+            continue
+        targets[key] = (p.name, payload)
+        plan.append((p, payload, key))
+    names = {p.name for p, _, _ in plan} | {d.name for d in duplicates}
+    for p, payload, key in plan:
+        target = p.with_name(f"{key}.json")
+        if target != p and target.exists() and target.name not in names:
+            raise ValueError(f"{target} exists and holds another run; cannot rename {p.name} to it")
+    renamed = []
+    for p, payload, key in plan:
+        updated = {**payload, "hash": key, "revisions": recorded_revisions(payload)}
+        order = ["hash", "name", "profile", "config", "revisions"]  # the layout write_result uses
+        updated = {k: updated[k] for k in order if k in updated} | {k: v for k, v in updated.items() if k not in order}
+        target = p.with_name(f"{key}.json")
+        if target == p:
+            if updated != payload or list(updated) != list(payload):
+                atomic_write_text(p, json.dumps(updated, indent=1))
+            continue
+        atomic_write_text(target, json.dumps(updated, indent=1))  # new file complete before the old one goes
+        renamed.append((p.name, target.name))
+    written = {f"{key}.json" for _, _, key in plan}
+    for old, _ in renamed:
+        if old not in written:
+            (Path(store) / old).unlink()
+    for dup in duplicates:
+        if dup.name not in written:
+            dup.unlink()
+    return renamed
+
+
+def _content(payload: dict) -> dict:
+    return {k: v for k, v in payload.items() if k not in ("hash", "revisions")}

@@ -123,10 +123,8 @@ def load_data(cfg: TrainConfig) -> TokenData:
 def _device(cfg: TrainConfig) -> torch.device:
     if cfg.run.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(cfg.run.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("run.device=cuda but no CUDA device is available; use run.device=cpu or auto")
-    return dev
+    from ..devices import check_device
+    return check_device(cfg.run.device, what="run.device", also=("auto",))  # one-line ValueError naming the devices here
 
 
 @torch.no_grad()
