@@ -125,7 +125,8 @@ def test_config_profiles_sweeps_short_keys_and_hash():
     assert cfg.hash() != load(REPO / "configs/optimization.yaml", "cpu", {"seed": 4}, "lr_x2_steps_x0.5").hash()
     a = build(TINY, "cpu", {"run.log_every": 1})
     assert a.hash() == build(TINY, "cpu").hash()  # bookkeeping does not change the result
-    with pytest.raises(ValueError, match="unknown profile 'tpu'; valid: cpu, gpu, paper"):
+    assert build({**TINY, "name": "other/point"}, "cpu").hash() == a.hash()  # nor does the name
+    with pytest.raises(ValueError, match="unknown profile 'tpu'; valid: cpu, text, gpu, paper"):
         build(TINY, "tpu")
     with pytest.raises(ValueError, match="unknown sweep point 'nope'; valid: lr_x2_steps_x0.5"):
         load(REPO / "configs/optimization.yaml", "cpu", {}, "nope")

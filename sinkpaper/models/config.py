@@ -26,7 +26,11 @@ BACKENDS = ("eager", "triton")
 # runs of an older definition keep another key: `python -m sinkpaper store stale` lists them ("stale, rerun")
 # and no reader returns them as current.
 # sink="v_bias" 2: the paper's exact form of the learnable value bias (runs stored before it are revision 1).
-DEFINITION_REVISIONS: dict[str, dict[str, int]] = {"sink": {"v_bias": 2}}
+DEFINITION_REVISIONS: dict[str, dict[str, int]] = {
+    "sink": {"v_bias": 2},                   # 2: v* added after the attention (the paper's control), no extra key
+    "kernel_z": {"one": 2, "maxabs": 2},     # 2: kernel-form scores carry the paper's 1/sqrt(d_h)
+    "kernel_phi": {"mlp": 2},                # 2: the 1/sqrt(d_h) scale, and the mlp feature map as released
+}
 
 _CHOICES = {
     "pos_encoding": POS_ENCODINGS, "norm": NORMS, "ffn": FFNS, "head_combine": HEAD_COMBINES,

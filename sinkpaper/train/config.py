@@ -137,7 +137,8 @@ def identity(config: dict, revisions: dict[str, int] | None = None) -> dict:
     """The canonical identity of a config dict (TrainConfig.to_dict()), which the results-store key hashes.
 
     * The run section's bookkeeping (threads, device, checkpoint cadence, ...) is left out: it cannot change a
-      result.
+      result. So is the run's name: the same config under two sweep points (a family's base is another
+      family's point) is one run, trained once.
     * Every field at its dataclass default is left out (model fields at ModelConfig's defaults too), and
       integers in float fields count as floats. A new field added with a default therefore keeps every
       existing key, and so does writing a default value out in a config file.
@@ -153,7 +154,7 @@ def identity(config: dict, revisions: dict[str, int] | None = None) -> dict:
             value = canonical(SECTIONS[key], section)
         elif key == "model" and isinstance(value, dict):
             value = canonical(ModelConfig, value)
-        elif key in _TOP_DEFAULTS and value == _TOP_DEFAULTS[key]:
+        elif key == "name" or (key in _TOP_DEFAULTS and value == _TOP_DEFAULTS[key]):
             continue
         if value != {}:
             out[key] = value

@@ -65,8 +65,14 @@ def read_result(store: str | Path, cfg) -> dict | None:
     if not path.exists():
         return None
     payload = json.loads(path.read_text())
-    # threads, checkpoint cadence and the like do not change a result: a run stored with other bookkeeping counts
-    return payload if stored_identity(payload) == cfg.identity() else None
+    # threads, checkpoint cadence, the name and the like do not change a result: a run stored with other
+    # bookkeeping counts. Stored under another point's name (a family's base is another family's point), it is
+    # returned under the name asked for, with the name it was stored as.
+    if stored_identity(payload) != cfg.identity():
+        return None
+    if payload.get("name") != cfg.name:
+        payload = {**payload, "name": cfg.name, "stored_as": payload.get("name")}
+    return payload
 
 
 def _entries(store: str | Path):
