@@ -40,6 +40,7 @@ FLAT_SUFFIX = ".tok"
 HEADER_BYTES = 1 << 16           # room reserved for the flat header (the tokens start here)
 BUILD_HINT = "run `python -m sinkpaper data build --out DIR` to build it"
 _CHUNK = 1 << 20
+_XZ_BLOCK = 8 << 20              # decompressed bytes handled at a time when reading an xz file
 
 
 class TokenFileError(RuntimeError):
@@ -377,7 +378,7 @@ def _xz_records(path: Path):
                         raise TokenFileError(f"token file {path} is truncated; {BUILD_HINT}")
                 else:
                     data = b""
-                out = d.decompress(data, max_length=8 * _CHUNK)
+                out = d.decompress(data, max_length=_XZ_BLOCK)
                 if out:
                     yield out
         except lzma.LZMAError as e:
