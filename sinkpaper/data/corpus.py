@@ -52,7 +52,7 @@ import numpy as np
 from ..files import atomic_write_text
 from . import tokenizer as _tok
 from .tokenfile import (BUILD_HINT, TOKEN_FILE, TOKEN_MAGIC, TokenFileError, load_tokens,  # noqa: F401 - re-exported
-                        open_tokens, read_token_header, unpack, write_token_file)
+                        read_token_header, unpack, write_token_file)
 
 # bump when extraction or dedup changes the text: the per-source document cache is keyed by it
 EXTRACT_VERSION = 3

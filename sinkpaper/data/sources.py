@@ -237,6 +237,8 @@ def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, 
         ds = datasets.load_dataset("json", data_files=files, split="train", streaming=True, chunksize=1 << 20)
     else:
         ds = datasets.load_dataset(dataset, name, split="train", streaming=True)
+    # `datasets`' map is not used: on a streaming dataset it runs here, without num_proc, so it would only wrap
+    # the same call; the parallelism is the tokenizer's own thread pool in encode_batch
     ds = ds.select_columns([text_field])
     from tqdm.auto import tqdm
     need = n_tokens + val_tokens

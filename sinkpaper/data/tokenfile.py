@@ -252,7 +252,8 @@ def open_flat(path: str | Path, verify: bool = False) -> TokenFile:
         size = os.fstat(f.fileno()).st_size
         if size != want:
             raise TokenFileError(f"token file {path} is truncated or corrupted: {size} bytes, its header "
-                                 f"describes {want}")
+                                 f"describes {want} (a file in {cache_dir() / 'tokens'} may be deleted: it is "
+                                 "rebuilt on the next run)")
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     if hasattr(mm, "madvise"):
         mm.madvise(mmap.MADV_RANDOM)   # training reads scattered windows: no read-ahead around each
