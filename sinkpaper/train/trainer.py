@@ -21,7 +21,7 @@ import torch
 
 from .. import metrics, provenance
 from ..data.packing import Packing, document_ids
-from ..data.sources import TokenData, load_source
+from ..data.sources import TokenData, load_once_per_node, load_source
 from ..files import atomic_write_text
 from ..models import SinkModel
 from . import accel
@@ -114,10 +114,12 @@ def packing_for(cfg: TrainConfig, data: TokenData, context: int | None = None) -
 
 
 def load_data(cfg: TrainConfig) -> TokenData:
+    """The run's token source; under torchrun one rank per node builds any token cache, then all map it."""
     d = cfg.data
-    return load_source(d.source, path=d.path, dataset=d.dataset, tokenizer=d.tokenizer, n_tokens=d.n_tokens,
-                       vocab_size=d.vocab_size, seed=cfg.run.seed, n_triggers=d.n_triggers,
-                       concentration=d.concentration, data_seed=d.data_seed, doc_len=tuple(d.doc_len))
+    return load_once_per_node(lambda: load_source(
+        d.source, path=d.path, dataset=d.dataset, tokenizer=d.tokenizer, n_tokens=d.n_tokens,
+        vocab_size=d.vocab_size, seed=cfg.run.seed, n_triggers=d.n_triggers, concentration=d.concentration,
+        data_seed=d.data_seed, doc_len=tuple(d.doc_len)))
 
 
 def _device(cfg: TrainConfig) -> torch.device:
@@ -249,7 +251,6 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     micro = o.batch_size // o.grad_accum
     if micro % world:
         raise ValueError(f"micro-batch {micro} (batch_size / grad_accum) must be divisible by {world} processes")
-    per_rank = micro // world
     log_path = out / "log.jsonl"
     last_eval = None
     bar = None
@@ -263,8 +264,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
         for m in range(o.grad_accum):
-            b = packing.batch(data.train, micro, cfg.run.seed, step * o.grad_accum + m)
-            b = {k: v[rank * per_rank:(rank + 1) * per_rank].to(device) for k, v in b.items()}
+            b = packing.batch(data.train, micro, cfg.run.seed, step * o.grad_accum + m, rank=rank, world=world)
+            b = {k: v.to(device) for k, v in b.items()}
             with autocast:
                 loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
             if not torch.isfinite(loss):
