@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=["kernels", "training"],
                    help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama")
     b.add_argument("--profile", default=None, help="training: the profile whose model and batch to time "
-                   "(default gpu on CUDA, else cpu)")
+                   "(default gpu on CUDA, else cpu; text: the real-text shapes)")
+    b.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                   help="training on CPU: also time the compiled (inductor) rows (default yes)")
     b.add_argument("--steps", type=int, default=10, help="training: timed steps")
     b.add_argument("--json", metavar="PATH", help="also write every figure, with provenance, to this JSON file")
     b.add_argument("--smoke", action="store_true",
@@ -197,7 +199,8 @@ def run_bench(a, argv: list[str]) -> int:
             if a.device:
                 from .devices import check_device
                 check_device(a.device)
-            r = run_training_bench(profile=profile, steps=a.steps, device=a.device, json_path=a.json)
+            r = run_training_bench(profile=profile, steps=a.steps, device=a.device, json_path=a.json,
+                                   compile=a.compile, argv=argv)
         except ValueError as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2

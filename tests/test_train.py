@@ -254,17 +254,32 @@ def test_cli_train_end_to_end(tmp_path):
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_training_throughput_bench_runs_both_models_side_by_side(tmp_path):
+def test_training_throughput_bench_json_contract(tmp_path):
+    """The benchmark's rows and JSON on tiny text-profile shapes, one timed step (a contract, not a timing)."""
+    from sinkpaper.train import accel
     from sinkpaper.train.bench import format_training_report, run_training_bench
-    r = run_training_bench(str(REPO / "configs/optimization.yaml"), "cpu", steps=2, warmup=1,
-                           json_path=str(tmp_path / "b.json"))
-    ours, hf = r["rows"]
-    assert ours["model"] == "ours" and hf["model"] == "transformers"
-    assert ours["n_parameters"] == hf["n_parameters"]   # the same architecture, counted the same way
-    assert ours["tokens_per_s"] > 0 and hf["tokens_per_s"] > 0
-    assert r["ratio_tokens_per_s"] == pytest.approx(ours["tokens_per_s"] / hf["tokens_per_s"])
-    assert "ratio ours / transformers" in format_training_report(r)
-    assert json.loads((tmp_path / "b.json").read_text())["provenance"]["source_of_numbers"] == "computed now"
+    tiny = {"model.d_model": 32, "model.n_layers": 1, "model.d_ff": 64, "model.vocab_size": 128, "data.context": 16,
+            "optim.batch_size": 4}
+    r = run_training_bench(str(REPO / "configs/optimization.yaml"), "text", steps=1, warmup=1, compile=False,
+                           overrides=tiny, gemm_n=64, json_path=str(tmp_path / "b.json"))
+    assert json.loads((tmp_path / "b.json").read_text()) == json.loads(json.dumps(r))
+    bf16 = accel.bf16_support(torch.device("cpu"))[0]
+    assert [(x["model"], x["dtype"], x["compiled"]) for x in r["rows"]] == (
+        [("ours", "fp32", False)] + [("ours", "bf16", False)] * bf16 + [("transformers", r["best"]["dtype"], False)])
+    for row in r["rows"]:
+        assert set(row) >= {"model", "dtype", "compiled", "tokens_per_s", "mfu"}
+        assert row["tokens_per_s"] > 0 and row["mfu"] > 0
+        assert row["n_parameters"] == r["rows"][0]["n_parameters"]   # the same architecture, counted the same way
+        assert row["mfu"] == pytest.approx(row["tokens_per_s"] * r["flops_per_token"] / r["gemm_peak_flops"][row["dtype"]])
+    assert set(r["gemm_peak_flops"]) == ({"fp32", "bf16"} if bf16 else {"fp32"})
+    best = max(r["rows"][:-1], key=lambda x: x["tokens_per_s"])
+    assert r["ratio_best_vs_fp32_eager"] == pytest.approx(best["tokens_per_s"] / r["rows"][0]["tokens_per_s"])
+    side = r["ours_best_side_by_side_with_transformers"]
+    assert r["ratio_best_vs_transformers"] == pytest.approx(side["tokens_per_s"] / r["rows"][-1]["tokens_per_s"])
+    assert r["provenance"]["source_of_numbers"] == "computed now" and r["provenance"]["steps"] == 1
+    assert (r["micro_batch"], r["context"], r["vocab_size"]) == (4, 16, 128)
+    text = format_training_report(r)
+    assert "ratio ours / transformers" in text and "GEMM peak" in text and text.count("\n  ours ") == 1 + bf16
 
 
 # ------------------------------------------------------------------------------------------------ sources

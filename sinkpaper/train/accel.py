@@ -34,6 +34,16 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, with its native bf16 flags ('' where unknown)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
+    return f"{name} ({', '.join(sorted(cpu_flags() & set(BF16_CPU_FLAGS))) or 'no native bf16'})"
+
+
 def bf16_support(device: torch.device) -> tuple[bool, str]:
     """(supported, why not). On the CPU: oneDNN present and native bf16 instructions (amx_bf16 / avx512_bf16);
     without /proc/cpuinfo, oneDNN's own bf16 check."""

@@ -228,7 +228,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     model = SinkModel(cfg.model_config(data.vocab_size)).to(device)
     o = cfg.optim
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay,
-                                  fused=device.type == "cuda")
+                                  fused=True)   # one kernel for all of AdamW, on the CPU too (issue 14)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     step, tokens, wall = 0, 0, 0.0
     ckpt = latest_checkpoint(out) if resume else None
@@ -258,6 +258,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
         from tqdm.auto import tqdm
         bar = tqdm(total=o.steps, initial=step, desc=cfg.name, unit="step")
     t_start = time.perf_counter() - wall
+    t_session, eval_seconds = time.perf_counter(), 0.0
     net.train()
     while step < o.steps:
         t0 = time.perf_counter()
@@ -289,8 +290,11 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
             record = {"step": step, "tokens": tokens, "loss": loss_sum, "lr": scheduler.get_last_lr()[0],
                       "tokens_per_s": o.batch_size * cfg.data.context / dt, "wall_seconds": time.perf_counter() - t_start}
         if step % cfg.eval.every == 0 or step == o.steps:
+            t_eval = time.perf_counter()
             last_eval = evaluate(model, cfg, data, device, dtype)
-            record = {**(record or {"step": step, "tokens": tokens, "loss": loss_sum}), **last_eval}
+            eval_seconds += time.perf_counter() - t_eval   # this session's evaluation time (its share of the run)
+            record = {**(record or {"step": step, "tokens": tokens, "loss": loss_sum}), **last_eval,
+                      "eval_seconds": time.perf_counter() - t_eval}
         if record is not None:
             with open(log_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
@@ -317,7 +321,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
               "data": data.provenance,
               "provenance": provenance.stamp(device, wall_seconds=round(wall, 1), tokens_seen=tokens,
                                              source_of_numbers="computed now", profile=cfg.profile,
-                                             dtype=dtype, compiled=compiled,
+                                             dtype=dtype, compiled=compiled, eval_seconds=round(eval_seconds, 2),
+                                             eval_share=round(eval_seconds / max(1e-9, time.perf_counter() - t_session), 4),
                                              threads=torch.get_num_threads())}
     atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
     if store is not None:
