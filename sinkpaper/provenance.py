@@ -43,6 +43,12 @@ def _installed_commit() -> str | None:
     return None
 
 
+def checkout_commit() -> str | None:
+    """The full commit of the git checkout sinkpaper runs from, or None when it is not run from one."""
+    here = _checkout()
+    return here[0] if here else None
+
+
 def commit() -> str | None:
     """The commit of the code that runs: the checkout's HEAD (full), or, for an installed package, the
     abbreviated commit in its version; None when neither is known."""

@@ -395,29 +395,48 @@ def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
 
 
 def test_broken_chapter_keeps_the_book_building(tmp_path, capsys):
-    """A toc with a good and a broken chapter: the runner exits 1 naming the broken chapter and cell, and
-    jupyter-book still builds the book, good page included."""
+    """`python -m sinkpaper.book build` (what `make book` runs) over a toc with a good and a broken chapter: the
+    site is built with the good page, and the command exits 1 naming the broken chapter and cell. The good
+    chapter's executed page pins its Colab cell to the commit that ran it."""
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
         pytest.skip("jupyter-book not installed next to this interpreter")
     pytest.importorskip("vl_convert")
+    from sinkpaper.book import colab
+
     shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
     _write_toc(tmp_path, ["book/03_good", "book/04_broken"])
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
-    (nbdir / "03_good.py").write_text(OK_NB)
+    colab_cell = "# %%\n" + colab.bootstrap_cell() + "\n"
+    (nbdir / "03_good.py").write_text(OK_NB.replace('# %% tags=["parameters"]', colab_cell + '# %% tags=["parameters"]'))
     (nbdir / "04_broken.py").write_text(BAD_NB)
 
-    rc = runner.main(["run", "--notebooks-dir", str(nbdir), "--out-dir", str(tmp_path / "book")])
+    rc = runner.main(["build", "--notebooks-dir", str(nbdir), "--out-dir", str(tmp_path / "book"),
+                      "--root", str(tmp_path)])
     out = capsys.readouterr()
     assert rc == 1
     assert '04_broken failed in cell 3 (code cell starting "raise RuntimeError(' in out.out, out.out
     assert "RuntimeError: deliberate failure" in out.out
     assert "04_broken failed in cell 3" in out.err  # the progress log says it too
-
-    proc = subprocess.run([str(jb), "build", "--all", "."], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "built without the new output of the failed chapter(s): 04_broken" in out.err
     html = tmp_path / "_build" / "html"
+    assert f"Book: {html / 'index.html'}" in out.out
     assert "profile=cpu n=1" in (html / "book" / "03_good.html").read_text()
     assert (html / "book" / "front.html").is_file() and (html / "index.html").is_file()
     assert not (html / "book" / "04_broken.html").exists()  # never succeeded, so no page (a warning, not an error)
+    executed = (tmp_path / "book" / "03_good.ipynb").read_text()
+    ref = colab.pinned_ref()
+    if ref is not None:  # run from a checkout: the page installs exactly that commit
+        assert json.dumps(colab.pip_spec(ref))[1:-1] in executed and "@main" not in executed
+
+
+def test_build_without_any_successful_chapter_builds_nothing(tmp_path, capsys):
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    (nbdir / "04_broken.py").write_text(BAD_NB)
+    rc = runner.main(["build", "--notebooks-dir", str(nbdir), "--out-dir", str(tmp_path / "book"),
+                      "--root", str(tmp_path)])
+    out = capsys.readouterr()
+    assert rc == 1 and "site not built: every chapter failed (04_broken)" in out.err
+    assert not (tmp_path / "_build").exists()

@@ -81,3 +81,65 @@ def test_errors_exit_2_with_one_line(args, msg, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
     assert msg in lines[0]
+
+
+# ------------------------------------------------------------------ user mistakes of every command (issue 13)
+NO_CUDA = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+
+
+@pytest.mark.parametrize("args,msg", [
+    pytest.param(["sink", "--model", "smollm2-135m", "--device", "cuda"],
+                 "--device='cuda': no CUDA device here", marks=NO_CUDA),
+    (["sink", "--model", "smollm2-135m", "--device", "tpu:0"], "valid here: cpu"),
+    pytest.param(["bench", "training", "--device", "cuda"], "--device='cuda': no CUDA device here", marks=NO_CUDA),
+    pytest.param(["train", "--config", "optimization", "--set", "run.device=cuda", "--out", "OUT"],
+                 "run.device='cuda': no CUDA device here (torch", marks=NO_CUDA),
+    (["train", "--config", "optimization", "--set", "optim.lr=abc", "--out", "OUT"],
+     "optim.lr must be a number, got 'abc' (str)"),
+    (["train", "--config", "optimization", "--set", "model.n_heads=2.5", "--out", "OUT"],
+     "model.n_heads must be an integer, got 2.5 (float)"),
+    (["train", "--config", "optimization", "--set", "optim.betas=[0.9,", "--out", "OUT"],
+     "--set optim.betas: '[0.9,' is not a valid YAML value"),
+    (["sweep", "--config", "miniature", "--set", "data.bos=yes please", "--out", "OUT"],
+     "data.bos must be true or false, got 'yes please'"),
+    (["train", "--config", "no_such_family", "--out", "OUT"],
+     "valid: a YAML file, or one of the experiment families architecture, attention"),
+    (["store", "tidy"], "invalid choice: 'tidy' (choose from "),
+])
+def test_user_mistakes_exit_2_with_one_line_before_any_compute(args, msg, tmp_path):
+    """Run from an empty directory: `--config optimization` is found among the shipped configs, and nothing is
+    written (the run directory is never created)."""
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    r = subprocess.run([sys.executable, "-m", "sinkpaper", *args], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}, timeout=600)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith("sinkpaper: error: ") and msg in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["-p", "no_such_parameter_xyz", "1"],
+     "unknown notebook parameter(s) no_such_parameter_xyz; 01_introduction takes: epsilon, model, n_samples, "
+     "profile"),
+    (["-p", "n_samples", "[1,"], "-p n_samples: '[1,' is not a valid YAML value"),
+    (["--profile", "tpu"], "invalid choice: 'tpu' (choose from "),
+    (["-p", "1abc", "2"], "parameter name '1abc' is not a Python identifier"),
+])
+def test_book_runner_mistakes_exit_2_with_one_line_before_running(args, msg, tmp_path):
+    for command in ("run", "build"):
+        r = subprocess.run([sys.executable, "-m", "sinkpaper.book", command, "--only", "01_introduction", *args,
+                            "--out-dir", str(tmp_path / "book")], capture_output=True, text=True, cwd=REPO,
+                           timeout=600)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert lines[0].startswith("sinkpaper.book: error: ") and msg in lines[0], lines[0]
+        assert not (tmp_path / "book").exists()  # nothing ran, nothing written
+
+
+def test_store_stale_lists_the_runs_of_an_older_definition():
+    r = run("store", "stale")
+    assert r.returncode == 0, r.stderr
+    stale = [line for line in r.stdout.splitlines() if line.startswith("stale ")]
+    assert stale and all("miniature/v_bias" in line and "revision 1 (now 2); stale, rerun" in line for line in stale)
+    assert r.stdout.strip().endswith(f"results/store: {len(stale)} stale run(s) (kept on disk, never read as current)")

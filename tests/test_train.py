@@ -130,7 +130,7 @@ def test_config_profiles_sweeps_short_keys_and_hash():
         build(TINY, "tpu")
     with pytest.raises(ValueError, match="unknown sweep point 'nope'; valid: lr_x2_steps_x0.5"):
         load(REPO / "configs/optimization.yaml", "cpu", {}, "nope")
-    with pytest.raises(FileNotFoundError, match="experiment families are in configs/"):
+    with pytest.raises(FileNotFoundError, match="valid: a YAML file, or one of the experiment families architecture"):
         load(REPO / "configs/missing.yaml")
 
 
@@ -222,7 +222,8 @@ def test_store_never_overwrites_a_different_config(tmp_path):
     with pytest.raises(ValueError, match="different config"):
         S.write_result(tmp_path, cfg, {"x": 3})
     assert S.read_result(tmp_path, cfg) is None
-    assert [p["name"] for p in S.list_results(tmp_path, "tiny")] == ["tiny"]
+    # its file key is not its config's key any more: stale, never listed as current
+    assert S.list_results(tmp_path, "tiny") == [] and [e["key"] for e in S.stale_results(tmp_path)] == [cfg.hash()]
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -76,10 +76,9 @@ def bootstrap_cell(ref: str | None = None) -> str:
 
 def pinned_ref() -> str | None:
     """The full commit of the checkout this runs from (what an executed page pins), or None outside one."""
-    from ..provenance import _checkout
+    from ..provenance import checkout_commit
 
-    here = _checkout()
-    return here[0] if here else None
+    return checkout_commit()
 
 
 def pin_bootstrap_cell(nb, ref: str | None) -> bool:

@@ -1,0 +1,182 @@
+"""The results-store key and config checking: a canonical identity (fields at their default left out, definition
+revisions in), so adding a defaulted field keeps every committed key while a revision bump changes the key and
+makes older runs stale; the one-command migration; type checks of every config field against its annotation."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import sinkpaper.models.config as model_config
+import sinkpaper.train.config as C
+from sinkpaper.fields import canonical, check_types
+from sinkpaper.models.config import ModelConfig
+from sinkpaper.train import store as S
+from sinkpaper.train.config import build, identity, identity_hash, parse_sets
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "results" / "store"
+TINY = {"name": "tiny", "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64, "max_seq_len": 64},
+        "data": {"source": "random", "vocab_size": 64, "n_tokens": 4000, "context": 16},
+        "optim": {"steps": 4, "batch_size": 4, "warmup": 1}, "eval": {"every": 2, "n_samples": 4, "seq_len": 16}}
+
+
+def _committed() -> list[tuple[Path, dict]]:
+    return [(p, json.loads(p.read_text())) for p in sorted(COMMITTED.glob("*.json"))]
+
+
+def _extend(cls, name="added_later", default=7):
+    """A subclass of dataclass `cls` with one more field, at a default: what a future issue's change looks like."""
+    return dataclasses.make_dataclass(cls.__name__, [(name, int, dataclasses.field(default=default))], bases=(cls,))
+
+
+def _old_scheme_key(config: dict) -> str:
+    """The key before this scheme: the whole config minus bookkeeping, every field written out."""
+    d = json.loads(json.dumps(config))
+    for k in C.BOOKKEEPING:
+        d.get("run", {}).pop(k, None)
+    return identity_hash(d)
+
+
+# --------------------------------------------------------------------------------------------- the key
+def test_every_committed_run_is_named_by_its_key_and_only_v_bias_runs_are_stale():
+    runs = _committed()
+    assert len(runs) >= 70
+    stale = {e["key"]: e for e in S.stale_results(COMMITTED)}
+    for path, payload in runs:
+        assert path.stem == payload["hash"] == S.stored_key(payload), path.name  # migrated
+        is_v_bias = payload["config"]["model"].get("sink") == "v_bias"
+        assert (path.stem in stale) == is_v_bias, path.name
+    assert stale and all("model.sink='v_bias' revision 1 (now 2); stale, rerun" in e["reason"] for e in stale.values())
+    listed = {p["hash"] for p in S.list_results(COMMITTED)}
+    assert listed == {p.stem for p, _ in runs} - set(stale)  # a stale run is never listed as current
+
+
+@pytest.mark.parametrize("section", ["data", "optim", "eval", "run", "model"])
+def test_a_new_defaulted_field_keeps_every_existing_key(section, monkeypatch):
+    """Add a field with a default to one section (as a later change would) and recompute: every committed key and
+    a freshly built config's key stay the same, although to_dict() now writes the new field out."""
+    before = build(TINY, "cpu").hash()
+    if section == "model":
+        monkeypatch.setattr(C, "ModelConfig", _extend(ModelConfig))
+    else:
+        monkeypatch.setitem(C.SECTIONS, section, _extend(C.SECTIONS[section]))
+    for path, payload in _committed():
+        config = json.loads(json.dumps(payload["config"]))
+        (config.setdefault(section, {}))["added_later"] = 7  # what the new code's to_dict() would write
+        assert identity_hash(identity(config, S.recorded_revisions(payload))) == path.stem, path.name
+        assert S.current_key({**payload, "config": config}) == S.current_key(payload)
+    if section != "model":
+        cfg = build(TINY, "cpu")
+        assert getattr(getattr(cfg, section), "added_later") == 7 and cfg.hash() == before
+        changed = build(TINY, "cpu", {f"{section}.added_later": 8})  # a non-default value is a different run
+        assert changed.hash() != before
+
+
+def test_defaults_written_out_and_ints_in_float_fields_do_not_change_the_key():
+    base = build(TINY, "cpu").hash()
+    assert build(TINY, "cpu", {"optim.grad_clip": 1.0, "model.norm": "pre", "data.bos": False}).hash() == base
+    assert build(TINY, "cpu", {"optim.lr_scale": 2}).hash() == build(TINY, "cpu", {"optim.lr_scale": 2.0}).hash()
+    assert build(TINY, "cpu", {"optim.lr_scale": 2}).hash() != base
+    assert build(TINY, "cpu", {"run.threads": 2, "run.log_every": 1}).hash() == base  # bookkeeping
+    assert canonical(ModelConfig, {"rope_base": 10000, "d_model": 768, "sink": "kv_bias"}) == {"sink": "kv_bias"}
+
+
+def test_a_definition_revision_bump_changes_the_key_and_makes_stored_runs_stale(tmp_path, monkeypatch):
+    v_bias = build(TINY, "cpu", {"model.sink": "v_bias"})
+    other = build(TINY, "cpu", {"model.sink": "kv_bias"})
+    assert v_bias.revisions() == {"sink": 2} and other.revisions() == {}
+    assert v_bias.identity()["definitions"] == {"model.sink": 2} and "definitions" not in other.identity()
+    S.write_result(tmp_path, v_bias, {"x": 1})
+    S.write_result(tmp_path, other, {"x": 2})
+    assert json.loads(S.result_path(tmp_path, v_bias.hash()).read_text())["revisions"] == {"sink": 2}
+    key, other_key = v_bias.hash(), other.hash()
+
+    monkeypatch.setitem(model_config.DEFINITION_REVISIONS, "sink", {"v_bias": 3})
+    assert v_bias.hash() != key and other.hash() == other_key
+    assert S.read_result(tmp_path, v_bias) is None  # the run of the old definition is not returned as current
+    assert S.read_result(tmp_path, other)["result"] == {"x": 2}
+    (stale,) = S.stale_results(tmp_path)
+    assert stale["key"] == key and stale["current_key"] == v_bias.hash()
+    assert stale["reason"] == "ran under an older definition: model.sink='v_bias' revision 2 (now 3); stale, rerun"
+    assert [p["hash"] for p in S.list_results(tmp_path)] == [other_key]
+    assert S.migrate(tmp_path) == [] and S.result_path(tmp_path, key).exists()  # kept, still stale
+    S.write_result(tmp_path, v_bias, {"x": 3})  # the rerun lands next to it, under the new key
+    assert S.read_result(tmp_path, v_bias)["result"] == {"x": 3} and len(S.stale_results(tmp_path)) == 1
+
+
+def test_migrate_renames_old_scheme_runs_keeps_changed_definitions_stale_and_is_idempotent(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    names = {}
+    for path, payload in _committed()[:6] + [r for r in _committed() if r[1]["config"]["model"].get("sink") == "v_bias"][:1]:
+        legacy = {k: v for k, v in payload.items() if k != "revisions"}  # as written before this scheme
+        legacy["hash"] = _old_scheme_key(payload["config"])
+        (store / f"{legacy['hash']}.json").write_text(json.dumps(legacy, indent=1))
+        names[legacy["hash"]] = path.stem
+    assert len(S.stale_results(store)) == len(names)  # all named by the old scheme
+    renamed = S.migrate(store)
+    assert sorted(renamed) == sorted((f"{old}.json", f"{new}.json") for old, new in names.items())
+    assert sorted(p.stem for p in store.glob("*.json")) == sorted(names.values())  # nothing lost, nothing added
+    for p in store.glob("*.json"):
+        migrated = json.loads(p.read_text())
+        committed = json.loads((COMMITTED / p.name).read_text())
+        assert migrated == committed  # the same bytes of content as the committed migration
+    (stale,) = S.stale_results(store)
+    assert "v_bias" in stale["name"]
+    snapshot = {p.name: p.read_bytes() for p in store.glob("*.json")}
+    assert S.migrate(store) == [] and {p.name: p.read_bytes() for p in store.glob("*.json")} == snapshot
+    # an interrupted migration (an old copy left next to the new file) resolves to one file
+    some = next(iter(names))
+    shutil.copy(store / f"{names[some]}.json", store / f"{some}.json")
+    assert S.migrate(store) == [] and {p.name: p.read_bytes() for p in store.glob("*.json")} == snapshot
+
+
+def test_migrate_refuses_two_files_of_one_config_with_different_results(tmp_path):
+    (path, payload), = _committed()[:1]
+    a = dict(payload, hash="a" * 16)
+    b = dict(payload, hash="b" * 16, result={"changed": True})
+    (tmp_path / f"{a['hash']}.json").write_text(json.dumps(a))
+    (tmp_path / f"{b['hash']}.json").write_text(json.dumps(b))
+    with pytest.raises(ValueError, match="hold the same config .* with different results"):
+        S.migrate(tmp_path)
+    assert sorted(p.stem for p in tmp_path.glob("*.json")) == ["a" * 16, "b" * 16]  # nothing changed
+
+
+# ------------------------------------------------------------------------------------------- the types
+@pytest.mark.parametrize("overrides,match", [
+    ({"optim.lr": "abc"}, r"optim\.lr must be a number, got 'abc' \(str\)"),
+    ({"optim.steps": 2.5}, r"optim\.steps must be an integer, got 2\.5"),
+    ({"data.bos": 1}, r"data\.bos must be true or false, got 1"),
+    ({"data.fixed_token": [1]}, r"data\.fixed_token must be an integer or a string or null"),
+    ({"run.seed": "x"}, r"run\.seed must be an integer"),
+    ({"eval.epsilon": True}, r"eval\.epsilon must be a number, got True"),
+    ({"model.d_model": 64.5}, r"model\.d_model must be an integer, got 64\.5"),
+    ({"model.sink": 3}, r"model\.sink must be a string, got 3"),
+    ({"model.window": "16"}, r"model\.window must be an integer or null, got '16'"),
+    ({"model.no_such_field": 1}, r"unknown config key 'model\.no_such_field'"),
+])
+def test_wrong_typed_values_fail_with_one_line_naming_the_type(overrides, match):
+    with pytest.raises(ValueError, match=match) as info:
+        build(TINY, "cpu", overrides)
+    assert "\n" not in str(info.value)
+
+
+def test_model_config_checks_its_annotations_and_sections_are_mappings():
+    with pytest.raises(ValueError, match=r"^n_heads must be an integer, got '4' \(str\)$"):
+        ModelConfig(n_heads="4")
+    assert ModelConfig(rope_base=500000).rope_base == 500000  # an int where a float is expected is fine
+    with pytest.raises(ValueError, match="config section 'optim' must be a mapping"):
+        build({**TINY, "optim": [1, 2]}, "cpu")
+    check_types(C.OptimConfig, {"lr": 1, "betas": (0.9, 0.95)})  # ints for floats, tuples for lists
+
+
+def test_yaml_mistakes_in_set_are_one_line_value_errors():
+    with pytest.raises(ValueError, match=r"--set optim\.betas: '\[0\.9,' is not a valid YAML value") as info:
+        parse_sets(["optim.betas=[0.9,"])
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="is not a valid YAML value"):
+        parse_sets(["name={a: [}"])
