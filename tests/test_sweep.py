@@ -84,7 +84,7 @@ def test_two_sweep_processes_on_one_store_train_each_run_once(family, tmp_path):
 
 def test_a_diverged_run_is_recorded_and_not_retried(family, tmp_path):
     store = tmp_path / "store"
-    bad = {**TINY, "sweep": {"huge_lr": {"optim.lr": 1e12, "optim.grad_clip": 1e30}}}
+    bad = {**TINY, "sweep": {"huge_lr": {"optim.lr": 1e12}}}
     family.write_text(json.dumps(bad))
     first = run_sweep(family, "cpu", tmp_path / "runs", store, seeds=[0], progress=False)
     assert first == [] and len(list((store / "diverged").glob("*.json"))) == 1
