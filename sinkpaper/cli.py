@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
                         "migrate: rename every run to its key under the definitions it ran with")
     r.add_argument("--store", default=None, help="results store (default results/store)")
+    rp = sub.add_parser("report", help="regenerate the README / config blocks quoted from the results store")
+    rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
+    rp.add_argument("--check", action="store_true", help="exit 1 when a committed block differs from the store")
+    rp.add_argument("--store", default=None, help="results store (default results/store)")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -127,6 +131,21 @@ def run_store(a) -> int:
     for e in stale:
         print(f"stale  {e['key']}  {e['name']}  ({e['profile']}): {e['reason']}")
     print(f"{root}: {len(stale)} stale run(s) (kept on disk, never read as current)")
+    return 0
+
+
+def run_report(a) -> int:
+    from .results import blocks, write_blocks
+    from .train.store import DEFAULT_STORE
+    store = a.store or DEFAULT_STORE
+    if a.write or a.check:
+        changed = write_blocks(".", store, check=a.check)
+        verb = "differ from the store" if a.check else "rewritten"
+        print(f"{', '.join(changed) or 'nothing'} {verb}")
+        return 1 if a.check and changed else 0
+    for name, lines in blocks(store).items():
+        print(f"[{name}]")
+        print("\n".join(lines))
     return 0
 
 
@@ -250,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     if args.command == "bench":
         return run_bench(args, argv)
-    if args.command == "store":
+    if args.command in ("store", "report"):
         try:
-            return run_store(args)
+            return run_store(args) if args.command == "store" else run_report(args)
         except (ValueError, OSError) as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2
