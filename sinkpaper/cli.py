@@ -4,6 +4,7 @@
   bench kernels|training  our Triton kernels against PyTorch's attention; our model against transformers' Llama
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
   data build|info       the offline English corpus and its token file (sinkpaper.data.corpus)
+  claims                the paper's claims, their rules and our results at every scale (sinkpaper.paper)
 
 Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one
 line on stderr, checked before any model is loaded or any training step where possible.
@@ -81,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     w.add_argument("--out", required=True, help="run directories: OUT/<point>/seed-<N>")
     w.add_argument("--store", default=None, help="results store (default results/store)")
+    c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
+    c.add_argument("--json", action="store_true", help="print the listing as JSON")
+    c.add_argument("--id", metavar="NAME", help="one claim only")
+    c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
+    c.add_argument("--store", default=None, help="results store (default results/store)")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -196,6 +202,20 @@ def run_bench(a, argv: list[str]) -> int:
     return 1 if any(x["name"] in ("ours", "ours_forward") and x["status"] == "error" for x in r["records"]) else 0
 
 
+def run_claims(a) -> int:
+    from . import paper
+
+    ids = [c.id for c in paper.CLAIMS]
+    if a.id is not None and a.id not in ids:
+        print(f"sinkpaper: error: unknown claim {a.id!r}; valid: {', '.join(ids)}", file=sys.stderr)
+        return 2
+    records = paper.load_records(a.records)
+    store = a.store or paper.STORE
+    entries = [paper.entry(c, records, store) for c in paper.CLAIMS if a.id in (None, c.id)]
+    print(json.dumps(entries if a.id is None else entries[0], indent=1) if a.json else paper.text_table(entries))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["data"]:  # its own parser, in sinkpaper.data.corpus
@@ -214,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     if args.command == "bench":
         return run_bench(args, argv)
+    if args.command == "claims":
+        return run_claims(args)
     if args.token_file and args.bos:
         print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
               file=sys.stderr)

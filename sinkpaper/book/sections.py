@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .experiments import StoredSweep, payloads_provenance, point_of, stored_sweep
+from ..metrics import excess_alpha, uniform_alpha  # noqa: F401 (chapters call them through here)
 from .figures import Table, _num, heatmap
 
 STORE = "results/store"
@@ -88,28 +89,10 @@ def emergence(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0) -> 
     return None
 
 
-def uniform_alpha(seq_len: int, window: int | None = None, prefix: int | None = None) -> np.ndarray:
-    """alpha_k (k = 1..T) of a head that spreads its attention uniformly over what each query may see, under
-    the same mask the metric uses: the floor the metric reads without any sink. Causal T = 64: alpha_1 = 0.074;
-    a sliding window of w keys: alpha_1 = H_w / w (0.52 for w = 4, above epsilon = 0.3)."""
-    from ..attention.masks import visible_mask
-    from ..metrics import alpha
-
-    vis = visible_mask(seq_len, window=window, prefix=prefix)[0]
-    attn = vis.double() / vis.sum(-1, keepdim=True)
-    return alpha(attn, vis).numpy()
-
-
 def mask_of(config: Mapping) -> dict:
     """{"window": w or None, "prefix": p or None} of a stored payload's config (what the metric's divisor uses)."""
     m, d = config["model"], config["data"]
     return {"window": m.get("window") if m.get("mask") == "window" else None, "prefix": d.get("prefix_lm")}
-
-
-def excess_alpha(alpha_1: float, uniform: float) -> float:
-    """How far alpha_1 sits from the uniform floor toward 1: (alpha_1 - u) / (1 - u). 0 = no more than uniform
-    attention, 1 = every query on token 1. Comparable across masks, unlike Sink_1 when the floor exceeds eps."""
-    return (alpha_1 - uniform) / (1 - uniform)
 
 
 # ------------------------------------------------------------------------------------------ direction rules
