@@ -27,7 +27,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .files import atomic_write_text
 
@@ -260,6 +260,96 @@ class Ratio(Rule):
 
 
 @dataclass
+class Recovers(Rule):
+    """Per subject: the sinks recover at least 1 - CHANGE of the window-only cache's excess log-perplexity over
+    the full cache, (log w - log s) / (log w - log f); not comparable where the window does not hurt (w <= f).
+    Null: sink+window equals window-only."""
+
+    def __post_init__(self):
+        self.sentence = (f"sink+window recovers at least {100 * (1 - CHANGE):.0f} % of the window-only cache's "
+                         "excess log-perplexity over the full cache, for every model.")
+        self.null_sentence = "the sinks change nothing: sink+window reads as window-only"
+
+    def _subjects(self, values):
+        return sorted({k.rsplit(": ", 1)[0] for k in values if k.endswith(": sink+window ppl")})
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            f, w, k = (_get(values, f"{s}: {m}") for m in ("full ppl", "window ppl", "sink+window ppl"))
+            if None in (f, w, k) or min(f, w, k) <= 0:
+                out.append(NO_RESULT)
+            elif w <= f:
+                out.append(NOT_COMPARABLE)
+            else:
+                out.append(verdict_of((math.log(w) - math.log(k)) / (math.log(w) - math.log(f)) >= 1 - CHANGE))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: sink+window ppl": values.get(f"{s}: window ppl") for s in self._subjects(values)}}
+
+
+@dataclass
+class Falls(Rule):
+    """Per subject ("<subject>: smallest T", "<subject>: largest T"): Sink_1 at the largest T is at least CHANGE
+    below Sink_1 at the smallest T; a subject without a sink at the smallest T is not comparable (nothing to
+    fall); labels holding "not judged" are shown, not judged. Null: the same Sink_1 at every T."""
+
+    def __post_init__(self):
+        self.sentence = (f"Sink_1 at the largest T at least {100 * CHANGE:.0f} % below Sink_1 at the smallest T, for "
+                         f"every judged series (one with a sink, >= {SINK:g} %, at the smallest T).")
+        self.null_sentence = "Sink_1 the same at every T"
+
+    def _subjects(self, values):
+        return [k.rsplit(": ", 1)[0] for k in values if k.endswith(": smallest T") and "not judged" not in k]
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            lo, hi = _get(values, f"{s}: smallest T"), _get(values, f"{s}: largest T")
+            if lo is None or hi is None:
+                out.append(NO_RESULT)
+            elif lo < SINK:
+                out.append(NOT_COMPARABLE)
+            else:
+                out.append(verdict_of(hi <= lo * (1 - CHANGE)))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: largest T": values.get(f"{s}: smallest T") for s in self._subjects(values)}}
+
+
+@dataclass
+class DependsOn(Rule):
+    """Per subject ("<subject>: with BOS", "<subject>: without BOS"): the subject has a sink with the BOS it
+    was trained with (>= SINK; else not comparable, nothing to depend on) and removing the BOS moves Sink_1 by at
+    least CHANGE of its value. Null: the same Sink_1 without the BOS."""
+
+    def __post_init__(self):
+        self.sentence = (f"with its BOS the model has a sink (>= {SINK:g} %), and without it Sink_1 moves by at least "
+                         f"{100 * CHANGE:.0f} % of that value, for every model trained with a BOS.")
+        self.null_sentence = "removing the BOS changes nothing"
+
+    def _subjects(self, values):
+        return [k.rsplit(": ", 1)[0] for k in values if k.endswith(": with BOS")]
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            on, off = _get(values, f"{s}: with BOS"), _get(values, f"{s}: without BOS")
+            if on is None or off is None:
+                out.append(NO_RESULT)
+            elif on < SINK:
+                out.append(NOT_COMPARABLE)
+            else:
+                out.append(verdict_of(abs(on - off) >= CHANGE * on))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: without BOS": values.get(f"{s}: with BOS") for s in self._subjects(values)}}
+
+
+@dataclass
 class Bound(Rule):
     """Every label ending in ``metric`` is above (``above``) or below ``bound``; labels holding "not judged" are
     shown, not judged. Null: every judged value equals ``null_value``."""
@@ -478,6 +568,16 @@ def paper_value(label: str) -> float:
     return NUMBERS[label].value
 
 
+def paper_text(name: str) -> str:
+    """The paper's number(s) for a point as printed ("Sink* 74.12, Sink_1 0.00"), or "—" when it has none."""
+    if name in DEFAULT_ALIASES or name == "default":
+        return f"{paper_value(name):.2f}"
+    own = [(k, n) for k, n in NUMBERS.items() if k == name or k.startswith(f"{name}: ")]
+    if not own:
+        return "—"
+    return ", ".join((f"{k.split(': ', 1)[1]} " if ": " in k else "") + f"{n.value:.2f}" for k, n in own)
+
+
 def _source(label: str) -> str:
     return NUMBERS["default" if label in DEFAULT_ALIASES else label].source
 
@@ -600,9 +700,10 @@ CLAIMS: tuple[Claim, ...] = (
           measure=_scales(Chapter("03_section3_measuring"))),
     Claim("metric_T", "3.2", "03_section3_measuring",
           "Sink_1 falls as the sequence length T grows (hence T = 64 for every comparison)", "Section 3.2 (text)",
-          rule=Change("largest T", "smallest T", up=False, what="Sink_1"), bos=True,
+          rule=Falls(), bos=True,
           bos_why="the settings with a sink at the smallest T, BOS on as the tokenizer adds it",
-          measure=_scales(Chapter("03_section3_measuring")), figure={"smallest T": 80.0, "largest T": 40.0}),
+          measure=_scales(Chapter("03_section3_measuring")),
+          figure={"LLaMA2-7B: smallest T": 80.0, "LLaMA2-7B: largest T": 40.0}),
     Claim("base_vs_chat", "3.2", "not run",
           "Chat models keep the sink of their base models", "Section 3.2 (base vs chat)",
           labels=["Mistral-7B: natural", "Mistral-7B Chat", "LLaMA2-7B Base: natural", "LLaMA2-7B Chat",
@@ -831,11 +932,11 @@ CLAIMS: tuple[Claim, ...] = (
           figure={"doc_mask": 20.0, "bos_doc_mask": 60.0}),
     Claim("pack_bos_inference", "related", "10_packing_bos",
           "A model trained with a BOS depends on it: without it the sink changes (Barbero et al. 2025)",
-          "Barbero et al. 2025", rule=Both(Sinks(["with BOS"]), Change("without BOS", "with BOS", up=False)),
-          bos=True, bos_why="the reference is the BOS the model was trained with; the verdict compares it with BOS off",
-          measure=_scales(Chapter("10_packing_bos"),
-                          mini=NotRun("measured live in chapter 10 only")),
-          figure={"with BOS": 60.0, "without BOS": 10.0}),
+          "Barbero et al. 2025", rule=DependsOn(),
+          bos=True, bos_why="judged on the models whose tokenizer puts a BOS first (the input they were trained on), "
+                            "with BOS against without; a model trained without a BOS is shown as the control",
+          measure=_scales(Chapter("10_packing_bos"), mini=Chapter("10_packing_bos")),
+          figure={"Gemma 7B: with BOS": 60.0, "Gemma 7B: without BOS": 10.0}),
     # ---------------------------------------------------------------------------------- why it matters
     Claim("stream_window", "related", "11_why_sink_matters",
           "A window KV cache that evicts the first tokens breaks the model once the text exceeds the window "
@@ -845,9 +946,8 @@ CLAIMS: tuple[Claim, ...] = (
           figure={"Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: full ppl": 5.0}),
     Claim("stream_sink_window", "related", "11_why_sink_matters",
           "Keeping a few sink tokens plus the window restores it (Xiao et al. 2024)", "Xiao et al. 2024",
-          rule=Ratio("window ppl", "sink+window ppl", "the sinks change nothing: sink+window reads as window-only"),
-          bos=True, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
-          figure={"Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: sink+window ppl": 5.5}),
+          rule=Recovers(), bos=True, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
+          figure={"Llama-2-7B: full ppl": 5.0, "Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: sink+window ppl": 5.5}),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
 
@@ -1076,7 +1176,12 @@ def verdict_text(res: Mapping) -> str:
 
 def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = STORE) -> dict:
     """A claim's table row, as the chapters show it and the scorecard lists it."""
-    e = entry(claim(claim_id), load_records(directory), store)
+    return row_of(entry(claim(claim_id), load_records(directory), store))
+
+
+def row_of(e: Mapping) -> dict:
+    """The table row of a listing entry: the claim, the paper's values, the rule, ours and the verdict at each
+    scale, and a note (the BOS choice and why, the chapter's note, what is stale)."""
     out = {"claim": e["claim"], "paper": fmt_values(e["paper"]["values"]) if e["paper"]["values"]
            else f"{e['paper']['source']} (no number)", "rule": e["rule"] or "qualitative: no verdict"}
     for s in SCALES:
@@ -1089,6 +1194,18 @@ def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = 
         notes.insert(0, f"BOS {'on' if e['bos'] else 'off'}: {e['bos_why']}")
     out["note"] = "; ".join(n for n in notes if n)
     return out
+
+
+def bos_statement(claim_ids: Sequence[str]) -> str:
+    """Markdown, one bullet per claim: the BOS choice its verdict uses and why (for a chapter to show before its
+    results)."""
+    lines = []
+    for cid in claim_ids:
+        c = claim(cid)
+        if c.bos is None:
+            continue
+        lines.append(f"- `{cid}` ({c.claim}): verdict with **BOS {'on' if c.bos else 'off'}**; {c.bos_why}.")
+    return "\n".join(lines)
 
 
 def rows(claim_ids: Sequence[str], directory: str | os.PathLike | None = None, store: str = STORE) -> list[dict]:

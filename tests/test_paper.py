@@ -230,3 +230,12 @@ def test_cli_json_and_id():
 def test_no_plotting_import():
     src = (REPO / "sinkpaper/paper.py").read_text()
     assert "altair" not in src.split('"""', 2)[2] and "ipywidgets" not in src.split('"""', 2)[2]
+
+
+def test_claims_belong_to_toc_chapters():
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    files = {ch["file"].split("/")[-1] for part in toc["parts"] for ch in part["chapters"]}
+    for c in paper.CLAIMS:
+        assert c.chapter in files or c.chapter == "not run", (c.id, c.chapter)
+        if c.chapter == "not run":
+            assert all(isinstance(m, paper.NotRun) for m in c.measure.values()), c.id
