@@ -29,7 +29,7 @@
 #   paper's scale (60M parameters, ~21B tokens) are not run: those rows read *no result (not run)*.
 # * **real text (CPU)**: the Sections 4-7 sweeps trained on the offline text corpus on a CPU (the `text`
 #   profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
-# * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained for a minute
+# * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
 #   on a CPU), read from the results store. It shows the same mechanism at a tiny scale; it replaces nothing.
 #
 # The verdicts are *agrees*, *disagrees*, *not comparable* (a value in the band between the rule's

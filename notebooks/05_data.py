@@ -36,7 +36,7 @@ gpu_seeds = [0]  # seeds of the real-LM sweep (configs/data.yaml) that are read 
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_first | no_fixed_token | recipe
 live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the 1500 steps of the point (~60 s on 2 cores); tests pass fewer
+live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
@@ -118,7 +118,7 @@ else:
 # %% [markdown]
 # ## Live, in miniature: move the fixed token
 #
-# The synthetic analogue (Bigram-Backcopy, Guo et al. 2024; a 1-layer, 4-head model trained for a minute; see
+# The synthetic analogue (Bigram-Backcopy, Guo et al. 2024; a 1-layer, 4-head model trained in minutes; see
 # the optimization chapter for the task). The recipe puts a fixed BOS at position 1 and grows a sink there.
 # Here the fixed token moves: `fixed_pos2` / `fixed_pos3` put it at position 2 / 3 (position 1 then holds an
 # ordinary token cut at an arbitrary offset), `random_first` draws positions 1 and 2 uniformly from the

@@ -35,7 +35,7 @@ gpu_seeds = [0]  # seeds of the real-LM sweep (configs/loss.yaml) that are read 
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0 | wd_0.1 | recipe | wd_1 | wd_2 | wd_5
 live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the 1500 steps of the point (~60 s on 2 cores); tests pass fewer
+live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
@@ -136,7 +136,7 @@ else:
 # ## Live, in miniature
 #
 # The synthetic analogue (Bigram-Backcopy, Guo et al. 2024: a 1-layer, 4-head model with a fixed BOS trained
-# for a minute; see the optimization chapter). The recipe uses weight decay 0.5 and full causal attention;
+# in minutes; see the optimization chapter). The recipe uses weight decay 0.5 and full causal attention;
 # each point changes one thing. The live run trains one point now; the stored three seeds of every point
 # follow.
 

@@ -44,7 +44,7 @@ gpu_seeds = [0]  # seeds of the real-LM sweep (configs/attention.yaml) that are 
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "sigmoid"  # miniature point trained live: sigmoid | sigmoid_norm | elu | elu_norm | softpick | recipe
 live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the point's own steps (1500, ~60 s on 2 cores); tests pass fewer
+live_steps = None  # None: the point's own steps (1500); tests pass fewer
 smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
@@ -167,7 +167,7 @@ else:
 # The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
 # of Guo et al. (2024), `configs/miniature.yaml` — a fixed BOS then 64 tokens that follow a fixed bigram
 # table, except that after one of 3 *trigger* tokens the next token copies the token before the trigger. A
-# 1-layer, 4-head, d = 64 model trains for 1500 steps (about a minute on 2 cores); with softmax (the `recipe`
+# 1-layer, 4-head, d = 64 model trains for 1500 steps (the live run prints its time); with softmax (the `recipe`
 # point) all 4 heads park their attention on the BOS. One point is trained now, from scratch; the table and
 # chart after it are the stored runs of every operation point over three seeds (mean [min, max] over seeds;
 # the `the paper (%)` column is the paper's real-LM number for the same operation, for orientation).

@@ -167,7 +167,7 @@ else:
 # ## In miniature: a fixed BOS takes the sink, and the model then depends on it
 #
 # The synthetic analogue (Bigram-Backcopy, Guo et al. 2024: bigram text with trigger tokens whose successor
-# copies the token before the trigger; a 1-layer, 4-head, d = 64 model trained for about a minute on two CPU
+# copies the token before the trigger; a 1-layer, 4-head, d = 64 model trained in minutes on two CPU
 # cores). Its recipe packs documents like the paper (EOS between documents, windows at arbitrary offsets)
 # **plus a fixed BOS at position 1**. The stored sweep (three seeds) compares it with `no_fixed_token` (the
 # same without BOS: the paper's packing) and with a fixed token moved to position 2 or 3. The miniature has
