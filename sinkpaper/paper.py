@@ -1110,11 +1110,14 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
         status = "missing"
     elif any(v is None for v in values.values()):
         status = "incomplete"
+    from .train.config import PROFILES
+
+    note = "" if profile in PROFILES else f"the configs define no `{profile}` profile yet: nothing stored"
     pts = ", ".join(f"{k}={sp[0]}" + ("" if sp[1] == "Sink_1" else f" {sp[1]}")
                     + (f" ({sp[2]})" if len(sp) > 2 else "") for k, sp in m.points.items())
     return {"measurement": f"store {m.config} @{profile}, seeds {','.join(map(str, m.seeds))}: {pts}",
             "values": values if status != STALE else {}, "status": status, "stale": stale,
-            "runs": sorted(set(prov)), "note": ""}
+            "runs": sorted(set(prov)), "note": note}
 
 
 def result(c: Claim, scale: str, records: Mapping | None = None, store: str = STORE) -> dict:
@@ -1179,11 +1182,16 @@ def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = 
     return row_of(entry(claim(claim_id), load_records(directory), store))
 
 
+def _no_rule(e: Mapping) -> str:
+    return ("a check of the propositions, not a reproduction: no verdict" if e["kind"] == "check"
+            else "qualitative: no verdict")
+
+
 def row_of(e: Mapping) -> dict:
     """The table row of a listing entry: the claim, the paper's values, the rule, ours and the verdict at each
     scale, and a note (the BOS choice and why, the chapter's note, what is stale)."""
     out = {"claim": e["claim"], "paper": fmt_values(e["paper"]["values"]) if e["paper"]["values"]
-           else f"{e['paper']['source']} (no number)", "rule": e["rule"] or "qualitative: no verdict"}
+           else f"{e['paper']['source']} (no number)", "rule": e["rule"] or _no_rule(e)}
     for s in SCALES:
         r = e["results"][s]
         out[f"ours ({s})"] = fmt_values(r["values"]) if r["values"] else r["measurement"]
@@ -1228,7 +1236,7 @@ def text_table(entries: Sequence[Mapping]) -> str:
         lines.append(f"{e['id']}  [{e['section']}, {e['paper']['source']}]  {e['claim']}")
         if e["paper"]["values"]:
             lines.append(f"    paper: {fmt_values(e['paper']['values'])}")
-        lines.append(f"    rule: {e['rule'] or 'qualitative: no verdict'}"
+        lines.append(f"    rule: {e['rule'] or _no_rule(e)}"
                      + (f"  (check: paper {chk['paper']}, no effect {chk['no_effect']})" if chk else ""))
         if e["bos"] is not None:
             lines.append(f"    BOS {'on' if e['bos'] else 'off'}: {e['bos_why']}")

@@ -61,16 +61,18 @@ def test_every_rule_agrees_on_the_paper_and_not_on_no_effect(listing):
 
 
 def test_no_measurement_is_scored_twice(listing):
+    """No two claims with a rule read the same set of stored runs and metrics (labels aside) at a scale."""
     seen = {}
-    for e in listing:
-        if e["rule"] is None:
+    for c in paper.CLAIMS:
+        if c.rule is None:
             continue
-        for scale, r in e["results"].items():
-            if r["measurement"] == paper.NOT_RUN or r["measurement"].startswith("chapter "):
+        for scale, m in c.measure.items():
+            if not isinstance(m, paper.Runs):
                 continue
-            key = (scale, r["measurement"].split(": ", 1)[-1])
-            assert key not in seen, f"{e['id']} and {seen[key]} score the same runs at {scale}"
-            seen[key] = e["id"]
+            key = (scale, frozenset((spec[2] if len(spec) > 2 else m.config, spec[0], spec[1])
+                                    for spec in m.points.values()), m.seeds)
+            assert key not in seen, f"{c.id} and {seen[key]} score the same runs at {scale}"
+            seen[key] = c.id
     # the pair that used to be scored twice
     mini = {e["id"]: e["results"]["miniature"]["measurement"] for e in listing}
     assert mini["pack_fixed_bos"] == paper.NOT_RUN and "recipe" in mini["data_no_fixed_token"]
