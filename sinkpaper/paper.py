@@ -149,19 +149,29 @@ class Contrast(Rule):
 @dataclass
 class Monotone(Rule):
     """The values, in the order of ``labels``, never decrease and end above the first (``up``), or the mirror
-    image. Null: every value equals the first."""
-    labels: Sequence[str]
+    image. A position of ``labels`` may be a tuple of names (the paper's point, then a scale's own point at that
+    rank, e.g. ("lr_x0.25", "lr_x0.3")); a scale uses the positions it measures. Null: every value equals the
+    first."""
+    labels: Sequence[str | tuple[str, ...]]
     up: bool = True
     what: str = "Sink_1"
 
     def __post_init__(self):
-        self.sentence = (f"{self.what} never {'falls' if self.up else 'rises'} along {' -> '.join(self.labels)} "
+        names = [x if isinstance(x, str) else " / ".join(x) for x in self.labels]
+        self.sentence = (f"{self.what} never {'falls' if self.up else 'rises'} along {' -> '.join(names)} "
                          f"(the points a scale runs) and ends {'above' if self.up else 'below'} where it starts.")
         self.null_sentence = f"{self.what} the same at every point"
 
+    def _present(self, values):
+        out = []
+        for x in self.labels:
+            hit = next((n for n in ((x,) if isinstance(x, str) else x) if n in values), None)
+            if hit is not None:
+                out.append(hit)
+        return out
+
     def apply(self, values):
-        # the labels a scale measures (a scale may run fewer points, e.g. the miniature), in the rule's order
-        vs = [_get(values, x) for x in self.labels if x in values]
+        vs = [_get(values, x) for x in self._present(values)]
         if any(v is None for v in vs) or len(vs) < 2:
             return NO_RESULT
         ok = (all((b >= a) if self.up else (b <= a) for a, b in zip(vs, vs[1:]))
@@ -169,7 +179,7 @@ class Monotone(Rule):
         return verdict_of(ok)
 
     def null(self, values):
-        present = [x for x in self.labels if x in values]
+        present = self._present(values)
         first = values.get(present[0]) if present else None
         return {**values, **{x: first for x in present}}
 
@@ -462,32 +472,34 @@ class MovesTo(Rule):
 
 @dataclass
 class Prefix(Rule):
-    """Prefix LM with a prefix of p tokens: the largest Sink_k (k = 1..K) sits on a prefix position other than
-    the first (2 <= k <= p) and is >= SINK. A largest Sink_k on token 1 is not comparable: an ordinary
-    first-token sink cannot be told from one the prefix moved there. Null: an ordinary first-token sink."""
-    run: str
-    p: int
+    """Prefix LM with a prefix of p tokens (the value "<run>: p", the run's own prefix length): the largest
+    Sink_k (k = 1..K) sits on a prefix position other than the first (2 <= k <= p) and is >= SINK. A largest
+    Sink_k on token 1 is not comparable: an ordinary first-token sink cannot be told from one the prefix moved
+    there. Null: an ordinary first-token sink."""
+    run: str = "prefix"
     k_max: int = 10
 
     def __post_init__(self):
-        self.sentence = (f"the largest Sink_k of {self.run} is on a prefix position 2..{self.p} and >= {SINK:g} % "
-                         "(on token 1: not comparable, since an ordinary first-token sink looks the same).")
+        self.sentence = (f"the largest Sink_k of the prefix-LM run is on a prefix position 2..p (p its prefix length) "
+                         f"and >= {SINK:g} % (on token 1: not comparable, since an ordinary first-token sink looks "
+                         "the same).")
         self.null_sentence = "an ordinary first-token sink (Sink_1 as the default run's, 0 % elsewhere)"
 
     def apply(self, values):
+        p = _get(values, f"{self.run}: p")
         ks = {k: _get(values, f"{self.run}: Sink_{k}") for k in range(1, self.k_max + 1)}
         ks = {k: v for k, v in ks.items() if v is not None}
-        if not ks:
+        if not ks or p is None:
             return NO_RESULT
         top = max(ks, key=lambda k: (ks[k], -k))
         if ks[top] < SINK:
             return DISAGREES
         if top == 1:
             return NOT_COMPARABLE
-        return verdict_of(top <= self.p)
+        return verdict_of(top <= p)
 
     def null(self, values):
-        out = {k: v for k, v in values.items() if not k.startswith(f"{self.run}: ")}
+        out = {k: v for k, v in values.items() if not k.startswith(f"{self.run}: Sink_")}
         out.update({f"{self.run}: Sink_{k}": 0.0 for k in range(2, self.k_max + 1)})
         out[f"{self.run}: Sink_1"] = NUMBERS["default"].value
         return out
@@ -603,7 +615,9 @@ class NotRun:
     reason: str
 
 
-def _pts(config: str, mapping: Mapping[str, str | tuple[str, str]], seeds=(0, 1, 2)) -> Runs:
+def _pts(config: str, mapping: Mapping[str, str | tuple[str, str]] | Sequence[str], seeds=(0, 1, 2)) -> Runs:
+    if not isinstance(mapping, Mapping):
+        mapping = {p: p for p in mapping}
     return Runs(config, {k: (v if isinstance(v, tuple) else (v, "Sink_1")) for k, v in mapping.items()}, seeds)
 
 
@@ -722,17 +736,18 @@ CLAIMS: tuple[Claim, ...] = (
           figure={"default: first Sink_1": 0.0}),
     Claim("opt_lr", "4", "04_optimization", "A larger learning rate gives more sink (at a fixed number of steps)",
           "Section 4", labels=["lr_x0.25", "lr_x0.5", "default", "lr_x2"],
-          rule=Monotone(["lr_x0.25", "lr_x0.5", "default", "lr_x2"]),
+          rule=Monotone([("lr_x0.25", "lr_x0.3"), "lr_x0.5", ("default", "recipe"), ("lr_x2", "lr_x3")]),
           measure=_scales(text=_fam("optimization", ["lr_x0.25", "lr_x0.5", "default", "lr_x2"]),
-                          mini=_pts(MINI, {"lr_x0.25": "lr_x0.3", "default": "recipe", "lr_x2": "lr_x3"})),
-          note="miniature: LR x 0.3 / x 1 / x 3 stand for the labels lr_x0.25 / default / lr_x2 (no x 0.5 point)"),
+                          mini=_pts(MINI, ["lr_x0.3", "recipe", "lr_x3"])),
+          note="miniature: LR x 0.3, x 1 (the recipe) and x 3, in the places of the paper's x 0.25, x 1 and x 2"),
     Claim("opt_lr_steps", "4", "04_optimization",
           "At a fixed LR x steps, a smaller LR trained longer gives less sink", "Section 4",
           labels=["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2", "lr_x0.25_steps_x4"],
           rule=Monotone(["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2", "lr_x0.25_steps_x4"], up=False),
           measure=_scales(text=_fam("optimization", ["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2",
                                                      "lr_x0.25_steps_x4"]),
-                          mini=_pts(MINI, {"default": "recipe", "lr_x0.5_steps_x2": "lr_x0.5_steps_x2"}))),
+                          mini=_pts(MINI, {"default": "recipe", "lr_x0.5_steps_x2": "lr_x0.5_steps_x2"})),
+          note="miniature: the recipe (its default) against LR x 0.5 with steps x 2"),
     Claim("opt_batch", "4", "04_optimization", "Batch size matters little", "Section 4",
           labels=["batch_x0.25", "batch_x0.5", "default", "batch_x2"],
           rule=MattersLittle(["batch_x0.25", "batch_x0.5", "batch_x2"], "default"),
@@ -783,11 +798,13 @@ CLAIMS: tuple[Claim, ...] = (
           note="judged on Sink_1, as the paper reports it (miniature: the recipe is WD 0.5; it has no WD 0.01)"),
     Claim("loss_prefix", "6", "06_loss",
           "Prefix LM: the sink lands on one prefix position, not necessarily the first", "Section 6 (prefix-LM figure)",
-          rule=Prefix("prefix_5", 5),
-          measure=_scales(text=_fam("loss", {f"prefix_5: Sink_{k}": ("prefix_5", f"Sink_{k}") for k in range(1, 11)}),
-                          mini=_pts(MINI, {f"prefix_5: Sink_{k}": ("prefix_4", f"Sink_{k}") for k in range(1, 11)})),
-          figure={"prefix_5: Sink_1": 0.0, "prefix_5: Sink_3": 40.0},
-          note="miniature: prefix_4 (a prefix of 4 tokens) under the label prefix_5; its rule uses p = 5"),
+          rule=Prefix(),
+          measure=_scales(text=_fam("loss", {"prefix: p": ("prefix_5", "prefix length"),
+                                             **{f"prefix: Sink_{k}": ("prefix_5", f"Sink_{k}") for k in range(1, 11)}}),
+                          mini=_pts(MINI, {"prefix: p": ("prefix_4", "prefix length"),
+                                           **{f"prefix: Sink_{k}": ("prefix_4", f"Sink_{k}") for k in range(1, 11)}})),
+          figure={"prefix: p": 5.0, "prefix: Sink_1": 0.0, "prefix: Sink_3": 40.0},
+          note="real text: prefix_5 (the paper's p = 5); miniature: prefix_4 (p = 4)"),
     Claim("loss_window", "6", "06_loss",
           "Sliding window attention: small windows prevent the sink", "Section 6 (sliding-window figure)",
           rule=Change("window_4: excess alpha_1", "full: excess alpha_1", up=False, what="excess alpha_1"),
@@ -1066,8 +1083,8 @@ def uniform_alpha_1(config: Mapping) -> float:
 
 
 def payload_metric(payload: Mapping, metric: str) -> float | None:
-    """One metric of a stored run: "Sink_k", "Sink*", "alpha_1", "first Sink_1" (the first evaluation's) or
-    "excess alpha_1" ((alpha_1 - u) / (1 - u), u the uniform floor under the run's mask)."""
+    """One metric of a stored run: "Sink_k", "Sink*", "alpha_1", "first Sink_1" (the first evaluation's),
+    "prefix length" (its config's prefix_lm) or "excess alpha_1" ((alpha_1 - u) / (1 - u), u the uniform floor under the run's mask)."""
     r = payload["result"]
     if metric.startswith("Sink_"):
         return r["sink_k"].get(metric[5:])
@@ -1078,6 +1095,8 @@ def payload_metric(payload: Mapping, metric: str) -> float | None:
     if metric == "first Sink_1":
         first = next((c for c in payload.get("curve", []) if "sink_k" in c), None)
         return None if first is None else first["sink_k"]["1"]
+    if metric == "prefix length":
+        return payload["config"]["data"].get("prefix_lm")
     if metric == "excess alpha_1":
         u = uniform_alpha_1(payload["config"])
         return (r["alpha_1_mean"] - u) / (1 - u)

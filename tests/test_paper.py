@@ -120,13 +120,16 @@ def test_combinator_and_words():
 
 def test_prefix_rule_needs_the_sink_on_a_prefix_position_other_than_the_first():
     rule = paper.claim("loss_prefix").rule
-    first_token = {"prefix_5: Sink_1": 80.0, **{f"prefix_5: Sink_{k}": 0.0 for k in range(2, 11)}}
+    first_token = {"prefix: p": 4.0, "prefix: Sink_1": 80.0, **{f"prefix: Sink_{k}": 0.0 for k in range(2, 11)}}
     assert rule.apply(first_token) == paper.NOT_COMPARABLE          # an ordinary first-token sink
-    moved = {**first_token, "prefix_5: Sink_1": 0.0, "prefix_5: Sink_4": 60.0}
+    moved = {**first_token, "prefix: Sink_1": 0.0, "prefix: Sink_4": 60.0}
     assert rule.apply(moved) == paper.AGREES
-    beyond = {**first_token, "prefix_5: Sink_1": 0.0, "prefix_5: Sink_7": 60.0}
+    assert rule.apply({**moved, "prefix: p": 3.0}) == paper.DISAGREES     # the run's own p decides
+    beyond = {**first_token, "prefix: Sink_1": 0.0, "prefix: Sink_7": 60.0}
     assert rule.apply(beyond) == paper.DISAGREES
-    assert rule.apply({**first_token, "prefix_5: Sink_1": 3.0}) == paper.DISAGREES   # no sink at all
+    assert rule.apply({**first_token, "prefix: Sink_1": 3.0}) == paper.DISAGREES   # no sink at all
+    r = paper.result(paper.claim("loss_prefix"), "miniature", {}, str(REPO / "results/store"))
+    assert r["values"]["prefix: p"] == 4.0 and "prefix_4" in r["measurement"]
 
 
 def test_weight_decay_is_judged_on_sink_1_where_the_paper_reports_it():
