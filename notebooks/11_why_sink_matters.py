@@ -126,8 +126,9 @@ display(Markdown(figures.provenance_line({
 # ## Which BOS setting the verdicts use, and why
 #
 # Each model reads the text as its tokenizer encodes it by default (`bos = "auto"`: Gemma 3 puts its `<bos>`
-# first, SmolLM2 adds nothing); the line above says which. StreamingLLM's claim is about the first tokens of
-# the stream, whatever they are, so the verdicts (fixed in `sinkpaper.paper`) read that default:
+# first, SmolLM2 adds nothing); the line above and every value's label say which. StreamingLLM's claim is about
+# the first tokens of the stream, whatever they are, so the verdicts (fixed in `sinkpaper.paper`) read that
+# default:
 
 # %% tags=["hide-input"]
 display(Markdown(paper.bos_statement(["stream_window", "stream_sink_window"])
@@ -299,9 +300,11 @@ removal_note = "; ".join(
     f"{name}: attention to the first token removed (full cache) {r.perplexity / r.baseline_perplexity:.2f}x "
     f"perplexity, control {c.perplexity / c.baseline_perplexity:.2f}x (shown, not judged)"
     for name in models for r, _, c in [tuple(x for _, x in removal[name][:3])])
-paper.record("stream_window", values={f"{n}: {k}": past[n][k] for n in models for k in ("window ppl", "full ppl")},
+label = {n: f"{n} (BOS {'on' if inputs[n][1]['bos'] else 'off'})" for n in models}
+paper.record("stream_window", values={f"{label[n]}: {k}": past[n][k] for n in models
+                                      for k in ("window ppl", "full ppl")},
              measurement=measured, provenance=record_prov, setting=setting, note=removal_note)
-paper.record("stream_sink_window", values={f"{n}: {k}": past[n][k] for n in models
+paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n in models
                                            for k in ("full ppl", "window ppl", "sink+window ppl")},
              measurement=measured, provenance=record_prov, setting=setting)
 display(figures.Table(paper.rows(["stream_window", "stream_sink_window"])))

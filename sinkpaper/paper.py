@@ -370,10 +370,11 @@ class Bound(Rule):
     strict: bool = True
     null_text: str = ""
     skip: Sequence[str] = ()
+    what: str = ""
 
     def __post_init__(self):
         op = (">" if self.strict else ">=") if self.above else ("<" if self.strict else "<=")
-        self.sentence = (f"{self.metric.lstrip(': ')} {op} {self.bound:g} for every judged setting"
+        self.sentence = (f"{self.what or self.metric.lstrip(': ')} {op} {self.bound:g} for every judged setting"
                          + (f" ({', '.join(self.skip)} shown, not judged)" if self.skip else "") + ".")
         self.null_sentence = self.null_text or f"{self.metric} = {self.null_value:g}"
 
@@ -666,8 +667,9 @@ def _fam(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0,)) -> Ru
 
 
 _BOS_TABLE1 = ("the paper's Table 1 used each tokenizer's default: LLaMA and Mistral got a BOS at position 1, "
-               "GPT-2 did not; natural and random text are judged as the paper ran them (BOS on where the tokenizer "
-               "adds one)")
+               "GPT-2 (no BOS token) did not; natural and random text are judged that way, with BOS on for every model "
+               "that has a BOS token (SmolLM2's is the chat marker <|im_start|>, which its tokenizer does not add by "
+               "itself) and off for one without")
 _BOS_REPEAT = ("the repeat claim is about T copies of one token (the propositions' premise: every position, the "
                "first included, holds the same token), so it is judged with BOS off; BOS + repeats is shown beside")
 NOT_JUDGED = " (absolute PE, not judged)"
@@ -678,8 +680,8 @@ CLAIMS: tuple[Claim, ...] = (
           "The sink token carries a massive activation: its hidden-state norm is far above the other tokens'",
           "Section 3 (figure)", rule=Bound("token-1 norm ratio", MASSIVE, True, 1.0, strict=False,
                                  null_text="token 1's norm equals the others' (ratio 1)"),
-          bos=True, bos_why="judged on the settings with a sink on natural text, BOS on as the tokenizer adds it; "
-                            "BOS off shown beside",
+          bos=True, bos_why="judged on the settings with a sink on natural text, with BOS on for every model that "
+                            "has a BOS token (as the paper's Table 1 ran LLaMA and Mistral); BOS off shown beside",
           measure=_scales(Chapter("02_section3_properties")), figure={"LLaMA2-7B: token-1 norm ratio": 100.0}),
     Claim("s3_small_value_norm", "3", "02_section3_properties", "The sink token's value norm is small",
           "Section 3 (figure)", rule=Bound("value-norm ratio", 1.0, False, 1.0,
@@ -694,18 +696,20 @@ CLAIMS: tuple[Claim, ...] = (
           figure={"LLaMA2-7B: cos gap": 0.5, "LLaMA2-7B: norm-product ratio": 0.5}),
     Claim("t1_natural", "3.2", "03_section3_measuring", "Open LMs put a sink on the first token of natural text",
           "Table 1", labels=[f"{m}: natural" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
-          rule=Bound(": natural", SINK, True, 0.0, strict=False, null_text="no sink (0 %)"),
+          rule=Bound(": natural", SINK, True, 0.0, strict=False, null_text="no sink (0 %)",
+                     what="Sink_1 (%) on natural text"),
           bos=True, bos_why=_BOS_TABLE1, measure=_scales(Chapter("03_section3_measuring"))),
     Claim("t1_random", "3.2", "03_section3_measuring", "The sink also appears on random tokens", "Table 1",
           labels=[f"{m}: random" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
-          rule=Bound(": random", SINK, True, 0.0, strict=False, null_text="no sink (0 %)"),
+          rule=Bound(": random", SINK, True, 0.0, strict=False, null_text="no sink (0 %)",
+                     what="Sink_1 (%) on random tokens"),
           bos=True, bos_why=_BOS_TABLE1, measure=_scales(Chapter("03_section3_measuring"))),
     Claim("t1_repeat", "3.2", "03_section3_measuring",
           "On one repeated token RoPE models have no sink (absolute-PE GPT-2 keeps one)", "Table 1",
           labels=[f"{m}: repeat" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
           rule=Bound(": repeat", NO_SINK, False, NUMBERS["default"].value,
                      null_text="repeating a token changes nothing: the default run's Sink_1 on every RoPE model",
-                     skip=["GPT2-XL: repeat"]),
+                     skip=["GPT2-XL: repeat"], what="Sink_1 (%) on one repeated token (RoPE models)"),
           bos=False, bos_why=_BOS_REPEAT, measure=_scales(Chapter("03_section3_measuring"))),
     Claim("prop_repeat", "3.1", "03_section3_measuring",
           "Repeated tokens: NoPE attention is exactly uniform; RoPE's alpha_1 is bounded and vanishes as t grows",
@@ -715,7 +719,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("metric_T", "3.2", "03_section3_measuring",
           "Sink_1 falls as the sequence length T grows (hence T = 64 for every comparison)", "Section 3.2 (text)",
           rule=Falls(), bos=True,
-          bos_why="the settings with a sink at the smallest T, BOS on as the tokenizer adds it",
+          bos_why="the series with a sink at the smallest T, with BOS on for every model that has a BOS token, as "
+                  "for t1_natural; BOS off shown beside",
           measure=_scales(Chapter("03_section3_measuring")),
           figure={"LLaMA2-7B: smallest T": 80.0, "LLaMA2-7B: largest T": 40.0}),
     Claim("base_vs_chat", "3.2", "not run",
@@ -957,13 +962,16 @@ CLAIMS: tuple[Claim, ...] = (
     # ---------------------------------------------------------------------------------- why it matters
     Claim("stream_window", "related", "11_why_sink_matters",
           "A window KV cache that evicts the first tokens breaks the model once the text exceeds the window "
-          "(Xiao et al. 2024)", "Xiao et al. 2024", rule=Ratio("window ppl", "full ppl"), bos=True,
-          bos_why="the text is fed as the tokenizer encodes it, BOS on where it adds one (the streaming setting)",
+          "(Xiao et al. 2024)", "Xiao et al. 2024", rule=Ratio("window ppl", "full ppl"), bos=False,
+          bos_why="the book adds no BOS to the stream: each model reads the text exactly as its tokenizer encodes it "
+                  "by default (SmolLM2's adds nothing; Gemma 3's puts its own <bos> first, which is then the stream's "
+                  "first token), and each value's label says which; StreamingLLM's claim is about the first tokens "
+                  "of the stream, whatever they are",
           measure=_scales(Chapter("11_why_sink_matters")),
           figure={"Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: full ppl": 5.0}),
     Claim("stream_sink_window", "related", "11_why_sink_matters",
           "Keeping a few sink tokens plus the window restores it (Xiao et al. 2024)", "Xiao et al. 2024",
-          rule=Recovers(), bos=True, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
+          rule=Recovers(), bos=False, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
           figure={"Llama-2-7B: full ppl": 5.0, "Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: sink+window ppl": 5.5}),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
