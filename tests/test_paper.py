@@ -244,3 +244,8 @@ def test_claims_belong_to_toc_chapters():
         assert c.chapter in files or c.chapter == "not run", (c.id, c.chapter)
         if c.chapter == "not run":
             assert all(isinstance(m, paper.NotRun) for m in c.measure.values()), c.id
+
+
+def test_the_old_module_names_the_new_one():
+    with pytest.raises(ImportError, match="moved to sinkpaper.paper"):
+        import sinkpaper.book.claims  # noqa: F401
