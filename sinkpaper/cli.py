@@ -5,6 +5,8 @@
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
   data build|info|unpack  the offline English corpus and its token files (sinkpaper.data.corpus)
   store stale|migrate   the results store: runs stored under an older definition or key scheme
+  claims                the paper's claims, their rules and our results at every scale (sinkpaper.paper)
+  report                regenerate the README / config blocks that quote the results store
 
 Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one
 line on stderr, checked before any model is loaded or any training step where possible.
@@ -93,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
     rp.add_argument("--check", action="store_true", help="exit 1 when a committed block differs from the store")
     rp.add_argument("--store", default=None, help="results store (default results/store)")
+    c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
+    c.add_argument("--json", action="store_true", help="print the listing as JSON")
+    c.add_argument("--id", metavar="NAME", help="one claim only")
+    c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
+    c.add_argument("--store", default=None, help="results store (default results/store)")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -251,6 +258,20 @@ def run_bench(a, argv: list[str]) -> int:
     return 1 if any(x["name"] in ("ours", "ours_forward") and x["status"] == "error" for x in r["records"]) else 0
 
 
+def run_claims(a) -> int:
+    from . import paper
+
+    ids = [c.id for c in paper.CLAIMS]
+    if a.id is not None and a.id not in ids:
+        print(f"sinkpaper: error: unknown claim {a.id!r}; valid: {', '.join(ids)}", file=sys.stderr)
+        return 2
+    records = paper.load_records(a.records)
+    store = a.store or paper.STORE
+    entries = [paper.entry(c, records, store) for c in paper.CLAIMS if a.id in (None, c.id)]
+    print(json.dumps(entries if a.id is None else entries[0], indent=1) if a.json else paper.text_table(entries))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["data"]:  # its own parser, in sinkpaper.data.corpus
@@ -275,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2
+    if args.command == "claims":
+        return run_claims(args)
     if args.token_file and args.bos:
         print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
               file=sys.stderr)
