@@ -149,8 +149,8 @@ else:
 # scale, so the comparison is of directions, not of values.
 
 # %% tags=["hide-input"]
-display(figures.Table(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_not_run",
-                                  "arch_heads_not_run"])))
+display(figures.Table(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
+                                  "arch_heads_2_4_8"])))
 
 # %% [markdown]
 # ## Rerun it

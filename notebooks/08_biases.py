@@ -246,7 +246,7 @@ if (st["sink_1"] is not None and st["sink_1"] >= paper.SINK and st["sink_star"] 
 
 # %% tags=["hide-input"]
 display(figures.Table(paper.rows(["bias_sink_token", "bias_kv", "bias_k", "bias_v", "bias_fixed_v",
-                                  "bias_low_dim", "bias_fixed_v_large", "bias_shared", "bias_low_dim_not_run"])))
+                                  "bias_low_dim", "bias_fixed_v_large", "bias_shared", "bias_low_dim_more"])))
 
 # %% [markdown]
 # ## Rerun it

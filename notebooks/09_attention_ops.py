@@ -261,7 +261,7 @@ else:
 
 # %% tags=["hide-input"]
 display(figures.Table(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
-                                  "ops_p_norm", "ops_scaled_not_run", "ops_kernels_not_run", "ops_1b"])))
+                                  "ops_p_norm", "ops_scaled_more", "ops_kernels", "ops_1b"])))
 transients = {pt: section7.transient_note([p for p in mini.payloads if experiments.point_of(p) == pt])
               for pt in PROXY_POINTS}
 display(Markdown("The proxy over training, in the stored miniature runs: " + "; ".join(

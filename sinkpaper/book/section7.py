@@ -49,12 +49,21 @@ ARCHITECTURE: tuple[Point, ...] = (
     Point("ffn_geglu", "FFN GeGLU"),
     Point("heads_1", "1 head"),
     Point("heads_add", "heads added instead of concatenated"),
+    Point("ffn_swish", "FFN Swish"), Point("ffn_reglu", "FFN ReGLU"),
+    Point("heads_2", "2 heads"), Point("heads_4", "4 heads"), Point("heads_8", "8 heads"),
 )
-# The paper's architecture variants that configs/architecture.yaml does not run (claims arch_*_not_run).
-ARCHITECTURE_NOT_RUN: tuple[Point, ...] = (
-    Point("ffn_swish", "FFN Swish"), Point("ffn_reglu", "FFN ReGLU"), Point("heads_4", "4 heads"),
-    Point("heads_2", "2 heads"),
-)
+ARCHITECTURE_NOT_RUN: tuple[Point, ...] = ()
+
+
+def _config_order(points: tuple[Point, ...], family: str) -> tuple[Point, ...]:
+    """The points in their config's sweep order (the order the book shows them in)."""
+    from ..train.config import sweep_points
+    from ..resources import find_config
+    order = {name: i for i, name in enumerate(sweep_points(find_config(family)))}
+    return tuple(sorted(points, key=lambda p: order.get(p.name, len(order))))
+
+
+ARCHITECTURE = _config_order(ARCHITECTURE, "architecture")
 
 BIASES: tuple[Point, ...] = (
     Point("none", "no bias (the default)"),
@@ -65,14 +74,19 @@ BIASES: tuple[Point, ...] = (
     Point("k_bias_fixed_v", "learnable k*, fixed v* = v' = [1, 0, ..., 0]"),
     Point("k_bias_dims_1", "k* learned in 1 of the head's dimensions (d_a = 1), v* = 0"),
 )
-# The paper's other fixed-v*, shared and d_a rows (claims bias_fixed_v_large, bias_shared, bias_low_dim_not_run).
-BIASES_NOT_RUN: tuple[Point, ...] = (
-    Point("k_bias_fixed_5v", "fixed v* = 5 v'"), Point("k_bias_fixed_20v", "fixed v* = 20 v'"),
+# The paper's other fixed-v*, shared and d_a rows (claims bias_fixed_v_large, bias_shared, bias_low_dim_more).
+BIASES_MORE: tuple[Point, ...] = (
+    Point("k_bias_fixed_5v1", "fixed v* = 5 v'"), Point("k_bias_fixed_20v1", "fixed v* = 20 v'"),
     Point("k_bias_fixed_v2", "fixed v* = v'' = ones / sqrt(d_h)"), Point("k_bias_fixed_5v2", "fixed v* = 5 v''"),
     Point("k_bias_fixed_20v2", "fixed v* = 20 v''"), Point("kv_bias_shared", "KV biases shared across heads"),
     Point("k_bias_shared", "K biases shared across heads"),
-    *(Point(f"k_bias_dims_{d}", f"k* in d_a = {d} dimensions") for d in (2, 4, 8, 16, 32, 64)),
+    *(Point(f"k_bias_dims_{d}", f"k* in d_a = {d} dimensions") for d in (2, 4, 8, 16)),
+    Point("sink_token_no_bos", "sink token, no fixed first token (the paper's setting for the sink token)"),
+    Point("kv_bias_no_bos", "KV biases, no fixed first token"),
+    Point("k_bias_no_bos", "K biases, no fixed first token"),
 )
+BIASES = _config_order(BIASES + BIASES_MORE, "biases")
+BIASES_NOT_RUN: tuple[Point, ...] = tuple(Point(f"k_bias_dims_{d}", f"k* in d_a = {d} dimensions") for d in (32, 64))
 
 ATTENTION: tuple[Point, ...] = (
     Point("softmax", "softmax (the default)"),
@@ -85,12 +99,16 @@ ATTENTION: tuple[Point, ...] = (
     Point("kernel_elu", "the paper's elu+1 kernel: (elu(q)+1)(elu(k)+1) over the row sum (*)"),
     Point("softpick", "softpick (rectified softmax; Zuhri et al. 2025, not this paper)"),
 )
-# The paper's other scaled-softmax and kernel rows (claims ops_scaled_not_run, ops_kernels_not_run, ops_1b).
-ATTENTION_NOT_RUN: tuple[Point, ...] = (
+# The paper's other scaled-softmax and kernel rows (claims ops_scaled_more, ops_kernels), and the 1B rows (ops_1b).
+ATTENTION = ATTENTION + (
     Point("softmax_sum_2", "softmax rows summing to 2"), Point("softmax_sum_0.1", "softmax rows summing to 0.1"),
-    Point("softmax_sum_0.05", "softmax rows summing to 0.05"), Point("kernel_identity", "kernel phi = identity, Z = 1 (*)"),
-    Point("kernel_mlp_zmax", "kernel phi = MLP, Z = max(|row sum|, 1) (*)"),
+    Point("softmax_sum_0.05", "softmax rows summing to 0.05"), Point("kernel_identity_z1", "kernel phi = identity, Z = 1 (*)"),
+    Point("kernel_mlp_maxabs", "kernel phi = MLP, Z = max(|row sum|, 1) (*)"),
     Point("kernel_mlp_z1", "kernel phi = MLP, Z = 1 (*)"),
+    Point("kernel_elu_z1", "the elu+1 kernel with Z = 1 (the paper could not train it)"),
+)
+ATTENTION = _config_order(ATTENTION, "attention")
+ATTENTION_NOT_RUN: tuple[Point, ...] = (
     Point("softmax_1b", "1B model, softmax"), Point("sigmoid_1b", "1B model, sigmoid without normalization (*)"),
 )
 
