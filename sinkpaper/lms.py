@@ -421,10 +421,12 @@ def load_lm(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype
 
 
 def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 16, progress: bool = True,
-                 method: str = "maps") -> dict:
+                 method: str = "maps", memory_limit_bytes: int | None = None) -> dict:
     """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance.
 
     method: "maps" (the eager attention maps, as the paper) or "kernel" (column statistics, no T x T map).
+    A measurement whose memory estimate (`LM.memory_estimate`) exceeds the memory available now, or
+    memory_limit_bytes, is refused before any compute (`MemoryEstimateError`, a ValueError).
     """
     from . import metrics, provenance
     metrics.check_epsilon(epsilon)
@@ -432,6 +434,8 @@ def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 1
     if method not in TRACE_METHODS:
         raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
     lm.check_seq_len(probe.input_ids.shape[1], method)
+    need = lm.check_memory(min(batch_size, probe.input_ids.shape[0]), probe.input_ids.shape[1], method,
+                           memory_limit_bytes)
     if int(probe.input_ids.max()) >= lm.model.get_input_embeddings().num_embeddings:
         raise ValueError(f"token id {int(probe.input_ids.max())} is outside {lm.name}'s vocabulary")
     t0 = time.perf_counter()
@@ -442,5 +446,6 @@ def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 1
            **metrics.summarize(stats, epsilon)}
     out["provenance"] = provenance.stamp(lm.device, **{**lm.provenance(), **probe.provenance},
                                          tokens_measured=int(probe.input_ids.numel()), method=method,
-                                         measure_seconds=round(seconds, 2), source_of_numbers="computed now")
+                                         measure_seconds=round(seconds, 2), source_of_numbers="computed now",
+                                         memory_estimate_gib=round(need / 2**30, 2))
     return out

@@ -60,10 +60,17 @@ def sink_share(op: str, s0: torch.Tensor, stat: torch.Tensor, sigmoid_bias: floa
     if op == "softmax":
         return torch.exp(s0 - stat)
     if op == "softpick":
-        return torch.relu(torch.exp(s0 - stat) - torch.exp(-stat))
+        return torch.relu(_softpick_shifted(s0[..., None], stat)[..., 0])
     if op == "sigmoid":
         return torch.sigmoid(s0 + sigmoid_bias) / torch.exp(stat)
     return torch.where(s0 > 0, s0 + 1, torch.exp(s0.clamp(max=0))) / torch.exp(stat)
+
+
+def _softpick_shifted(x, m):
+    """(e^x - 1) e^-m without cancellation: expm1(x) e^-m where x is small (x <= m <= ... keeps it finite),
+    e^(x-m) - e^-m where x > 1 (no cancellation there, and expm1 could overflow)."""
+    mm = m[..., None]
+    return torch.where(x > 1, torch.exp(x - mm) - torch.exp(-mm), torch.expm1(x.clamp(max=1)) * torch.exp(-mm))
 
 
 def _weights(op, x, sigmoid_bias):
@@ -98,14 +105,15 @@ def row_stats(q, k, v=None, *, op="softmax", causal=True, window=None, prefix=No
             if z0 is not None:
                 m = torch.maximum(m, z0.clamp_min(0.0) if op == "softpick" else z0)
             m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # a row that sees nothing
-            p = x.sub_(m[..., None]).exp_()
             if op == "softmax":
+                p = x.sub_(m[..., None]).exp_()
                 l = p.sum(-1) + (0 if z0 is None else torch.exp(z0 - m))
                 row = m + torch.log(l)
             else:
                 em = torch.exp(-m)
-                p = p.sub_(em[..., None]).masked_fill_(hidden, 0.0)  # (e^x - 1) e^-m; hidden keys leave the sum
-                l = p.abs().sum(-1) + (0 if z0 is None else (torch.exp(z0 - m) - em).abs())
+                p = _softpick_shifted(x, m).masked_fill_(hidden, 0.0)  # (e^x - 1) e^-m; hidden keys leave the sum
+                del x
+                l = p.abs().sum(-1) + (0 if z0 is None else _softpick_shifted(z0[..., None], m)[..., 0].abs())
                 l = l + softpick_eps * em
                 row = m + torch.log(l)
                 p = p.clamp_min_(0.0)
@@ -119,7 +127,7 @@ def row_stats(q, k, v=None, *, op="softmax", causal=True, window=None, prefix=No
         if out is not None:
             o = torch.matmul(p, v[:, :, lo:hi])
             out[:, :, m0:m1] = o / l[..., None] if op in ("softmax", "softpick") else o
-        del x, p, hidden
+        del p, hidden
     return out, stat
 
 
@@ -140,7 +148,7 @@ def column_sums(q, k, stat, *, op="softmax", causal=True, window=None, prefix=No
         if op == "softmax":
             a = x.sub_(st).exp_()
         elif op == "softpick":
-            a = x.sub_(st).exp_().sub_(torch.exp(-st)).clamp_min_(0.0)
+            a = _softpick_shifted(x, st[..., 0]).clamp_min_(0.0)
         else:  # the proxy |w| / sum |w| (w > 0)
             a = _weights(op, x, sigmoid_bias).mul_(torch.exp(-st))
         total = a.masked_fill_(~visible, 0.0).sum(-2)
