@@ -108,6 +108,39 @@ def measure_vs_length(lm, lengths: Sequence[int] = DEFAULT_LENGTHS, *, bos: bool
     return payload
 
 
+def describe(payload: dict, epsilon_heads: float = 0.3) -> str:
+    """Sentences computed from one payload: Sink_1 and mean alpha_1 (against the uniform share) at the smallest
+    and largest T, and where alpha_1 falls as T grows: per layer, the global and the sliding-window layers apart.
+    Sliding-window layers average alpha_1 over the queries that still see token 1 (the first `window`), so their
+    alpha_1 stops changing beyond the window; global layers are seen by all T queries."""
+    pts = sorted(payload["points"], key=lambda p: p["T"])
+    if not pts:
+        return "nothing measured yet"
+    lo, hi = pts[0], pts[-1]
+    out = [f"`{payload['model']}` (BOS {'on' if payload['bos'] else 'off'}): Sink_1 {lo['sink_1']:.1f} % at "
+           f"T = {lo['T']} and {hi['sink_1']:.1f} % at T = {hi['T']}; mean α_1 {lo['alpha_1_mean']:.3f} "
+           f"({lo['alpha_1_mean'] / lo['uniform_alpha_1']:.1f}x the uniform share) and {hi['alpha_1_mean']:.3f} "
+           f"({hi['alpha_1_mean'] / hi['uniform_alpha_1']:.1f}x uniform)."]
+    if len(pts) > 1:
+        windows = payload.get("layer_windows") or [None] * len(lo["per_layer_alpha_1"])
+        drop = [a - b for a, b in zip(lo["per_layer_alpha_1"], hi["per_layer_alpha_1"])]
+        order = sorted(range(len(drop)), key=lambda i: -drop[i])
+        out.append("α_1 falls most in layers " + ", ".join(
+            f"{i} ({lo['per_layer_alpha_1'][i]:.2f} → {hi['per_layer_alpha_1'][i]:.2f})" for i in order[:3])
+                   + "; least in layers " + ", ".join(
+            f"{i} ({lo['per_layer_alpha_1'][i]:.2f} → {hi['per_layer_alpha_1'][i]:.2f})" for i in order[-3:]) + ".")
+        keep = [i for i, a in enumerate(hi["per_layer_alpha_1"]) if a > epsilon_heads]
+        out.append(f"At T = {hi['T']}, {len(keep)} of {len(drop)} layers keep a mean α_1 above {epsilon_heads}"
+                   + (f" ({', '.join(map(str, keep))})." if keep else "."))
+        kinds = {"global": [i for i, w in enumerate(windows) if w is None],
+                 "sliding-window": [i for i, w in enumerate(windows) if w is not None]}
+        if kinds["sliding-window"] and kinds["global"]:
+            mean = lambda p, idx: sum(p["per_layer_alpha_1"][i] for i in idx) / len(idx)  # noqa: E731
+            out.append("Mean α_1 of the " + " and of the ".join(
+                f"{k} layers {mean(lo, idx):.3f} → {mean(hi, idx):.3f}" for k, idx in kinds.items()) + ".")
+    return " ".join(out)
+
+
 def write(payload: dict, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import zlib
 from types import SimpleNamespace
 
@@ -207,7 +208,7 @@ def test_text_shorter_than_the_sequence_says_how_much_there_is(smollm2):
         make_inputs(smollm2.tokenizer, "natural", n_samples=1, seq_len=100_000)
     msg = str(e.value)
     assert "longer than the natural text" in msg and f"{meta['text_chars']:,} characters" in msg
-    n = int(msg.split(" is ")[1].split(" tokens")[0].replace(",", ""))
+    n = int(re.search(r"is ([\d,]+) tokens", msg).group(1).replace(",", ""))
     assert 20_000 < n < 100_000 and f"at most {n - 1}" in msg
     make_inputs(smollm2.tokenizer, "natural", n_samples=1, seq_len=n - 1)  # the longest that fits works
 

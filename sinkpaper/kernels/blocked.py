@@ -73,6 +73,20 @@ def _softpick_shifted(x, m):
     return torch.where(x > 1, torch.exp(x - mm) - torch.exp(-mm), torch.expm1(x.clamp(max=1)) * torch.exp(-mm))
 
 
+def _fill_hidden_(x, hidden, value, dim):
+    """x.masked_fill_(hidden, value) touching only the span of columns (dim=-1) or rows (dim=-2) that hold a hidden
+    entry: a causal block is hidden only near the diagonal, so most of the tile is left alone."""
+    other = -2 if dim == -1 else -1
+    bad = hidden.any(dim=other).reshape(-1, hidden.shape[dim]).any(0).nonzero()
+    if bad.numel():
+        a, b = int(bad[0]), int(bad[-1]) + 1
+        if dim == -1:
+            x[..., a:b].masked_fill_(hidden[..., a:b], value)
+        else:
+            x[..., a:b, :].masked_fill_(hidden[..., a:b, :], value)
+    return x
+
+
 def _weights(op, x, sigmoid_bias):
     """Unnormalized weights of the operators without normalization (in place on x)."""
     if op == "sigmoid":
@@ -98,7 +112,7 @@ def row_stats(q, k, v=None, *, op="softmax", causal=True, window=None, prefix=No
                                 doc_ids=doc_ids)[:, None]
         z0 = None if s0 is None else s0[:, :, m0:m1]
         if op in ("softmax", "softpick"):
-            x.masked_fill_(hidden, float("-inf"))
+            _fill_hidden_(x, hidden, float("-inf"), -1)
             m = x.amax(-1)
             if op == "softpick":
                 m = m.clamp_min(0.0)  # e^x - 1 = e^m (e^(x-m) - e^-m): the max is clamped at >= 0
@@ -111,14 +125,14 @@ def row_stats(q, k, v=None, *, op="softmax", causal=True, window=None, prefix=No
                 row = m + torch.log(l)
             else:
                 em = torch.exp(-m)
-                p = _softpick_shifted(x, m).masked_fill_(hidden, 0.0)  # (e^x - 1) e^-m; hidden keys leave the sum
+                p = _fill_hidden_(_softpick_shifted(x, m), hidden, 0.0, -1)  # (e^x - 1) e^-m; hidden keys leave the sum
                 del x
                 l = p.abs().sum(-1) + (0 if z0 is None else _softpick_shifted(z0[..., None], m)[..., 0].abs())
                 l = l + softpick_eps * em
                 row = m + torch.log(l)
                 p = p.clamp_min_(0.0)
         else:
-            p = _weights(op, x, sigmoid_bias).masked_fill_(hidden, 0.0)
+            p = _fill_hidden_(_weights(op, x, sigmoid_bias), hidden, 0.0, -1)
             l = p.sum(-1)
             if z0 is not None:
                 l = l + sink_share(op, z0, torch.zeros_like(z0), sigmoid_bias)
@@ -151,7 +165,7 @@ def column_sums(q, k, stat, *, op="softmax", causal=True, window=None, prefix=No
             a = _softpick_shifted(x, st[..., 0]).clamp_min_(0.0)
         else:  # the proxy |w| / sum |w| (w > 0)
             a = _weights(op, x, sigmoid_bias).mul_(torch.exp(-st))
-        total = a.masked_fill_(~visible, 0.0).sum(-2)
+        total = _fill_hidden_(a, ~visible, 0.0, -2).sum(-2)
         count = visible.sum(-2).to(total.dtype)
         alpha[:, :, n0:n1] = torch.where(count > 0, total / count.clamp_min(1.0), 0.0)
         del x, a, visible
