@@ -231,7 +231,8 @@ def test_cli_refusals_exit_2(smollm2):
     from test_cli import run
     r = run("sink", "--model", "smollm2-135m", "--seq-len", "9000", "--method", "kernel")
     assert r.returncode == 2 and "context length 8192" in r.stderr
-    r = run("sink", "--model", "smollm2-135m", "--seq-len", "8192", "--method", "maps", "--max-memory-gib", "16")
+    r = run("sink", "--model", "smollm2-135m", "--seq-len", "8192", "--n-samples", "1", "--method", "maps",
+            "--max-memory-gib", "16")
     assert r.returncode == 2 and "needs about 77.6 GiB" in r.stderr and "16.0 GiB" in r.stderr
 
 
