@@ -141,6 +141,25 @@ def describe(payload: dict, epsilon_heads: float = 0.3) -> str:
     return " ".join(out)
 
 
+def compare_routes(lm, seq_len: int, *, n_samples: int = 1, bos: bool = False, seed: int = 0) -> dict:
+    """The column-statistics route against the eager maps on the same natural-text inputs: the largest
+    |alpha_k difference| over samples, layers, heads and keys, and Sink_k both ways (the maps route must fit)."""
+    from . import metrics, provenance
+    from .probes import make_inputs
+    ids = make_inputs(lm.tokenizer, "natural", n_samples=n_samples, seq_len=seq_len, bos=bos, seed=seed).input_ids
+    out = {"model": lm.name, "T": seq_len, "n_samples": n_samples, "bos": bos}
+    stats = {}
+    for method in ("maps", "kernel"):
+        t0 = time.perf_counter()
+        stats[method] = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False, method=method))
+        out[f"{method}_seconds"] = round(time.perf_counter() - t0, 1)
+    out["max_abs_alpha_difference"] = float((stats["kernel"].alphas - stats["maps"].alphas).abs().max())
+    out["sink_k_maps"] = metrics.sink_rates(stats["maps"].alphas)
+    out["sink_k_kernel"] = metrics.sink_rates(stats["kernel"].alphas)
+    out["provenance"] = provenance.stamp(lm.device, **lm.provenance())
+    return out
+
+
 def write(payload: dict, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
