@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--device", default="cpu")
     v.add_argument("--out", default=None, help="JSON file (default results/long_context/<model>[-bos].json)")
+    v.add_argument("--resume", action="store_true",
+                   help="keep the T already in --out (same settings) and measure only the others")
     b = sub.add_parser("bench", help="benchmark the attention kernels (vs SDPA/eager) or training throughput (vs transformers' Llama)")
     b.add_argument("what", choices=["kernels", "training", "sink"],
                    help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama; "
@@ -182,6 +184,8 @@ def run_sink(a) -> dict:
 
 
 def run_sink_vs_length(a, argv) -> int:
+    from pathlib import Path
+
     from . import long_context as LC
     from .lms import load_lm
     metrics.check_epsilon(a.epsilon)
@@ -202,8 +206,9 @@ def run_sink_vs_length(a, argv) -> int:
               f"(uniform {p['uniform_alpha_1']:.4f})  {p['seconds']:.0f} s  peak RSS {p['peak_rss_gib_so_far']:.2f} GiB",
               flush=True)
 
+    previous = LC.load(out) if a.resume and Path(out).exists() else None
     LC.measure_vs_length(lm, lengths, bos=a.bos, epsilon=a.epsilon, seed=a.seed, method=a.method, tokens=a.tokens,
-                         on_point=progress, command=command)
+                         on_point=progress, command=command, previous=previous)
     print(f"-> {out}")
     return 0
 

@@ -71,11 +71,14 @@ def _batch(T, tokens, batch_tokens):
 
 def measure_vs_length(lm, lengths: Sequence[int] = DEFAULT_LENGTHS, *, bos: bool = False, epsilon: float = EPSILON,
                       seed: int = 0, method: str = "kernel", tokens: int = TOKENS, batch_tokens: int = BATCH_TOKENS,
-                      on_point: Callable[[dict], None] | None = None, command: str | None = None) -> dict:
+                      on_point: Callable[[dict], None] | None = None, command: str | None = None,
+                      previous: dict | None = None) -> dict:
     """Sink_1 and alpha_1 (overall and per layer) of `lm` at each T of `lengths` (BOS included in T when bos).
 
     `on_point(payload)` is called after every T with the payload so far (e.g. to write it). Bad input (a T beyond
-    the context length, longer than the text, or too large for memory) is refused before any compute."""
+    the context length, longer than the text, or too large for memory) is refused before any compute.
+    `previous`: an earlier payload of the same measurement (model, BOS, method, epsilon, seed, tokens per T);
+    the T it already holds are kept (each point carries its own code version and time) and not measured again."""
     from . import provenance
     from .book.measuring import uniform_alpha_1
     from .lms import measure_sink
@@ -88,8 +91,20 @@ def measure_vs_length(lm, lengths: Sequence[int] = DEFAULT_LENGTHS, *, bos: bool
                "points": [], "complete": False,
                "provenance": provenance.stamp(lm.device, **lm.provenance(), command=command, seed=seed,
                                               tokens_per_length=tokens, source_of_numbers="computed")}
+    kept = {}
+    if previous is not None:
+        same = ("model", "bos", "method", "epsilon", "inputs")
+        if any(previous.get(k) != payload[k] for k in same) or previous["provenance"].get("seed") != seed or \
+                previous["provenance"].get("tokens_per_length") != tokens:
+            raise ValueError("the stored measurement differs in model, BOS, method, epsilon, seed or tokens per T; "
+                             "measure it anew (without --resume) or pass the same settings")
+        kept = {p["T"]: p for p in previous["points"]}
+        payload["provenance"]["resumed_from"] = previous["provenance"].get("computed_at")
     t_start = time.perf_counter()
     for T in lengths:
+        if T in kept:
+            payload["points"].append(kept[T])
+            continue
         n = n_samples_for(T, tokens)
         probe = make_inputs(lm.tokenizer, "natural", n_samples=n, seq_len=T, bos=bos, seed=seed)
         r = measure_sink(lm, probe, epsilon=epsilon, batch_size=_batch(T, tokens, batch_tokens), progress=False,
@@ -100,11 +115,13 @@ def measure_vs_length(lm, lengths: Sequence[int] = DEFAULT_LENGTHS, *, bos: bool
             "alpha_1_mean": r["alpha_1_mean"], "uniform_alpha_1": uniform_alpha_1(T),
             "per_layer_sink_1": r["per_layer_sink_1"],
             "per_layer_alpha_1": [sum(row) / len(row) for row in r["alpha_1_matrix"]],
-            "seconds": r["provenance"]["measure_seconds"], "peak_rss_gib_so_far": round(peak_rss_bytes() / 2**30, 3)})
+            "seconds": r["provenance"]["measure_seconds"], "peak_rss_gib_so_far": round(peak_rss_bytes() / 2**30, 3),
+            "code_version": r["provenance"]["code_version"], "computed_at": r["provenance"]["computed_at"]})
         payload["complete"] = T == lengths[-1]
         payload["provenance"]["total_seconds"] = round(time.perf_counter() - t_start, 1)
         if on_point is not None:
             on_point(payload)
+    payload["complete"] = [p["T"] for p in payload["points"]] == lengths
     return payload
 
 

@@ -241,9 +241,15 @@ def test_sink_vs_length_payload_roundtrip(smollm2, tmp_path, monkeypatch):
     from sinkpaper import long_context as LC
     monkeypatch.setattr(api, "_INTERPRET", False)
     seen = []
+    first = LC.measure_vs_length(smollm2, [16], tokens=48, command="test")
+    assert first["complete"] and len(first["points"]) == 1
+    # resumed: the stored T = 16 is kept, only T = 24 is measured
     payload = LC.measure_vs_length(smollm2, [24, 16], tokens=48, on_point=lambda p: seen.append(len(p["points"])),
-                                   command="test")
-    assert seen == [1, 2] and payload["complete"] and payload["lengths"] == [16, 24]
+                                   command="test", previous=first)
+    assert seen == [2] and payload["complete"] and payload["lengths"] == [16, 24]
+    assert payload["points"][0] is first["points"][0] and payload["points"][1]["code_version"]
+    with pytest.raises(ValueError, match="measure it anew"):
+        LC.measure_vs_length(smollm2, [16], tokens=48, bos=True, previous=first)
     p16, p24 = payload["points"]
     assert (p16["n_samples"], p24["n_samples"]) == (3, 2)
     assert len(p24["per_layer_sink_1"]) == len(p24["per_layer_alpha_1"]) == 30
