@@ -227,13 +227,14 @@ def test_memory_estimate_refuses_before_compute(smollm2):
         measure_sink(smollm2, probe, progress=False, memory_limit_bytes=1000)
 
 
-def test_cli_refusals_exit_2(smollm2):
-    from test_cli import run
-    r = run("sink", "--model", "smollm2-135m", "--seq-len", "9000", "--method", "kernel")
-    assert r.returncode == 2 and "context length 8192" in r.stderr
-    r = run("sink", "--model", "smollm2-135m", "--seq-len", "8192", "--n-samples", "1", "--method", "maps",
-            "--max-memory-gib", "16")
-    assert r.returncode == 2 and "needs about 77.6 GiB" in r.stderr and "16.0 GiB" in r.stderr
+def test_cli_refusals_exit_2(smollm2, capsys):
+    from sinkpaper.cli import main
+    assert main(["sink", "--model", "smollm2-135m", "--seq-len", "9000", "--method", "kernel"]) == 2
+    assert "context length 8192" in capsys.readouterr().err
+    assert main(["sink", "--model", "smollm2-135m", "--seq-len", "8192", "--n-samples", "1", "--method", "maps",
+                 "--max-memory-gib", "16"]) == 2
+    err = capsys.readouterr().err
+    assert "needs about 77.6 GiB" in err and "16.0 GiB" in err and err.count("\n") == 1
 
 
 # ------------------------------------------------------------------------------------------------ sink vs T
