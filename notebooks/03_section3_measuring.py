@@ -330,3 +330,61 @@ print(f"recorded {len(table)} claims of 03_section3_measuring in {paper.results_
 # python -m sinkpaper.book run --only 03_section3_measuring -p n_samples 100 -p seq_lens "[64, 512, 1024]"
 # python -m sinkpaper sink --model gemma3-270m --inputs repeat --bos --json
 # ```
+
+# %% [markdown]
+# ## The sink at the length models are used at
+#
+# The paper fixes T = 64 because the metric falls as T grows, and the curve above stops at a few hundred
+# tokens. The models are used at thousands: SmolLM2-135M takes 8192 tokens, Gemma-3-270M 32768, with
+# sliding-window layers (512 keys) between its global ones. Measuring there needs no T x T map: the
+# column-statistics route (`method="kernel"`, `sinkpaper.kernels.column_stats`; on a CPU the blocked route, memory
+# linear in T) gives each layer's α_k directly, with each layer's own mask. In a sliding-window layer only the
+# first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the queries that see the key).
+#
+# The numbers below are **loaded from the store** (`results/long_context/`, written by
+# `python -m sinkpaper sink-vs-length`), because the longest T takes many minutes on a CPU; set the
+# parameter `long_context_live` to `True` to measure them now. Natural text as above (standard-library
+# docstrings, windows at random offsets, so a long window spans several docstrings).
+
+# %%
+from sinkpaper import long_context
+
+# this section's papermill parameters (pass -p long_context_live true to recompute; the default loads the store)
+long_context_live = globals().get("long_context_live", False)
+long_context_lengths = globals().get("long_context_lengths", None)  # None: the stored lengths
+long_context_models = {"smollm2-135m": False, "gemma3-270m": True}  # model -> BOS of the stored measurement
+
+for lc_name, lc_bos in long_context_models.items():
+    lc_path = long_context.store_path(lc_name, lc_bos)
+    if long_context_live:
+        lc_lm = lms[lc_name] if lc_name in lms else ms.load_models([lc_name], device)[lc_name]
+        lc_lengths = long_context_lengths or [t for t in long_context.DEFAULT_LENGTHS
+                                              if t <= (lc_lm.context_length or 8192)]
+        lc = long_context.measure_vs_length(lc_lm, lc_lengths, bos=lc_bos, epsilon=epsilon, seed=seed,
+                                            command="notebook 03 (long_context_live)")
+        lc_prov = {**lc["provenance"], "computed_now": True}
+    elif lc_path.exists():
+        lc = long_context.load(lc_path)
+        lc_prov = {**lc["provenance"], "computed_now": False}
+    else:
+        display(Markdown(f"`{lc_name}`: no stored measurement at `{lc_path.name}` yet; produce it with "
+                         f"`python -m sinkpaper sink-vs-length --model {lc_name}{' --bos' if lc_bos else ''}`."))
+        continue
+    display(figures.sink_vs_length(lc))
+    display(Markdown(("Measured now: " if long_context_live else "From the stored measurement: ")
+                     + long_context.describe(lc) + ("" if lc.get("complete") else " (an incomplete run: "
+                                                    "the lengths it reached)")))
+    display(Markdown(figures.provenance_line({k: lc_prov.get(k) for k in (
+        "model", "code_version", "hardware", "torch", "python", "computed_now", "loaded_from", "computed_at")}
+        | {"method": lc["method"], "BOS": lc["bos"], "T": ", ".join(str(p["T"]) for p in lc["points"]),
+           "samples per T": ", ".join(str(p["n_samples"]) for p in lc["points"]),
+           "seconds": lc_prov.get("total_seconds")})))
+
+# %% [markdown]
+# ```bash
+# python -m sinkpaper sink-vs-length --model smollm2-135m --lengths 64 128 256 512 1024 2048 4096 8192 --tokens 8192
+# python -m sinkpaper sink-vs-length --model gemma3-270m --bos --lengths 64 128 256 512 1024 2048 4096 8192 16384 --tokens 8192
+# python -m sinkpaper sink --model smollm2-135m --seq-len 8192 --n-samples 1 --method kernel   # one T, peak RSS < 4 GB
+# python -m sinkpaper bench sink --model smollm2-135m --json bench_sink.json  # kernel vs eager maps, T = 256 .. 8192
+# python -m sinkpaper.book run --only 03_section3_measuring -p long_context_live true -p long_context_lengths "[64, 256, 1024]"
+# ```

@@ -205,18 +205,15 @@ class TraceStats:
     @classmethod
     def from_trace(cls, trace: Trace) -> "TraceStats":
         """Reduce one Trace (layer by layer, so the [B, L, H, T, T] stack is never built)."""
-        visible = trace.visible
-        if visible.dim() == 2:
-            visible = visible[None]
-        visible = visible[:, None]  # [B or 1, 1, T, T] against [B, H, T, T]
-
         def cpu(x):
             return x.detach().to("cpu", torch.float32)
 
         if trace.alphas is not None:  # column-statistics route: already reduced, per layer's own mask
             alphas = torch.stack([cpu(a) for a in trace.alphas], dim=1)
         else:
-            alphas = torch.stack([cpu(alpha(a.detach(), visible)) for a in trace.attentions], dim=1)
+            # each layer's own mask ([B or 1, 1, T, T] against [B, H, T, T]): sliding-window layers differ
+            alphas = torch.stack([cpu(alpha(a.detach(), trace.visible_of(i)[:, None]))
+                                  for i, a in enumerate(trace.attentions)], dim=1)
         sink = None
         if trace.sink_alphas is not None:
             sink = torch.stack([cpu(s) for s in trace.sink_alphas], dim=1)
