@@ -53,6 +53,8 @@ t_samples = None  # sequences per T in that curve, at most n_samples; None = by 
 n_map_samples = 2  # samples per setting whose full attention maps the explorer embeds
 seed = 0  # seeds the probe inputs and the small models of the propositions
 batch_size = 16  # sequences per forward pass
+long_context_live = False  # the long-context section: True measures Sink_1 vs T now (minutes), False loads the store
+long_context_lengths = None  # with long_context_live: the T values (None: up to min(8192, the context length))
 
 # %%
 from IPython.display import Markdown, display
@@ -349,9 +351,6 @@ print(f"recorded {len(table)} claims of 03_section3_measuring in {paper.results_
 # %%
 from sinkpaper import long_context
 
-# this section's papermill parameters (pass -p long_context_live true to recompute; the default loads the store)
-long_context_live = globals().get("long_context_live", False)
-long_context_lengths = globals().get("long_context_lengths", None)  # None: the stored lengths
 long_context_models = {"smollm2-135m": False, "gemma3-270m": True}  # model -> BOS of the stored measurement
 
 for lc_name, lc_bos in long_context_models.items():
