@@ -77,4 +77,18 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # loaded from the results store); the chapter column links to the chapter that measured it.
 
 # %%
-display(card)
+from sinkpaper.book import scorecard  # noqa: E402  (after merging issue-21b: scorecard.Scorecard(paper.listing(directory)))
+
+_V = {"no result yet": "no result"}
+display(scorecard.Scorecard([
+    {"id": r["id"], "section": r["section"], "chapter": r["chapter"], "claim": r["claim"],
+     "paper": {"source": r["paper"], "values": {}},
+     "results": {"real LMs": {"verdict": _V.get(r["direction"], r["direction"]), "values": {},
+                              "measurement": f"{r['ours']} ({r['setting']})", "note": r["provenance"],
+                              "status": "found" if r["ours"] != "—" else "missing"},
+                 "real text (CPU)": {"verdict": "no result", "values": {}, "status": "not run",
+                                     "measurement": "not run"},
+                 "miniature": {"verdict": _V.get(r["miniature direction"], r["miniature direction"]), "values": {},
+                               "measurement": r["miniature"],
+                               "status": "found" if r["miniature"] != "—" else "missing"}}}
+    for r in card.rows]))

@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Introduction: what an attention sink is, and why it matters
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/01_introduction.ipynb)
-#
 # In a trained language model, many attention heads put a large share of their attention on the very first
 # token of the sequence, whatever that token is: a BOS marker, the word "The", a random token. Xiao et al.
 # (2024) called this token an **attention sink**. It carries little meaning, yet evicting it from the model's

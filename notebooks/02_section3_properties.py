@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Section 3: properties of attention sinks in pretrained language models
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/02_section3_properties.ipynb)
-#
 # Gu et al. (2025), Section 3, measure how much attention each head puts on the first token and report what
 # the sink token looks like inside open LMs:
 #

@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Section 3: measuring the sink
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/03_section3_measuring.ipynb)
-#
 # Gu et al. (2025) turn "a head attends to the first token" into a number, Sink_k^ε, and measure it on open
 # language models (their Table 1). This chapter measures it the same way on the pretrained models that install
 # offline (SmolLM2-135M and Gemma-3-270M) and on any Hugging Face id passed as the `model` parameter:

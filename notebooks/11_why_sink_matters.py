@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Why the sink matters: streaming with a bounded KV cache
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/11_why_sink_matters.ipynb)
-#
 # The earlier chapters measure *that* language models put a large share of their attention on the first token.
 # This one measures what happens when that token is taken away. The best-known consequence comes from
 # StreamingLLM (Xiao et al. 2024, "Efficient Streaming Language Models with Attention Sinks"): to read an
