@@ -195,16 +195,14 @@ def test_colab_links_name_files_of_the_repository():
     assert colab.linked_path("https://colab.research.google.com/github/other/repo/blob/main/x.ipynb") is None
     page = f'<a href="{colab.colab_url("05_data")}">Open in Colab</a><a href="{colab.COLAB_PREFIX}book/05_data.ipynb">'
     assert untracked_colab_targets(page) == ["book/05_data.ipynb"]
+    other = "https://colab.research.google.com/github/other/repo/blob/main/x.ipynb"
+    assert colab.untracked_targets(f'<a href="{other}">', {"x.ipynb"}) == [other]
 
 
 def untracked_colab_targets(html_text: str) -> list[str]:
-    """Repository paths that Colab links in ``html_text`` open but git does not track (tests/test_site.py uses it
-    on every built page)."""
     tracked = set(subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True,
                                  check=True).stdout.split())
-    links = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html_text)
-    return [p if p is not None else u for u, p in ((u, colab.linked_path(u)) for u in links)
-            if p is None or p not in tracked]
+    return colab.untracked_targets(html_text, tracked)
 
 
 def test_make_book_outputs_are_ignored_by_git():

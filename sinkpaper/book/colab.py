@@ -62,6 +62,17 @@ def linked_path(url: str) -> str | None:
     return url[len(COLAB_PREFIX):].split("#")[0].split("?")[0] if url.startswith(COLAB_PREFIX) else None
 
 
+def untracked_targets(html_text: str, tracked: "set[str] | frozenset[str]") -> list[str]:
+    """The Colab links in ``html_text`` that open no file of ``tracked`` (the repository's ``git ls-files``):
+    the repository path each names, or the whole address when it is not a link into this repository."""
+    out = []
+    for url in re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html_text):
+        path = linked_path(url.replace("&amp;", "&"))
+        if path is None or path not in tracked:
+            out.append(url if path is None else path)
+    return out
+
+
 def badge(stem: str) -> str:
     """The Markdown "Open in Colab" link each chapter carries under its title (a text link: the static book
     loads nothing from outside the site)."""
