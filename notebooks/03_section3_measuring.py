@@ -321,7 +321,7 @@ for cid, v in verdicts.items():
                   note=f"rule: {v['rule']}" + (f"; {v['note']}" if v["note"] else ""))
     claims.record(cid, ours="not covered by the miniature", agrees=None, kind="miniature", provenance=run_stamp,
                   setting="the Bigram-Backcopy miniature does not measure Section 3")
-print(f"recorded {len(verdicts)} claims of 03_section3_measuring in {claims.results_dir()}")
+print(f"recorded {len(verdicts)} claims of 03_section3_measuring in {provenance.shown_path(claims.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it

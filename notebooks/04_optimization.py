@@ -371,7 +371,7 @@ for cid, ours in mini_ours.items():
                   note=f"live run ({live_point}, seed {live_seed}): Sink_1 {lr_['sink_k']['1']:.0f} % after "
                        f"{lr_['step']} steps")
 display(Markdown(f"Recorded {4 + len(mini_ours)} results for the scorecard "
-                 f"(`{claims.results_dir()}/04_optimization.json`)."))
+                 f"(`{provenance.shown_path(claims.results_dir())}/04_optimization.json`)."))
 
 # %% [markdown]
 # ## Rerun it

@@ -292,7 +292,7 @@ for cid, ours in mini_ours.items():
                   note=f"live run ({live_point}, seed {live_seed}): Sink_{k_live} {lr_['sink_k'][str(k_live)]:.0f} % "
                        f"after {lr_['step']} steps")
 display(Markdown(f"Recorded {len(CLAIM_IDS) + len(mini_ours)} results for the scorecard "
-                 f"(`{claims.results_dir()}/05_data.json`)."))
+                 f"(`{provenance.shown_path(claims.results_dir())}/05_data.json`)."))
 
 # %% [markdown]
 # ## Rerun it

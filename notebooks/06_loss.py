@@ -319,7 +319,7 @@ for cid in CLAIM_IDS:
                   kind="miniature",
                   note=f"live run ({live_point}, seed {live_seed}): Sink_1 {lr_['sink_k']['1']:.0f} %, alpha_1 "
                        f"{lr_['alpha_1_mean']:.3f} (floor {live_floor:.3f}) after {lr_['step']} steps")
-display(Markdown(f"Recorded {2 * len(CLAIM_IDS)} results for the scorecard (`{claims.results_dir()}/06_loss.json`)."))
+display(Markdown(f"Recorded {2 * len(CLAIM_IDS)} results for the scorecard (`{provenance.shown_path(claims.results_dir())}/06_loss.json`)."))
 
 # %% [markdown]
 # ## Rerun it

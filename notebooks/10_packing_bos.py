@@ -313,7 +313,7 @@ for (cid, kind), prov in records.items():
     note = lm.missing_text() if kind == "lm" and cid != "pack_bos_inference" and not lm.payloads else ""
     claims.record(cid, ours=ours[cid, kind], agrees=verdicts[cid, kind], setting=settings[cid, kind],
                   provenance=prov, kind=kind, note=note)
-display(Markdown(f"Recorded {len(records)} results for the scorecard (`{claims.results_dir()}/10_packing_bos.json`). "
+display(Markdown(f"Recorded {len(records)} results for the scorecard (`{provenance.shown_path(claims.results_dir())}/10_packing_bos.json`). "
                  "The miniature has no intra-document-mask point, so `pack_doc_mask` has no miniature result."))
 
 # %% [markdown]

@@ -309,7 +309,7 @@ for cid in ("stream_window", "stream_sink_window"):
                   agrees=None if None in agrees else all(agrees), note=f"rule: {per_model[0]['rule']}")
     claims.record(cid, kind="miniature", ours="not covered by the miniature", agrees=None, provenance=run_stamp,
                   setting="the Bigram-Backcopy miniature has no long text to stream")
-print(f"recorded 2 claims of 11_why_sink_matters in {claims.results_dir()}")
+print(f"recorded 2 claims of 11_why_sink_matters in {provenance.shown_path(claims.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it

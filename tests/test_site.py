@@ -236,7 +236,8 @@ def _wait(page, expression: str, arg, timeout: int) -> bool:
 
 
 VISIBLE_INPUTS_JS = """() => Array.from(document.querySelectorAll('.cell_input, .cell .input_area'))
-    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0).length"""
+    .filter(e => !e.closest('details:not([open])') && (!e.checkVisibility || e.checkVisibility())
+                 && e.getBoundingClientRect().height > 0).length"""  # content of a closed <details> still has a box
 WIDE_JS = """() => {
   const out = [], root = document.scrollingElement || document.documentElement;
   if (root.scrollWidth > root.clientWidth + 1) out.push('the page (' + root.scrollWidth + ' > ' + root.clientWidth + ' px)');
@@ -419,7 +420,7 @@ def test_scorecard_fits_a_1280_pixel_window(chromium, built_book, browser):
     page = browser.new_page()
     try:
         page.set_viewport_size(VIEWPORT)
-        page.goto(html.as_uri(), wait_until="load")
+        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
         rows = page.locator(".spx-card tr[id^='claim-']").count()
         wide = wide_elements(page)
     finally:
@@ -577,7 +578,7 @@ def _wide(context, url: str) -> list[str]:
     page = context.new_page()
     try:
         page.set_viewport_size(VIEWPORT)
-        page.goto(url, wait_until="load")
+        page.goto(url, wait_until="load", timeout=60_000)
         return wide_elements(page)
     finally:
         page.close()

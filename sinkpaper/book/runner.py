@@ -403,7 +403,8 @@ def machine_paths(*extra: str | os.PathLike) -> list[str]:
     if len(Path(home).parts) > 1:
         paths.add(home)
     paths.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
-    return sorted({p.rstrip("/") for p in paths if len(Path(p).parts) > 1 and p not in ("/usr", "/usr/local")},
+    return sorted({p.rstrip("/") for p in paths
+                   if os.path.isabs(p) and len(Path(p).parts) > 1 and p not in ("/usr", "/usr/local")},
                   key=len, reverse=True)
 
 
