@@ -27,6 +27,8 @@ PAGE = textwrap.dedent(
     '''\
     # %% [markdown]
     # # A page
+    #
+    # What the page is about.
 
     # %%
     BOOTSTRAP
@@ -93,7 +95,7 @@ def test_pages_fold_code_remove_parameters_and_list_them(executed):
     assert _tags(by_start['print("folded", n_samples, seq_lens)']) == ["hide-input"]
     assert _tags(by_start['print("shown")']) == ["show-input"]  # the source's choice is kept
     # under the title: the Colab link and the collapsed parameters block
-    assert cells[0].source.startswith("# A page")
+    assert cells[0].source == "# A page" and cells[2].source == "What the page is about."  # block under the heading
     block = cells[1]
     assert block.cell_type == "markdown" and runner.READER_CELL_TAG in _tags(block)
     assert colab.badge("a_page") in block.source

@@ -242,6 +242,9 @@ WIDE_JS = """() => {
   const out = [], root = document.scrollingElement || document.documentElement;
   if (root.scrollWidth > root.clientWidth + 1) out.push('the page (' + root.scrollWidth + ' > ' + root.clientWidth + ' px)');
   for (const el of document.querySelectorAll('main *')) {
+    // folded content (closed <details>) and code listings (a long code line scrolls by design) do not count
+    if (el.closest('details:not([open])') || (el.checkVisibility && !el.checkVisibility())) continue;
+    if (el.closest('pre, .highlight')) continue;
     const ox = getComputedStyle(el).overflowX;
     if ((ox === 'auto' || ox === 'scroll') && el.scrollWidth > el.clientWidth + 1)
       out.push((el.className || el.tagName) + ' (' + el.scrollWidth + ' > ' + el.clientWidth + ' px)');

@@ -383,6 +383,11 @@ def present(nb, stem: str, table: Sequence[Parameter], used: Mapping[str, Any]) 
         cell.metadata["tags"] = tags
     title = next((i for i, c in enumerate(nb.cells)
                   if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), -1)
+    if title >= 0:  # the block goes right under the heading: split the heading off the title cell's prose
+        heading, _, rest = nb.cells[title].source.lstrip().partition("\n")
+        if rest.strip():
+            nb.cells[title].source = heading
+            nb.cells.insert(title + 1, nbformat.v4.new_markdown_cell(rest.strip("\n")))
     block = nbformat.v4.new_markdown_cell(reader_block(stem, table, used))
     block.metadata["tags"] = [READER_CELL_TAG]
     nb.cells.insert(title + 1, block)

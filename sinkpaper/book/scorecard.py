@@ -26,12 +26,12 @@ MARKS = {"agrees": "\u2713 agrees", "disagrees": "\u2717 disagrees", "not compar
          "no result": "\u2013 no result"}
 SHORT_CLAIM = 72  # characters of the claim shown in the row; the full text is in the detail
 CSS = """
-.spx-card{width:100%;max-width:100%;overflow-wrap:anywhere;font-size:.86em}
+.spx-card{width:100%;max-width:100%;overflow-wrap:break-word;font-size:.86em}
 .spx-card table{width:100%;max-width:100%;table-layout:fixed;border-collapse:collapse;margin:.4em 0}
 .spx-card th,.spx-card td{padding:.25em .35em;vertical-align:top;border-bottom:1px solid #ddd;
-  overflow-wrap:anywhere;word-break:break-word;white-space:normal}
+  overflow-wrap:break-word;white-space:normal}
 .spx-card th{text-align:left;font-weight:600}
-.spx-card col.c-claim{width:34%} .spx-card col.c-paper{width:12%} .spx-card col.c-scale{width:16%}
+.spx-card col.c-claim{width:30%} .spx-card col.c-paper{width:13%} .spx-card col.c-scale{width:17%}
 .spx-card col.c-ch{width:6%}
 .spx-card details summary{cursor:pointer}
 .spx-card details div{font-size:.92em;color:#444;margin:.2em 0 .3em 0}
