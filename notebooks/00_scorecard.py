@@ -15,80 +15,69 @@
 # # Reproduction scorecard
 #
 # Every claim of Gu et al. (2025), *When Attention Sink Emerges in Language Models: An Empirical View*
-# (ICLR 2025), that this book checks, with the paper's number, ours, the setting ours was measured in, and
-# whether the direction agrees. The table is generated from the records the chapters wrote when they were
-# executed (the book runner executes this page last); nothing on it is typed in by hand except the paper's
-# own numbers, which come from `sinkpaper.book.claims`.
+# (ICLR 2025), that this book checks, and the paper's experiments it does not run, with the paper's numbers,
+# ours at three scales and the verdict of each claim's rule. Everything on this page comes from one listing,
+# `sinkpaper.paper` (also `python -m sinkpaper claims`): the paper's numbers are typed there once, each
+# claim's rule is stated there in one sentence, and our numbers are read from the records the chapters wrote
+# when they ran (the book runner executes this page last) and from the results store. Nothing else decides a
+# verdict.
 #
-# Two columns of results:
+# Three scales of results:
 #
-# * **ours**: real language models — the offline pretrained models (SmolLM2-135M, Gemma-3-270M, or any model
-#   id passed to a chapter) measured when the chapter ran, or pre-training runs at the `gpu` profile loaded
-#   from the results store. A claim whose GPU run is not stored yet says *no stored GPU run*.
-# * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained for a minute
-#   on a CPU; chapters 4-10). It shows the same mechanism at a tiny scale; it does not replace the real runs.
+# * **real LMs**: the offline pretrained models (SmolLM2-135M, Gemma-3-270M, or any model id passed to a
+#   chapter), measured when the chapter ran (Sections 3, 10 and 11). The Sections 4-7 experiments at the
+#   paper's scale (60M parameters, ~21B tokens) are not run: those rows read *no result (not run)*.
+# * **real text (CPU)**: the Sections 4-7 sweeps trained on the offline text corpus on a CPU (the `text`
+#   profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
+# * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
+#   on a CPU), read from the results store. It shows the same mechanism at a tiny scale; it replaces nothing.
 #
-# *agrees* / *disagrees* compare the direction of the effect (more or less sink, where the sink sits), by
-# the rule each chapter states next to its own table; *not comparable* means the setting differs too much
-# or the result is missing. A disagreement is a finding, reported as measured.
+# The verdicts are *agrees*, *disagrees*, *not comparable* (a value in the band between the rule's
+# thresholds, or a control with nothing to compare) and *no result* (not run, not stored, or stored under an
+# older definition of a variant: *stale, rerun*). Each rule was checked to read *agrees* on the paper's own
+# numbers and not on a result where the claimed effect is absent. A disagreement is a finding, reported as
+# measured.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: the profile the chapters ran at (this page only reads their records)
 results = ""  # folder of chapter records; "" = the one the book runner set (book/_results in a checkout)
 
 # %%
-from collections import Counter
-
 from IPython.display import Markdown, display
 
-from sinkpaper import provenance
-from sinkpaper.book import claims, figures
+from sinkpaper import paper, provenance
+from sinkpaper.book import figures, scorecard
 
 PROFILES = ("cpu", "gpu", "paper")
 if profile not in PROFILES:
     raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
-directory = results or claims.results_dir()
-card = claims.scorecard(directory)
-recorded = claims.load_records(directory)
-chapters = sorted({c.chapter for c in claims.CLAIMS})
-missing_chapters = [ch for ch in chapters if not any(claims.claim(cid).chapter == ch for cid in recorded)]
-
-# %% [markdown]
-# ## Summary
-
-# %%
-lm, mini = Counter(r["direction"] for r in card.rows), Counter(r["miniature direction"] for r in card.rows)
-summary = figures.Table([
-    {"results": "ours (real LMs)", **{k: lm.get(k, 0) for k in ("agrees", "disagrees", "not comparable",
-                                                                  "no result yet")}},
-    {"results": "miniature", **{k: mini.get(k, 0) for k in ("agrees", "disagrees", "not comparable",
-                                                            "no result yet")}},
-])
-display(summary)
-if missing_chapters:
-    display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
-                     + " (they failed or were not executed; their claims read *no result yet*)."))
-display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profile, "records": str(directory)})))
+directory = results or paper.results_dir()
+entries = paper.listing(directory)
+recorded = paper.load_records(directory)
+chapters = sorted({e["chapter"] for e in entries
+                   if any(isinstance(m, paper.Chapter) for m in paper.claim(e["id"]).measure.values())})
+missing_chapters = [ch for ch in chapters if not any(paper.claim(cid).chapter == ch for cid in recorded)]
 
 # %% [markdown]
 # ## Every claim
 #
-# Hover over a setting to see its provenance (profile, hardware, tokens seen, code version, computed now or
-# loaded from the results store); the chapter column links to the chapter that measured it.
+# Above the table, the count of each verdict at each scale. Each row shows a short claim, the paper's number
+# and, per scale, our value with the rule's verdict; the last column links to the chapter that measured it.
+# Open a claim (▸) for its full text, its rule and everything a verdict depends on: the BOS choice of a
+# pretrained-LM claim and why, the numbers with the other BOS setting (a model whose sink vanishes without BOS
+# shows it there), the v' (not 20v') choice of the fixed-v* bias, and any run read as *stale, rerun*. Hover
+# over a cell for its measurement and provenance.
 
 # %%
-from sinkpaper.book import scorecard  # noqa: E402  (after merging issue-21b: scorecard.Scorecard(paper.listing(directory)))
-
-_V = {"no result yet": "no result"}
-display(scorecard.Scorecard([
-    {"id": r["id"], "section": r["section"], "chapter": r["chapter"], "claim": r["claim"],
-     "paper": {"source": r["paper"], "values": {}},
-     "results": {"real LMs": {"verdict": _V.get(r["direction"], r["direction"]), "values": {},
-                              "measurement": f"{r['ours']} ({r['setting']})", "note": r["provenance"],
-                              "status": "found" if r["ours"] != "—" else "missing"},
-                 "real text (CPU)": {"verdict": "no result", "values": {}, "status": "not run",
-                                     "measurement": "not run"},
-                 "miniature": {"verdict": _V.get(r["miniature direction"], r["miniature direction"]), "values": {},
-                               "measurement": r["miniature"],
-                               "status": "found" if r["miniature"] != "—" else "missing"}}}
-    for r in card.rows]))
+display(scorecard.Scorecard(entries))
+n_rules = sum(e["rule"] is not None for e in entries)
+checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == paper.AGREES
+                and e["rule_check"]["no_effect"] != paper.AGREES for e in entries)
+display(Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok} of those read *agrees* on the "
+                 "paper's numbers and not on a result with the claimed effect absent. The others are qualitative "
+                 "(or, for the propositions, a check rather than a reproduction) and carry no verdict."))
+if missing_chapters:
+    display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
+                     + " (they failed or were not executed; their claims read *no result*)."))
+display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profile,
+                                          "records": provenance.shown_path(directory)})))

@@ -130,25 +130,26 @@ display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=pro
 # %% [markdown]
 # ## How to read this book
 #
-# **The scorecard** is the front page: every claim of the paper the book checks, the paper's number, ours, the
-# setting we measured it in, and whether the direction agrees, by the rule each chapter states next to its own
-# table. It is generated from the records the chapters write when they run; nothing on it is typed by hand
-# except the paper's numbers. A disagreement is reported as a finding.
+# **The scorecard** is the front page: every claim of the paper the book checks (and the experiments it does
+# not run), the paper's numbers, the agreement rule in one sentence, ours at three scales and the rule's
+# verdict. The paper's numbers and the rules are typed once, in `sinkpaper.paper`; ours come from the records
+# the chapters write when they run and from the results store (`python -m sinkpaper claims` prints the same
+# listing). A disagreement is reported as a finding.
 #
 # **Profiles.** Every chapter runs at one of three profiles, set by its `profile` parameter:
 #
 # | profile | meant for | what it does |
 # |---|---|---|
-# | `cpu` | any laptop, minutes for the whole book | measures the pretrained models of Section 3 for real; for the training chapters, proves the mechanics (every variant trains for a few steps) and shows stored GPU runs and the synthetic miniature |
-# | `gpu` | one GPU | trains the Sections 4-7 experiments at a scale where the sink emerges, and stores them |
+# | `cpu` | any laptop | measures the pretrained models of Section 3 for real; for the training chapters, proves the mechanics (every variant trains for a few steps), reads the stored real-text CPU runs (none yet) and shows the synthetic miniature |
+# | `gpu` | one GPU | trains the Sections 4-7 sweeps on a GPU and stores them; the profile has never been calibrated and no run of it is stored |
 # | `paper` | a cluster | the paper's own settings (60M model, 2048 tokens, 20k steps) |
 #
 # **Provenance.** Every number carries a line saying which profile and hardware produced it, which code version,
 # how many samples and tokens it rests on, and whether it was **computed now** (when the page was built) or
-# **loaded** from the results store (`results/store`, runs trained earlier at the `gpu` profile). Where a
+# **loaded** from the results store (`results/store`, runs trained earlier and stored with their config). Where a
 # stored run is missing, the chapter says so and prints the command that produces it; it never fills the gap.
 #
-# **In miniature.** The training chapters also show a synthetic analogue that grows a sink in a minute on a
+# **In miniature.** The training chapters also show a synthetic analogue that grows a sink in minutes on a
 # CPU (the Bigram-Backcopy task of Guo et al., 2024). It shows the mechanism at toy scale, next to the real
 # result, never in its place.
 #
@@ -160,9 +161,10 @@ display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=pro
 # make book                      # every chapter, at the profile this machine supports, then the HTML
 # ```
 #
-# **On Colab**, the "Open in Colab" link under each chapter's title opens the executed notebook with its outputs;
-# its first code cell installs `sinkpaper` at the version that built the page (it does nothing anywhere else),
-# and the parameters cell below it is where the scale is chosen.
+# **On Colab**, the "Open in Colab" link under each chapter's title opens the chapter's notebook
+# (`notebooks/ipynb/<name>.ipynb`, committed without outputs); its first code cell clones this repository and
+# installs what that page needs (it does nothing anywhere else), and the parameters cell below it is where the
+# scale is chosen.
 #
 # **The chapters**: [2](02_section3_properties.ipynb) and [3](03_section3_measuring.ipynb) measure the sink in
 # pretrained models (Section 3); 4 to 10 follow the paper's experiments on when it emerges (optimization, data,

@@ -28,11 +28,10 @@
 # 4. **The number of heads matters little**: 8 / 4 / 2 / 1 heads give 18.18 / 10.68 / 12.95 / 19.50 %, and
 #    heads whose outputs are added instead of concatenated 21.76 %.
 #
-# This page shows the real-LM runs of `configs/architecture.yaml` (trained on a GPU and read from the
-# results store), the paper's numbers, and a CPU check that every variant trains and is measured end to end.
-# **The miniature (the synthetic Bigram-Backcopy task of chapters 4-6 and 8-9) does not cover this
-# section**: `configs/miniature.yaml` has no architecture points, so nothing here is trained live beyond the
-# few-step CPU check.
+# This page shows the real-text runs of `configs/architecture.yaml` (read from the results store when they are
+# there) and the paper's numbers. **The miniature (the synthetic Bigram-Backcopy task of chapters 4-6 and
+# 8-9) does not cover this section**: `configs/miniature.yaml` has no architecture points, so nothing here is
+# trained live.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -42,8 +41,8 @@ gpu_seeds = [0]  # seeds of the real-LM sweep (configs/architecture.yaml) that a
 import torch
 from IPython.display import Markdown, display
 
-from sinkpaper import provenance
-from sinkpaper.book import claims, experiments, figures, section7, sections
+from sinkpaper import paper, provenance
+from sinkpaper.book import figures, section7, sections
 
 FAMILY = "configs/architecture.yaml"
 PROFILES = ("cpu", "gpu", "paper")
@@ -63,9 +62,9 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # ## Real language models: the architecture sweep
 #
 # Each point of `configs/architecture.yaml` changes one thing against the base run (RoPE, RMSNorm pre-norm,
-# SwiGLU, 8 heads concatenated). At the `cpu` profile this page does not train them: a sink grows from real
-# text only after far more tokens than a CPU sees in minutes (the note on scale in *About this book*); it
-# reads the runs stored at the `gpu` profile. At `gpu` or `paper` it trains whatever the store lacks.
+# SwiGLU, 8 heads concatenated). At the `cpu` profile this page trains none of them; it reads the real-text CPU
+# runs of the family from the results store, and says so when there are none. At `gpu` or `paper` it trains
+# whatever the store lacks.
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
@@ -80,8 +79,9 @@ if lm.missing.missing:
 # %% [markdown]
 # ### The paper's numbers
 #
-# Sink_1^0.3 in % of the paper's 60M models (Section 7.1), typed in from the paper. The rows marked *no* are
-# variants the paper ran that our sweep does not (add them to `configs/architecture.yaml` to run them).
+# Sink_1^0.3 in % of the paper's 60M models (Section 7.1), from `sinkpaper.paper`. The rows marked *no* are
+# variants the paper ran that our sweep does not (add them to `configs/architecture.yaml` to run them); the
+# scorecard lists them as claims that read *no result (not run)*.
 
 # %% tags=["hide-input"]
 display(section7.paper_table(POINTS, section7.ARCHITECTURE_NOT_RUN))
@@ -91,76 +91,26 @@ display(section7.paper_table(POINTS, section7.ARCHITECTURE_NOT_RUN))
 #
 # The miniature laboratory of this book (`configs/miniature.yaml`, the Bigram-Backcopy task of Guo et al.
 # 2024 on a 1-layer model) has no architecture points, so this section has **no miniature result**. Its
-# recipe uses RoPE, pre-norm, SwiGLU and 4 concatenated heads; the scorecard says *not run in miniature* for
-# the four claims of this page.
+# recipe uses RoPE, pre-norm, SwiGLU and 4 concatenated heads; the scorecard's miniature column reads *no
+# result (not run)* for the claims of this page.
 
 # %% [markdown]
 # ## Paper vs this run
 #
-# Rules, applied to the mean Sink_1 over seeds of our real-LM runs (nothing is judged by hand):
-#
-# * a variant **has a sink** when Sink_1 ≥ 10 % and **has none** below 5 % (in between: no verdict). The
-#   paper's smallest sink among these variants is 13.54 % (post-norm).
-# * *every positional embedding has a sink*: all six `pos_*` points have a sink; *post-norm still has a
-#   sink*: `post_norm` has one.
-# * *matters little* (FFN, heads): the default has a sink and every variant lies within a factor 2 of it (the
-#   paper's heads span 10.68-21.76 % around 18.18 %).
-#
-# Our runs differ from the paper's in scale (model, context, tokens: see each row's setting), so the
-# comparison is of directions, not of values.
+# One row per claim, from `sinkpaper.paper`: a variant has a sink at Sink_1 >= 10 % and none below 5 % (in
+# between: not comparable); *matters little* means the default has a sink and every variant lies within a
+# factor 2 of it (the paper's heads span 10.68-21.76 % around 18.18 %). Our runs differ from the paper's in
+# scale, so the comparison is of directions, not of values.
 
 # %% tags=["hide-input"]
-CLAIM_POINTS = {
-    "arch_pe": ["pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi", "pos_rope"],
-    "arch_norm": ["post_norm"],
-    "arch_ffn": ["ffn_relu", "ffn_gelu", "ffn_geglu"],
-    "arch_heads": ["heads_1", "heads_add"],
-}
-P = section7.by_name(POINTS)
-ours = {name: section7.mean_of(lm.payloads, name) for name in ORDER}
-rows = [{"setting": f"{name}: {P[name].what}", "paper": P[name].sink_1,
-         "ours": round(ours[name], 2) if ours[name] is not None else "no stored GPU run",
-         "note": "Sink_1 %" + (f"; {lm.profile} profile, mean over seeds {gpu_seeds}"
-                               if ours[name] is not None else "")}
-        for name in ORDER]
-display(figures.paper_vs_ours(rows))
-
-base = ours["pos_rope"]
-verdicts = {
-    "arch_pe": section7.all_true([section7.has_sink(ours[p]) for p in CLAIM_POINTS["arch_pe"]]),
-    "arch_norm": section7.has_sink(ours["post_norm"]),
-    "arch_ffn": section7.within_factor([ours[p] for p in CLAIM_POINTS["arch_ffn"]], base),
-    "arch_heads": section7.within_factor([ours[p] for p in CLAIM_POINTS["arch_heads"]], base),
-}
-lines = []
-for cid, points in CLAIM_POINTS.items():
-    c = claims.claim(cid)
-    have = [p for p in points if ours[p] is not None]
-    runs = [p for p in lm.payloads if experiments.point_of(p) in points + ["pos_rope"]]
-    if have:
-        text = ", ".join(f"{p} {ours[p]:.2f} %" for p in points if ours[p] is not None)
-        if cid in ("arch_ffn", "arch_heads") and base is not None:
-            text += f" (default pos_rope {base:.2f} %)"
-        missing = [p for p in points if ours[p] is None]
-        text = "Sink_1 " + text + (f"; no stored run for {', '.join(missing)}" if missing else "")
-        claims.record(cid, ours=text, agrees=verdicts[cid], setting=section7.setting_text(runs),
-                      provenance=lm.provenance(), kind="lm")
-    else:
-        text = "no stored GPU run"
-        claims.record(cid, ours=text, agrees=None, provenance=run_stamp, kind="lm",
-                      setting=f"the {lm.profile}-profile runs of {FAMILY} are not in the results store yet")
-    claims.record(cid, ours="not run in miniature", agrees=None, provenance=run_stamp, kind="miniature",
-                  setting="configs/miniature.yaml has no architecture points")
-    verdict = {True: "agrees", False: "**disagrees**", None: "no verdict"}[verdicts[cid]]
-    lines.append(f"- “{c.text}” (paper: {c.paper}): ours {text} — {verdict}.")
-display(Markdown("\n".join(lines)))
-display(Markdown(figures.provenance_line(lm.provenance() if lm.payloads else run_stamp)))
+display(figures.Table(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
+                                  "arch_heads_2_4_8"])))
 
 # %% [markdown]
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper sweep --config configs/architecture.yaml --profile gpu --seeds 0 --out runs/architecture
-# python -m sinkpaper.book run --only 07_architecture            # then this page reads the stored runs
+# python -m sinkpaper.book run --only 07_architecture            # reads the stored runs
+# python -m sinkpaper claims --id arch_pe
 # python -m sinkpaper train --config configs/architecture.yaml --profile cpu --sweep pos_alibi --out runs/alibi
 # ```

@@ -21,8 +21,9 @@
 #
 # * a **learnable sink token**: an extra position 0 with a learned embedding, which every query sees;
 # * **KV biases**: a learned key k* and value v* that every query attends to, Softmax(q·[k*, K]) [v*, V];
-# * **K biases** (v* = 0) and **V biases** (k* = 0) alone; a **fixed v*** of growing size; a k* learned in
-#   only d_a of the head's dimensions.
+# * **K biases** alone (v* = 0); **V biases** alone, the paper's control group: v* added to the output after
+#   the softmax, Softmax(q·K) V + v*, with no extra key, so the attention map is unchanged; a **fixed v*** of
+#   growing size; a k* learned in only d_a of the head's dimensions.
 #
 # The metric on the extra position is **Sink\*** (α_0 > 0.3, the mean attention the queries put on it);
 # Sink_1 stays the metric on the first real token. The paper's findings: the sink token, KV biases and K
@@ -30,8 +31,8 @@
 # fixed v* (20 v') drives it back to token 1 (Sink* 1.51 %, Sink_1 25.88 %); even a 1-dimensional k* takes most
 # of it (Sink* 32.18 %, Sink_1 4.74 %).
 #
-# This page shows the real-LM runs of `configs/biases.yaml` (trained on a GPU and read from the results store),
-# a CPU check that every variant trains, and the same biases **in miniature**, where a sink grows in a minute.
+# This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
+# there) and the same biases **in miniature**, where a sink grows in a minute.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -39,14 +40,14 @@ gpu_seeds = [0]  # seeds of the real-LM sweep (configs/biases.yaml) that are rea
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
 live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the point's own steps (1500, ~60 s on 2 cores); tests pass fewer
+live_steps = None  # None: the point's own steps (1500); tests pass fewer
 
 # %%
 import torch
 from IPython.display import Markdown, display
 
-from sinkpaper import provenance
-from sinkpaper.book import claims, experiments, figures, section7, sections
+from sinkpaper import paper, provenance
+from sinkpaper.book import experiments, figures, section7, sections
 
 FAMILY = "configs/biases.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -77,10 +78,11 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # %% [markdown]
 # ## Real language models: the biases sweep
 #
-# Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page does not
-# train them (a sink from real text needs a GPU); it reads the runs stored at the `gpu` profile. At `gpu` or
-# `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's v' = [1, 0, …, 0]
-# row and `k_bias_dims_1` its d_a = 1 row.
+# Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page trains none
+# of them; it reads the real-text CPU runs of the family from the results store, and says so when there are
+# none. At `gpu` or `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's
+# v' = [1, 0, …, 0] row (not 20 v', where the paper's sink returns to token 1) and `k_bias_dims_1` its d_a = 1
+# row.
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
@@ -95,8 +97,8 @@ if lm.missing.missing:
 # %% [markdown]
 # ### The paper's numbers
 #
-# Sink* (on the bias position) and Sink_1 in % of the paper's 60M models (Section 7.2, Tables 4-6), typed in
-# from the paper. Rows marked *no* are not in our sweep.
+# Sink* (on the bias position) and Sink_1 in % of the paper's 60M models (Section 7.2), from `sinkpaper.paper`.
+# Rows marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
 
 # %% tags=["hide-input"]
 display(section7.paper_table(POINTS, section7.BIASES_NOT_RUN))
@@ -107,7 +109,7 @@ display(section7.paper_table(POINTS, section7.BIASES_NOT_RUN))
 # The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
 # of Guo et al. (2024), `configs/miniature.yaml`. Sequences are a fixed BOS then 64 tokens following a
 # fixed bigram table, except that after one of 3 *trigger* tokens the next token copies the token before the
-# trigger. A 1-layer, 4-head, d = 64 model trains for 1500 steps (about a minute on 2 cores); with nothing
+# trigger. A 1-layer, 4-head, d = 64 model trains for 1500 steps (the live run prints its time); with nothing
 # added, its 4 heads all park their attention on the BOS (the `recipe` point). The bias points add the
 # paper's biases to that recipe. One point is trained now, from scratch; the table and chart after it are
 # the stored runs of every bias point over three seeds.
@@ -166,9 +168,7 @@ mp = mini.payloads + ([live.payload] if not stored_live else [])
 M = {pt: {key: section7.mean_of(mp, pt, key) for key in ("sink_1", "sink_star", "alpha_1")} for pt in MINI_ORDER}
 display(figures.Table([{"point": pt, "Sink* % (bias position)": section7.fmt(M[pt]["sink_star"], 1, ""),
                         "Sink_1 % (BOS)": section7.fmt(M[pt]["sink_1"], 1, ""),
-                        "α_1 (BOS, mean)": section7.fmt(M[pt]["alpha_1"], 3, ""),
-                        "bias takes the sink": {True: "yes", False: "no", None: "—"}[
-                            section7.takes_sink(M[pt]["sink_star"], M[pt]["sink_1"])] if pt != "recipe" else ""}
+                        "α_1 (BOS, mean)": section7.fmt(M[pt]["alpha_1"], 3, "")}
                        for pt in MINI_ORDER if M[pt]["sink_1"] is not None]))
 lines = []
 no_bos = experiments.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token"], seeds=tuple(miniature_seeds))
@@ -176,10 +176,10 @@ if no_bos.payloads:
     nb = section7.mean_of(no_bos.payloads, "no_fixed_token")
     lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {len(no_bos.payloads)} seed(s)): Sink_1 {nb:.1f} %, "
                  f"α_1 {section7.mean_of(no_bos.payloads, 'no_fixed_token', 'alpha_1'):.3f}"
-                 + (" — without a fixed first token the miniature grows no sink." if section7.no_sink(nb) else "."))
+                 + (" — without a fixed first token the miniature grows no sink." if nb < paper.NO_SINK else "."))
 st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
 if st["sink_1"] is not None and st["sink_star"] is not None:
-    both = section7.has_sink(st["sink_1"]) and section7.has_sink(st["sink_star"])
+    both = st["sink_1"] >= paper.SINK and st["sink_star"] >= paper.SINK
     lines.append(
         f"- **Sink token**: Sink* {st['sink_star']:.1f} % and Sink_1 {st['sink_1']:.1f} %"
         + (" — both positions are sinks. " if both else ". ")
@@ -194,12 +194,15 @@ if kb["sink_1"] is not None and kv["sink_1"] is not None:
                  f"Sink_1 {section7.fmt(kb['sink_1'])} / {section7.fmt(kv['sink_1'])}, α_1 {kb['alpha_1']:.3f} / "
                  f"{kv['alpha_1']:.3f}: the bias takes the whole sink and the BOS, though present, keeps none.")
 if vb["sink_1"] is not None:
-    lines.append(f"- **V bias** (k* = 0): Sink_1 {vb['sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f}) — the sink stays on "
-                 f"the BOS, as in the paper; but the bias position, whose key is fixed at 0 (score 0 for every "
-                 f"query), also reads Sink* {section7.fmt(vb['sink_star'])}, a number the paper does not report.")
+    lines.append(f"- **V bias** (v* added after the softmax): Sink_1 {vb['sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f})"
+                 + (" — the sink stays on the BOS, as in the paper." if vb["sink_1"] >= paper.SINK else ".")
+                 + ("" if vb["sink_star"] is None else
+                    f" These stored runs also read Sink* {section7.fmt(vb['sink_star'])} on an extra position: they were "
+                    "made under the older definition of `v_bias` (an extra key with logit 0), which is not the paper's "
+                    "control; rerun them."))
 display(Markdown("\n".join(lines) if lines else "The stored miniature runs needed here are missing (see above)."))
-if (st["sink_1"] is not None and section7.has_sink(st["sink_1"]) and section7.has_sink(st["sink_star"])
-        and section7.takes_sink(kb["sink_star"], kb["sink_1"])):
+if (st["sink_1"] is not None and st["sink_1"] >= paper.SINK and st["sink_star"] >= paper.SINK
+        and kb["sink_star"] is not None and kb["sink_star"] >= paper.SINK and kb["sink_1"] < paper.NO_SINK):
     display(Markdown(
         "One reading of this contrast (not tested on this page): the learnable sink token enters the model the "
         "way the BOS does, as an embedding at a fixed position that goes through the same key projection and "
@@ -211,82 +214,20 @@ if (st["sink_1"] is not None and section7.has_sink(st["sink_1"]) and section7.ha
 # %% [markdown]
 # ## Paper vs this run
 #
-# Rules, applied to the means over seeds (nothing is judged by hand): a position **has a sink** when its
-# metric is ≥ 10 % and **none** below 5 % (in between: no verdict). A bias **takes the sink** when Sink* has a
-# sink and Sink_1 has none (the paper: Sink* 32-74 %, Sink_1 ≤ 4.74 %). *V biases alone do not move the sink*:
-# Sink_1 of `v_bias` still has a sink. The fixed-v* claim concerns v* = 20 v', which our sweep does not run (it
-# runs v'), so it gets no verdict. In the miniature the default is the `recipe` point, which has a fixed BOS;
-# the paper's runs have none.
+# One row per claim, from `sinkpaper.paper`: a bias takes the sink when Sink* >= 10 % and Sink_1 < 5 % (the
+# paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps
+# Sink_1 >= 10 %. Our fixed-v* run is v' (the paper: Sink* 70.03, Sink_1 0.06), judged as "the bias takes the
+# sink"; the paper's claim that a large v* (20 v') sends the sink back to token 1 is listed separately, not
+# run. In the miniature the default is the `recipe` point, which has a fixed BOS; the paper's runs have none.
 
 # %% tags=["hide-input"]
-lm_ = {pt: {k: section7.mean_of(lm.payloads, pt, k) for k in ("sink_1", "sink_star")} for pt in ORDER}
-
-
-def pair(d):
-    if d is None or (d["sink_1"] is None and d["sink_star"] is None):
-        return None
-    return f"Sink* {section7.fmt(d['sink_star'], 2, '')}, Sink_1 {section7.fmt(d['sink_1'], 2, '')}"
-
-
-table = []
-for pt in ORDER:
-    mini_pt = MINI_NAMES.get(pt, pt)
-    table.append({"setting": f"{pt}: {P[pt].what}", "paper": P[pt].paper,
-                  "ours": pair(lm_[pt]) or "no stored GPU run",
-                  "note": "miniature: " + (pair(M[mini_pt]) if mini_pt in M and M[mini_pt]["sink_1"] is not None
-                                           else "not run in miniature")})
-display(figures.paper_vs_ours(table))
-
-RULES = {  # claim -> (point, rule over {"sink_1", "sink_star"})
-    "bias_sink_token": ("sink_token", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
-    "bias_kv": ("kv_bias", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
-    "bias_k": ("k_bias", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
-    "bias_v": ("v_bias", lambda d: section7.has_sink(d["sink_1"])),
-    "bias_fixed_v": ("k_bias_fixed_v", lambda d: None),
-    "bias_low_dim": ("k_bias_dims_1", lambda d: section7.takes_sink(d["sink_star"], d["sink_1"])),
-}
-LM_NOTES = {"bias_fixed_v": "our sweep runs v* = v' (scale 1), where the paper has Sink* 70.03, Sink_1 0.06; "
-                            "the claim concerns 20 v', which it does not run"}
-MINI_NOTES = {"bias_sink_token": "the miniature has a fixed BOS at position 1 and the paper's runs have none; "
-                                 "the sink token and the BOS share the sink"}
-VERDICT = {True: "agrees", False: "**disagrees**", None: "no verdict"}
-mini_prov = experiments.payloads_provenance(mini.payloads, loaded=True) if mini.payloads else run_stamp
-lines = []
-for cid, (pt, rule) in RULES.items():
-    c = claims.claim(cid)
-    d = lm_[pt]
-    runs = [p for p in lm.payloads if experiments.point_of(p) == pt]
-    if runs:
-        agrees = rule(d)
-        claims.record(cid, ours=pair(d), agrees=agrees, setting=section7.setting_text(runs),
-                      provenance=experiments.payloads_provenance(runs, loaded=profile == "cpu"), kind="lm",
-                      note=LM_NOTES.get(cid, ""))
-        lm_text = f"{pair(d)} — {VERDICT[agrees]}"
-    else:
-        claims.record(cid, ours="no stored GPU run", agrees=None, provenance=run_stamp, kind="lm",
-                      setting=f"the {lm.profile}-profile runs of {FAMILY} are not in the results store yet")
-        lm_text = "no stored GPU run"
-    if pt in M and M[pt]["sink_1"] is not None:
-        m_agrees = rule(M[pt])
-        m_runs = [p for p in mp if experiments.point_of(p) == pt]
-        claims.record(cid, ours=pair(M[pt]), agrees=m_agrees, kind="miniature", note=MINI_NOTES.get(cid, ""),
-                      setting=f"Bigram-Backcopy miniature, 1 layer x 4 heads, fixed BOS, {len(m_runs)} seed(s)",
-                      provenance=experiments.payloads_provenance(
-                          m_runs, loaded=not any(r is live.payload for r in m_runs)))
-        m_text = f"{pair(M[pt])} — {VERDICT[m_agrees]}"
-    else:
-        claims.record(cid, ours="not run in miniature", agrees=None, provenance=mini_prov, kind="miniature",
-                      setting="configs/miniature.yaml has no such point")
-        m_text = "not run in miniature"
-    lines.append(f"- “{c.text}” (paper: {c.paper}). Real LM: {lm_text}. Miniature: {m_text}.")
-display(Markdown("\n".join(lines)))
-display(Markdown(figures.provenance_line(mini_prov)))
+display(figures.Table(paper.rows(["bias_sink_token", "bias_kv", "bias_k", "bias_v", "bias_fixed_v",
+                                  "bias_low_dim", "bias_fixed_v_large", "bias_shared", "bias_low_dim_more"])))
 
 # %% [markdown]
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper sweep --config configs/biases.yaml --profile gpu --seeds 0 --out runs/biases
 # python -m sinkpaper.book run --only 08_biases -p live_point sink_token
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 \
 #     --points sink_token kv_bias k_bias v_bias --out runs/miniature

@@ -3,10 +3,12 @@ through `datasets` and a tokenizer into a flat token file (the `hf` source with 
 then memory-mapped and batched as training reads it.
 
 Each measurement runs in a fresh Python process: after importing the modules and loading the tokenizer it
-resets its peak-RSS mark (/proc/self/clear_refs), does the work, and reports getrusage's ru_maxrss against its
-RSS before the work (where the mark cannot be reset, against a baseline process that only imports): the growth
-is what the data costs. Loading also reports its private (anonymous) memory and its resident
-pages of the mapped token file, which the kernel maps in up to 64 KiB around each window read ("fault-around"):
+resets its peak-RSS mark (/proc/self/clear_refs), does the work, and reports its peak RSS (VmHWM in
+/proc/self/status) against its RSS before the work (where the mark cannot be reset, against a baseline process
+that only imports): the growth is what the data costs. Not getrusage's ru_maxrss: it is the process's peak over
+every address space it had, including the forked copy of its parent before exec (Python's subprocess forks), so
+a child of a 3 GiB pytest process reports >= 3 GiB whatever it does, and clear_refs does not reset it.
+Loading also reports its private (anonymous) memory and its resident pages of the mapped token file, which the kernel maps in up to 64 KiB around each window read ("fault-around"):
 they are page cache, shared by every process that maps the file and dropped under memory pressure, so over a
 long run a rank's RSS approaches the file's size while the node holds one copy. The reference it competes with is what the tokens would cost held whole
 in memory as int32 (the stream before this change: a list of int32 arrays, then np.concatenate, so about
@@ -75,8 +77,26 @@ def make_corpus(path: str | Path, words: list[str], n_tokens: int, seed: int = 0
     return total
 
 
+def memory_status() -> dict[str, int]:
+    """This process's VmRSS, VmHWM (peak RSS of its address space since exec or the last `reset_peak_rss`),
+    RssAnon and RssFile in KiB, from /proc/self/status."""
+    with open("/proc/self/status") as f:
+        return {line.split(":")[0]: int(line.split()[1]) for line in f
+                if line.startswith(("VmRSS:", "VmHWM:", "RssAnon:", "RssFile:"))}
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak-RSS mark (VmHWM) to its current RSS (Linux >= 4.0); False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 _CHILD = r"""
-import json, os, resource, sys, time
+import json, os, sys, time
 args = json.loads(sys.argv[1])
 os.environ["SINKPAPER_CACHE"] = args["cache"]
 import numpy as np
@@ -84,21 +104,12 @@ from sinkpaper.data import sources
 from sinkpaper.data.packing import Packing
 from sinkpaper.data.tokenizer import load_tokenizer
 import datasets, tqdm  # noqa: F401 - imported before the measurement starts
+sys.path.insert(0, args["scripts"])
+from data_scale import memory_status, reset_peak_rss
 load_tokenizer(args["tokenizer"])
 
-
-def status():
-    return {line.split(":")[0]: int(line.split()[1]) for line in open("/proc/self/status")
-            if line.startswith(("VmRSS:", "RssAnon:", "RssFile:"))}
-
-
-out = {"before": status()}
-try:   # reset the peak-RSS mark (Linux >= 4.0), so that ru_maxrss below is the peak of the work alone
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    out["reset"] = True
-except OSError:
-    out["reset"] = False
+out = {"before": memory_status()}
+out["reset"] = reset_peak_rss()   # so that VmHWM below is the peak of the work alone
 t0 = time.perf_counter()
 if args["what"] in ("build", "load"):
     kw = dict(tokenizer=args["tokenizer"], n_tokens=args["n_tokens"])
@@ -112,8 +123,8 @@ if args["what"] in ("build", "load"):
             b = p.batch(data.train, args["batch"], seed=0, step=step)
         out["checksum"] = int(b["input_ids"].sum())
 out["seconds"] = time.perf_counter() - t0
-out["maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-out["after"] = status()
+out["after"] = memory_status()
+out["peak_kib"] = out["after"]["VmHWM"]
 print(json.dumps(out))
 """
 
@@ -130,16 +141,16 @@ def measure(what: str, dataset: str | Path, tokenizer: str | Path, n_tokens: int
     if threads:
         env["RAYON_NUM_THREADS"] = str(threads)
     args = {"what": what, "dataset": str(dataset), "tokenizer": str(tokenizer), "n_tokens": int(n_tokens),
-            "cache": str(cache), "context": context, "batch": batch, "steps": steps}
+            "cache": str(cache), "context": context, "batch": batch, "steps": steps, "scripts": str(REPO / "scripts")}
     r = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(args)], capture_output=True, text=True, env=env,
                        timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"{what} failed:\n{r.stderr[-3000:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
     if out["reset"]:
-        out["growth_kib"] = out["maxrss_kib"] - out["before"]["VmRSS"]
+        out["growth_kib"] = out["peak_kib"] - out["before"]["VmRSS"]
     elif what != "baseline":
-        out["growth_kib"] = out["maxrss_kib"] - measure("baseline", dataset, tokenizer, 1, cache)["maxrss_kib"]
+        out["growth_kib"] = out["peak_kib"] - measure("baseline", dataset, tokenizer, 1, cache)["peak_kib"]
     for k in ("RssAnon", "RssFile"):
         out[k.lower() + "_growth_kib"] = out["after"][k] - out["before"][k]
     return out

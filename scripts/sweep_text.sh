@@ -15,7 +15,7 @@ mkdir -p runs/text
 # The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
 FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/biases.yaml configs/attention.yaml
           configs/packing.yaml configs/architecture.yaml"
-FIRST="default lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3 no_fixed_token
+FIRST="default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3 no_fixed_token
        random_first kv_bias k_bias sink_token v_bias sigmoid sigmoid_norm elu kernel_elu causal bos"
 for i in $(seq 1 "$WORKERS"); do
   # shellcheck disable=SC2086  # word splitting of the lists is intended

@@ -1,10 +1,14 @@
 """`python -m sinkpaper`: the paper's sink metric, benchmarks, pre-training and the offline corpus.
 
   sink                  Sink_k on any causal LM (maps, or column statistics from the fused kernels)
-  bench kernels|training  our Triton kernels against PyTorch's attention; our model against transformers' Llama
+  sink-vs-length        Sink_1 and alpha_1 per layer against T up to the context length, into results/long_context
+  bench kernels|training|sink  our Triton kernels against PyTorch's attention; our model against transformers'
+                        Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
   data build|info|unpack  the offline English corpus and its token files (sinkpaper.data.corpus)
   store stale|migrate   the results store: runs stored under an older definition or key scheme
+  claims                the paper's claims, their rules and our results at every scale (sinkpaper.paper)
+  report                regenerate the README / config blocks that quote the results store
 
 Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one
 line on stderr, checked before any model is loaded or any training step where possible.
@@ -48,9 +52,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="maps: the eager attention maps, as the paper; kernel: column statistics from the fused "
                         f"kernels, no T x T map (default: maps up to T = {KERNEL_ABOVE}, kernel beyond)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--max-memory-gib", type=float, default=None,
+                   help="refuse (before any compute) a measurement whose memory estimate exceeds this many GiB "
+                        "(default: the memory available now)")
+    v = sub.add_parser("sink-vs-length", help="Sink_1 and alpha_1 per layer against T (natural text), stored as JSON")
+    v.add_argument("--model", required=True, help="offline name, local dir or Hugging Face id")
+    v.add_argument("--lengths", type=int, nargs="+", default=None,
+                   help="T values, BOS included when --bos (default 64 128 ... up to min(8192, context length))")
+    v.add_argument("--bos", action=argparse.BooleanOptionalAction, default=False,
+                   help="put the tokenizer's BOS at position 1 (default: no BOS)")
+    v.add_argument("--tokens", type=int, default=16384, help="tokens measured per T (samples = tokens // T, 1..32)")
+    v.add_argument("--method", choices=["kernel", "maps"], default="kernel")
+    v.add_argument("--epsilon", type=float, default=metrics.EPSILON)
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--device", default="cpu")
+    v.add_argument("--out", default=None, help="JSON file (default results/long_context/<model>[-bos].json)")
+    v.add_argument("--resume", action="store_true",
+                   help="keep the T already in --out (same settings) and measure only the others")
     b = sub.add_parser("bench", help="benchmark the attention kernels (vs SDPA/eager) or training throughput (vs transformers' Llama)")
-    b.add_argument("what", choices=["kernels", "training"],
-                   help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama")
+    b.add_argument("what", choices=["kernels", "training", "sink"],
+                   help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama; "
+                        "sink: `sink --method kernel` vs `--method maps` (eager maps), each T and route in a fresh "
+                        "process (time, peak RSS)")
+    b.add_argument("--model", default="smollm2-135m", help="sink: the model (default smollm2-135m)")
+    b.add_argument("--lengths", type=int, nargs="+", default=None, help="sink: T values (default 256 .. 8192)")
+    b.add_argument("--cap-gib", type=float, default=6.0,
+                   help="sink: a route whose memory estimate exceeds this is refused before compute (default 6)")
     b.add_argument("--profile", default=None, help="training: the profile whose model and batch to time "
                    "(default gpu on CUDA, else cpu; text: the real-text shapes)")
     b.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
@@ -89,6 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
                         "migrate: rename every run to its key under the definitions it ran with")
     r.add_argument("--store", default=None, help="results store (default results/store)")
+    rp = sub.add_parser("report", help="regenerate the README / config blocks quoted from the results store")
+    rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
+    rp.add_argument("--check", action="store_true", help="exit 1 when a committed block differs from the store")
+    rp.add_argument("--store", default=None, help="results store (default results/store)")
+    c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
+    c.add_argument("--json", action="store_true", help="print the listing as JSON")
+    c.add_argument("--id", metavar="NAME", help="one claim only")
+    c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
+    c.add_argument("--store", default=None, help="results store (default results/store)")
     d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -127,6 +163,21 @@ def run_store(a) -> int:
     for e in stale:
         print(f"stale  {e['key']}  {e['name']}  ({e['profile']}): {e['reason']}")
     print(f"{root}: {len(stale)} stale run(s) (kept on disk, never read as current)")
+    return 0
+
+
+def run_report(a) -> int:
+    from .results import blocks, write_blocks
+    from .train.store import DEFAULT_STORE
+    store = a.store or DEFAULT_STORE
+    if a.write or a.check:
+        changed = write_blocks(".", store, check=a.check)
+        verb = "differ from the store" if a.check else "rewritten"
+        print(f"{', '.join(changed) or 'nothing'} {verb}")
+        return 1 if a.check and changed else 0
+    for name, lines in blocks(store).items():
+        print(f"[{name}]")
+        print("\n".join(lines))
     return 0
 
 
@@ -180,11 +231,44 @@ def run_sink(a) -> dict:
     _validate(a)
     probe = token_file_inputs(a.token_file, seq_len=a.seq_len) if a.token_file else None
     lm = load_lm(a.model, device=a.device)
+    lm.check_seq_len(a.seq_len)  # the context length first: it is the reason a T cannot be measured at all
     if probe is None:
         probe = make_inputs(lm.tokenizer, a.inputs, n_samples=a.n_samples, seq_len=a.seq_len, bos=a.bos,
                             seed=a.seed)
     method = a.method or ("maps" if probe.input_ids.shape[1] <= KERNEL_ABOVE else "kernel")
-    return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json, method=method)
+    limit = None if a.max_memory_gib is None else int(a.max_memory_gib * 2**30)
+    return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json, method=method,
+                        memory_limit_bytes=limit)
+
+
+def run_sink_vs_length(a, argv) -> int:
+    from pathlib import Path
+
+    from . import long_context as LC
+    from .lms import load_lm
+    metrics.check_epsilon(a.epsilon)
+    if a.tokens < 1:
+        raise ValueError(f"--tokens must be >= 1, got {a.tokens}")
+    if a.lengths is not None:
+        for T in a.lengths:
+            metrics.check_seq_len(T)
+    lm = load_lm(a.model, device=a.device)
+    lengths = a.lengths or [t for t in LC.DEFAULT_LENGTHS if t <= min(8192, lm.context_length or 8192)]
+    out = a.out or LC.store_path(a.model, a.bos)
+    command = "python -m sinkpaper " + " ".join(argv)
+
+    def progress(payload):
+        LC.write(payload, out)
+        p = payload["points"][-1]
+        print(f"T={p['T']:>6} n={p['n_samples']:>3}  Sink_1 {p['sink_1']:6.2f} %  mean alpha_1 {p['alpha_1_mean']:.4f} "
+              f"(uniform {p['uniform_alpha_1']:.4f})  {p['seconds']:.0f} s  peak RSS {p['peak_rss_gib_so_far']:.2f} GiB",
+              flush=True)
+
+    previous = LC.load(out) if a.resume and Path(out).exists() else None
+    LC.measure_vs_length(lm, lengths, bos=a.bos, epsilon=a.epsilon, seed=a.seed, method=a.method, tokens=a.tokens,
+                         on_point=progress, command=command, previous=previous)
+    print(f"-> {out}")
+    return 0
 
 
 def run_bench(a, argv: list[str]) -> int:
@@ -192,6 +276,15 @@ def run_bench(a, argv: list[str]) -> int:
     import os
 
     import torch
+    if a.what == "sink":
+        from .long_context import BENCH_LENGTHS, bench_sink, format_bench
+        try:
+            r = bench_sink(a.model, a.lengths or BENCH_LENGTHS, cap_gib=a.cap_gib, json_path=a.json, argv=argv)
+        except ValueError as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
+        print(format_bench(r))
+        return 0 if all(p["routes"]["kernel"]["status"] == "ok" for p in r["points"]) else 1
     if a.what == "training":
         from .train.bench import format_training_report, run_training_bench
         profile = a.profile or ("gpu" if torch.cuda.is_available() else "cpu")
@@ -232,6 +325,20 @@ def run_bench(a, argv: list[str]) -> int:
     return 1 if any(x["name"] in ("ours", "ours_forward") and x["status"] == "error" for x in r["records"]) else 0
 
 
+def run_claims(a) -> int:
+    from . import paper
+
+    ids = [c.id for c in paper.CLAIMS]
+    if a.id is not None and a.id not in ids:
+        print(f"sinkpaper: error: unknown claim {a.id!r}; valid: {', '.join(ids)}", file=sys.stderr)
+        return 2
+    records = paper.load_records(a.records)
+    store = a.store or paper.STORE
+    entries = [paper.entry(c, records, store) for c in paper.CLAIMS if a.id in (None, c.id)]
+    print(json.dumps(entries if a.id is None else entries[0], indent=1) if a.json else paper.text_table(entries))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["data"]:  # its own parser, in sinkpaper.data.corpus
@@ -250,10 +357,18 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     if args.command == "bench":
         return run_bench(args, argv)
-    if args.command == "store":
+    if args.command in ("store", "report"):
         try:
-            return run_store(args)
+            return run_store(args) if args.command == "store" else run_report(args)
         except (ValueError, OSError) as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
+    if args.command == "claims":
+        return run_claims(args)
+    if args.command == "sink-vs-length":
+        try:
+            return run_sink_vs_length(args, argv)
+        except ValueError as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2
     if args.token_file and args.bos:

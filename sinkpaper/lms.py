@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from .files import cache_dir
+from .attention import visible_mask
 from .metrics import EPSILON
 from .trace import Trace
 
@@ -223,17 +224,48 @@ class LM:
                 "transformers": transformers.__version__, "torch": torch.__version__,
                 "load_seconds": round(self.load_seconds, 1)}
 
+    @property
+    def context_length(self) -> int | None:
+        return getattr(self.model.config.get_text_config(), "max_position_embeddings", None)
+
+    def layer_windows(self) -> list[int | None]:
+        """Each layer's sliding window (keys a query sees, itself included) or None for full causal attention."""
+        return layer_windows(self.model.config.get_text_config())
+
     def check_seq_len(self, seq_len: int, method: str = "maps") -> None:
-        cfg = self.model.config.get_text_config()
-        window = getattr(cfg, "sliding_window", None)
-        types = getattr(cfg, "layer_types", None) or []
-        # the column-statistics route applies each layer's own window; the maps route has one mask for all
-        if method == "maps" and window and any("sliding" in t for t in types) and seq_len > window:
-            raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s sliding window {window}; the metric's "
-                             "single visibility mask assumes full causal attention in every layer (method='kernel' handles it)")
-        limit = getattr(cfg, "max_position_embeddings", None)
+        """A T beyond the model's context length is refused, naming the limit. (Each layer's own mask, sliding
+        windows included, is applied by both routes, so any T up to the limit is measured as the model runs.)"""
+        limit = self.context_length
         if limit and seq_len > limit:
-            raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s context length {limit}")
+            raise ValueError(f"seq_len {seq_len} exceeds {self.name}'s context length {limit} "
+                             f"(max_position_embeddings in its config): use --seq-len <= {limit}")
+
+    def memory_estimate(self, batch: int, seq_len: int, method: str = "maps") -> int:
+        """Bytes one `trace` of [batch, seq_len] needs beyond the loaded weights (an upper-side estimate).
+
+        maps: every layer's [B, H, T, T] fp32 map is kept, plus a few more during one layer's eager attention
+        and the metric's reduction; kernel: the blocked route's tiles [B, H, block, T] (a few at a time) and
+        the layer activations. Both keep the L + 1 hidden states [B, T, d]."""
+        from .kernels.blocked import block_size
+        cfg = self.model.config.get_text_config()
+        L, H, d = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size
+        dh = getattr(cfg, "head_dim", None) or d // H
+        ffn = getattr(cfg, "intermediate_size", 4 * d)
+        B, T, f32 = batch, seq_len, 4
+        linear = B * T * f32 * ((L + 3) * d + 3 * ffn + 8 * H * dh)  # hidden states, MLP, q/k/v (+ fp32 copies)
+        if method == "maps":
+            return linear + (L + 4) * B * H * T * T * f32 + B * T * T * f32  # + the additive mask
+        return linear + 6 * B * H * T * block_size(B, H, T) * f32
+
+    def check_memory(self, batch: int, seq_len: int, method: str = "maps", limit_bytes: int | None = None) -> int:
+        """Refuse before any compute when `memory_estimate` exceeds the memory available now (or limit_bytes)."""
+        need = self.memory_estimate(batch, seq_len, method)
+        have, what = (limit_bytes, "the cap") if limit_bytes is not None else available_memory(self.device)
+        if need > have:
+            hint = " (method='kernel' needs no T x T map)" if method == "maps" else " (use a smaller --batch-size)"
+            raise MemoryEstimateError(f"{method} route at T={seq_len}, batch {batch} needs about {need / 2**30:.1f} GiB "
+                                      f"beyond the weights, more than {what} ({have / 2**30:.1f} GiB){hint}")
+        return need
 
     @torch.no_grad()
     def trace(self, input_ids: torch.Tensor, *, with_qkv: bool = True, method: str = "maps") -> Trace:
@@ -248,6 +280,7 @@ class LM:
         if method not in TRACE_METHODS:
             raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
         self.check_seq_len(input_ids.shape[1], method)
+        self.check_memory(*input_ids.shape, method)
         input_ids = input_ids.to(self.device)
         layers = _decoder_layers(self.model)
         hidden: list[torch.Tensor] = []
@@ -267,12 +300,19 @@ class LM:
         # final norm in most families; take the last decoder layer's own output instead (pre final norm).
         hs = [h.detach().float() for h in out.hidden_states[:-1]] + hidden
         T = input_ids.shape[1]
+        windows = self.layer_windows()
         if method == "kernel":
+            if [r["window"] for r in recs] != windows:
+                raise RuntimeError(f"the layers attended with windows {[r['window'] for r in recs]}, but the config "
+                                   f"says {windows}")
+            # no T x T mask: each layer's alpha already used its own mask (`visible` is never read)
             return Trace(attentions=[], alphas=[r["alpha"] for r in recs], hidden_states=hs,
-                         visible=torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()[None])
+                         visible=torch.ones(1, 1, 1, dtype=torch.bool, device=input_ids.device))
+        masks = {w: visible_mask(T, window=w, device=input_ids.device) for w in set(windows)}
         return Trace(
             attentions=[r["weights"] for r in recs],
-            visible=torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()[None],
+            visible=masks[None] if None in masks else visible_mask(T, device=input_ids.device),
+            layer_visible=None if set(windows) == {None} else [masks[w] for w in windows],
             hidden_states=hs,
             queries=[r["q"] for r in recs] if with_qkv else None,
             keys=[r["k"] for r in recs] if with_qkv else None,
@@ -285,7 +325,8 @@ TRACE_METHODS = ("maps", "kernel")
 
 
 def _column_stats_attention(module, query, key, value, kwargs, records):
-    """The kernel route: the layer's output from the fused kernel, alpha_k from its column statistics."""
+    """The kernel route: the layer's output and alpha_k from one `kernels.attention_column_stats` call (fused
+    Triton kernels on GPU; on CPU the blocked PyTorch route, no T x T map), with the layer's own window."""
     from . import kernels
     cfg = module.config
     softcap = kwargs.get("softcap", None) or getattr(cfg, "attn_logit_softcapping", None)
@@ -298,8 +339,8 @@ def _column_stats_attention(module, query, key, value, kwargs, records):
     k, v = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     window = kwargs.get("sliding_window", None) or getattr(module, "sliding_window", None)
     scale = float(kwargs.get("scaling", None) or module.scaling)
-    out = kernels.attention(query, k, v, scale=scale, window=window)
-    records.append({"alpha": kernels.column_stats(query, k, scale=scale, window=window).alpha})
+    out, stats = kernels.attention_column_stats(query, k, v, scale=scale, window=window)
+    records.append({"alpha": stats.alpha, "window": window})
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -324,12 +365,54 @@ def _capture_attention(module, query, key, value, attention_mask, *args, **kwarg
     return out, weights
 
 
+def _capture_mask(*args, **kwargs):
+    """The eager additive mask, so the wrapped eager function sees exactly what attn_implementation="eager"
+    gets; none on the kernel route (each layer applies its own window, and a [B, 1, T, T] mask is O(T^2))."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    if _CAPTURE and _CAPTURE[-1][2] == "kernel":
+        return None
+    return ALL_MASK_ATTENTION_FUNCTIONS["eager"](*args, **kwargs)
+
+
 def _register_capture() -> None:
     from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+    from transformers.masking_utils import AttentionMaskInterface
     AttentionInterface.register(_ATTN_NAME, _capture_attention)
-    # the eager additive mask, so the wrapped eager function sees exactly what attn_implementation="eager" gets
-    AttentionMaskInterface.register(_ATTN_NAME, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
+    AttentionMaskInterface.register(_ATTN_NAME, _capture_mask)
+
+
+def layer_windows(cfg) -> list[int | None]:
+    """Per layer, the sliding window from a Hugging Face text config, or None (full causal attention):
+    `layer_types` ("sliding_attention" layers use `sliding_window`) where the config has it, else
+    `sliding_window_pattern` (every pattern-th layer global, as Gemma 2/3 configs wrote it), else
+    `sliding_window` in every layer (Mistral) unless `use_sliding_window` is False."""
+    n = cfg.num_hidden_layers
+    window = getattr(cfg, "sliding_window", None)
+    types = getattr(cfg, "layer_types", None)
+    if types:
+        if len(types) != n:
+            raise ValueError(f"config has {len(types)} layer_types for {n} layers")
+        return [window if t == "sliding_attention" and window else None for t in types]
+    if not window or getattr(cfg, "use_sliding_window", True) is False:
+        return [None] * n
+    pattern = getattr(cfg, "sliding_window_pattern", None)
+    if pattern:
+        return [None if (i + 1) % pattern == 0 else window for i in range(n)]
+    return [window] * n
+
+
+class MemoryEstimateError(ValueError):
+    """A measurement refused before any compute because its memory estimate exceeds what is available."""
+
+
+def available_memory(device) -> tuple[int, str]:
+    """(bytes, description) that a computation on `device` can still use now."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free), f"the free memory of {device}"
+    import psutil
+    return int(psutil.virtual_memory().available), "the memory available on this machine"
 
 
 def _decoder_layers(model) -> torch.nn.ModuleList:
@@ -363,10 +446,12 @@ def load_lm(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype
 
 
 def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 16, progress: bool = True,
-                 method: str = "maps") -> dict:
+                 method: str = "maps", memory_limit_bytes: int | None = None) -> dict:
     """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance.
 
     method: "maps" (the eager attention maps, as the paper) or "kernel" (column statistics, no T x T map).
+    A measurement whose memory estimate (`LM.memory_estimate`) exceeds the memory available now, or
+    memory_limit_bytes, is refused before any compute (`MemoryEstimateError`, a ValueError).
     """
     from . import metrics, provenance
     metrics.check_epsilon(epsilon)
@@ -374,6 +459,8 @@ def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 1
     if method not in TRACE_METHODS:
         raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
     lm.check_seq_len(probe.input_ids.shape[1], method)
+    need = lm.check_memory(min(batch_size, probe.input_ids.shape[0]), probe.input_ids.shape[1], method,
+                           memory_limit_bytes)
     if int(probe.input_ids.max()) >= lm.model.get_input_embeddings().num_embeddings:
         raise ValueError(f"token id {int(probe.input_ids.max())} is outside {lm.name}'s vocabulary")
     t0 = time.perf_counter()
@@ -384,5 +471,6 @@ def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 1
            **metrics.summarize(stats, epsilon)}
     out["provenance"] = provenance.stamp(lm.device, **{**lm.provenance(), **probe.provenance},
                                          tokens_measured=int(probe.input_ids.numel()), method=method,
-                                         measure_seconds=round(seconds, 2), source_of_numbers="computed now")
+                                         measure_seconds=round(seconds, 2), source_of_numbers="computed now",
+                                         memory_estimate_gib=round(need / 2**30, 2))
     return out

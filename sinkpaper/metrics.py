@@ -70,6 +70,23 @@ def alpha(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     return torch.where(count > 0, total / count.clamp(min=1), 0.0)
 
 
+def uniform_alpha(seq_len: int, window: int | None = None, prefix: int | None = None):
+    """alpha_k (k = 1..T, a numpy array) of a head that spreads its attention uniformly over what each query may
+    see, under the same mask the metric uses: the floor the metric reads without any sink. Causal T = 64:
+    alpha_1 = H_64 / 64 = 0.074; a sliding window of w keys: alpha_1 = H_w / w (0.52 for w = 4, above 0.3)."""
+    from sinkpaper.attention.masks import visible_mask
+
+    vis = visible_mask(seq_len, window=window, prefix=prefix)[0]
+    attn = vis.double() / vis.sum(-1, keepdim=True)
+    return alpha(attn, vis).numpy()
+
+
+def excess_alpha(alpha_1: float, uniform: float) -> float:
+    """How far alpha_1 sits from the uniform floor toward 1: (alpha_1 - u) / (1 - u). 0 = no more than uniform
+    attention, 1 = every query on token 1. Comparable across masks, unlike Sink_1 when the floor exceeds eps."""
+    return (alpha_1 - uniform) / (1 - uniform)
+
+
 def _percent_above(x: torch.Tensor, epsilon: float) -> torch.Tensor:
     return (x > epsilon).to(torch.float64).mean() * 100
 
@@ -188,18 +205,15 @@ class TraceStats:
     @classmethod
     def from_trace(cls, trace: Trace) -> "TraceStats":
         """Reduce one Trace (layer by layer, so the [B, L, H, T, T] stack is never built)."""
-        visible = trace.visible
-        if visible.dim() == 2:
-            visible = visible[None]
-        visible = visible[:, None]  # [B or 1, 1, T, T] against [B, H, T, T]
-
         def cpu(x):
             return x.detach().to("cpu", torch.float32)
 
         if trace.alphas is not None:  # column-statistics route: already reduced, per layer's own mask
             alphas = torch.stack([cpu(a) for a in trace.alphas], dim=1)
         else:
-            alphas = torch.stack([cpu(alpha(a.detach(), visible)) for a in trace.attentions], dim=1)
+            # each layer's own mask ([B or 1, 1, T, T] against [B, H, T, T]): sliding-window layers differ
+            alphas = torch.stack([cpu(alpha(a.detach(), trace.visible_of(i)[:, None]))
+                                  for i, a in enumerate(trace.attentions)], dim=1)
         sink = None
         if trace.sink_alphas is not None:
             sink = torch.stack([cpu(s) for s in trace.sink_alphas], dim=1)

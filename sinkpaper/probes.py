@@ -92,7 +92,11 @@ def make_inputs(tokenizer, inputs: str = "natural", *, n_samples: int = 100, seq
         prov.update(meta)
         stream = torch.tensor(tokenizer(text, add_special_tokens=False)["input_ids"])
         if stream.numel() < n_content + 1:
-            raise ValueError(f"the natural-text source has {stream.numel()} tokens, fewer than seq_len")
+            longest = stream.numel() - 1 + (1 if bos else 0)
+            raise ValueError(f"seq_len {seq_len} is longer than the natural text available: {meta['text_source']} "
+                             f"(Python {meta['python']}, {meta['text_chars']:,} characters) is {stream.numel():,} "
+                             f"tokens with this tokenizer, so seq_len can be at most {longest}; measure longer "
+                             "sequences from your own text with token_file (--token-file)")
         # windows start at random offsets, like the paper's fixed-length cuts of a token stream
         starts = torch.randint(0, stream.numel() - n_content, (n_samples,), generator=gen)
         content = torch.stack([stream[s:s + n_content] for s in starts.tolist()])

@@ -91,8 +91,19 @@ def hardware(device: str | torch.device | None = None) -> str:
     dev = torch.device(device) if device is not None else None
     if dev is not None and dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
-    cpu = platform.processor() or platform.machine()
-    return f"CPU {cpu}, {torch.get_num_threads()} threads"
+    return f"CPU {cpu_model()}, {torch.get_num_threads()} threads"
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def stamp(device: str | torch.device | None = None, **extra) -> dict:

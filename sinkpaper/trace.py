@@ -13,11 +13,14 @@ Conventions (1-based positions in the paper, 0-based indices here):
 - `visible` is [B or 1, T, T] bool: query t can see key j. It gives the metric's divisor (the number of
   queries that see key j), so prefix-LM, sliding-window and intra-document masks are honoured. Per-layer
   callers pass `visible[:, None]` so it broadcasts over heads.
+- `layer_visible` (optional): one such mask per layer, for models whose layers attend differently (Gemma 3's
+  sliding-window layers between global ones); the metric then reads layer l's divisor from `layer_visible[l]`.
 - `hidden_states` has L+1 entries [B, T, D]: the embedding output, then each block's output, before the
   final norm (the paper's massive-activation measurement).
 - `alphas` / `sink_alphas` (optional, the column-statistics route): per layer alpha_k [B, H, T] and the mean
   attention on the sink [B, H], computed by `sinkpaper.kernels.column_stats` without any T x T map; then
-  `attentions` is empty and the metric reads these instead (each layer's own mask already applied).
+  `attentions` is empty and the metric reads these instead (each layer's own mask already applied; `visible`
+  is then a placeholder, never read, so that no T x T tensor exists).
 - `queries`, `keys`, `values` (optional) are per layer [B, H, T, Dh]: queries and keys after RoPE (as the
   attention scores see them), keys/values repeated to H heads for grouped-query attention.
 """
@@ -40,6 +43,12 @@ class Trace:
     proxy: bool = False
     alphas: list[torch.Tensor] | None = None
     sink_alphas: list[torch.Tensor] | None = None
+    layer_visible: list[torch.Tensor] | None = None
+
+    def visible_of(self, layer: int) -> torch.Tensor:
+        """The [B or 1, T, T] mask of one layer: `layer_visible[layer]` when given, else `visible`."""
+        v = self.layer_visible[layer] if self.layer_visible is not None else self.visible
+        return v[None] if v.dim() == 2 else v
 
     def _per_layer(self) -> list[torch.Tensor]:
         return self.attentions if self.attentions else (self.alphas or [])

@@ -4,7 +4,6 @@ steps' batches and its peak RSS, then trains the run uninterrupted and again cut
 Argument: JSON {out, config, steps, crash_at}."""
 import json
 import os
-import resource
 import sys
 from pathlib import Path
 
@@ -17,6 +16,9 @@ import datasets  # noqa: F401 - imported before the memory baseline (a build imp
 from sinkpaper.data import sources
 from sinkpaper.train import build, train
 from sinkpaper.train.trainer import load_data, packing_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from data_scale import memory_status, reset_peak_rss  # noqa: E402 - VmHWM, not ru_maxrss (see there)
 
 args = json.loads(sys.argv[1])
 out = Path(args["out"])
@@ -38,12 +40,13 @@ def counted(*a, **kw):   # the real build, counted
 sources._stream_to_file = counted
 cfg = build(args["config"], "cpu")
 micro = cfg.optim.batch_size // cfg.optim.grad_accum
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+reset_peak_rss()
+rss0 = memory_status()["VmRSS"]
 data = load_data(cfg)
 packing = packing_for(cfg, data)
 shares = [packing.batch(data.train, micro, cfg.run.seed, step, rank=rank, world=world)["input_ids"].numpy()
           for step in range(args["steps"])]
-rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+rss1 = memory_status()["VmHWM"]
 np.save(out / f"windows-{rank}.npy", np.stack(shares))
 
 train(cfg, out / "full", progress=False)

@@ -1,67 +1,14 @@
-"""The scorecard's data (sinkpaper.book.claims) and the chapters' training helpers (sinkpaper.book.experiments)."""
+"""The chapters' training helpers (sinkpaper.book.experiments). The scorecard's data moved to sinkpaper.paper
+(tests/test_paper.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from sinkpaper.book import claims, experiments
+from sinkpaper.book import experiments
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def test_claims_are_unique_and_belong_to_toc_chapters():
-    ids = [c.id for c in claims.CLAIMS]
-    assert len(ids) == len(set(ids))
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
-    files = {ch["file"].split("/")[-1] for part in toc["parts"] for ch in part["chapters"]}
-    for c in claims.CLAIMS:
-        assert c.chapter in files, f"{c.id}: chapter {c.chapter} is not in _toc.yml"
-        assert c.paper and c.text
-
-
-def test_record_load_and_scorecard(tmp_path):
-    prov = {"profile": "cpu", "hardware": "CPU", "code_version": "abc", "tokens_seen": 1000,
-            "source_of_numbers": "computed now"}
-    claims.record("opt_lr", ours="Sink_1 100 %", agrees=True, setting="miniature", provenance=prov,
-                  kind="miniature", directory=tmp_path)
-    claims.record("opt_lr", ours="no stored GPU run", agrees=None, setting="gpu", provenance=prov,
-                  directory=tmp_path)
-    claims.record("opt_lr", ours="Sink_1 0 %", agrees=False, setting="miniature again", provenance=prov,
-                  kind="miniature", directory=tmp_path)  # replaces the first miniature record
-    saved = json.loads((tmp_path / "04_optimization.json").read_text())
-    assert set(saved["records"]["opt_lr"]) == {"lm", "miniature"}
-    rows = {r["id"]: r for r in claims.scorecard_rows(tmp_path)}
-    assert len(rows) == len(claims.CLAIMS)
-    assert rows["opt_lr"]["miniature direction"] == "disagrees" and rows["opt_lr"]["miniature"] == "Sink_1 0 %"
-    assert rows["opt_lr"]["direction"] == "not comparable"
-    assert "1,000 tokens" in rows["opt_lr"]["provenance"] and "code abc" in rows["opt_lr"]["provenance"]
-    assert rows["loss_wd"]["direction"] == "no result yet" and rows["loss_wd"]["ours"] == "—"
-    card = claims.scorecard(tmp_path)
-    assert card.counts()["no result yet"] == len(claims.CLAIMS) - 1
-    page = card._repr_html_()
-    assert '<a href="04_optimization.html">' in page and "verdict-disagrees" in page
-    assert card.to_markdown().count("\n") == len(claims.CLAIMS) + 1
-
-
-def test_record_rejects_bad_input(tmp_path):
-    with pytest.raises(ValueError, match="unknown claim 'nope'; valid: s3_massive_activation"):
-        claims.record("nope", ours="1", agrees=True, setting="", provenance={}, directory=tmp_path)
-    with pytest.raises(ValueError, match="unknown kind 'gpu'; valid: lm, miniature"):
-        claims.record("opt_lr", ours="1", agrees=True, setting="", provenance={}, kind="gpu", directory=tmp_path)
-    with pytest.raises(ValueError, match="agrees must be True, False or None"):
-        claims.record("opt_lr", ours="1", agrees="yes", setting="", provenance={}, directory=tmp_path)
-    assert not list(tmp_path.iterdir())
-
-
-def test_results_dir_follows_the_runner(monkeypatch, tmp_path):
-    monkeypatch.setenv(claims.RESULTS_ENV, str(tmp_path / "r"))
-    assert claims.results_dir() == tmp_path / "r"
-    monkeypatch.delenv(claims.RESULTS_ENV)
-    monkeypatch.chdir(tmp_path)
-    assert claims.results_dir() == Path("sinkpaper_results")
 
 
 def test_stored_sweep_reads_the_committed_miniature_runs():

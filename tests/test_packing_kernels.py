@@ -63,22 +63,6 @@ def test_prepends_bos():
     assert pb.prepends_bos(_Tok(None, 2)) is False
 
 
-# -------------------------------------------------------------------------------------------- verdicts
-def test_verdict_rules():
-    assert pb.verdict_fixed_bos(74.0, 18.0) is True
-    assert pb.verdict_fixed_bos(20.0, 18.0) is False
-    assert pb.verdict_fixed_bos(None, 18.0) is None
-    assert pb.verdict_doc_mask([(10.0, 18.0), (None, 70.0)]) is True      # 10 >= 0.5 * 18; the other pair missing
-    assert pb.verdict_doc_mask([(5.0, 18.0), (70.0, 74.0)]) is False      # every complete pair must agree
-    assert pb.verdict_doc_mask([(0.0, 0.2)]) is None                      # no sink to keep
-    assert pb.verdict_doc_mask([(None, None)]) is None
-    assert pb.verdict_bos_inference(77.3, 0.0) is True
-    assert pb.verdict_bos_inference(69.0, 74.9) is False
-    assert pb.verdict_bos_inference(5.0, 0.0) is None                     # no sink with its BOS
-    assert pb.all_agree([None, True, True]) is True and pb.all_agree([True, False]) is False
-    assert pb.all_agree([None]) is None and pb.all_agree([]) is None
-
-
 # ------------------------------------------------------------------------------------ models, end to end
 @pytest.fixture(scope="module")
 def tiny_bos_run(tmp_path_factory):

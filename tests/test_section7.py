@@ -1,11 +1,12 @@
-"""The Section-7 chapters' helpers (sinkpaper.book.section7): the paper's numbers cover every sweep point, the
-direction rules, the tables (Sink* next to Sink_1, proxy marks), and the raw-weight reading of a proxy run."""
+"""The Section-7 chapters' helpers (sinkpaper.book.section7): its points are the configs' and read the paper's
+numbers from sinkpaper.paper, the tables (Sink* next to Sink_1, proxy marks), and the raw-weight reading of a proxy run."""
 from __future__ import annotations
 
 import pytest
 
 pytest.importorskip("altair")
-from sinkpaper.book import claims, section7  # noqa: E402
+from sinkpaper import paper  # noqa: E402
+from sinkpaper.book import section7  # noqa: E402
 from sinkpaper.train.config import sweep_points  # noqa: E402
 
 
@@ -23,44 +24,17 @@ def payload(point, seed, sink_1, *, sink_star=None, alpha_1=0.1, proxy=False, cu
 @pytest.mark.parametrize("config, points", [("configs/architecture.yaml", section7.ARCHITECTURE),
                                             ("configs/biases.yaml", section7.BIASES),
                                             ("configs/attention.yaml", section7.ATTENTION)])
-def test_paper_numbers_cover_every_sweep_point(config, points):
+def test_points_are_the_sweep_points_and_read_the_registry(config, points):
     assert [p.name for p in points] == sweep_points(config)
+    assert section7.by_name(section7.BIASES)["sink_token"].paper == "Sink* 74.12, Sink_1 0.00"
+    assert section7.by_name(section7.ATTENTION)["elu_norm"].paper == "—"       # ours; the paper could not train it
+    for p in section7.ARCHITECTURE_NOT_RUN + section7.BIASES_NOT_RUN + section7.ATTENTION_NOT_RUN:
+        assert p.paper != "—", p.name                                          # every not-run row has its number
 
 
 def test_chapter_claims_exist():
     for chapter in ("07_architecture", "08_biases", "09_attention_ops"):
-        assert [c for c in claims.CLAIMS if c.chapter == chapter], chapter
-
-
-def test_sink_rules():
-    assert section7.has_sink(10.0) is True and section7.has_sink(4.99) is False and section7.has_sink(7.0) is None
-    assert section7.has_sink(None) is None and section7.no_sink(0.0) is True and section7.no_sink(50) is False
-    assert section7.takes_sink(100.0, 0.0) is True
-    assert section7.takes_sink(100.0, 100.0) is False      # the BOS keeps a sink next to the bias
-    assert section7.takes_sink(None, 0.0) is None and section7.takes_sink(100.0, 7.0) is None
-    assert section7.all_true([True, True]) is True and section7.all_true([True, None]) is None
-    assert section7.all_true([None, False]) is False and section7.all_true([]) is None
-    assert section7.within_factor([10.68, 21.76], 18.18) is True
-    assert section7.within_factor([5.0], 18.18) is False
-    assert section7.within_factor([10.0], 2.0) is None      # no sink in the default: nothing to compare with
-    assert section7.within_factor([None], 18.18) is None
-
-
-def test_the_papers_own_numbers_pass_its_rules():
-    """The rules must call the paper's own Section-7 numbers agreeing with the paper's claims."""
-    b = section7.by_name(section7.BIASES)
-    for name in ("sink_token", "kv_bias", "k_bias", "k_bias_fixed_v", "k_bias_dims_1"):
-        assert section7.takes_sink(b[name].sink_star, b[name].sink_1) is True, name
-    assert section7.has_sink(b["v_bias"].sink_1) is True
-    a = section7.by_name(section7.ARCHITECTURE)
-    assert all(section7.has_sink(p.sink_1) for p in section7.ARCHITECTURE)
-    assert section7.within_factor([a["heads_1"].sink_1, a["heads_add"].sink_1] +
-                                  [p.sink_1 for p in section7.ARCHITECTURE_NOT_RUN if "heads" in p.name],
-                                  a["pos_rope"].sink_1) is True
-    o = section7.by_name(section7.ATTENTION)
-    assert section7.no_sink(o["sigmoid"].sink_1) and section7.no_sink(o["elu"].sink_1)
-    assert section7.has_sink(o["sigmoid_norm"].sink_1) and section7.has_sink(o["kernel_elu"].sink_1)
-    assert o["softmax_sum_0.2"].sink_1 < o["softmax"].sink_1
+        assert [c for c in paper.CLAIMS if c.chapter == chapter], chapter
 
 
 def test_point_table_puts_sink_star_next_to_sink_1():

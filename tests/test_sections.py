@@ -1,5 +1,5 @@
 """The helpers of the Sections 4-6 chapters (sinkpaper.book.sections): the metric's uniform floor under masks,
-the direction rules, tables and charts of (synthetic) stored payloads, and the per-head mechanism."""
+tables and charts of (synthetic) stored payloads, and the per-head mechanism."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,27 +42,10 @@ def test_uniform_floor_matches_the_closed_forms():
     assert sections.excess_alpha(w4[0], w4[0]) == 0 and sections.excess_alpha(1.0, 0.3) == 1
 
 
-def test_direction_rules():
-    assert sections.increasing([0, 100, 100]) is True
-    assert sections.increasing([5, 5]) is False and sections.increasing([3, 1, 4]) is False
-    assert sections.increasing([1, None]) is None
-    assert sections.decreasing([23.44, 18.18, 16.81, 6.29]) is True
-    assert sections.small_spread([16.45, 17.19, 18.18, 16.19]) is True
-    assert sections.small_spread([1, 20]) is False and sections.small_spread([None, 2]) is None
-    assert sections.emerges(curve([0, 4, 100])) is True
-    assert sections.emerges(curve([0, 0, 5])) is False
-    assert sections.emerges(curve([0])) is None
-    assert sections.emergence(curve([0, 60, 100])) == {"step": 200, "tokens": 2000}
-    assert sections.emergence(curve([0, 10])) is None
-
-
-def test_moves_to_and_means():
+def test_means():
     ps = [payload("fixed_pos2", s, {2: 100, 1: 0}, 0.03) for s in (0, 1)]
     ps += [payload("fixed_pos3", 0, {}, 0.07)]
     assert sections.mean_sink(ps, "fixed_pos2", 2) == 100 and sections.mean_sink(ps, "nope") is None
-    assert sections.moves_to(ps, "fixed_pos2", 2) is True
-    assert sections.moves_to(ps, "fixed_pos3", 3) is False
-    assert sections.moves_to(ps, "absent", 1) is None
     assert sections.mean_alpha_1(ps, "fixed_pos2") == pytest.approx(0.03)
 
 
@@ -88,11 +71,11 @@ def test_tables_and_charts_from_payloads():
     assert sections.sig(None) == "—"
 
 
-def test_lm_sweep_at_cpu_reads_the_gpu_store_and_says_what_is_missing(tmp_path):
+def test_lm_sweep_at_cpu_reads_the_text_profile_and_says_what_is_missing(tmp_path):
     lm = sections.lm_sweep(str(REPO / "configs/optimization.yaml"), "cpu", (0,), points=["default"],
                            store=str(tmp_path))
-    assert lm.profile == "gpu" and lm.payloads == []
-    assert "--profile gpu" in lm.missing_text() and "default" in lm.missing_text()
+    assert lm.profile == "text" and lm.payloads == [] and lm.missing.missing == [("default", 0)]
+    assert "No real-text run" in lm.missing_text() and "`text`" in lm.missing_text()
 
 
 def test_mechanism_helpers_on_a_small_model():

@@ -6,13 +6,15 @@ which pins down position-in-cache and the re-rotation of the sink keys.
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from sinkpaper.lms import LM
 from sinkpaper.streaming import (DEFAULT_TEXT, POLICIES, binned_perplexity, perplexity, perplexity_without_sink,
-                                 streaming_perplexity, streaming_verdicts, text_ids)
+                                 streaming_perplexity, past_window, text_ids)
 
 VOCAB = 97
 
@@ -293,15 +295,17 @@ def test_text_and_helpers(tmp_path):
         binned_perplexity(nll, 0)
 
 
-def test_streaming_verdicts(llama, ids):
+def test_past_window(llama, ids):
     runs = [streaming_perplexity(llama, ids, policy="full")]
     runs += [streaming_perplexity(llama, ids, policy=p, window=10, n_sink=2) for p in ("window", "sink_window")]
-    v = streaming_verdicts(*runs)
-    assert set(v) == {"stream_window", "stream_sink_window"}
+    v = past_window(*runs)
     ratio = runs[1].perplexity_from(10) / runs[0].perplexity_from(10)
-    assert v["stream_window"]["ratio"] == pytest.approx(ratio) and v["stream_window"]["agrees"] == (ratio >= 1.5)
+    assert v["ratio"] == pytest.approx(ratio) and v["window ppl"] == pytest.approx(runs[1].perplexity_from(10))
+    if v["recovered"] is not None:
+        f, w, s = v["full ppl"], v["window ppl"], v["sink+window ppl"]
+        assert v["recovered"] == pytest.approx((math.log(w) - math.log(s)) / (math.log(w) - math.log(f)))
     with pytest.raises(ValueError, match="in that order"):
-        streaming_verdicts(runs[1], runs[0], runs[2])
+        past_window(runs[1], runs[0], runs[2])
     other = streaming_perplexity(llama, ids, policy="sink_window", window=12, n_sink=2)
     with pytest.raises(ValueError, match="share the sequence and the window"):
-        streaming_verdicts(runs[0], runs[1], other)
+        past_window(runs[0], runs[1], other)

@@ -226,6 +226,21 @@ def test_streaming_memory_does_not_grow_with_the_corpus(tmp_path):
     assert load[large]["rssfile_growth_kib"] < 20 * 16 * 2 * 64, mib
 
 
+
+def test_memory_measurement_does_not_see_the_parent_process(tmp_path):
+    """The child's peak is its own (VmHWM since exec), not getrusage's ru_maxrss, which keeps the peak of the
+    forked copy of the parent before exec: a parent holding 1 GiB more than the child's imports need must not
+    show up in the child's numbers (with ru_maxrss the memory test above measured pytest's 3 GiB at every size)."""
+    sc = _scale()
+    tok = tmp_path / "tokenizer.json"
+    sc.word_tokenizer(tok, n_words=50)
+    held = np.ones(2 ** 27)   # 1 GiB, touched
+    parent_kib = sc.memory_status()["VmRSS"]
+    child = sc.measure("baseline", tmp_path / "none.jsonl", tok, 1, tmp_path / "cache")
+    assert held[-1] == 1   # still held
+    assert child["peak_kib"] < parent_kib - 512 * 1024, (child["peak_kib"], parent_kib)
+    assert child["before"]["VmRSS"] <= child["peak_kib"]
+
 # ------------------------------------------------------------------------------------------------ torchrun
 def test_two_gloo_ranks_build_once_read_disjoint_shares_and_resume_bit_exactly(tmp_path):
     """torchrun, 2 CPU processes, the hf source on a local JSON-lines corpus with a cold cache: local rank 0

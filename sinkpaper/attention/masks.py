@@ -58,18 +58,29 @@ def visible_mask(
         raise ValueError(f"prefix must be >= 0 tokens, got {prefix}")
     if window is not None and prefix is not None:
         raise ValueError("window and prefix cannot be combined")
+    pos = torch.arange(seq_len, device=device)
+    if doc_ids is not None and doc_ids.shape[-1] != seq_len:
+        raise ValueError(f"doc_ids has length {doc_ids.shape[-1]}, expected {seq_len}")
+    return visible_block(pos, pos, causal=causal, window=window, prefix=prefix, doc_ids=doc_ids)
+
+
+def visible_block(rows: torch.Tensor, cols: torch.Tensor, *, causal: bool = True, window: int | None = None,
+                  prefix: int | None = None, doc_ids: torch.Tensor | None = None) -> torch.Tensor:
+    """The rows x cols block of `visible_mask` (query positions `rows`, key positions `cols`, 0-based):
+    [B or 1, len(rows), len(cols)] bool. The blocked column statistics build one block at a time, so the
+    T x T mask never exists; `visible_mask` is this block over all positions."""
+    i, j = rows[:, None], cols[None, :]
     if prefix is not None:
-        visible = prefix_lm_mask(seq_len, prefix, device)
+        visible = (j <= i) | ((i < prefix) & (j < prefix))
     elif window is not None:
-        visible = sliding_window_mask(seq_len, window, device)
+        visible = (j <= i) & (i - j < window)
     elif causal:
-        visible = causal_mask(seq_len, device)
+        visible = j <= i
     else:
-        visible = torch.ones(seq_len, seq_len, dtype=torch.bool, device=device)
+        visible = torch.ones(len(rows), len(cols), dtype=torch.bool, device=rows.device)
     visible = visible[None]
     if doc_ids is not None:
-        if doc_ids.shape[-1] != seq_len:
-            raise ValueError(f"doc_ids has length {doc_ids.shape[-1]}, expected {seq_len}")
-        same_doc = doc_ids[:, :, None] == doc_ids[:, None, :]
-        visible = visible & same_doc.to(visible.device)
+        doc_ids = doc_ids.to(rows.device)
+        same_doc = doc_ids[:, rows][:, :, None] == doc_ids[:, cols][:, None, :]
+        visible = visible & same_doc
     return visible

@@ -290,3 +290,42 @@ def paper_vs_ours(rows: list[dict[str, Any]]) -> ComparisonTable:
             diff = float(o) - float(p)
         out.append({"setting": r["setting"], "paper": p, "ours": o, "difference": diff, "note": r.get("note", "")})
     return ComparisonTable(out)
+
+
+# ----------------------------------------------------------------------------------------- sink vs length
+def sink_vs_length(payload: Mapping[str, Any], width: int = 260, height: int = 220) -> alt.HConcatChart:
+    """Sink_1 and mean alpha_1 against T for one :func:`sinkpaper.long_context.measure_vs_length` payload: the
+    model overall (alpha_1 next to the uniform share H_T / T), then alpha_1 and Sink_1 of every layer as
+    layer x T heatmaps (sliding-window layers marked "local" in the tooltip)."""
+    pts = sorted(payload["points"], key=lambda p: p["T"])
+    if not pts:
+        raise ValueError("the payload has no measured T")
+    windows = payload.get("layer_windows") or [None] * len(pts[0]["per_layer_alpha_1"])
+    overall = []
+    for p in pts:
+        overall += [{"T": p["T"], "value": _num(p["alpha_1_mean"]), "series": "mean α_1"},
+                    {"T": p["T"], "value": _num(p["uniform_alpha_1"]), "series": "uniform H_T / T"},
+                    {"T": p["T"], "value": _num(p["sink_1"] / 100), "series": "Sink_1 (fraction of heads)"}]
+    x = alt.X("T:Q", scale=alt.Scale(type="log", base=2), title="T (tokens)")
+    left = (alt.Chart(alt.Data(values=overall), title=f"{payload['model']}: the sink against T", width=width,
+                      height=height).mark_line(point=True)
+            .encode(x=x, y=alt.Y("value:Q", title="value"),
+                    color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
+                    strokeDash=alt.StrokeDash("series:N", legend=None),
+                    tooltip=["series:N", "T:Q", alt.Tooltip("value:Q", format=".4g")]))
+    cells = [{"T": str(p["T"]), "layer": i, "alpha": _num(a), "sink": _num(s),
+              "kind": "global" if windows[i] is None else f"local (window {windows[i]})"}
+             for p in pts for i, (a, s) in enumerate(zip(p["per_layer_alpha_1"], p["per_layer_sink_1"]))]
+    _check_size(2 * len(cells), "sink_vs_length")
+    order = [str(p["T"]) for p in pts]
+
+    def heat(field, title, legend_title, domain):
+        return (alt.Chart(alt.Data(values=cells), title=title, width=width, height=height).mark_rect()
+                .encode(x=alt.X("T:O", sort=order, title="T (tokens)"),
+                        y=alt.Y("layer:O", title="layer", sort="ascending"),
+                        color=alt.Color(f"{field}:Q", title=legend_title, scale=alt.Scale(domain=domain,
+                                                                                          scheme="viridis")),
+                        tooltip=["layer:O", "kind:N", "T:O", alt.Tooltip(f"{field}:Q", format=".3g")]))
+
+    return alt.hconcat(left, heat("alpha", "mean α_1 per layer", "α_1", [0, 1]),
+                       heat("sink", "Sink_1 per layer (%)", "Sink_1 %", [0, 100])).resolve_scale(color="independent")

@@ -8,13 +8,12 @@
 * the metric: :func:`sink_vs_epsilon` (Sink_1 from stored alpha_1 at any threshold), :func:`sink_vs_seq_len`,
   :func:`seq_len_trend`, :func:`uniform_alpha_1`, :func:`inputs_table` (the Table-1 settings from explorer
   payloads);
-* the paper's claims: :func:`table1_verdicts`, :func:`seq_len_verdict`, :func:`proposition_checks`,
-  :func:`sink_token_profile`, :func:`profile_summary` and :func:`property_verdicts` (Section 3's properties).
-  Each verdict follows the rule stated in its docstring and returns the words and numbers a chapter records
-  with :func:`sinkpaper.book.claims.record`;
+* the measurements behind the paper's claims: :func:`proposition_checks`, :func:`sink_token_profile` and
+  :func:`profile_summary` (Section 3's properties). The chapters record the numbers with
+  :func:`sinkpaper.paper.record`, whose rules decide the verdicts;
 * :func:`xy_chart`, a line chart over a numeric x (epsilon, T) for rows of dicts.
 
-Nothing here holds a number of the paper; the thresholds of the stated rules are ours.
+Nothing here holds a number of the paper or a threshold of a rule (both live in :mod:`sinkpaper.paper`).
 """
 from __future__ import annotations
 
@@ -26,9 +25,6 @@ import numpy as np
 import torch
 
 PROFILES = ("cpu", "gpu", "paper")
-HIGH = 30.0  # Sink_1 above this (%) counts as "a sink" in the direction rules
-LOW = 5.0    # Sink_1 below this (%) counts as "no sink"
-MASSIVE = 10.0  # a token-1 hidden-state norm at least this many times the others' counts as massive
 
 
 # ------------------------------------------------------------------------------------------------ parameters
@@ -238,82 +234,12 @@ def seq_len_trend(rows: Sequence[Mapping]) -> str:
     return "; ".join(out)
 
 
-# ------------------------------------------------------------------------------------------------ verdicts
-def _pct(x: float) -> str:
-    return f"{x:.2f} %"
-
-
-def table1_verdicts(sink: Mapping[tuple, float], rope: Mapping[str, bool],
-                    has_bos: Mapping[str, bool]) -> dict[str, dict]:
-    """Direction verdicts for the Table-1 claims t1_natural, t1_random and t1_repeat, by this rule:
-
-    * natural and random: the paper's open RoPE models ran with the BOS their tokenizer adds, so each model is
-      judged with BOS on (BOS off when its tokenizer has no BOS token): the claim agrees when Sink_1 > HIGH %
-      for every model. The other BOS setting is reported next to it (e.g. a model with no sink without BOS).
-    * repeat: the claim is about one token repeated T times (the propositions' premise: every position, the
-      first included, holds the same token), so each RoPE model is judged with BOS off: agrees when Sink_1 <
-      LOW % for every RoPE model. BOS followed by repeats is reported next to it. Models without RoPE (e.g.
-      GPT-2's learned positions) are shown, not judged: the paper's GPT2-XL keeps a sink there.
-
-    `sink`: {(model, inputs, bos): Sink_1 %}; a setting that was not measured is said so. Returns
-    {claim id: {"ours", "agrees", "note", "rule"}}; agrees is None when no model could be judged.
-    """
-    models = list(dict.fromkeys(m for m, _, _ in sink))
-    out = {}
-    for inputs, cid in (("natural", "t1_natural"), ("random", "t1_random"), ("repeat", "t1_repeat")):
-        judged, parts, others = [], [], []
-        for m in models:
-            if inputs == "repeat" and not rope.get(m, False):
-                for b in (False, True):
-                    if (m, inputs, b) in sink:
-                        others.append(f"{m} (not RoPE, not judged), BOS {'on' if b else 'off'}: "
-                                      f"{_pct(sink[(m, inputs, b)])}")
-                continue
-            judge_bos = False if inputs == "repeat" else bool(has_bos.get(m, False))
-            v = sink.get((m, inputs, judge_bos))
-            if v is None:
-                others.append(f"{m}: BOS {'on' if judge_bos else 'off'} not measured")
-            else:
-                judged.append(v < LOW if inputs == "repeat" else v > HIGH)
-                parts.append(f"{m} {_pct(v)} (BOS {'on' if judge_bos else 'off'})")
-            w = sink.get((m, inputs, not judge_bos))
-            if w is not None:
-                others.append(f"{m} with BOS {'off' if judge_bos else 'on'}: {_pct(w)}")
-        rule = (f"Sink_1 < {LOW:g} % on T copies of one token (BOS off) for every RoPE model" if inputs == "repeat"
-                else f"Sink_1 > {HIGH:g} % with BOS on (as the paper's open RoPE models ran) for every model")
-        out[cid] = {"ours": "; ".join(parts) or "no model judged", "agrees": all(judged) if judged else None,
-                    "note": ("other settings: " + "; ".join(others)) if others else "", "rule": rule}
-    return out
-
-
-def seq_len_verdict(rows: Sequence[Mapping]) -> dict:
-    """metric_T: agrees when, for every (model, BOS) series with Sink_1 > LOW % at its smallest measured T (a sink
-    that can fall), Sink_1 at the largest measured T is lower; a series that does not fall disagrees; None when no
-    series has such a sink."""
-    series: dict[tuple, list] = {}
-    for r in rows:
-        if r.get("Sink_1 (%)") is not None:
-            series.setdefault((r["model"], r["BOS"]), []).append((r["T"], r["Sink_1 (%)"]))
-    judged, parts, flat = [], [], []
-    for (m, b), pts in series.items():
-        pts.sort()
-        (t0, s0), (t1, s1) = pts[0], pts[-1]
-        if len(pts) < 2 or s0 <= LOW:
-            flat.append(f"{m} BOS {b}: {_pct(s0)} at T={t0}" + (f", {_pct(s1)} at T={t1}" if len(pts) > 1 else ""))
-            continue
-        judged.append(s1 < s0)
-        parts.append(f"{m} BOS {b}: {_pct(s0)} at T={t0} -> {_pct(s1)} at T={t1}")
-    return {"ours": "; ".join(parts) or "no series with a sink", "agrees": all(judged) if judged else None,
-            "note": (f"no sink to fall (Sink_1 <= {LOW:g} % at the smallest T): " + "; ".join(flat)) if flat else "",
-            "rule": f"Sink_1 at the largest T below Sink_1 at the smallest T, for every (model, BOS) with Sink_1 > "
-                    f"{LOW:g} % at the smallest T"}
-
-
+# ------------------------------------------------------------------------------------- the propositions
 def proposition_checks(seq_len: int = 64, seed: int = 0, tol: float = 1e-5) -> dict:
     """The repeated-token propositions on small randomly initialised sinkpaper models (sinkpaper.propositions):
     NoPE exactly uniform (max |A - 1/t| <= tol); relative PE and ALiBi layer-1 scores depend on t - j only
     (spread <= tol); RoPE's attention to token 1 within e^{2 xi}/(e^{2 xi}+t-1) at every t <= 4 seq_len.
-    Learned absolute positions are the contrast (no proposition). ``agrees``: all three hold."""
+    Learned absolute positions are the contrast (no proposition). ``all_hold``: all three hold (a check of the propositions, not a verdict)."""
     from sinkpaper import propositions
 
     nope = propositions.nope_uniform(seq_len=seq_len, seed=seed)
@@ -337,8 +263,8 @@ def proposition_checks(seq_len: int = 64, seed: int = 0, tol: float = 1e-5) -> d
                  "measured": f"max A[t, 1] - bound = {excess:.1e} over t <= {4 * seq_len}, 4 heads "
                              "(the check allows 1e-6 of float32 rounding)",
                  "holds": "yes" if rb["bound_holds"] else "NO", "max alpha_1": None})
-    agrees = all(r["holds"] == "yes" for r in rows if r["holds"] != "n/a")
-    return {"rows": rows, "rope": rb, "agrees": agrees, "uniform_alpha_1": nope["uniform_alpha_1"],
+    all_hold = all(r["holds"] == "yes" for r in rows if r["holds"] != "n/a")
+    return {"rows": rows, "rope": rb, "all_hold": all_hold, "uniform_alpha_1": nope["uniform_alpha_1"],
             "summary": (f"NoPE max |A - 1/t| {nope['max_deviation_from_uniform']:.1e}; relative/ALiBi diagonal "
                         f"spread {dist['relative']['max_diagonal_spread']:.1e}/"
                         f"{dist['alibi']['max_diagonal_spread']:.1e}; RoPE bound holds at every t <= "
@@ -425,50 +351,6 @@ KEY_MASSIVE = "token-1 norm ratio (max over layers)"
 KEY_VALUE = "value-norm ratio |v_1|/|v_t|"
 KEY_COS = "cos(q, k_1) - cos(q, k_j)"
 KEY_NORM = "norm-product ratio"
-
-
-def property_verdicts(summaries: Mapping[str, Mapping], sink_1: Mapping[str, float]) -> dict[str, dict]:
-    """Verdicts for s3_massive_activation, s3_small_value_norm and s3_qk_angle over the settings with a sink.
-
-    `summaries`: {setting label: :func:`profile_summary`}; `sink_1`: {setting label: Sink_1 % on natural text}.
-    A setting has a sink when Sink_1 > HIGH %. Each rule must hold in every setting with a sink:
-
-    * massive activation: token-1 hidden-state norm ratio (max over layers) >= MASSIVE;
-    * small value norm: median over the sink heads of |v_1| / mean_t |v_t| < 1;
-    * angle, not norms: median over the sink heads of cos(q_t, k_1) - cos(q_t, k_j) > 0 and median
-      norm-product ratio |q||k_1| / |q||k_j| <= 1.
-
-    Settings without a sink are listed in the note, not judged. agrees is None when no setting has a sink.
-    """
-    with_sink = [s for s in summaries if sink_1.get(s, 0.0) > HIGH]
-    without = [s for s in summaries if s not in with_sink]
-    checks = {
-        "s3_massive_activation": (
-            lambda s: s[KEY_MASSIVE] >= MASSIVE, lambda s: f"token-1 norm {s[KEY_MASSIVE]:g}x the others'",
-            f"token-1 hidden-state norm >= {MASSIVE:g}x the others' mean (max over layers), in every setting "
-            "with a sink"),
-        "s3_small_value_norm": (
-            lambda s: s[KEY_VALUE] < 1, lambda s: f"|v_1|/|v_t| = {s[KEY_VALUE]:.2f}",
-            "median over sink heads of |v_1| / mean |v_t| below 1, in every setting with a sink"),
-        "s3_qk_angle": (
-            lambda s: s[KEY_COS] > 0 and s[KEY_NORM] <= 1,
-            lambda s: f"cos gap {s[KEY_COS]:+.2f}, norm-product ratio {s[KEY_NORM]:.2f}",
-            "median over sink heads: cos(q, k_1) above cos(q, k_j), and |q||k_1| not above |q||k_j|, in every "
-            "setting with a sink"),
-    }
-    out = {}
-    for cid, (ok, words, rule) in checks.items():
-        judged = [bool(ok(summaries[s])) for s in with_sink]
-
-        def describe(s, words=words):
-            text = words(summaries[s])
-            return f"{s} ({'no sink heads' if 'nan' in text else text})"
-
-        note = (f"no sink (Sink_1 <= {HIGH:g} %), not judged: " + "; ".join(describe(s) for s in without)
-                if without else "")
-        out[cid] = {"ours": "; ".join(f"{s}: {words(summaries[s])}" for s in with_sink) or "no setting with a sink",
-                    "agrees": all(judged) if judged else None, "note": note, "rule": rule}
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ charts

@@ -10,8 +10,7 @@ without the BOS in front of it.
   ``configs/packing.yaml``), on held-out windows of its own data: Barbero et al.'s inference question, "what
   happens when a model trained with a BOS is run without it?".
 
-Plus the chapter's tables of stored runs and the verdict rules it records for the scorecard (one function per
-claim, each with its rule in the docstring).
+Plus the chapter's tables of stored runs. The chapter's claims are judged by the rules in :mod:`sinkpaper.paper`.
 """
 from __future__ import annotations
 
@@ -253,37 +252,3 @@ def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360
 
 
 # ---------------------------------------------------------------------------------------------- verdicts
-def verdict_fixed_bos(sink_bos: float | None, sink_without: float | None, margin: float = 10.0) -> bool | None:
-    """pack_fixed_bos. Agrees when the run trained with a fixed BOS at position 1 has a Sink_1 at least
-    ``margin`` points above the run trained without one (same everything else); None when either is missing."""
-    if sink_bos is None or sink_without is None:
-        return None
-    return sink_bos >= sink_without + margin
-
-
-def verdict_doc_mask(pairs: Sequence[tuple[float | None, float | None]], keep: float = 0.5,
-                     min_sink: float = 1.0) -> bool | None:
-    """pack_doc_mask, from (Sink_1 with intra-document masking, Sink_1 of the same run with causal packing)
-    pairs. With the document mask the window's first token is the first token of a document, so the claim
-    predicts the sink stays there: a pair agrees when the masked run keeps at least ``keep`` of the causal
-    run's Sink_1. None when no pair is complete or no causal run has a sink (< ``min_sink`` %) to keep;
-    otherwise True only when every complete pair agrees."""
-    judged = [masked >= keep * causal for masked, causal in pairs
-              if masked is not None and causal is not None and causal >= min_sink]
-    return None if not judged else all(judged)
-
-
-def verdict_bos_inference(sink_with: float | None, sink_without: float | None, min_change: float = 20.0,
-                          min_sink: float = 10.0) -> bool | None:
-    """pack_bos_inference. Agrees when removing the BOS the model was trained with changes Sink_1 by at least
-    ``min_change`` points; None when a value is missing or the model has no sink with its BOS (Sink_1 <
-    ``min_sink`` %): nothing to depend on."""
-    if sink_with is None or sink_without is None or sink_with < min_sink:
-        return None
-    return abs(sink_with - sink_without) >= min_change
-
-
-def all_agree(verdicts: Sequence[bool | None]) -> bool | None:
-    """Several verdicts into one: None when none is decided, else True only when every decided one is True."""
-    decided = [v for v in verdicts if v is not None]
-    return None if not decided else all(decided)

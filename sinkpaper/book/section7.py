@@ -1,11 +1,10 @@
 """What the Section 7 chapters (architecture, attention biases, attention operations) need beyond
-:mod:`.experiments` and :mod:`.sections`: the paper's numbers for each sweep point, tables that put Sink* (the
-metric on an extra bias position) next to Sink_1, the raw weights of operators without normalization next to
-the paper's |w| / sum |w| proxy over training, and the direction rules the chapters use to say whether a result
-agrees with the paper.
+:mod:`.experiments` and :mod:`.sections`: the points of each family (what each changes), tables that put Sink*
+(the metric on an extra bias position) next to Sink_1, the raw weights of operators without normalization next
+to the paper's |w| / sum |w| proxy over training.
 
-The paper's numbers below are typed from Gu et al. (2025), Section 7 (see ../shared/notes/paper.md); nothing
-here is a result of ours. Like :mod:`.figures`, this module is book-only and may import altair.
+The paper's numbers and the agreement rules live in :mod:`sinkpaper.paper` (typed once there); this module only
+arranges and draws them. Like :mod:`.figures`, it is book-only and may import altair.
 """
 from __future__ import annotations
 
@@ -15,103 +14,103 @@ from typing import Mapping, Sequence
 
 import altair as alt
 
+from .. import paper as registry
+from ..paper import SINK
 from .experiments import point_of
 from .figures import Table, _num
-
-SINK = 10.0     # a point "has a sink" when its (mean) Sink % is at least this: the paper's smallest softmax sink
-#                 among the variants it says still have one is 10.68 % (4 heads); post-norm 13.54 %
-NO_SINK = 5.0   # ... and "has no sink" below this: the paper's no-sink numbers are 0.00-0.80 %, and the largest
-#                 share it leaves on token 1 when a bias takes the sink is 4.74 % (a 1-dimensional K bias)
-FACTOR = 2.0    # "matters little": every variant within a factor 2 of the default (the paper: 10.68-21.76 %
-#                 against 18.18 % for the heads; 13.88-17.89 % for the FFNs)
 
 
 @dataclass(frozen=True)
 class Point:
-    """One sweep point of a Section-7 family: what it changes and the paper's number(s) for it.
-
-    ``paper`` is the number as the paper prints it (a string, "—" when the paper has none); ``sink_1`` and
-    ``sink_star`` are the same as floats for the direction rules (Sink*_1 for operators scored on the proxy,
-    Sink* on the bias position for the biases), None when the paper has no such number."""
+    """One sweep point of a Section-7 family (its name in configs/) and what it changes; :attr:`paper` reads the
+    paper's number(s) for it from :mod:`sinkpaper.paper`."""
 
     name: str
     what: str
-    paper: str
-    sink_1: float | None = None
-    sink_star: float | None = None
-    proxy: bool = False  # an operator without normalization: the paper scores |w| / sum |w| (Sink*)
+
+    @property
+    def paper(self) -> str:
+        return paper_text(self.name)
+
+
+paper_text = registry.paper_text
 
 
 ARCHITECTURE: tuple[Point, ...] = (
-    Point("pos_rope", "RoPE, pre-norm, SwiGLU, 8 heads (the default)", "18.18", 18.18),
-    Point("pos_nope", "no positional encoding (NoPE)", "20.35", 20.35),
-    Point("pos_absolute", "absolute (sinusoidal) positions", "32.73", 32.73),
-    Point("pos_learnable", "learnable absolute positions", "33.13", 33.13),
-    Point("pos_relative", "relative positions (T5 buckets)", "35.53 (loss 5.45)", 35.53),
-    Point("pos_alibi", "ALiBi", "20.78", 20.78),
-    Point("post_norm", "post-norm instead of pre-norm", "13.54", 13.54),
-    Point("ffn_relu", "FFN ReLU", "16.90", 16.90),
-    Point("ffn_gelu", "FFN GeLU", "14.76", 14.76),
-    Point("ffn_geglu", "FFN GeGLU", "17.86", 17.86),
-    Point("heads_1", "1 head", "19.50", 19.50),
-    Point("heads_add", "heads added instead of concatenated", "21.76", 21.76),
+    Point("pos_rope", "RoPE, pre-norm, SwiGLU, 8 heads (the default)"),
+    Point("pos_nope", "no positional encoding (NoPE)"),
+    Point("pos_absolute", "absolute (sinusoidal) positions"),
+    Point("pos_learnable", "learnable absolute positions"),
+    Point("pos_relative", "relative positions (T5 buckets)"),
+    Point("pos_alibi", "ALiBi"),
+    Point("post_norm", "post-norm instead of pre-norm"),
+    Point("ffn_relu", "FFN ReLU"),
+    Point("ffn_gelu", "FFN GeLU"),
+    Point("ffn_geglu", "FFN GeGLU"),
+    Point("heads_1", "1 head"),
+    Point("heads_add", "heads added instead of concatenated"),
+    Point("ffn_swish", "FFN Swish"), Point("ffn_reglu", "FFN ReGLU"),
+    Point("heads_2", "2 heads"), Point("heads_4", "4 heads"), Point("heads_8", "8 heads"),
 )
-# The paper's architecture variants that configs/architecture.yaml does not run (for the paper's table).
-ARCHITECTURE_NOT_RUN: tuple[Point, ...] = (
-    Point("(ffn_swish)", "FFN Swish", "17.89", 17.89),
-    Point("(ffn_reglu)", "FFN ReGLU", "13.88", 13.88),
-    Point("(heads_4)", "4 heads", "10.68", 10.68),
-    Point("(heads_2)", "2 heads", "12.95", 12.95),
-)
+ARCHITECTURE_NOT_RUN: tuple[Point, ...] = ()
+
+
+def _config_order(points: tuple[Point, ...], family: str) -> tuple[Point, ...]:
+    """The points in their config's sweep order (the order the book shows them in)."""
+    from ..train.config import sweep_points
+    from ..resources import find_config
+    order = {name: i for i, name in enumerate(sweep_points(find_config(family)))}
+    return tuple(sorted(points, key=lambda p: order.get(p.name, len(order))))
+
+
+ARCHITECTURE = _config_order(ARCHITECTURE, "architecture")
 
 BIASES: tuple[Point, ...] = (
-    Point("none", "no bias (the default)", "Sink_1 18.18", 18.18),
-    Point("sink_token", "learnable sink token at position 0", "Sink* 74.12, Sink_1 0.00", 0.00, 74.12),
-    Point("kv_bias", "learnable k*, v* in every head", "Sink* 72.76, Sink_1 0.04", 0.04, 72.76),
-    Point("k_bias", "learnable k*, v* = 0", "Sink* 73.34, Sink_1 0.00", 0.00, 73.34),
-    Point("v_bias", "learnable v*, k* = 0", "Sink* —, Sink_1 17.53", 17.53),
-    Point("k_bias_fixed_v", "learnable k*, fixed v* = v' = [1, 0, ..., 0]", "Sink* 70.03, Sink_1 0.06", 0.06, 70.03),
-    Point("k_bias_dims_1", "k* learned in 1 of the head's dimensions (d_a = 1), v* = 0",
-          "Sink* 32.18, Sink_1 4.74", 4.74, 32.18),
+    Point("none", "no bias (the default)"),
+    Point("sink_token", "learnable sink token at position 0"),
+    Point("kv_bias", "learnable k*, v* in every head"),
+    Point("k_bias", "learnable k*, v* = 0"),
+    Point("v_bias", "learnable v* added after the softmax (the paper's control)"),
+    Point("k_bias_fixed_v", "learnable k*, fixed v* = v' = [1, 0, ..., 0]"),
+    Point("k_bias_dims_1", "k* learned in 1 of the head's dimensions (d_a = 1), v* = 0"),
 )
-# The paper's other fixed-v* and d_a rows (Sink*, Sink_1), for its table; configs/biases.yaml runs v' and d_a = 1.
-BIASES_NOT_RUN: tuple[Point, ...] = (
-    Point("(fixed 5v')", "fixed v* = 5 [1, 0, ..., 0]", "Sink* 44.43, Sink_1 3.71", 3.71, 44.43),
-    Point("(fixed 20v')", "fixed v* = 20 [1, 0, ..., 0]", "Sink* 1.51, Sink_1 25.88", 25.88, 1.51),
-    Point("(fixed v'')", "fixed v* = ones / sqrt(d_h)", "Sink* 69.74, Sink_1 2.15", 2.15, 69.74),
-    Point("(fixed 5v'')", "fixed v* = 5 ones / sqrt(d_h)", "Sink* 27.99, Sink_1 5.93", 5.93, 27.99),
-    Point("(fixed 20v'')", "fixed v* = 20 ones / sqrt(d_h)", "Sink* 0.00, Sink_1 11.21", 11.21, 0.00),
-    Point("(shared kv)", "KV biases shared across heads", "Sink* 56.61, Sink_1 12.44", 12.44, 56.61),
-    Point("(shared k)", "K biases shared across heads", "Sink* 68.31, Sink_1 0.23", 0.23, 68.31),
-    Point("(d_a 2..64)", "k* in d_a = 2, 4, 8, 16, 32, 64 dims",
-          "Sink* 30.88, 30.94, 31.39, 23.30, 51.23, 69.19; Sink_1 4.96, 4.39, 4.54, 2.19, 1.94, 0.04"),
+# The paper's other fixed-v*, shared and d_a rows (claims bias_fixed_v_large, bias_shared, bias_low_dim_more).
+BIASES_MORE: tuple[Point, ...] = (
+    Point("k_bias_fixed_5v1", "fixed v* = 5 v'"), Point("k_bias_fixed_20v1", "fixed v* = 20 v'"),
+    Point("k_bias_fixed_v2", "fixed v* = v'' = ones / sqrt(d_h)"), Point("k_bias_fixed_5v2", "fixed v* = 5 v''"),
+    Point("k_bias_fixed_20v2", "fixed v* = 20 v''"), Point("kv_bias_shared", "KV biases shared across heads"),
+    Point("k_bias_shared", "K biases shared across heads"),
+    *(Point(f"k_bias_dims_{d}", f"k* in d_a = {d} dimensions") for d in (2, 4, 8, 16)),
+    Point("sink_token_no_bos", "sink token, no fixed first token (the paper's setting for the sink token)"),
+    Point("kv_bias_no_bos", "KV biases, no fixed first token"),
+    Point("k_bias_no_bos", "K biases, no fixed first token"),
 )
+BIASES = _config_order(BIASES + BIASES_MORE, "biases")
+BIASES_NOT_RUN: tuple[Point, ...] = tuple(Point(f"k_bias_dims_{d}", f"k* in d_a = {d} dimensions") for d in (32, 64))
 
 ATTENTION: tuple[Point, ...] = (
-    Point("softmax", "softmax (the default)", "18.18", 18.18),
-    Point("softmax_sum_0.2", "softmax scaled so each row sums to 0.2", "9.41", 9.41),
-    Point("softmax_p_2", "p-normalized softmax, p = 2", "— (fewer massive activations; no Sink_1 given)"),
-    Point("sigmoid", "sigmoid, no normalization", "0.44*", 0.44, proxy=True),
-    Point("sigmoid_norm", "sigmoid, divided by the row sum", "30.24", 30.24),
-    Point("elu", "elu + 1, no normalization", "0.80*", 0.80, proxy=True),
-    Point("elu_norm", "elu + 1, divided by the row sum", "— (not in the paper)"),
-    Point("kernel_elu", "kernel attention (elu(q)+1)(elu(k)+1), divided by the row sum", "53.65* (loss 4.19)",
-          53.65, proxy=True),
-    Point("softpick", "softpick (rectified softmax; Zuhri et al. 2025, not this paper)",
-          "0 (Zuhri et al.)", 0.0),
+    Point("softmax", "softmax (the default)"),
+    Point("softmax_sum_0.2", "softmax scaled so each row sums to 0.2"),
+    Point("softmax_p_2", "p-normalized softmax, p = 2 (the paper: fewer massive activations, no Sink_1 given)"),
+    Point("sigmoid", "sigmoid, no normalization (* = the |w| / sum |w| proxy)"),
+    Point("sigmoid_norm", "sigmoid, divided by the row sum"),
+    Point("elu", "elu + 1, no normalization (*)"),
+    Point("elu_norm", "ours: elu(qk) + 1 divided by its row sum, the variant the paper could not train"),
+    Point("kernel_elu", "the paper's elu+1 kernel: (elu(q)+1)(elu(k)+1) over the row sum (*)"),
+    Point("softpick", "softpick (rectified softmax; Zuhri et al. 2025, not this paper)"),
 )
-# The paper's other scaled-softmax and kernel rows, for its table.
+# The paper's other scaled-softmax and kernel rows (claims ops_scaled_more, ops_kernels), and the 1B rows (ops_1b).
+ATTENTION = ATTENTION + (
+    Point("softmax_sum_2", "softmax rows summing to 2"), Point("softmax_sum_0.1", "softmax rows summing to 0.1"),
+    Point("softmax_sum_0.05", "softmax rows summing to 0.05"), Point("kernel_identity_z1", "kernel phi = identity, Z = 1 (*)"),
+    Point("kernel_mlp_maxabs", "kernel phi = MLP, Z = max(|row sum|, 1) (*)"),
+    Point("kernel_mlp_z1", "kernel phi = MLP, Z = 1 (*)"),
+    Point("kernel_elu_z1", "the elu+1 kernel with Z = 1 (the paper could not train it)"),
+)
+ATTENTION = _config_order(ATTENTION, "attention")
 ATTENTION_NOT_RUN: tuple[Point, ...] = (
-    Point("(sum 2)", "softmax rows summing to 2", "29.10", 29.10),
-    Point("(sum 0.1)", "softmax rows summing to 0.1", "3.59", 3.59),
-    Point("(sum 0.05)", "softmax rows summing to 0.05", "4.53", 4.53),
-    Point("(identity kernel)", "kernel phi = identity, Z = 1", "0.00* (loss 3.99)", 0.0, proxy=True),
-    Point("(mlp kernel, Z max)", "kernel phi = MLP, Z = max(|row sum|, 1)", "0.19* (loss 3.85)", 0.19, proxy=True),
-    Point("(mlp kernel, Z 1)", "kernel phi = MLP, Z = 1", "0.74* (loss 3.91)", 0.74, proxy=True),
+    Point("softmax_1b", "1B model, softmax"), Point("sigmoid_1b", "1B model, sigmoid without normalization (*)"),
 )
-# The 1B models of the paper (Section 7.3): its numbers, not ours.
-PAPER_1B = {"softmax": {"sink_1": 45.11, "loss": 3.07, "text": "Sink_1 45.11 % (valid loss 3.07)"},
-            "sigmoid": {"sink_1": 2.46, "loss": 3.10, "text": "Sink*_1 ~2.46 % (valid loss 3.10)"}}
 
 # The miniature's point for the paper's default: the Bigram-Backcopy recipe.
 MINIATURE_DEFAULT = "recipe"
@@ -202,45 +201,6 @@ def setting_text(payloads: Sequence[dict]) -> str:
     return (f"{payloads[0]['profile']} profile: {m.get('n_layers')} layers, d={m.get('d_model')}, "
             f"{m.get('n_heads')} heads, context {d.get('context')}, {r['tokens_seen']:,} tokens of {data}, "
             f"{len(payloads)} run(s) (the paper: 60M, 10 layers, d=768, ~21B tokens of the Pile)")
-
-
-# ------------------------------------------------------------------------------------------ direction rules
-def has_sink(value: float | None) -> bool | None:
-    """True at >= SINK %, False below NO_SINK %, None in between or when missing (no verdict)."""
-    if value is None:
-        return None
-    if value >= SINK:
-        return True
-    return False if value < NO_SINK else None
-
-
-def no_sink(value: float | None) -> bool | None:
-    r = has_sink(value)
-    return None if r is None else not r
-
-
-def takes_sink(sink_star: float | None, sink_1: float | None) -> bool | None:
-    """The bias position takes the sink: Sink* has a sink and token 1 has none; None when either is
-    missing or in the band between NO_SINK and SINK."""
-    a, b = has_sink(sink_star), no_sink(sink_1)
-    if a is None or b is None:
-        return None
-    return a and b
-
-
-def all_true(results: Sequence[bool | None]) -> bool | None:
-    """False if any is False, True if all are True, else None (something missing or undecided)."""
-    if any(r is False for r in results):
-        return False
-    return True if results and all(r is True for r in results) else None
-
-
-def within_factor(values: Sequence[float | None], base: float | None, factor: float = FACTOR) -> bool | None:
-    """Every value within [base / factor, base * factor], and the base has a sink (the rule for "matters
-    little"); None when a value is missing or the base has no sink to compare with."""
-    if base is None or any(v is None for v in values) or not values or has_sink(base) is not True:
-        return None
-    return all(base / factor <= v <= base * factor for v in values)
 
 
 def fmt(value: float | None, digits: int = 1, unit: str = " %") -> str:

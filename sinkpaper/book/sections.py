@@ -1,8 +1,7 @@
 """What the Sections 4-6 chapters (optimization, data, loss) need beyond :mod:`.experiments`: the real-LM sweep
-of a family (read from the store at the cpu profile, trained at gpu/paper), tables and charts of stored
-sweeps and curves, the uniform-attention baseline of the sink metric under a mask, the per-head mechanism of
-a trained Bigram-Backcopy model, and the direction rules the chapters use to decide whether a result agrees
-with the paper.
+of a family (the real-text runs read from the store at the cpu profile, trained at gpu/paper), tables and charts of stored
+sweeps and curves, and the per-head mechanism of a trained Bigram-Backcopy model. The agreement rules live in
+:mod:`sinkpaper.paper`.
 
 Like :mod:`.figures`, this module is book-only and may import altair; the core library never does.
 """
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 
 from .experiments import StoredSweep, payloads_provenance, point_of, stored_sweep
+from ..metrics import excess_alpha, uniform_alpha  # noqa: F401 (chapters call them through here)
 from .figures import Table, _num, heatmap
 
 STORE = "results/store"
@@ -32,13 +32,14 @@ class LMSweep:
     ``missing`` (the StoredSweep of what is still absent) and which of the payloads were computed now."""
 
     config: str
-    profile: str                       # the profile of the runs (gpu when a cpu chapter reads the store)
+    profile: str                       # the profile of the runs (text when a cpu chapter reads the store)
     payloads: list[dict]
     missing: StoredSweep
     computed_now: set[str] = field(default_factory=set)   # hashes trained in this call
+    note: str = ""                     # why nothing could be read (e.g. no such profile yet)
 
     def missing_text(self) -> str:
-        return self.missing.missing_text()
+        return self.note or self.missing.missing_text()
 
     def provenance(self) -> dict:
         loaded = [p for p in self.payloads if p["hash"] not in self.computed_now]
@@ -51,13 +52,26 @@ class LMSweep:
         return out
 
 
+TEXT_PROFILE = "text"   # the real-text CPU sweeps (the scorecard's "real text (CPU)" scale)
+
+
 def lm_sweep(config: str, profile: str, seeds: Sequence[int] = (0,), points: Sequence[str] | None = None,
              store: str = STORE) -> LMSweep:
-    """At ``cpu``: the family's stored runs at the ``gpu`` profile (nothing is trained; a real-text sink needs a
-    GPU). At ``gpu`` / ``paper``: train what the store lacks with run_sweep (into runs/<family>), reuse the rest."""
+    """At ``cpu``: the family's stored real-text CPU runs (profile ``text``; nothing is trained here). At ``gpu``
+    / ``paper``: train what the store lacks with run_sweep (into runs/<family>), reuse the rest."""
     if profile == "cpu":
-        found = stored_sweep(config, "gpu", points, seeds, store)
-        return LMSweep(config, "gpu", found.payloads, found)
+        try:
+            found = stored_sweep(config, TEXT_PROFILE, points, seeds, store)
+        except ValueError:   # the configs do not define the text profile yet
+            from ..train.config import sweep_points
+
+            empty = StoredSweep(str(config), TEXT_PROFILE, store=str(store),
+                                missing=[(p, s) for p in (points or sweep_points(config)) for s in seeds])
+            return LMSweep(config, TEXT_PROFILE, [], empty,
+                           note=f"**No real-text run of `{config}` is stored.** The real-text CPU sweep (profile "
+                                f"`{TEXT_PROFILE}`, the *real text (CPU)* column of the scorecard) is not defined "
+                                "in the configs yet; no run at the `gpu` or `paper` profile is stored either.")
+        return LMSweep(config, TEXT_PROFILE, found.payloads, found)
     from ..train.sweep import run_sweep
 
     before = stored_sweep(config, profile, points, seeds, store)
@@ -88,65 +102,10 @@ def emergence(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0) -> 
     return None
 
 
-def uniform_alpha(seq_len: int, window: int | None = None, prefix: int | None = None) -> np.ndarray:
-    """alpha_k (k = 1..T) of a head that spreads its attention uniformly over what each query may see, under
-    the same mask the metric uses: the floor the metric reads without any sink. Causal T = 64: alpha_1 = 0.074;
-    a sliding window of w keys: alpha_1 = H_w / w (0.52 for w = 4, above epsilon = 0.3)."""
-    from ..attention.masks import visible_mask
-    from ..metrics import alpha
-
-    vis = visible_mask(seq_len, window=window, prefix=prefix)[0]
-    attn = vis.double() / vis.sum(-1, keepdim=True)
-    return alpha(attn, vis).numpy()
-
-
 def mask_of(config: Mapping) -> dict:
     """{"window": w or None, "prefix": p or None} of a stored payload's config (what the metric's divisor uses)."""
     m, d = config["model"], config["data"]
     return {"window": m.get("window") if m.get("mask") == "window" else None, "prefix": d.get("prefix_lm")}
-
-
-def excess_alpha(alpha_1: float, uniform: float) -> float:
-    """How far alpha_1 sits from the uniform floor toward 1: (alpha_1 - u) / (1 - u). 0 = no more than uniform
-    attention, 1 = every query on token 1. Comparable across masks, unlike Sink_1 when the floor exceeds eps."""
-    return (alpha_1 - uniform) / (1 - uniform)
-
-
-# ------------------------------------------------------------------------------------------ direction rules
-def increasing(values: Sequence[float | None]) -> bool | None:
-    """True when the values never decrease and the last is above the first; None when one is missing."""
-    if any(v is None for v in values) or len(values) < 2:
-        return None
-    return all(b >= a for a, b in zip(values, values[1:])) and values[-1] > values[0]
-
-
-def decreasing(values: Sequence[float | None]) -> bool | None:
-    r = increasing([None if v is None else -v for v in values])
-    return r
-
-
-def small_spread(values: Sequence[float | None], relative: float = 0.25) -> bool | None:
-    """True when max - min <= ``relative`` x the mean (the paper's batch sizes: 1.99 points on 17.0, 0.12)."""
-    if any(v is None for v in values) or not values:
-        return None
-    mean = statistics.fmean(values)
-    return (max(values) - min(values)) <= relative * mean if mean > 0 else max(values) == min(values)
-
-
-def moves_to(payloads: Sequence[dict], point: str, k: int, k_max: int = 10) -> bool | None:
-    """The sink sits at position k: mean Sink_k is the largest of Sink_1..Sink_k_max and at least 10 %."""
-    sinks = [mean_sink(payloads, point, j) for j in range(1, k_max + 1)]
-    if sinks[0] is None:
-        return None
-    return sinks[k - 1] >= 10.0 and sinks[k - 1] == max(sinks)
-
-
-def emerges(curve: Sequence[Mapping], k: int = 1) -> bool | None:
-    """The sink emerges during training: Sink_k ends at >= 10 % and started (first evaluation) at <= half of that."""
-    sinks = [c["sink_k"][str(k)] for c in curve if "sink_k" in c]
-    if len(sinks) < 2:
-        return None
-    return sinks[-1] >= 10.0 and sinks[0] <= sinks[-1] / 2
 
 
 # ------------------------------------------------------------------------------------------------- tables

@@ -1,7 +1,8 @@
 """`attention` and `column_stats`: argument checks, the autograd wrapper and the kernel launches.
 
 `impl="auto"` runs the Triton kernels on CUDA tensors, and on CPU tensors when the Triton interpreter is on
-(TRITON_INTERPRET=1 set before triton was imported); otherwise the pure-PyTorch reference (same contract).
+(TRITON_INTERPRET=1 set before triton was imported); otherwise `attention` runs the pure-PyTorch reference (same
+contract) and `column_stats` the blocked PyTorch route (`sinkpaper.kernels.blocked`: two passes, no T x T map).
 """
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from dataclasses import dataclass
 
 import torch
 
+from .blocked import blocked_column_stats, sink_share
 from .reference import ColumnStats, reference_attention, reference_column_stats
 
 OPS = ("softmax", "sigmoid", "elu", "softpick")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 IMPLS = ("auto", "triton", "reference")
+STATS_IMPLS = ("auto", "triton", "blocked", "reference")  # column_stats also has the blocked PyTorch route
 MAX_HEAD_DIM = 256  # 256: Gemma 3's heads (smaller tiles on GPU)
 # Decided once, like triton itself decides at import whether @triton.jit interprets.
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
@@ -27,20 +30,25 @@ def interpreting() -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ checks
-def _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, v_bias, sigmoid_bias, impl):
+def _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, v_bias, sigmoid_bias, impl,
+           impls=IMPLS):
     if op not in OPS:
         raise ValueError(f"op={op!r} is not a fused operator; valid: {', '.join(OPS)} "
                          "(the other operators run on sinkpaper.attention.attention_reference)")
-    if impl not in IMPLS:
-        raise ValueError(f"impl={impl!r}; valid: {', '.join(IMPLS)}")
+    if impl not in impls:
+        raise ValueError(f"impl={impl!r}; valid: {', '.join(impls)}")
+    # fp64 only where no Triton kernel runs (the blocked route and the reference, e.g. for fp64 checks)
+    dtypes = DTYPES + (torch.float64,) if impl in ("blocked", "reference") or (
+        impl == "auto" and isinstance(q, torch.Tensor) and q.device.type == "cpu" and not _INTERPRET) else DTYPES
     named = {"q": q, "k": k} if v is None else {"q": q, "k": k, "v": v}
     for name, x in named.items():
         if not isinstance(x, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
         if x.dim() != 4:
             raise ValueError(f"{name} must be [batch, heads, T, head_dim], got shape {tuple(x.shape)}")
-        if x.dtype not in DTYPES:
-            raise ValueError(f"{name} has dtype {x.dtype}; the kernels take float32, float16 or bfloat16")
+        if x.dtype not in dtypes:
+            raise ValueError(f"{name} has dtype {x.dtype}; the kernels take float32, float16 or bfloat16"
+                             + (" (float64 on the blocked and reference routes)" if x.dtype == torch.float64 else ""))
         if x.dtype != q.dtype:
             raise ValueError(f"{name} has dtype {x.dtype} but q has {q.dtype}; pass one dtype")
         if x.device != q.device:
@@ -109,7 +117,7 @@ def _check_interpreter_numpy() -> None:
 
 
 def _use_triton(q, impl) -> bool:
-    if impl == "reference":
+    if impl in ("reference", "blocked"):
         return False
     if q.device.type == "cuda":
         return True
@@ -258,13 +266,13 @@ class _FusedAttention(torch.autograd.Function):
         return dq, dk, dv, ds0, dv0, None, None
 
 
-def _sink_logits(q, sink_logit, k_bias, v_bias, scale):
-    """[B, H, T] fp32 logit of the sink column for every row (differentiable), or None without a sink."""
+def _sink_logits(q, sink_logit, k_bias, v_bias, scale, dtype=torch.float32):
+    """[B, H, T] fp32 (or `dtype`) logit of the sink column for every row (differentiable), or None without a sink."""
     B, H, T, D = q.shape
     if sink_logit is not None:
-        return sink_logit.float().view(1, H, 1).expand(B, H, T).contiguous()
+        return sink_logit.to(dtype).view(1, H, 1).expand(B, H, T).contiguous()
     if k_bias is not None:
-        return (scale * torch.einsum("bhtd,hd->bht", q.float(), k_bias.float().expand(H, D))).contiguous()
+        return (scale * torch.einsum("bhtd,hd->bht", q.to(dtype), k_bias.to(dtype).expand(H, D))).contiguous()
     return None  # no extra key (a V bias alone is added after the attention, not a column)
 
 
@@ -309,8 +317,16 @@ def column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, d
     elu. `sink` is the mean attention on the sink / bias column (None without one; values, and so the paper's
     V bias added after the attention, never change the map, so it takes no argument here). Two passes: the forward
     without values (row statistics only), then one program per key block. Memory O(B * H * T).
+
+    impl: "auto" (Triton on CUDA or under TRITON_INTERPRET=1, else "blocked"), "triton", "blocked" (the same two
+    passes in PyTorch over blocks of rows and columns, `sinkpaper.kernels.blocked`; fp32 accumulation, fp64 for
+    fp64 inputs; memory O(B * H * T * block)), "reference" (the materialized maps).
     """
-    _check(q, k, None, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, None, sigmoid_bias, impl)
+    _check(q, k, None, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, None, sigmoid_bias, impl,
+           STATS_IMPLS)
+    if impl == "blocked" or (impl == "auto" and not _use_triton(q, impl)):
+        return _blocked(q, k, None, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, sigmoid_bias,
+                        softpick_eps)[0]
     if not _use_triton(q, impl):
         return reference_column_stats(q, k, op=op, causal=causal, window=window, prefix=prefix, doc_ids=doc_ids,
                                       scale=scale, sink_logit=sink_logit, k_bias=k_bias, sigmoid_bias=sigmoid_bias,
@@ -329,10 +345,35 @@ def column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, d
         del common["DV"], common["BLOCK_DV"]
         tk.column_stats_kernel[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
             q, k, stat, doc, alpha, H, T, spec.w, spec.scale, spec.sig_bias, **common, HAS_DOC=has_doc, **blocks)
-        sink = None
-        if s0 is not None:
-            w0, _ = _sink_terms(s0, stat, spec)
-            if op in ("sigmoid", "elu"):
-                w0 = w0 / torch.exp(stat)  # the proxy: share of the row's total weight
-            sink = w0.mean(-1)
+        sink = None if s0 is None else sink_share(op, s0, stat, spec.sig_bias).mean(-1)
     return ColumnStats(alpha, sink)
+
+
+def _blocked(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, sigmoid_bias, softpick_eps):
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+    scale = float(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+    with torch.no_grad():
+        s0 = _sink_logits(q, sink_logit, k_bias, None, scale, acc)
+        return blocked_column_stats(q, k, v, op=op, causal=causal, window=window, prefix=prefix or None,
+                                    doc_ids=doc_ids, scale=scale, s0=s0, sigmoid_bias=float(sigmoid_bias),
+                                    softpick_eps=softpick_eps)
+
+
+def attention_column_stats(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, doc_ids=None,
+                           scale=None, sink_logit=None, k_bias=None, sigmoid_bias=0.0, softpick_eps=1e-6,
+                           impl="auto") -> tuple[torch.Tensor, ColumnStats]:
+    """The attention output (as `attention`, no gradient, no v_bias) and `column_stats` of one call.
+
+    On the blocked route both come from one shared first pass, with no T x T map: what a model's forward needs
+    to report the sink metric at any context length on a CPU. The sink column, if any, has value 0.
+    """
+    _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, None, sigmoid_bias, impl,
+           STATS_IMPLS)
+    kw = dict(op=op, causal=causal, window=window, prefix=prefix, doc_ids=doc_ids, scale=scale,
+              sink_logit=sink_logit, k_bias=k_bias, sigmoid_bias=sigmoid_bias, softpick_eps=softpick_eps)
+    if impl == "blocked" or (impl == "auto" and not _use_triton(q, impl)):
+        stats, out = _blocked(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias,
+                              sigmoid_bias, softpick_eps)
+        return out, stats
+    with torch.no_grad():
+        return attention(q, k, v, **kw, impl=impl), column_stats(q, k, **kw, impl=impl)

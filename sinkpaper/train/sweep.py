@@ -207,22 +207,31 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
 
 
 def status(configs: list[str | Path], profile: str, store: str | Path, seeds=(0, 1, 2)) -> list[dict]:
-    """Per family: how many runs are done (in the store), running (claimed by a live process) and left."""
-    rows = []
+    """Per family: how many runs are done (in the store), running (claimed by a live process) and left. The first
+    row also carries `unique`: the same counts over distinct runs (one config shared by two families counts once)."""
+    rows, seen = [], {}
     for config in configs:
         runs = plan([config], profile, None, list(seeds))
         done = running = diverged = 0
         for run in runs:
             if read_result(store, run.cfg) is not None:
                 done += 1
+                state = "done"
             elif read_diverged(store, run.cfg) is not None:
                 diverged += 1
+                state = "diverged"
             else:
                 held = read_claim(store, run.cfg.hash())
-                running += held is not None and _alive(held)
+                alive = held is not None and _alive(held)
+                running += alive
+                state = "running" if alive else "left"
+            seen[run.cfg.hash()] = state
         rows.append({"family": Path(config).stem, "profile": profile, "runs": len(runs), "done": done,
                      "running": running, "diverged": diverged,
                      "left": len(runs) - done - running - diverged})
+    if rows:
+        states = list(seen.values())
+        rows[0]["unique"] = {"runs": len(states), **{k: states.count(k) for k in ("done", "running", "diverged", "left")}}
     return rows
 
 
@@ -232,6 +241,10 @@ def format_status(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"{r['family']:<16}{r['profile']:<9}" + "".join(f"{r[k]:>10}" for k in keys))
     lines.append(f"{'all':<16}{'':<9}" + "".join(f"{sum(r[k] for r in rows):>10}" for k in keys))
+    if rows and "unique" in rows[0]:
+        u = rows[0]["unique"]
+        lines.append(f"{'distinct runs':<25}" + "".join(f"{u[k]:>10}" for k in keys)
+                     + "   (a family's base is another family's point: one run)")
     return "\n".join(lines)
 
 
