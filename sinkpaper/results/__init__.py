@@ -113,9 +113,54 @@ def text_profile_summary(store: str | Path = DEFAULT_STORE, config: str | Path =
     return lines
 
 
+TIMINGS = "results/timings"
+TIMED = {"make-test": ("`make test`", "the test suite's report (every skipped test says why): the kernels under the "
+                       "Triton interpreter, short training runs, every chapter executed once with smoke parameters, "
+                       "the book built and every page checked in headless Chromium"),
+         "make-book": ("`make book`", "`_build/html/index.html`, a static site that works offline (charts, "
+                       "explorer and widgets included): the 13 chapters at the cpu profile, then the build")}
+
+
+def record_timing(name: str, wall_seconds: float, command: str, note: str = "", directory: str | Path = TIMINGS,
+                  commit: str | None = None) -> Path:
+    """Store one measured wall time (scripts/time_command.sh calls this) with the machine it ran on."""
+    import json
+    import os
+    from .. import provenance
+    from ..files import atomic_write_text
+    if name not in TIMED:
+        raise ValueError(f"unknown timing {name!r}; valid: {', '.join(TIMED)}")
+    path = Path(directory) / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    atomic_write_text(path, json.dumps({
+        "name": name, "command": command, "wall_seconds": round(float(wall_seconds), 1), "note": note,
+        "cpu": provenance.cpu_model(), "cores": os.cpu_count(), "load_average_at_end": load,
+        "commit": commit or provenance.code_version(),
+        "measured_at": provenance.stamp(None)["computed_at"]}, indent=1))
+    return path
+
+
+def timing_lines(directory: str | Path = TIMINGS) -> list[str]:
+    """The README's table of the two commands, from the stored timings."""
+    import json
+    lines = ["| command | produces | wall time, measured |", "|---|---|---|"]
+    for name, (cmd, what) in TIMED.items():
+        path = Path(directory) / f"{name}.json"
+        if path.exists():
+            t = json.loads(path.read_text())
+            when = (f"{t['wall_seconds'] / 60:.1f} min from a fresh clone ({t['command']}), on {t['cpu']}, "
+                    f"{t['cores']} cores, load average {', '.join(f'{x:.1f}' for x in t['load_average_at_end'])} at "
+                    f"the end, commit {t['commit']}, {t['measured_at']}" + (f"; {t['note']}" if t["note"] else ""))
+        else:
+            when = "not measured yet (`bash scripts/time_command.sh " + name + "`)"
+        lines.append(f"| {cmd} | {what} | {when} |")
+    return lines
+
+
 def blocks(store: str | Path = DEFAULT_STORE) -> dict[str, list[str]]:
     """Every generated block, by name."""
-    return {"text-profile": text_profile_summary(store)}
+    return {"text-profile": text_profile_summary(store), "timings": timing_lines()}
 
 
 def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:
@@ -145,6 +190,9 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
         text = path.read_text()
         new = text
         for name, lines in gen.items():
+            begin = (BEGIN_YAML if yaml else BEGIN).format(name=name)
+            if begin not in new:
+                continue                      # not every file carries every block
             wrapped = [ln for line in lines for ln in _wrap(line, 116 if yaml else 0)]
             new = render(new, name, wrapped, yaml)
         if new != text:
@@ -156,6 +204,6 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
 
 def _wrap(line: str, width: int) -> list[str]:
     if not width:
-        return ["- " + line]
+        return [line if line.startswith("|") else "- " + line]
     import textwrap
     return textwrap.wrap(line, width, subsequent_indent="  ") or [""]

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Time one of the README's two commands from a fresh clone and store the result in results/timings/<name>.json
+# (the README's table is generated from it: python -m sinkpaper report --write).
+#   bash scripts/time_command.sh make-test      # or make-book
+set -euo pipefail
+name=${1:?usage: scripts/time_command.sh make-test|make-book}
+case "$name" in make-test) target=test ;; make-book) target=book ;; *) echo "unknown: $name (make-test|make-book)" >&2; exit 2 ;; esac
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+git clone -q "$root" "$work/main"
+[ -e "$root/../shared" ] && ln -s "$root/../shared" "$work/shared"
+start=$(date +%s.%N)
+status=0
+(cd "$work/main" && make "$target") || status=$?
+end=$(date +%s.%N)
+commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
+secs=$(python3 -c "print($end - $start)")
+note=""; [ "$status" != 0 ] && note="exited $status"
+PYTHONPATH="$root" "$root/.venv/bin/python" -c "from sinkpaper.results import record_timing; print(record_timing('$name', $secs, 'make $target', '$note', '$root/results/timings', '$commit'))"
+rm -rf "$work"
+exit "$status"
