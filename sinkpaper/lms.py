@@ -155,7 +155,9 @@ def _load_offline(name: str, dtype: torch.dtype):
     with _quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype)
         tok = AutoTokenizer.from_pretrained(cached)
-    return model, tok, f"{OFFLINE_MODELS[name]['description']} (dequantized, cached at {cached})"
+    # the cache folder by its place under $SINKPAPER_CACHE, never the machine's absolute path (pages print this)
+    return model, tok, (f"{OFFLINE_MODELS[name]['description']} (dequantized, cached in $SINKPAPER_CACHE/"
+                        f"{cached.parent.name}/{cached.name})")
 
 
 def _load_hub(model_id: str, dtype: torch.dtype):

@@ -75,7 +75,7 @@ def test_lm_sweep_at_cpu_reads_the_text_profile_and_says_what_is_missing(tmp_pat
     lm = sections.lm_sweep(str(REPO / "configs/optimization.yaml"), "cpu", (0,), points=["default"],
                            store=str(tmp_path))
     assert lm.profile == "text" and lm.payloads == [] and lm.missing.missing == [("default", 0)]
-    assert "No real-text run" in lm.missing_text() and "`text`" in lm.missing_text()
+    assert "Not in the results store" in lm.missing_text() and "`text`" in lm.missing_text()  # the profile exists; its runs do not
 
 
 def test_mechanism_helpers_on_a_small_model():
