@@ -71,6 +71,19 @@ def test_tables_and_charts_from_payloads():
     assert sections.sig(None) == "—"
 
 
+def test_charts_with_nothing_to_draw_say_so_instead_of_an_empty_data_set():
+    # vega-lite gives an empty data set an infinite domain: console errors and a broken SVG on the page (CI
+    # caught it on 06_loss once the first text-profile runs, none of them a charted point, were stored)
+    ps = [payload("recipe", 0, {1: 100}, 0.9, curve([0, 50, 100]))]
+    for chart in (sections.sweep_chart(ps, ["wd_0"], title="t"),
+                  sections.position_profile_chart(ps, ["wd_0", "prefix_5"], "t"),
+                  sections.curve_chart([{"run": "r", "tokens": 0, "step": 0, "Sink_1 %": None}], "Sink_1 %", "t")):
+        spec = chart.to_dict()
+        values = spec["data"]["values"]
+        assert len(values) == 1 and "no " in values[0]["message"] and spec["mark"]["type"] == "text"
+    assert "wd_0, prefix_5" in sections.position_profile_chart(ps, ["wd_0", "prefix_5"], "t").to_dict()["data"]["values"][0]["message"]
+
+
 def test_lm_sweep_at_cpu_reads_the_text_profile_and_says_what_is_missing(tmp_path):
     lm = sections.lm_sweep(str(REPO / "configs/optimization.yaml"), "cpu", (0,), points=["default"],
                            store=str(tmp_path))

@@ -173,6 +173,13 @@ def row(*charts, title: str = "") -> alt.HConcatChart:
     return alt.hconcat(*charts, title=title).resolve_scale(color="independent").resolve_legend(color="independent")
 
 
+def _no_data_chart(title: str, message: str, width: int, height: int) -> alt.Chart:
+    """A chart with nothing to draw says so in its frame: vega-lite gives an empty data set an infinite
+    domain (console errors, a broken SVG)."""
+    return (alt.Chart(alt.Data(values=[{"message": message}]), title=title, width=width, height=height)
+            .mark_text(fontSize=12, color="gray").encode(text="message:N"))
+
+
 def curve_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None = None, width: int = 320,
                 height: int = 200, dashed: Sequence[str] = ()) -> alt.Chart:
     """One line per run of ``y`` against tokens seen (rows from experiments.curve_rows); runs named in
@@ -180,6 +187,8 @@ def curve_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None
     values = [{"run": r["run"], "tokens": r["tokens"], "y": _num(r[y]), "step": r["step"],
                "style": "dashed" if r["run"] in dashed else "solid"}
               for r in rows if r.get(y) is not None]
+    if not values:
+        return _no_data_chart(title, f"no evaluation with {y} to draw", width, height)
     return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
             .mark_line(point=True)
             .encode(x=alt.X("tokens:Q", title="tokens seen"),
@@ -198,6 +207,8 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     def v(p):
         return p["result"]["sink_k"][str(k)] if value == "sink" else p["result"]["alpha_1_mean"]
     present = [pt for pt in order if any(point_of(p) == pt for p in payloads)]
+    if not present:
+        return _no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
     dots = [{"point": point_of(p), "seed": p["config"]["run"]["seed"], "v": _num(v(p))}
             for p in payloads if point_of(p) in present]
     means = [{"point": pt, "v": _num(statistics.fmean(v(p) for p in payloads if point_of(p) == pt))} for pt in present]
@@ -237,6 +248,8 @@ def position_profile_chart(payloads: Sequence[dict], order: Sequence[str], title
             continue
         for k in range(1, k_max + 1):
             values.append({"point": pt, "k": k, "v": _num(statistics.fmean(p["result"]["sink_k"][str(k)] for p in ps))})
+    if not values:
+        return _no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
     return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
             .mark_line(point=True)
             .encode(x=alt.X("k:O", title="position k"), y=alt.Y("v:Q", title="Sink_k % (mean over seeds)",
