@@ -46,7 +46,7 @@ results = ""  # folder of chapter records; "" = the one the book runner set (boo
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import figures
+from sinkpaper.book import figures, scorecard
 
 PROFILES = ("cpu", "gpu", "paper")
 if profile not in PROFILES:
@@ -59,11 +59,17 @@ chapters = sorted({e["chapter"] for e in entries
 missing_chapters = [ch for ch in chapters if not any(paper.claim(cid).chapter == ch for cid in recorded)]
 
 # %% [markdown]
-# ## Summary
+# ## Every claim
+#
+# Above the table, the count of each verdict at each scale. Each row shows a short claim, the paper's number
+# and, per scale, our value with the rule's verdict; the last column links to the chapter that measured it.
+# Open a claim (▸) for its full text, its rule and everything a verdict depends on: the BOS choice of a
+# pretrained-LM claim and why, the numbers with the other BOS setting (a model whose sink vanishes without BOS
+# shows it there), the v' (not 20v') choice of the fixed-v* bias, and any run read as *stale, rerun*. Hover
+# over a cell for its measurement and provenance.
 
 # %%
-display(figures.Table([{"scale": s, **{v: paper.counts(entries, s).get(v, 0) for v in paper.VERDICTS}}
-                       for s in paper.SCALES]))
+display(scorecard.Scorecard(entries))
 n_rules = sum(e["rule"] is not None for e in entries)
 checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == paper.AGREES
                 and e["rule_check"]["no_effect"] != paper.AGREES for e in entries)
@@ -73,15 +79,5 @@ display(Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok}
 if missing_chapters:
     display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
                      + " (they failed or were not executed; their claims read *no result*)."))
-display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profile, "records": str(directory)})))
-
-# %% [markdown]
-# ## Every claim
-#
-# The *note* column carries what a verdict depends on: the BOS choice of a pretrained-LM claim and why,
-# the numbers with the other BOS setting (a model whose sink vanishes without BOS shows it there), the v'
-# (not 20v') choice of the fixed-v* bias, and any run read as *stale, rerun*.
-
-# %%
-display(figures.Table([{"id": e["id"], "chapter": e["chapter"], **paper.row_of(e)}
-                       for e in entries]))
+display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profile,
+                                          "records": provenance.shown_path(directory)})))

@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Introduction: what an attention sink is, and why it matters
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/01_introduction.ipynb)
-#
 # In a trained language model, many attention heads put a large share of their attention on the very first
 # token of the sequence, whatever that token is: a BOS marker, the word "The", a random token. Xiao et al.
 # (2024) called this token an **attention sink**. It carries little meaning, yet evicting it from the model's
@@ -163,9 +161,10 @@ display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=pro
 # make book                      # every chapter, at the profile this machine supports, then the HTML
 # ```
 #
-# **On Colab**, the "Open in Colab" link under each chapter's title opens the executed notebook with its outputs;
-# its first code cell installs `sinkpaper` at the version that built the page (it does nothing anywhere else),
-# and the parameters cell below it is where the scale is chosen.
+# **On Colab**, the "Open in Colab" link under each chapter's title opens the chapter's notebook
+# (`notebooks/ipynb/<name>.ipynb`, committed without outputs); its first code cell clones this repository and
+# installs what that page needs (it does nothing anywhere else), and the parameters cell below it is where the
+# scale is chosen.
 #
 # **The chapters**: [2](02_section3_properties.ipynb) and [3](03_section3_measuring.ipynb) measure the sink in
 # pretrained models (Section 3); 4 to 10 follow the paper's experiments on when it emerges (optimization, data,

@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Section 3: properties of attention sinks in pretrained language models
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/02_section3_properties.ipynb)
-#
 # Gu et al. (2025), Section 3, measure how much attention each head puts on the first token and report what
 # the sink token looks like inside open LMs:
 #
@@ -284,7 +282,7 @@ if no_sink:
         f"`{tag}` (Sink_1 {sink_natural[tag]:.2f} %, token-1 norm ratio {norm[tag]:g})" for tag in no_sink) + "."
         + (" Where there is no sink, token 1 has no massive activation either: the two go together here."
            if together else "")))
-print(f"recorded {len(table)} claims of 02_section3_properties in {paper.results_dir()}")
+print(f"recorded {len(table)} claims of 02_section3_properties in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it

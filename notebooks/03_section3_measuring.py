@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Section 3: measuring the sink
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/03_section3_measuring.ipynb)
-#
 # Gu et al. (2025) turn "a head attends to the first token" into a number, Sink_k^ε, and measure it on open
 # language models (their Table 1). This chapter measures it the same way on the pretrained models that install
 # offline (SmolLM2-135M and Gemma-3-270M) and on any Hugging Face id passed as the `model` parameter:
@@ -322,7 +320,7 @@ display(figures.Table(table))
 display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repeat): " + "; ".join(
     f"{m} " + " / ".join(f"{paper.NUMBERS[f'{m}: {i}'].value:.2f}" for i in INPUTS)
     for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")) + "."))
-print(f"recorded {len(table)} claims of 03_section3_measuring in {paper.results_dir()}")
+print(f"recorded {len(table)} claims of 03_section3_measuring in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it

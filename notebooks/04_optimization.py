@@ -26,10 +26,9 @@
 #    4e-4 × 20k → 18.18 %, 2e-4 × 40k → 16.81 %, 1e-4 × 80k → 6.29 %.
 # 4. **Batch size matters little**: 0.25M / 0.5M / 1M / 2M tokens per step → 16.45 / 17.19 / 18.18 / 16.19 %.
 #
-# This page shows each of these three ways: the real-text runs of `configs/optimization.yaml` (read from the
-# results store when they are there), a CPU check that every variant of that family trains and is measured
-# end to end, and the same directions *in miniature*, on a synthetic task where a sink grows in minutes on a
-# laptop CPU (each run prints its wall time). It ends with the mechanism: what the sink head of the miniature does, measured.
+# This page shows each of these two ways: the real-text runs of `configs/optimization.yaml` (read from the
+# results store when they are there) and the same directions *in miniature*, on a synthetic task where a sink
+# grows in minutes on a laptop CPU (each run prints its wall time). It ends with the mechanism: what the sink head of the miniature does, measured.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -38,7 +37,6 @@ miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to
 live_point = "recipe"  # miniature point trained live: recipe | lr_x0.3 | lr_x3 | lr_x0.5_steps_x2
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the steps of the point (1500 for the recipe); tests pass fewer
-smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head mechanism
 
 # %%
@@ -61,7 +59,7 @@ if live_point not in LIVE_POINTS:
 for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
     if not value or not all(isinstance(s, int) and s >= 0 for s in value):
         raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0), ("smoke_steps", smoke_steps, 1),
+for name, value, low in (("live_seed", live_seed, 0),
                          ("mechanism_samples", mechanism_samples, 2)):
     if not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
@@ -95,27 +93,6 @@ if lm.payloads:
 if lm.missing.missing:
     display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
                      "numbers are in the table at the end of the page."))
-
-# %% [markdown]
-# ## Mechanics on CPU: every variant trains and is measured
-#
-# At the `cpu` profile each point of the family trains for a few steps on the committed 2M-token sample of
-# the offline text corpus (a 2-layer, d = 64 model), then is evaluated exactly like a real run (held-out
-# loss and Sink_k on 64-token sequences). **This is not a sink result**: a few steps on a CPU cannot grow a
-# sink from real text. It proves that every variant's configuration is valid, trains and is measured end to end.
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
-    display(figures.Table([{**r, "loss first": round(r["loss first"], 3), "loss last": round(r["loss last"], 3)}
-                           for r in smoke]))
-    falls = sum(r["loss last"] < r["loss first"] for r in smoke)
-    display(Markdown(f"{len(smoke)} of {len(ORDER)} variants trained; the training loss fell in {falls} of them "
-                     f"over {smoke_steps} base steps (each point's steps scale with it)."))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
 
 # %% [markdown]
 # ## Live, in miniature: a sink grows in minutes

@@ -27,8 +27,7 @@
 #    arbitrary offsets, so position 1 holds an arbitrary token) ends at Sink_1 18.18 %.
 #
 # As in the other Sections 4-7 chapters: the real-text runs of `configs/data.yaml` (read from the results
-# store when they are there), a CPU check that every variant trains, and the same interventions in miniature,
-# one of them trained live.
+# store when they are there) and the same interventions in miniature, one of them trained live.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -37,7 +36,6 @@ miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_first | no_fixed_token | recipe
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the 1500 steps of the point; tests pass fewer
-smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
 import torch
@@ -59,7 +57,7 @@ if live_point not in MINI_ORDER:
 for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
     if not value or not all(isinstance(s, int) and s >= 0 for s in value):
         raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0), ("smoke_steps", smoke_steps, 1)):
+for name, value, low in (("live_seed", live_seed, 0),):
     if not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
@@ -93,27 +91,6 @@ if lm.missing.missing:
 if lm_default.missing.missing:
     display(Markdown("The comparison without any fixed token uses the default run of the optimization family: "
                      + lm_default.missing_text()))
-
-# %% [markdown]
-# ## Mechanics on CPU: every variant trains and is measured
-#
-# Each point of the family trains for a few steps on the committed 2M-token sample of the offline text corpus
-# (2 layers, d = 64) and is evaluated like a real run. **Not a sink result**: it proves every data
-# intervention is valid, trains and is measured end to end (e.g. `unique_0.005` of the 2M-token sample
-# is 10k tokens).
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
-    display(figures.Table([{**r, "loss first": round(r["loss first"], 3), "loss last": round(r["loss last"], 3)}
-                           for r in smoke]))
-    falls = sum(r["loss last"] < r["loss first"] for r in smoke)
-    display(Markdown(f"{len(smoke)} of {len(ORDER)} variants trained; the training loss fell in {falls} of them "
-                     f"over {smoke_steps} steps."))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
 
 # %% [markdown]
 # ## Live, in miniature: move the fixed token

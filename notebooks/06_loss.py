@@ -36,7 +36,6 @@ miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0 | wd_0.1 | recipe | wd_1 | wd_2 | wd_5
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the 1500 steps of the point; tests pass fewer
-smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
 import torch
@@ -60,7 +59,7 @@ if live_point not in MINI_POINTS:
 for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
     if not value or not all(isinstance(s, int) and s >= 0 for s in value):
         raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0), ("smoke_steps", smoke_steps, 1)):
+for name, value, low in (("live_seed", live_seed, 0),):
     if not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
@@ -107,30 +106,6 @@ if lm.payloads:
 if lm.missing.missing:
     display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
                      "numbers are in the table at the end of the page."))
-
-# %% [markdown]
-# ## Mechanics on CPU: every variant trains and is measured
-#
-# Each point of the family trains for a few steps on the committed 2M-token sample of the offline text corpus
-# (2 layers, d = 64) and is evaluated like a real run, with the metric's divisor following the point's mask.
-# **Not a sink result**: it proves every loss variant is valid, trains and is measured end to end.
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
-    display(figures.Table([{**r, "loss first": round(r["loss first"], 3), "loss last": round(r["loss last"], 3)}
-                           for r in smoke]))
-    falls = sum(r["loss last"] < r["loss first"] for r in smoke)
-    window4 = next((r for r in smoke if r["point"] == "window_4"), None)
-    display(Markdown(f"{len(smoke)} of {len(ORDER)} variants trained; the training loss fell in {falls} of them "
-                     f"over {smoke_steps} steps."
-                     + (f" Note `window_4`: Sink_1 {window4['Sink_1 %']:.0f} % after {smoke_steps} steps of an "
-                        "untrained model is the metric's floor above ε (table above), not a sink."
-                        if window4 and window4["Sink_1 %"] > 50 else "")))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
 
 # %% [markdown]
 # ## Live, in miniature

@@ -29,24 +29,20 @@
 #    heads whose outputs are added instead of concatenated 21.76 %.
 #
 # This page shows the real-text runs of `configs/architecture.yaml` (read from the results store when they are
-# there), the paper's numbers, and a CPU check that every variant trains and is measured end to end.
-# **The miniature (the synthetic Bigram-Backcopy task of chapters 4-6 and 8-9) does not cover this
-# section**: `configs/miniature.yaml` has no architecture points, so nothing here is trained live beyond the
-# few-step CPU check.
+# there) and the paper's numbers. **The miniature (the synthetic Bigram-Backcopy task of chapters 4-6 and
+# 8-9) does not cover this section**: `configs/miniature.yaml` has no architecture points, so nothing here is
+# trained live.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
 gpu_seeds = [0]  # seeds of the real-LM sweep (configs/architecture.yaml) that are read or trained
-smoke_steps = 10  # optimizer steps per variant in the CPU mechanics check (not a sink result)
-smoke_points = "all"  # "all" or comma-separated points of configs/architecture.yaml for the CPU check
 
 # %%
 import torch
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, section7, sections
-from sinkpaper.train.config import sweep_points
+from sinkpaper.book import figures, section7, sections
 
 FAMILY = "configs/architecture.yaml"
 PROFILES = ("cpu", "gpu", "paper")
@@ -56,13 +52,6 @@ if profile != "cpu" and not torch.cuda.is_available():
     raise ValueError(f"profile {profile!r} trains the real-LM sweep on a CUDA GPU; none here: use profile='cpu'")
 if not isinstance(gpu_seeds, list) or not gpu_seeds or not all(isinstance(s, int) and s >= 0 for s in gpu_seeds):
     raise ValueError(f"gpu_seeds must be a non-empty list of seeds (ints >= 0), got {gpu_seeds!r}")
-if not isinstance(smoke_steps, int) or smoke_steps < 1:
-    raise ValueError(f"smoke_steps must be an int >= 1, got {smoke_steps!r}")
-ALL_POINTS = sweep_points(FAMILY)
-SMOKE_POINTS = ALL_POINTS if smoke_points == "all" else [p.strip() for p in str(smoke_points).split(",") if p.strip()]
-if not SMOKE_POINTS or any(p not in ALL_POINTS for p in SMOKE_POINTS):
-    raise ValueError(f"smoke_points must be 'all' or comma-separated points of {FAMILY}; "
-                     f"valid: {', '.join(ALL_POINTS)}")
 
 POINTS = section7.ARCHITECTURE
 ORDER = [p.name for p in POINTS]
@@ -98,41 +87,6 @@ if lm.missing.missing:
 display(section7.paper_table(POINTS, section7.ARCHITECTURE_NOT_RUN))
 
 # %% [markdown]
-# ## Mechanics on CPU: every variant trains and is measured
-#
-# At the `cpu` profile each point of the family trains for a few steps on the committed 2M-token sample of
-# the offline text corpus (a 2-layer, d = 64 model), then is evaluated exactly like a real run (held-out
-# loss and Sink_k on 64-token sequences). **This is not a sink result**: a few steps on a CPU cannot grow a
-# sink from real text, so Sink_1 reads 0 here whatever the architecture. It proves that every variant's
-# configuration is valid, trains (the loss falls) and is measured end to end.
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", points=SMOKE_POINTS, steps=smoke_steps)
-    display(figures.Table([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != "Sink* %"}
-                           for r in smoke]))
-    falls = [r["point"] for r in smoke if r["loss last"] < r["loss first"]]
-    same = {}  # variants whose last loss agrees to 3 decimals
-    for r in smoke:
-        same.setdefault(round(r["loss last"], 3), []).append(r["point"])
-    same = [pts for pts in same.values() if len(pts) > 1]
-    display(Markdown(f"{len(smoke)} of {len(ALL_POINTS)} variants trained for {smoke_steps} steps each in "
-                     f"{sum(r['seconds'] for r in smoke):.0f} s; the training loss fell in {len(falls)} of them"
-                     + ("." if len(falls) == len(smoke) else
-                        f" (not in: {', '.join(r['point'] for r in smoke if r['point'] not in falls)}).")
-                     + ("" if not same else
-                        " Some variants end at the same loss to three decimals ("
-                        + "; ".join(", ".join(pts) for pts in same) + "): their configurations differ, but a few "
-                        "steps from an initialization where every block adds almost nothing (weights drawn with "
-                        "std 0.02) leave the loss to the embeddings and the output layer. The variants that "
-                        "differ already change the embedding itself (absolute or learnable positions add a vector "
-                        "to it) or the shape of the FFN or block.")))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
-
-# %% [markdown]
 # ## In miniature: not covered
 #
 # The miniature laboratory of this book (`configs/miniature.yaml`, the Bigram-Backcopy task of Guo et al.
@@ -156,7 +110,7 @@ display(figures.Table(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_head
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 07_architecture -p smoke_points all
+# python -m sinkpaper.book run --only 07_architecture            # reads the stored runs
 # python -m sinkpaper claims --id arch_pe
 # python -m sinkpaper train --config configs/architecture.yaml --profile cpu --sweep pos_alibi --out runs/alibi
 # ```

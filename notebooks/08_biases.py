@@ -32,8 +32,7 @@
 # of it (Sink* 32.18 %, Sink_1 4.74 %).
 #
 # This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
-# there), a CPU check that every variant trains, and the same biases **in miniature**, where a sink grows in a
-# minute.
+# there) and the same biases **in miniature**, where a sink grows in a minute.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -42,7 +41,6 @@ miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to
 live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the point's own steps (1500); tests pass fewer
-smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
 import torch
@@ -64,7 +62,7 @@ if live_point not in MINI_ORDER:
 for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
     if not isinstance(value, list) or not value or not all(isinstance(s, int) and s >= 0 for s in value):
         raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0), ("smoke_steps", smoke_steps, 1)):
+for name, value, low in (("live_seed", live_seed, 0),):
     if not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
@@ -104,28 +102,6 @@ if lm.missing.missing:
 
 # %% tags=["hide-input"]
 display(section7.paper_table(POINTS, section7.BIASES_NOT_RUN))
-
-# %% [markdown]
-# ## Mechanics on CPU: every variant trains and is measured
-#
-# Each point trains for a few steps on the committed 2M-token text sample (a 2-layer, d = 64 model) and is
-# evaluated like a real run, Sink* included. **This is not a sink result**: it proves that every bias
-# trains, that its extra position is measured, and nothing more.
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
-    display(figures.Table([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in smoke]))
-    falls = [r["point"] for r in smoke if r["loss last"] < r["loss first"]]
-    measured = [r["point"] for r in smoke if r["Sink* %"] is not None]
-    display(Markdown(f"{len(smoke)} variants trained for {smoke_steps} steps each in "
-                     f"{sum(r['seconds'] for r in smoke):.0f} s; the training loss fell in {len(falls)} of them; "
-                     f"Sink* was measured on the bias position of {', '.join(measured) or 'none'} (the points "
-                     "without a bias have no such position)."))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
 
 # %% [markdown]
 # ## Live, in miniature: the bias takes the sink

@@ -34,8 +34,7 @@
 # rectified softmax that can give every key exactly zero, reported to remove the sink.
 #
 # This page shows the real-text runs of `configs/attention.yaml` (read from the results store when they are
-# there), the paper's numbers (1B included, as the paper reports them), a CPU check that every operation
-# trains, and the operations **in miniature**. There, sigmoid's proxy shows an early burst of sink that then
+# there), the paper's numbers (1B included, as the paper reports them) and the operations **in miniature**. There, sigmoid's proxy shows an early burst of sink that then
 # vanishes; the raw weights, recorded next to the proxy at every evaluation, say what that transient is.
 
 # %% tags=["parameters"]
@@ -45,7 +44,6 @@ miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to
 live_point = "sigmoid"  # miniature point trained live: sigmoid | sigmoid_norm | elu | elu_norm | softpick | recipe
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the point's own steps (1500); tests pass fewer
-smoke_steps = 5  # optimizer steps per variant in the CPU mechanics check (not a sink result)
 
 # %%
 import torch
@@ -68,7 +66,7 @@ if live_point not in MINI_ORDER:
 for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
     if not isinstance(value, list) or not value or not all(isinstance(s, int) and s >= 0 for s in value):
         raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0), ("smoke_steps", smoke_steps, 1)):
+for name, value, low in (("live_seed", live_seed, 0),):
     if not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
@@ -138,28 +136,6 @@ display(Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.
                  f"sigmoid without normalization stays at ~{paper.paper_value('sigmoid_1b'):.2f} %* with a valid loss "
                  f"close to softmax's ({paper.paper_value('sigmoid_1b: loss'):.2f} against "
                  f"{paper.paper_value('softmax_1b: loss'):.2f})."))
-
-# %% [markdown]
-# ## Mechanics on CPU: every operation trains and is measured
-#
-# Each point trains for a few steps on the committed 2M-token text sample (a 2-layer, d = 64 model) and is
-# evaluated like a real run, on the proxy where the operation has no normalization. **This is not a sink
-# result**: it proves that every operation trains and is measured end to end.
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
-    display(figures.Table([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != "Sink* %"}
-                           for r in smoke]))
-    falls = [r["point"] for r in smoke if r["loss last"] < r["loss first"]]
-    display(Markdown(f"{len(smoke)} operations trained for {smoke_steps} steps each in "
-                     f"{sum(r['seconds'] for r in smoke):.0f} s; the training loss fell in {len(falls)} of them"
-                     + ("." if len(falls) == len(smoke) else
-                        f" (not in: {', '.join(r['point'] for r in smoke if r['point'] not in falls)}).")))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
 
 # %% [markdown]
 # ## Live, in miniature: change the operation, lose the sink

@@ -46,7 +46,6 @@ gpu_seeds = [0]  # seeds of the real-LM packing sweep (configs/packing.yaml) tha
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_steps = None  # steps of the live miniature run (the recipe, fixed BOS); None: the recipe's 1500; tests pass fewer
 live_eval_samples = 100  # held-out windows the live model is measured on, with and without its BOS
-smoke_steps = 5  # optimizer steps per packing variant in the CPU mechanics check (not a sink result)
 
 # %%
 from pathlib import Path
@@ -75,7 +74,7 @@ for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seed
     if not value or not all(isinstance(s, int) and s >= 0 for s in value):
         raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
 for name, value, low in (("n_samples", n_samples, 1), ("batch_size", batch_size, 1), ("loss_samples", loss_samples, 0),
-                         ("live_eval_samples", live_eval_samples, 1), ("smoke_steps", smoke_steps, 1), ("seed", seed, 0)):
+                         ("live_eval_samples", live_eval_samples, 1), ("seed", seed, 0)):
     if not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
@@ -142,26 +141,6 @@ if profile != "cpu":
 else:
     display(Markdown("At the `cpu` profile nothing is trained on real text, so there is no real-LM model trained "
                      "with a fixed BOS to run without it; the miniature and the pretrained models below answer it."))
-
-# %% [markdown]
-# ## Mechanics on CPU: every packing variant trains and is measured
-#
-# Each point trains for a few steps on the committed 2M-token sample of the offline text corpus (2 layers,
-# d = 64) and is evaluated like a real run (with the intra-document mask where the point has one).
-# **Not a sink result**: it proves every packing variant is valid, trains and is measured end to end.
-
-# %% tags=["hide-input"]
-if profile == "cpu":
-    smoke = experiments.smoke_variants(FAMILY, "cpu", steps=smoke_steps)
-    display(figures.Table([{**r, "loss first": round(r["loss first"], 3), "loss last": round(r["loss last"], 3)}
-                           for r in smoke]))
-    falls = sum(r["loss last"] < r["loss first"] for r in smoke)
-    display(Markdown(f"{len(smoke)} of {len(ORDER)} variants trained; the training loss fell in {falls} of them "
-                     f"over {smoke_steps} steps."))
-    display(Markdown(figures.provenance_line({**provenance.stamp("cpu"), "profile": "cpu", "computed_now": True,
-                                              "steps per variant": smoke_steps, "data": "data/sample (2M tokens)"})))
-else:
-    display(Markdown(f"Skipped at the `{profile}` profile: the sweep above trained the real runs."))
 
 # %% [markdown]
 # ## In miniature: a fixed BOS takes the sink, and the model then depends on it

@@ -14,8 +14,6 @@
 # %% [markdown]
 # # Why the sink matters: streaming with a bounded KV cache
 #
-# [Open in Colab](https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/11_why_sink_matters.ipynb)
-#
 # The earlier chapters measure *that* language models put a large share of their attention on the first token.
 # This one measures what happens when that token is taken away. The best-known consequence comes from
 # StreamingLLM (Xiao et al. 2024, "Efficient Streaming Language Models with Attention Sinks"): to read an
@@ -308,7 +306,7 @@ paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n 
                                            for k in ("full ppl", "window ppl", "sink+window ppl")},
              measurement=measured, provenance=record_prov, setting=setting)
 display(figures.Table(paper.rows(["stream_window", "stream_sink_window"])))
-print(f"recorded 2 claims of 11_why_sink_matters in {paper.results_dir()}")
+print(f"recorded 2 claims of 11_why_sink_matters in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it

@@ -15,6 +15,23 @@ from . import __version__
 _ROOT = Path(__file__).resolve().parent.parent  # the checkout, when sinkpaper runs from one
 
 
+def shown_path(path) -> str:
+    """A path as a page may print it: relative to the checkout (or the working directory) when inside it,
+    else its last two components after an ellipsis; never an absolute path of the machine that ran it."""
+    import os
+
+    p = Path(os.path.abspath(path))
+    for base in (_ROOT, Path.cwd()):
+        try:
+            return p.relative_to(base.resolve() if base.exists() else base).as_posix() or "."
+        except ValueError:
+            try:
+                return p.relative_to(base).as_posix() or "."
+            except ValueError:
+                pass
+    return "\u2026/" + "/".join(p.parts[-2:])
+
+
 def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(_ROOT), *args], capture_output=True, text=True, timeout=10,
                           check=True).stdout.strip()

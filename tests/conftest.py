@@ -59,13 +59,12 @@ SMOKE_PARAMS: dict[str, dict] = {
     "02_section3_properties": {"n_samples": 4, "n_profile": 4, "explorer_samples": 2},
     # measured on the shared 2-core machine (loaded): 03 1128 s -> 545 s with the first two, 04 1477 s -> 209 s
     "03_section3_measuring": {"n_samples": 4, "t_samples": 2, "seq_lens": [16, 64], "n_map_samples": 1},
-    "04_optimization": {"live_steps": 300, "smoke_steps": 2},  # >= 2 evaluations, so its step slider can move
-    "05_data": {"live_steps": 100, "smoke_steps": 2},
-    "06_loss": {"live_steps": 100, "smoke_steps": 2},
-    "07_architecture": {"smoke_steps": 2, "smoke_points": "pos_rope,pos_alibi"},
-    "08_biases": {"live_steps": 100, "smoke_steps": 2},
-    "09_attention_ops": {"live_steps": 100, "smoke_steps": 2},
-    "10_packing_bos": {"n_samples": 4, "live_steps": 100, "smoke_steps": 2, "loss_samples": 2, "live_eval_samples": 20},
+    "04_optimization": {"live_steps": 300},  # >= 2 evaluations, so its step slider can move
+    "05_data": {"live_steps": 100},
+    "06_loss": {"live_steps": 100},
+    "08_biases": {"live_steps": 100},
+    "09_attention_ops": {"live_steps": 100},
+    "10_packing_bos": {"n_samples": 4, "live_steps": 100, "loss_samples": 2, "live_eval_samples": 20},
     "11_why_sink_matters": {"n_tokens": 256, "window": 32, "removal_tokens": 128},
 }
 BOOK_PROFILE = "cpu"

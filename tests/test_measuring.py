@@ -139,7 +139,7 @@ def test_xy_chart_drops_missing_points():
 # ------------------------------------------------------------------------------------------------ colab
 def test_colab_link_and_pin():
     assert colab.colab_url("03_section3_measuring") == (
-        "https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/book/03_section3_measuring.ipynb")
+        "https://colab.research.google.com/github/sinkpaper/sinkpaper/blob/main/notebooks/ipynb/03_section3_measuring.ipynb")
     assert colab.badge("01_introduction").startswith("[Open in Colab](https://colab.research.google.com/")
     for bad in ("", "book/x", "x.ipynb"):
         with pytest.raises(ValueError):
@@ -192,5 +192,5 @@ def test_chapters_carry_the_current_colab_cell_and_link(stem):
     branch; the runner pins each executed page to its commit). A change of the cell must update these files:
     the failure names the file."""
     text = (REPO / "notebooks" / f"{stem}.py").read_text()
-    assert colab.colab_url(stem) in text, f"notebooks/{stem}.py lacks its Open in Colab link"
+    assert (REPO / colab.colab_path(stem)).is_file(), f"no {colab.colab_path(stem)}: python -m sinkpaper.book colab"
     assert colab.bootstrap_cell() in text, f"notebooks/{stem}.py lacks the current Colab cell: colab.bootstrap_cell()"

@@ -10,7 +10,14 @@ For every page _toc.yml lists, loaded from file:// out of the `built_book` fixtu
 * every altair chart rendered (its vega-embed container holds an svg or a canvas, not an error);
 * every attention explorer (``.sinkpaper-explorer``, see sinkpaper.book.explorer) reacts: the epsilon slider
   changes the Sink readout, the layer select redraws the map canvas;
-* every saved ipywidgets view rendered, and moving a slider changes what the widgets show.
+* every saved ipywidgets view rendered, and moving a slider changes what the widgets show;
+* at most two code inputs are visible (the runner folds the others behind a toggle);
+* no absolute path of the build machine (the repository, the interpreter's prefix, the home directory, the
+  temporary build directory) appears in the page;
+* no smoke table ("every variant trains and is measured": a test, tests/test_train.py, not a result).
+
+Beyond the pages one by one: the scorecard (the front page) fits a 1280-pixel window without sideways
+scrolling, and every "Open in Colab" link of the site names a file git tracks.
 
 The checks look at whatever a page contains, so they apply to chapters written later too; a failure names the
 page and each problem. test_checker_* run the same checks on a small synthetic book with one good and one
@@ -50,6 +57,10 @@ RENDER_TIMEOUT_MS = 30_000  # charts and widgets must be drawn by then (slow sha
 REACT_TIMEOUT_MS = 5_000  # after an interaction, the page must have changed by then
 MAX_SLIDERS_PER_PAGE = 6
 PAGES = runner.toc_docnames(REPO / "_toc.yml")
+MAX_VISIBLE_CODE_INPUTS = 2
+SMOKE_MARKERS = (re.compile(r"every variant trains", re.I), re.compile(r"mechanics on cpu", re.I),
+                 re.compile(r"not a sink result", re.I))
+VIEWPORT = {"width": 1280, "height": 1000}
 
 
 def is_external(url: str) -> bool:
@@ -82,7 +93,7 @@ def browser(chromium, tmp_path_factory):
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=chromium, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 1000})
+            args=CHROMIUM_ARGS, viewport=VIEWPORT)
         context.route(re.compile(r"^(https?|wss?)://"),
                       lambda route: route.abort() if is_external(route.request.url) else route.continue_())
         try:
@@ -170,9 +181,11 @@ def _allowed(text: str) -> bool:
 
 
 def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIMEOUT_MS,
-               react_timeout_ms: int = REACT_TIMEOUT_MS) -> PageReport:
+               react_timeout_ms: int = REACT_TIMEOUT_MS, forbidden_paths=()) -> PageReport:
     """Load ``url`` in a new tab, run every check that applies to what the page contains, close the tab.
-    Charts and widgets get ``render_timeout_ms`` to draw, interactions ``react_timeout_ms`` to show."""
+    Charts and widgets get ``render_timeout_ms`` to draw, interactions ``react_timeout_ms`` to show;
+    ``forbidden_paths`` are absolute paths of the machine the page must not show (besides
+    :func:`sinkpaper.book.runner.machine_paths`)."""
     report = PageReport(name)
     timeouts = {"render": render_timeout_ms, "react": react_timeout_ms}
     page = context.new_page()
@@ -201,6 +214,7 @@ def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIM
     try:
         page.goto(url, wait_until="load", timeout=60_000)
         page.evaluate(JS_HELPERS)
+        _check_reading(page, report, [*runner.machine_paths(), *map(str, forbidden_paths)])
         _check_charts(page, report, timeouts)
         _check_explorers(page, report, timeouts)
         _check_widgets(page, report, timeouts)
@@ -219,6 +233,47 @@ def _wait(page, expression: str, arg, timeout: int) -> bool:
         return True
     except Exception:  # noqa: BLE001 - playwright's TimeoutError
         return False
+
+
+VISIBLE_INPUTS_JS = """() => Array.from(document.querySelectorAll('.cell_input, .cell .input_area'))
+    .filter(e => !e.closest('details:not([open])') && (!e.checkVisibility || e.checkVisibility())
+                 && e.getBoundingClientRect().height > 0).length"""  # content of a closed <details> still has a box
+WIDE_JS = """() => {
+  const out = [], root = document.scrollingElement || document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) out.push('the page (' + root.scrollWidth + ' > ' + root.clientWidth + ' px)');
+  for (const el of document.querySelectorAll('main *')) {
+    // folded content (closed <details>) and code listings (a long code line scrolls by design) do not count
+    if (el.closest('details:not([open])') || (el.checkVisibility && !el.checkVisibility())) continue;
+    if (el.closest('pre, .highlight')) continue;
+    const ox = getComputedStyle(el).overflowX;
+    if ((ox === 'auto' || ox === 'scroll') && el.scrollWidth > el.clientWidth + 1)
+      out.push((el.className || el.tagName) + ' (' + el.scrollWidth + ' > ' + el.clientWidth + ' px)');
+  }
+  return out;
+}"""
+
+
+def _check_reading(page, report: PageReport, forbidden: list[str]) -> None:
+    """What a reader meets: folded code, no machine path, no smoke table."""
+    n = page.evaluate(VISIBLE_INPUTS_JS)
+    report.checked["visible_code_inputs"] = n
+    if n > MAX_VISIBLE_CODE_INPUTS:
+        report.problems.append(f"{n} visible code inputs (at most {MAX_VISIBLE_CODE_INPUTS}; the runner tags the "
+                               "others hide-input)")
+    content, text = page.content(), page.inner_text("body")
+    for p in sorted(set(forbidden), key=len, reverse=True):
+        if p and (p in content or p in text):
+            report.problems.append(f"shows {p!r}, an absolute path of the build machine")
+            break
+    for marker in SMOKE_MARKERS:
+        if marker.search(text):
+            report.problems.append(f"contains a smoke table ({marker.pattern!r}): a test, not a result")
+            break
+
+
+def wide_elements(page) -> list[str]:
+    """What scrolls sideways in the page at the current viewport: the page itself or any scroll container."""
+    return page.evaluate(WIDE_JS)
 
 
 def _check_charts(page, report: PageReport, timeouts: dict) -> None:
@@ -355,9 +410,47 @@ def _check_widgets(page, report: PageReport, timeouts: dict) -> None:
 @pytest.mark.parametrize("docname", PAGES)
 def test_page_in_browser(docname, chromium, built_book, browser):
     html = built_book.require_page(docname)  # skips in a SINKPAPER_TEST_NOTEBOOKS session; fails if not built
-    report = check_page(browser, html.as_uri(), docname)
+    report = check_page(browser, html.as_uri(), docname, forbidden_paths=[built_book.root, built_book.root.resolve()])
     assert not report.all_problems(), report.message()
     assert report.requests, f"{docname}: the browser recorded no request at all (is request recording broken?)"
+
+
+def test_scorecard_fits_a_1280_pixel_window(chromium, built_book, browser):
+    """The front page (the scorecard) at a 1280 x 1000 viewport: nothing scrolls sideways, and its compact table
+    (sinkpaper.book.scorecard) is there, one row per claim."""
+    root = runner.toc_docnames(built_book.root / "_toc.yml")[0]
+    html = built_book.require_page(root)
+    page = browser.new_page()
+    try:
+        page.set_viewport_size(VIEWPORT)
+        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
+        rows = page.locator(".spx-card tr[id^='claim-']").count()
+        wide = wide_elements(page)
+    finally:
+        page.close()
+    assert rows > 0, f"{root}: no compact scorecard table (.spx-card)"
+    assert not wide, f"{root} scrolls sideways at 1280 px: {wide}"
+
+
+def test_colab_links_name_tracked_files(built_book):
+    """Offline: every "Open in Colab" link in the built site opens a file that `git ls-files` lists, and every
+    chapter page has one."""
+    from sinkpaper.book import colab
+
+    tracked = set(subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True,
+                                 check=True).stdout.split())
+    bad, without = {}, []
+    for page in sorted(built_book.html_dir.rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        rel = page.relative_to(built_book.html_dir).as_posix()
+        missing = colab.untracked_targets(text, tracked)
+        if missing:
+            bad[rel] = missing
+        stem = page.stem
+        if rel.startswith("book/") and stem in built_book.selected and "colab.research.google.com" not in text:
+            without.append(rel)
+    assert not bad, f"Colab links to files git does not track: {bad}"
+    assert not without, f"chapter pages without an Open in Colab link: {without}"
 
 
 def test_index_redirects_to_the_front_page_and_search_page_loads(chromium, built_book, browser):
@@ -419,7 +512,13 @@ SYNTH_GOOD = textwrap.dedent(
 
     # %%
     display(HTML(EXPLORER))
-    ''').replace("EXPLORER", repr(GOOD_EXPLORER.replace("WIRED", "true")))
+
+    # %%
+    import json
+    from sinkpaper.book import scorecard
+    scorecard.Scorecard(json.loads(LISTING))
+    ''').replace("EXPLORER", repr(GOOD_EXPLORER.replace("WIRED", "true"))).replace(
+    "LISTING", repr((REPO / "tests" / "data" / "claims_listing.json").read_text()))
 SYNTH_BAD = textwrap.dedent(
     '''\
     # %% [markdown]
@@ -440,7 +539,19 @@ SYNTH_BAD = textwrap.dedent(
 
     # %%
     display(HTML(EXPLORER))
-    ''').replace("EXPLORER", repr(GOOD_EXPLORER.replace("WIRED", "false")))
+
+    # %% tags=["show-input"]
+    from IPython.display import Markdown
+    display(Markdown("## Mechanics on CPU: every variant trains and is measured"))
+
+    # %% tags=["show-input"]
+    display(HTML('<div style="overflow-x:auto"><table style="width:3000px"><tr><td>wide</td></tr></table></div>'))
+
+    # %% tags=["show-input"]
+    # the machine's path, put together in the browser (the runner refuses a page whose outputs contain it)
+    display(HTML('<p><script>document.currentScript.parentElement.append(PARTS.join("/"))</script></p>'))
+    ''').replace("EXPLORER", repr(GOOD_EXPLORER.replace("WIRED", "false"))).replace(
+    "PARTS", repr(["", *REPO.parts[1:]]).replace("'", '"'))
 
 
 @pytest.fixture(scope="module")
@@ -466,11 +577,28 @@ def synthetic_site(tmp_path_factory, browser):
     return root / "_build" / "html"
 
 
+def _wide(context, url: str) -> list[str]:
+    page = context.new_page()
+    try:
+        page.set_viewport_size(VIEWPORT)
+        page.goto(url, wait_until="load", timeout=60_000)
+        return wide_elements(page)
+    finally:
+        page.close()
+
+
 def test_checker_passes_a_good_page(synthetic_site, browser):
     report = check_page(browser, (synthetic_site / "book" / "good.html").as_uri(), "book/good")
     assert not report.all_problems(), report.message()
     assert report.checked["charts"] == 1 and report.checked["explorers"] == 1, report.checked
     assert report.checked["widget_views"] >= 1 and report.checked["widget_sliders"] == 1, report.checked
+    assert report.checked["visible_code_inputs"] == 0, report.checked  # the runner folded every input
+    assert _wide(browser, (synthetic_site / "book" / "good.html").as_uri()) == []  # the scorecard fits 1280 px
+
+
+def test_checker_flags_a_page_wider_than_the_window(synthetic_site, browser):
+    wide = _wide(browser, (synthetic_site / "book" / "bad.html").as_uri())
+    assert wide and any("3000" in w or ">" in w for w in wide), wide
 
 
 def test_checker_flags_every_problem_of_a_broken_page(synthetic_site, browser):
@@ -485,6 +613,9 @@ def test_checker_flags_every_problem_of_a_broken_page(synthetic_site, browser):
         "dead epsilon slider": "attention explorer 1: moving the epsilon slider",
         "dead layer select": "attention explorer 1: changing the layer select did not change any canvas",
         "dead widget slider": "widget slider 'dead': moving it changed nothing else",
+        "visible code": "3 visible code inputs (at most 2",
+        "machine path": f"shows {str(REPO)!r}, an absolute path of the build machine",
+        "smoke table": "contains a smoke table",
     }
     missed = [kind for kind, needle in expected.items() if needle not in text]
     assert not missed, f"not reported: {missed}\n{text}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from typing import Any, Iterable, Mapping, Sequence
 
 import altair as alt
@@ -153,6 +154,16 @@ _KNOWN = ("model", "profile", "device", "hardware", "code_version", "torch", "py
           "loaded_from", "timestamp", "computed_at", "n_samples", "n_tokens", "seq_len")
 
 
+def _shown(value: Any) -> Any:
+    """A provenance value as printed: a path (a Path, or a string naming an absolute path) relative to the
+    checkout, never an absolute path of the build machine (:func:`sinkpaper.provenance.shown_path`)."""
+    from ..provenance import shown_path
+
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and os.path.isabs(value)):
+        return shown_path(value)
+    return value
+
+
 def provenance_line(prov: Mapping[str, Any]) -> str:
     """Markdown one-liner describing where a number came from.
 
@@ -183,7 +194,7 @@ def provenance_line(prov: Mapping[str, Any]) -> str:
     if computed is True:
         parts.append("computed now" + (f" ({stamp})" if stamp else ""))
     elif computed is False:
-        where = f" from `{prov['loaded_from']}`" if prov.get("loaded_from") else ""
+        where = f" from `{_shown(prov['loaded_from'])}`" if prov.get("loaded_from") else ""
         when = f" (computed {stamp})" if stamp else ""
         parts.append(f"**loaded**{where}{when}")
     elif stamp:
@@ -196,7 +207,7 @@ def provenance_line(prov: Mapping[str, Any]) -> str:
         size.append(f"{tokens} tokens" + (" each" if prov.get("n_samples") is not None else ""))
     if size:
         parts.append(" × ".join(size))
-    parts += [f"{k}={v}" for k, v in prov.items() if k not in _KNOWN]
+    parts += [f"{k}={_shown(v)}" for k, v in prov.items() if k not in _KNOWN]
     return "*Provenance:* " + " · ".join(parts) if parts else "*Provenance:* (none recorded)"
 
 
