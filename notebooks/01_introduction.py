@@ -136,11 +136,13 @@ display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=pro
 # the chapters write when they run and from the results store (`python -m sinkpaper claims` prints the same
 # listing). A disagreement is reported as a finding.
 #
-# **Profiles.** Every chapter runs at one of three profiles, set by its `profile` parameter:
+# **Profiles.** Every chapter runs at one of three profiles, set by its `profile` parameter; the training runs
+# it reads from the results store were trained at a fourth, `text`:
 #
 # | profile | meant for | what it does |
 # |---|---|---|
-# | `cpu` | any laptop | measures the pretrained models of Section 3 for real; for the training chapters, proves the mechanics (every variant trains for a few steps), reads the stored real-text CPU runs (none yet) and shows the synthetic miniature |
+# | `cpu` | any laptop | measures the pretrained models of Section 3 for real; for the training chapters, reads the stored real-text CPU runs (the `text` profile) and trains the synthetic miniature live |
+# | `text` | 2 CPU cores, hours | not a chapter profile: the real-text sweeps of Sections 4-7 on the CPU (2 layers x 4 heads, d 128, context 64, a fixed first token), trained with `scripts/sweep_text.sh` into the results store |
 # | `gpu` | one GPU | trains the Sections 4-7 sweeps on a GPU and stores them; the profile has never been calibrated and no run of it is stored |
 # | `paper` | a cluster | the paper's own settings (60M model, 2048 tokens, 20k steps) |
 #

@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -214,7 +215,7 @@ def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIM
     try:
         page.goto(url, wait_until="load", timeout=60_000)
         page.evaluate(JS_HELPERS)
-        _check_reading(page, report, [*runner.machine_paths(), *map(str, forbidden_paths)])
+        _check_reading(page, report, [*runner.machine_paths(), *map(str, forbidden_paths)], own_site_url(url))
         _check_charts(page, report, timeouts)
         _check_explorers(page, report, timeouts)
         _check_widgets(page, report, timeouts)
@@ -253,7 +254,17 @@ WIDE_JS = """() => {
 }"""
 
 
-def _check_reading(page, report: PageReport, forbidden: list[str]) -> None:
+def own_site_url(url: str) -> str:
+    """The built site's own root as the browser sees it (``file:///…/_build/html``): scripts resolve URLs
+    against it at run time (e.g. the widget manager's font-face CSS), so it is where the page is opened from,
+    not something the build wrote into the page."""
+    path = urllib.parse.urlparse(url).path
+    i = path.find("/_build/html/")
+    root = path[:i + len("/_build/html")] if i >= 0 else path.rsplit("/", 1)[0]
+    return "file://" + root
+
+
+def _check_reading(page, report: PageReport, forbidden: list[str], own_url: str = "") -> None:
     """What a reader meets: folded code, no machine path, no smoke table."""
     n = page.evaluate(VISIBLE_INPUTS_JS)
     report.checked["visible_code_inputs"] = n
@@ -261,6 +272,8 @@ def _check_reading(page, report: PageReport, forbidden: list[str]) -> None:
         report.problems.append(f"{n} visible code inputs (at most {MAX_VISIBLE_CODE_INPUTS}; the runner tags the "
                                "others hide-input)")
     content, text = page.content(), page.inner_text("body")
+    if own_url:
+        content, text = content.replace(own_url, ""), text.replace(own_url, "")
     for p in sorted(set(forbidden), key=len, reverse=True):
         if p and (p in content or p in text):
             report.problems.append(f"shows {p!r}, an absolute path of the build machine")
