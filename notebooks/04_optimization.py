@@ -44,7 +44,7 @@ import torch
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, sections, widgets
+from sinkpaper.book import experiments, figures, realtext, sections, widgets
 
 FAMILY = "configs/optimization.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -73,26 +73,17 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # ## Real language models: the optimization sweep
 #
 # `configs/optimization.yaml` holds the paper's points as scale factors on the base run: LR × 0.25 … × 2,
-# steps × 0.5 … × 4 and batch × 0.25 … × 2. At the `cpu` profile this page trains none of them; it reads the
-# real-text CPU runs of the family from the results store, and says so when there are none (a CPU does grow a
-# sink from real text: the `text_corpus` run below is one). At `gpu` or `paper` it trains whatever the store
-# lacks.
+# steps × 0.5 … × 4 and batch × 0.25 … × 2, plus `dtype_fp32` (our bf16 trainer against fp32: a check of
+# our speed-up, not a point of the paper). At the `cpu` profile this page trains none of them: it reads the
+# real-text runs that `scripts/sweep_text.sh` trained on this CPU (the `text` profile) from the results store,
+# and lists the ones still missing. At `gpu` or `paper` it trains whatever the store lacks.
 
 # %% tags=["hide-input"]
 ORDER = ["lr_x2_steps_x0.5", "lr_x2", "default", "lr_x0.5", "lr_x0.5_steps_x2", "lr_x0.25", "lr_x0.25_steps_x4",
-         "batch_x0.25", "batch_x0.5", "batch_x2"]
+         "batch_x0.25", "batch_x0.5", "batch_x2", "dtype_fp32"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's Sink_1 % (sinkpaper.paper)
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
-if lm.payloads:
-    display(experiments.sweep_table(lm.payloads, paper=PAPER, order=ORDER))
-    default_runs = lm.by_point().get("default", [])
-    if default_runs:
-        display(sections.curve_chart(experiments.curve_rows(default_runs[0], "default"), "Sink_1 %",
-                                     f"Real LM, default run ({lm.profile} profile): Sink_1 over training"))
-    display(Markdown(figures.provenance_line(lm.provenance())))
-if lm.missing.missing:
-    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
-                     "numbers are in the table at the end of the page."))
+realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], maps=["default", "lr_x0.5"])
 
 # %% [markdown]
 # ## Live, in miniature: a sink grows in minutes

@@ -42,7 +42,7 @@ import torch
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, sections
+from sinkpaper.book import experiments, figures, realtext, sections
 
 FAMILY = "configs/data.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -72,25 +72,20 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # `configs/data.yaml`: `unique_f` samples training windows from only the first fraction f of the token
 # stream (the paper's amount of unique data); `fixed_posK` replaces the input at position K with one fixed
 # token (the BOS id); `random_first` draws positions 1 and 2 uniformly from the vocabulary (the paper's
-# x1, x2 ~ U(V)) and adds nothing. At the `cpu` profile the real-text CPU runs are read from the store (none is
-# stored yet, and the page says so); at `gpu` or `paper` they are trained.
+# x1, x2 ~ U(V)) and adds nothing. At the `cpu` profile the real-text runs trained on this CPU (the `text`
+# profile) are read from the store, and the missing ones listed; at `gpu` or `paper` they are trained. The
+# `text` profile's base run fixes the first token, so there `fixed_pos1` *is* the base run and
+# `no_fixed_token` is the paper's default packing.
 
 # %% tags=["hide-input"]
-ORDER = ["unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25", "fixed_pos1", "fixed_pos2", "fixed_pos3",
-         "random_first"]
+ORDER = ["no_fixed_token", "unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25", "fixed_pos1", "fixed_pos2",
+         "fixed_pos3", "random_first"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—" where none
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
-lm_default = sections.lm_sweep("configs/optimization.yaml", profile, gpu_seeds, points=["default"])
+realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
+              curves=["fixed_pos1", "no_fixed_token", "fixed_pos2"], maps=["fixed_pos1", "no_fixed_token"])
 if lm.payloads:
-    display(sections.points_table(lm.payloads, ORDER, ks=(1, 2, 3), paper=PAPER))
     display(sections.position_profile_chart(lm.payloads, ORDER, f"Real LM ({lm.profile} profile): where the sink sits"))
-    display(Markdown(figures.provenance_line(lm.provenance())))
-if lm.missing.missing:
-    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
-                     "numbers are in the table at the end of the page."))
-if lm_default.missing.missing:
-    display(Markdown("The comparison without any fixed token uses the default run of the optimization family: "
-                     + lm_default.missing_text()))
 
 # %% [markdown]
 # ## Live, in miniature: move the fixed token

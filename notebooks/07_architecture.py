@@ -42,7 +42,7 @@ import torch
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import figures, section7, sections
+from sinkpaper.book import figures, realtext, section7, sections
 
 FAMILY = "configs/architecture.yaml"
 PROFILES = ("cpu", "gpu", "paper")
@@ -68,13 +68,10 @@ display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+realtext.show(lm, ORDER, table=section7.point_table(lm.payloads, POINTS), base=ORDER[0], curves=ORDER[:4],
+              maps=ORDER[:2])
 if lm.payloads:
-    display(section7.point_table(lm.payloads, POINTS))
     display(sections.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 per variant"))
-    display(Markdown(figures.provenance_line(lm.provenance())))
-if lm.missing.missing:
-    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
-                     "numbers are below and in the table at the end of the page."))
 
 # %% [markdown]
 # ### The paper's numbers

@@ -47,7 +47,7 @@ import torch
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, section7, sections
+from sinkpaper.book import experiments, figures, realtext, section7, sections
 
 FAMILY = "configs/biases.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -86,13 +86,10 @@ display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+realtext.show(lm, ORDER, table=section7.point_table(lm.payloads, POINTS), base="none",
+              curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"])
 if lm.payloads:
-    display(section7.point_table(lm.payloads, POINTS))
     display(section7.bias_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink* and Sink_1"))
-    display(Markdown(figures.provenance_line(lm.provenance())))
-if lm.missing.missing:
-    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
-                     "numbers are below and in the table at the end of the page."))
 
 # %% [markdown]
 # ### The paper's numbers

@@ -50,7 +50,7 @@ import torch
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, section7, sections
+from sinkpaper.book import experiments, figures, realtext, section7, sections
 
 FAMILY = "configs/attention.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -90,8 +90,9 @@ display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+realtext.show(lm, ORDER, table=section7.point_table(lm.payloads, POINTS), base="softmax",
+              curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"])
 if lm.payloads:
-    display(section7.point_table(lm.payloads, POINTS))
     display(sections.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 "
                                  "(Sink*_1 for sigmoid, elu, kernel)"))
     lm_raw = [r for p in lm.payloads for r in section7.raw_curve_rows(p)]
@@ -100,10 +101,6 @@ if lm.payloads:
             section7.steps_chart(lm_raw, "proxy Sink*_1 %", "Real LM: proxy Sink*_1"),
             section7.steps_chart(lm_raw, "raw weight on token 1", "raw weight on token 1", log_y=True),
             section7.steps_chart(lm_raw, "raw weight on other keys", "raw weight on other keys", log_y=True)))
-    display(Markdown(figures.provenance_line(lm.provenance())))
-if lm.missing.missing:
-    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours; the paper's "
-                     "numbers are below and in the table at the end of the page."))
 
 # %% [markdown]
 # ### The paper's numbers

@@ -570,8 +570,9 @@ NUMBERS: dict[str, Number] = {
     **_n("Section 7.3 (1B)", **{"softmax_1b": 45.11, "softmax_1b: loss": 3.07, "sigmoid_1b": 2.46,
                                 "sigmoid_1b: loss": 3.10}),
 }
-# The default run under the names of the families whose default point has another name.
-DEFAULT_ALIASES = ("pos_rope", "none", "softmax", "wd_0.1", "batch_x1", "ffn_swiglu", "heads_8")
+# The default run under the names of the families whose default point has another name (the paper's default
+# packing has no fixed first token: the data family's `no_fixed_token` control is that run).
+DEFAULT_ALIASES = ("pos_rope", "none", "softmax", "wd_0.1", "batch_x1", "ffn_swiglu", "heads_8", "no_fixed_token")
 
 
 def paper_value(label: str) -> float:

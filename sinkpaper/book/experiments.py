@@ -179,6 +179,8 @@ def payloads_provenance(payloads: Sequence[dict], loaded: bool) -> dict:
     out = {"profile": payloads[0]["profile"], "hardware": provs[0]["hardware"],
            "code_version": ", ".join(sorted({pv["code_version"] for pv in provs})),
            "computed_now": not loaded,
+           "dtype": ", ".join(sorted({str(pv.get("dtype", p["config"]["run"].get("dtype", "fp32")))
+                                     for pv, p in zip(provs, payloads)})),
            "runs": len(payloads),
            "tokens seen per run": ", ".join(f"{t:,}" for t in sorted({p['result']['tokens_seen'] for p in payloads}))}
     if loaded:

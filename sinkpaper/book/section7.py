@@ -140,7 +140,7 @@ def _values(payloads: Sequence[dict], point: str, key: str) -> list[float]:
             continue
         r = p["result"]
         v = {"sink_1": r["sink_k"]["1"], "sink_star": r.get("sink_star"), "alpha_1": r["alpha_1_mean"],
-             "loss": r.get("final_loss")}[key]
+             "loss": r.get("final_loss"), "val_loss": r.get("val_loss")}[key]
         if v is not None:
             out.append(float(v))
     return out
@@ -165,7 +165,8 @@ def point_table(payloads: Sequence[dict], points: Sequence[Point], *, names: Map
                 paper: bool = True) -> Table:
     """One row per point that has runs, in the order of ``points``: what changes, seeds, Sink_1 % mean
     [min, max] over seeds (marked * where it is the proxy), Sink* % on the bias position when any run has one,
-    alpha_1, final loss, tokens seen and the paper's number. ``names`` maps a point name of ``points`` to the
+    alpha_1, the held-out loss (mean [min, max]; the final training loss for runs stored without one), tokens
+    seen and the paper's number. ``names`` maps a point name of ``points`` to the
     name its runs have in ``payloads`` (e.g. the miniature's "recipe" for the default)."""
     names = dict(names or {})
     has_star = any(p["result"].get("sink_star") is not None for p in payloads)
@@ -182,8 +183,9 @@ def point_table(payloads: Sequence[dict], points: Sequence[Point], *, names: Map
         if has_star:
             row["Sink* % (bias position)"] = _spread(_values(ps, run_name, "sink_star"))
         row["alpha_1"] = round(statistics.fmean(_values(ps, run_name, "alpha_1")), 3)
-        loss = _values(ps, run_name, "loss")
-        row["loss"] = round(statistics.fmean(loss), 3) if loss else None
+        loss = _values(ps, run_name, "val_loss") or _values(ps, run_name, "loss")
+        row["held-out loss" if _values(ps, run_name, "val_loss") else "loss"] = \
+            f"{statistics.fmean(loss):.3f} [{min(loss):.3f}, {max(loss):.3f}]" if loss else None
         row["tokens"] = f"{ps[0]['result']['tokens_seen']:,}"
         if paper:
             row["the paper (%)"] = pt.paper

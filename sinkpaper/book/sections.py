@@ -111,10 +111,12 @@ def mask_of(config: Mapping) -> dict:
 # ------------------------------------------------------------------------------------------------- tables
 def points_table(payloads: Sequence[dict], order: Sequence[str], ks: Sequence[int] = (1,),
                     changes: Mapping[str, str] | None = None, paper: Mapping[str, str] | None = None,
-                    uniform: bool = False) -> Table:
+                    uniform: bool = False, sink_star: bool = False, held_out: bool = False) -> Table:
     """One row per point in ``order`` (points without runs are left out): what changes, seeds, Sink_k mean
     [min, max] over seeds for each k, alpha_1, the final loss, tokens seen; with ``uniform`` the uniform floor
-    of alpha_1 under the point's mask and the excess over it; with ``paper`` the paper's number."""
+    of alpha_1 under the point's mask and the excess over it; with ``sink_star`` Sink* (the sink on a bias or
+    extra position, where the point has one); with ``held_out`` the held-out loss (mean [min, max]) instead of
+    the last training loss; with ``paper`` the paper's number."""
     groups: dict[str, list[dict]] = {}
     for p in payloads:
         groups.setdefault(point_of(p), []).append(p)
@@ -130,13 +132,21 @@ def points_table(payloads: Sequence[dict], order: Sequence[str], ks: Sequence[in
         for k in ks:
             vals = [p["result"]["sink_k"][str(k)] for p in ps]
             row[f"Sink_{k} %"] = f"{statistics.fmean(vals):.1f} [{min(vals):.1f}, {max(vals):.1f}]"
+        if sink_star:
+            stars = [p["result"].get("sink_star") for p in ps]
+            stars = [v for v in stars if v is not None]
+            row["Sink* %"] = f"{statistics.fmean(stars):.1f} [{min(stars):.1f}, {max(stars):.1f}]" if stars else "—"
         a1 = statistics.fmean(p["result"]["alpha_1_mean"] for p in ps)
         row["alpha_1"] = round(a1, 3)
         if uniform:
             u = float(uniform_alpha(ps[0]["config"]["eval"]["seq_len"], **mask_of(ps[0]["config"]))[0])
             row["uniform alpha_1"] = round(u, 3)
             row["excess"] = round(excess_alpha(a1, u), 3) + 0.0  # no "-0.0"
-        row["loss"] = round(statistics.fmean(p["result"]["final_loss"] for p in ps), 3)
+        if held_out:
+            vl = [p["result"]["val_loss"] for p in ps]
+            row["held-out loss"] = f"{statistics.fmean(vl):.3f} [{min(vl):.3f}, {max(vl):.3f}]"
+        else:
+            row["loss"] = round(statistics.fmean(p["result"]["final_loss"] for p in ps), 3)
         row["tokens"] = ps[0]["result"]["tokens_seen"]
         if paper is not None:
             row["paper"] = paper.get(point, "—")

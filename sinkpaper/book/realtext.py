@@ -1,0 +1,107 @@
+"""The section each training chapter (4-9) leads with: its family's real-text runs, beside the paper.
+
+At the ``cpu`` profile a chapter trains none of these; it reads the ``text`` profile's runs from the results store
+(2 layers, trained on the offline corpus on one CPU thread each, by ``scripts/sweep_text.sh``). At ``gpu`` or
+``paper`` the same section shows what the chapter trained. What one section shows, from the runs alone:
+
+* the recipe, read from the stored configs (nothing typed here);
+* one row per point of the paper's table: Sink_1 mean [min, max] over seeds, alpha_1, the held-out loss, Sink*
+  where a bias or extra position can hold the sink, and the paper's number;
+* Sink_1 over training (the emergence curve) for every seed of the points the paper plots;
+* the per-(layer, head) alpha_1 map of the final evaluation, like the paper's appendix figures;
+* provenance, and what the store still lacks with the command that trains it.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from IPython.display import Markdown, display
+
+from ..paper import DEFAULT_ALIASES, paper_text
+from .experiments import point_of
+from .figures import heatmap, provenance_line
+from .sections import LMSweep, curve_chart, points_table, row
+
+
+def recipe(payload: Mapping) -> str:
+    """One sentence: the stored run's model, data and optimizer, and whether its first token is fixed."""
+    c = payload["config"]
+    m, d, o, r = c["model"], c["data"], c["optim"], c["run"]
+    steps = int(round(o["steps"] * o.get("steps_scale", 1.0)))
+    batch = int(round(o["batch_size"] * o.get("batch_scale", 1.0)))
+    tokens = payload["result"]["tokens_seen"]
+    first = (f"a fixed first token (`{d['fixed_token']}`) at position {d['fixed_pos']} of every training window "
+             f"and every held-out sequence: the paper's Section-5 fixed-token setting, not its default packing"
+             if d.get("fixed_token") else "no fixed first token (the paper's default packing)")
+    return (f"{m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}, FFN {m['d_ff']}; context "
+            f"{d['context']}, batch {batch}, LR {o['lr'] * o.get('lr_scale', 1.0):g}, weight decay "
+            f"{o['weight_decay']:g}, {steps} steps ({tokens:,} tokens of the offline corpus), {r['dtype']} on "
+            f"{r.get('threads') or 'all'} CPU thread(s); {first}. Evaluated on {c['eval']['n_samples']} held-out "
+            f"{c['eval']['seq_len']}-token sequences at epsilon {c['eval']['epsilon']}.")
+
+
+def curve_rows(payloads: Sequence[Mapping], points: Sequence[str]) -> list[dict]:
+    """Sink_1 and alpha_1 at every evaluation, one line per (point, seed)."""
+    rows = []
+    for pt in points:
+        for p in sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"]):
+            label = f"{pt}, seed {p['config']['run']['seed']}"
+            rows += [{"run": label, "step": c["step"], "tokens": c["tokens"], "Sink_1 %": c["sink_k"]["1"],
+                      "alpha_1": c.get("alpha_1_mean")} for c in p["curve"] if "sink_k" in c]
+    return rows
+
+
+def alpha_maps(payloads: Sequence[Mapping], points: Sequence[str], size: int = 46) -> list:
+    """The final evaluation's alpha_1 per (layer, head) of the first stored seed of each point."""
+    charts = []
+    for pt in points:
+        ps = sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"])
+        if not ps or not ps[0]["result"].get("alpha_1_matrix"):
+            continue
+        m = ps[0]["result"]["alpha_1_matrix"]
+        r = ps[0]["result"]
+        charts.append(heatmap(m, "head", "layer (0 = first)", f"{pt}, seed {ps[0]['config']['run']['seed']}: "
+                              f"alpha_1, Sink_1 {r['sink_k']['1']:.0f} %", value_title="alpha_1", domain=(0, 1),
+                              width=size * len(m[0]), height=max(size * len(m), 40)))
+    return charts
+
+
+def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None = None,
+            curves: Sequence[str] = ("default",), maps: Sequence[str] = ("default",), sink_star: bool = False,
+            ks: Sequence[int] = (1,), changes: Mapping[str, str] | None = None, base: str = "default",
+            table: Any = None) -> list[Any]:
+    """What a chapter displays, in order, for its family's real-text (or trained) runs. Points of ``order``
+    without a stored run are left out of the table and listed, with the command, at the end. ``table``: a
+    chapter's own per-point table to show instead of :func:`sections.points_table`'s."""
+    out: list[Any] = []
+    ps = lm.payloads
+    if ps:
+        ref = next((p for p in ps if point_of(p) == base), ps[0])
+        out.append(Markdown(f"**The runs ({lm.profile} profile).** `{point_of(ref)}`: {recipe(ref)} Every other "
+                            "point changes one thing of it (its name says what; `configs/` has the exact form)."))
+        if paper is not None and (base == "default" or base in DEFAULT_ALIASES) and base in paper \
+                and ref["config"]["data"].get("fixed_token") and ref["config"]["data"].get("fixed_pos") == 1:
+            # the paper's base run packs without a fixed token; ours fixes one, as its fixed_pos1 point does
+            paper = {**paper, base: f"{paper[base]} (no fixed token); {paper_text('fixed_pos1')} with one at 1"}
+        out.append(table if table is not None else
+                   points_table(ps, order, ks=ks, changes=changes, paper=paper, sink_star=sink_star, held_out=True))
+        shown = [pt for pt in curves if any(point_of(p) == pt for p in ps)]
+        if shown:
+            rows = curve_rows(ps, shown)
+            out.append(row(curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %",
+                                       width=360),
+                           curve_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1",
+                                       width=360)))
+        heat = alpha_maps(ps, maps)
+        if heat:
+            out.append(row(*heat, title="alpha_1 per layer and head at the end of training"))
+        out.append(Markdown(provenance_line(lm.provenance())))
+    if lm.missing.missing:
+        out.append(Markdown(lm.missing_text()))
+    return out
+
+
+def show(*args, **kwargs) -> None:
+    """Display :func:`section` in a notebook."""
+    for item in section(*args, **kwargs):
+        display(item)
