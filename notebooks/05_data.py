@@ -31,7 +31,7 @@
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
-gpu_seeds = [0]  # seeds of the real-LM sweep (configs/data.yaml) that are read or trained
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_first | no_fixed_token | recipe
 live_seed = 0  # seed of the live miniature run

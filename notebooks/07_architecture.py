@@ -35,7 +35,7 @@
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
-gpu_seeds = [0]  # seeds of the real-LM sweep (configs/architecture.yaml) that are read or trained
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 
 # %%
 import torch

@@ -36,7 +36,7 @@
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
-gpu_seeds = [0]  # seeds of the real-LM sweep (configs/biases.yaml) that are read or trained
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
 live_seed = 0  # seed of the live miniature run

@@ -53,13 +53,16 @@ class LMSweep:
 
 
 TEXT_PROFILE = "text"   # the real-text CPU sweeps (the scorecard's "real text (CPU)" scale)
+TEXT_SEEDS = (0, 1, 2)  # the seeds scripts/sweep_text.sh trains at that profile
 
 
 def lm_sweep(config: str, profile: str, seeds: Sequence[int] = (0,), points: Sequence[str] | None = None,
              store: str = STORE) -> LMSweep:
-    """At ``cpu``: the family's stored real-text CPU runs (profile ``text``; nothing is trained here). At ``gpu``
-    / ``paper``: train what the store lacks with run_sweep (into runs/<family>), reuse the rest."""
+    """At ``cpu``: the family's stored real-text CPU runs (profile ``text``, seeds :data:`TEXT_SEEDS`; nothing is
+    trained here). At ``gpu`` / ``paper``: train ``seeds`` where the store lacks them with run_sweep (into
+    runs/<family>), reuse the rest."""
     if profile == "cpu":
+        seeds = TEXT_SEEDS
         try:
             found = stored_sweep(config, TEXT_PROFILE, points, seeds, store)
         except ValueError:   # the configs do not define the text profile yet
@@ -147,7 +150,7 @@ def points_table(payloads: Sequence[dict], order: Sequence[str], ks: Sequence[in
             row["held-out loss"] = f"{statistics.fmean(vl):.3f} [{min(vl):.3f}, {max(vl):.3f}]"
         else:
             row["loss"] = round(statistics.fmean(p["result"]["final_loss"] for p in ps), 3)
-        row["tokens"] = ps[0]["result"]["tokens_seen"]
+        row["tokens"] = f"{ps[0]['result']['tokens_seen']:,}"
         if paper is not None:
             row["paper"] = paper.get(point, "—")
         rows.append(row)

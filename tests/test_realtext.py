@@ -1,0 +1,62 @@
+"""The section chapters 4-9 lead with (sinkpaper.book.realtext), on real stored text-profile payloads: what it
+reads from the stored config, the row it builds per point, and what it says about the paper's base run."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("altair")
+from sinkpaper.book import realtext, sections  # noqa: E402
+from sinkpaper.book.experiments import StoredSweep  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _stored_text_run() -> dict:
+    for f in sorted((REPO / "results/store").glob("*.json")):
+        p = json.loads(f.read_text())
+        if p.get("profile") == "text" and p["name"] == "optimization/default":
+            return p
+    pytest.skip("no stored text-profile base run in results/store")
+
+
+def _as(p: dict, point: str, seed: int, sink_1: float, val_loss: float) -> dict:
+    q = copy.deepcopy(p)
+    q["name"], q["hash"] = f"optimization/{point}", f"{point}-{seed}"
+    q["config"]["run"]["seed"] = seed
+    q["result"]["sink_k"]["1"], q["result"]["val_loss"] = sink_1, val_loss
+    return q
+
+
+def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_point():
+    base = _stored_text_run()
+    ps = [_as(base, "default", 0, 20.0, 5.2), _as(base, "default", 1, 40.0, 5.0), _as(base, "lr_x2", 0, 60.0, 5.3)]
+    lm = sections.LMSweep("configs/optimization.yaml", "text", ps,
+                          StoredSweep("configs/optimization.yaml", "text", missing=[("lr_x0.5", 0)]))
+    out = realtext.section(lm, ["lr_x2", "default", "lr_x0.5"], paper={"default": "18.18", "lr_x2": "32.23"},
+                           curves=["default"], maps=["default", "absent"])
+    recipe = out[0].data
+    m, d = base["config"]["model"], base["config"]["data"]
+    assert f"{m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}" in recipe
+    assert f"context {d['context']}" in recipe and "fixed first token" in recipe and f"{base['result']['tokens_seen']:,}" in recipe
+    rows = out[1].rows
+    assert [r["point"] for r in rows] == ["lr_x2", "default"]           # lr_x0.5 has no run: left out of the table
+    assert rows[1]["Sink_1 %"] == "30.0 [20.0, 40.0]" and rows[1]["held-out loss"] == "5.100 [5.000, 5.200]"
+    assert rows[0]["paper"] == "32.23"
+    # the paper's base run packs without a fixed token; ours fixes one: the row says both numbers
+    assert rows[1]["paper"].startswith("18.18 (no fixed token); 74.11")
+    curves = [o for o in out if hasattr(o, "to_dict") and o.to_dict().get("mark", {}).get("type") == "line"]
+    assert len(curves) == 2 and {v["run"] for v in curves[0].to_dict()["data"]["values"]} == {"default, seed 0",
+                                                                                            "default, seed 1"}
+    assert "loaded" in out[-2].data and "dtype=bf16" in out[-2].data.replace("`", "")
+    assert "Not in the results store" in out[-1].data and "lr_x0.5" in out[-1].data
+
+
+def test_section_without_runs_only_says_what_is_missing():
+    lm = sections.LMSweep("configs/optimization.yaml", "text", [],
+                          StoredSweep("configs/optimization.yaml", "text", missing=[("default", 0)]))
+    out = realtext.section(lm, ["default"])
+    assert len(out) == 1 and "python -m sinkpaper sweep" in out[0].data
