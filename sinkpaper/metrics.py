@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from sinkpaper.attention.masks import column_mean
 from sinkpaper.trace import Trace
 
 EPSILON = 0.3
@@ -52,22 +53,9 @@ def _float(x: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------- sink metric
-def alpha(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-    """alpha_k = mean of attn[t, k] over the queries t that see key k (the diagonal counts).
-
-    attn: [..., T, T] (query, key); visible: bool, broadcastable to attn (for a `Trace` layer map
-    [B, H, T, T] pass `trace.visible[:, None]`, so that the batch dim is not aligned with the heads).
-    Returns [..., T]; a key that no query sees gets 0.
-    """
-    if attn.shape[-1] != attn.shape[-2]:
-        raise ValueError(f"attention maps must be square [..., T, T], got {tuple(attn.shape)}")
-    if visible.dtype != torch.bool:
-        raise TypeError(f"visible must be a bool mask (True = query sees key), got {visible.dtype}")
-    attn = _float(attn)
-    visible = visible.to(attn.device)
-    total = torch.where(visible, attn, 0.0).sum(-2)
-    count = visible.sum(-2).to(attn.dtype).expand_as(total)
-    return torch.where(count > 0, total / count.clamp(min=1), 0.0)
+# alpha_k = mean of attn[t, k] over the queries t that see key k; it lives with the masks, so that the kernels'
+# references (the compute layer) use the metric's own definition without importing this module
+alpha = column_mean
 
 
 def uniform_alpha(seq_len: int, window: int | None = None, prefix: int | None = None):

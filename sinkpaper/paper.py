@@ -17,7 +17,7 @@ that say whether a result of ours agrees with each claim.
   marked qualitative, with no rule and no verdict.
 
 Numbers come from ../shared/notes/paper.md (the paper's text and tables); nothing here is a result of ours.
-This module imports neither altair nor ipywidgets: it is library code under the book.
+It is library code under the book: no plotting or widget package is imported here (tests/test_layers.py).
 """
 from __future__ import annotations
 

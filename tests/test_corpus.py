@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from sinkpaper.data import corpus as C
 from sinkpaper.data import tokenizer as T
+from sinkpaper.files import sha256_file
 
 DOCS = [
     "In the beginning God created the heaven and the earth.",
@@ -150,7 +152,7 @@ def test_iter_members_reads_deb_without_dpkg(tmp_path):
 
 
 def test_missing_archive_message_says_how_to_get_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(C.shutil, "which", lambda name: None)  # as on a machine without apt-get
+    monkeypatch.setattr("sinkpaper.data.archives.shutil.which", lambda name: None)  # a machine without apt-get
     a = C.Archive("deb", "bible-kjv-text", "4.38", "bible-kjv-text_4.38_all.deb", "0" * 64)
     with pytest.raises(C.SourceUnavailableError, match=r"apt-get download bible-kjv-text=4\.38"):
         C.fetch_archive(a, tmp_path)
@@ -230,16 +232,90 @@ def test_export_caps_size_prose_first(tmp_path, tok_cache):
     assert C.read_manifest(corpus)["tokens"]["left_out_of_token_file"]
 
 
-def test_data_main_info_and_errors(tmp_path, capsys):
-    assert C.data_main(["info", str(tmp_path / "nothing.u16.xz")]) == 2
-    assert "data build --out DIR" in capsys.readouterr().err
-    assert C.data_main(["sources"]) == 0
+def test_data_commands_info_and_errors(tmp_path, capsys):
+    from sinkpaper.cli import main
+    assert main(["data", "info", str(tmp_path / "nothing.u16.xz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sinkpaper: error: ") and "data build --out DIR" in err and err.count("\n") == 1
+    (tmp_path / "folder").mkdir()
+    assert main(["data", "info", str(tmp_path / "folder")]) == 2
+    assert "without a corpus manifest.json" in capsys.readouterr().err
+    assert main(["data", "sources"]) == 0
     out = capsys.readouterr().out
-    assert "kjv" in out and "dict-gcide" in out
+    assert "kjv" in out and "dict-gcide" in out and out.count("\n") > len(C.CORPUS_SOURCES)
+    path = tmp_path / "t.u16.xz"
+    C.write_token_file(path, np.arange(30, dtype=np.uint16), np.arange(5, dtype=np.uint16), eos_id=0,
+                       vocab_size=300, tokenizer_json="{}", preset=1)
+    assert main(["data", "info", str(path)]) == 0
+    assert capsys.readouterr().out == f"token file {path}: 30 train + 5 val tokens, vocab 300, eos 0, 0.0 MiB\n"
+    assert main(["data", "sample", "--from", str(path), "--out", str(tmp_path / "s.u16.xz"), "--n-train", "40"]) == 2
+    assert "asked for 40 / 100,000" in capsys.readouterr().err and not (tmp_path / "s.u16.xz").exists()
+    assert main(["data", "sample", "--from", str(path), "--out", str(tmp_path / "s.u16.xz"), "--n-train", "7",
+                 "--n-val", "2"]) == 0
+    got = C.load_tokens(tmp_path / "s.u16.xz")
+    assert got["train"].tolist() == list(range(7)) and got["val"].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["data"], "the following arguments are required: {build,info,sources,unpack,sample}"),
+    (["data", "bogus"], "invalid choice: 'bogus'"),
+    (["data", "build"], "the following arguments are required: --out"),
+    (["data", "build", "--out", "X", "--vocab-size", "many"], "argument --vocab-size: invalid int value"),
+])
+def test_data_usage_errors_are_one_line_exit_2(argv, msg, capsys):
+    from sinkpaper.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err == f"sinkpaper: error: {err.split('error: ', 1)[1]}" and msg in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(sources=["kjv", "bogus"]), "unknown sources ['bogus']; available: kjv,"),
+    (dict(vocab_size=100), "vocab_size must be in [258, 65536]"),
+    (dict(vocab_size=70000), "vocab_size must be in [258, 65536]"),
+    (dict(val_fraction=1.0), "val_fraction must be in [0, 1)"),
+    (dict(max_mib=-1.0), "max_mib must be > 0"),
+])
+def test_build_checks_its_arguments_before_fetching(kw, msg, tmp_path):
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        C.build_all(tmp_path / "out", **{"sources": ["kjv"], **kw}, cache_dir=tmp_path / "nothing-here")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "nothing-here").exists()
+
+
+OLD_NAMES = (  # the public names of the one-file sinkpaper/data/corpus.py, before it was split by job
+    "BUILD_HINT", "TOKEN_FILE", "TOKEN_MAGIC", "TokenFileError", "load_tokens", "read_token_header", "unpack",
+    "write_token_file", "EXTRACT_VERSION", "DEFAULT_MAX_MIB", "MIN_DEDUP_PARAGRAPH", "Member", "Doc",
+    "SourceUnavailableError", "normalize_text", "unwrap", "paragraphs", "dedup_key", "n_words", "html_to_text",
+    "roff_to_text", "pod_to_text", "info_to_text", "Archive", "fetch_archive", "iter_members", "extract_html",
+    "extract_roff", "extract_pod", "extract_info", "extract_kjv", "extract_plain_works", "extract_wiki_summaries",
+    "extract_dictd", "extract_gcide", "extract_wordnet", "extract_fortunes", "extract_jargon", "vimhelp_to_text",
+    "extract_vimhelp", "Source", "source_names", "extract_source", "Deduplicator", "is_validation", "build_corpus",
+    "write_manifest", "read_manifest", "iter_corpus", "export_tokens", "write_sample")
+
+
+def test_the_old_import_paths():
+    """Every public name of the old one-file module still imports from sinkpaper.data.corpus, as the object the
+    one module that now holds it defines; the two names that left say where they went."""
+    import importlib
+    homes = {m: importlib.import_module(f"sinkpaper.data.{m}") for m in
+             ("markup", "archives", "extractors", "corpus_sources", "extraction", "build", "tokenfile")}
+    assert set(OLD_NAMES) <= set(C.__all__)
+    for name in C.__all__:
+        where = [m for m, mod in homes.items() if name in mod.__all__]
+        assert len(where) == 1, (name, where)
+        assert getattr(C, name) is getattr(homes[where[0]], name)
+    with pytest.raises(ImportError, match=r"corpus_sources\.CORPUS_SOURCES"):
+        from sinkpaper.data.corpus import SOURCES  # noqa: F401
+    with pytest.raises(ImportError, match=r"python -m sinkpaper data"):
+        C.data_main
+    import sinkpaper.data
+    assert sinkpaper.data.SOURCES == ("corpus", "random", "repeat", "bigram_backcopy", "hf")
 
 
 def test_sources_are_pinned():
-    for name, s in C.SOURCES.items():
+    for name, s in C.CORPUS_SOURCES.items():
         assert s.archives, name
         for a in s.archives:
             assert len(a.sha256) == 64 and a.version and a.filename.startswith(a.package.replace("-", "_")
@@ -251,12 +327,12 @@ def test_fetch_and_extract_a_small_source(tmp_path):
     """Network: fetch the smallest pinned archive (BOFH excuses, 14 kB) and extract it."""
     if shutil.which("apt-get") is None:
         pytest.skip("needs apt-get (a Debian/Ubuntu machine)")
-    src = C.SOURCES["fortunes"]
+    src = C.CORPUS_SOURCES["fortunes"]
     a = next(a for a in src.archives if a.package == "fortunes-bofh-excuses")
     try:
         path = C.fetch_archive(a, tmp_path)
     except C.SourceUnavailableError as e:
         pytest.skip(f"registry not reachable or pin gone: {e}")
-    assert C._sha256_file(path) == a.sha256
+    assert sha256_file(path) == a.sha256
     docs = list(src.extract(C.iter_members(path, src.select)))
     assert len(docs) > 100 and all(text.strip() for _, text in docs)

@@ -84,3 +84,22 @@ def visible_block(rows: torch.Tensor, cols: torch.Tensor, *, causal: bool = True
         same_doc = doc_ids[:, rows][:, :, None] == doc_ids[:, cols][:, None, :]
         visible = visible & same_doc
     return visible
+
+
+def column_mean(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """The mean of attn[t, k] over the queries t that see key k (the diagonal counts): the paper's alpha_k
+    (Sec. 3.2; `sinkpaper.metrics.alpha` is this function), under any of the masks above.
+
+    attn: [..., T, T] (query, key); visible: bool, broadcastable to attn (for a `Trace` layer map
+    [B, H, T, T] pass `trace.visible[:, None]`, so that the batch dim is not aligned with the heads).
+    Returns [..., T] in float32 (float64 for a float64 input); a key that no query sees gets 0.
+    """
+    if attn.shape[-1] != attn.shape[-2]:
+        raise ValueError(f"attention maps must be square [..., T, T], got {tuple(attn.shape)}")
+    if visible.dtype != torch.bool:
+        raise TypeError(f"visible must be a bool mask (True = query sees key), got {visible.dtype}")
+    attn = attn if attn.dtype == torch.float64 else attn.float()
+    visible = visible.to(attn.device)
+    total = torch.where(visible, attn, 0.0).sum(-2)
+    count = visible.sum(-2).to(attn.dtype).expand_as(total)
+    return torch.where(count > 0, total / count.clamp(min=1), 0.0)

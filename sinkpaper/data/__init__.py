@@ -1,6 +1,8 @@
-"""Training data: token sources (offline corpus, `datasets` streaming, synthetic), the paper's packing and
-data interventions (`packing`), the token-file format that the builder, the tokenizer and the sources share
-(`tokenfile`), and the offline corpus builder and BPE tokenizer (`corpus`, `tokenizer`)."""
+"""Training data: token sources (`sources`: offline corpus, `datasets` streaming, synthetic; `SOURCES` names
+them), the paper's packing and data interventions (`packing`), the token-file format that the builder, the
+tokenizer and the sources share (`tokenfile`), the BPE tokenizer (`tokenizer`), and the offline corpus, one
+module per job (`markup`, `archives`, `extractors`, `corpus_sources`, `extraction`, `build`; `corpus` re-exports
+them)."""
 from .packing import IGNORE, Packing, document_ids
 from .sources import HF_DATASETS, SOURCES, TokenData, load_source, synthetic
 

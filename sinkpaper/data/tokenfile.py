@@ -25,13 +25,12 @@ import lzma
 import mmap
 import os
 import struct
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
-from ..files import atomic_write_text, cache_dir, sha256_file
+from ..files import AtomicWrite, atomic_open, atomic_write_text, cache_dir, sha256_file
 
 TOKEN_FILE = "tokens.u16.xz"     # the offline corpus's token file inside its folder
 TOKEN_MAGIC = b"SINKTOK1"        # the xz layout
@@ -74,9 +73,8 @@ class TokenWriter:
         self.n_tokens = 0
         self._current: str | None = None
         self._sha = hashlib.sha256()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        self._f = os.fdopen(fd, "wb")
+        self._out = AtomicWrite(self.path)
+        self._f = self._out.open("wb")
         self._f.seek(HEADER_BYTES)
 
     def write(self, split: str, tokens) -> None:
@@ -131,25 +129,17 @@ class TokenWriter:
                 raise ValueError(f"token file header of {len(hb)} bytes does not fit {HEADER_BYTES}; shorten meta")
             self._f.seek(0)
             self._f.write(FLAT_MAGIC + struct.pack("<I", len(hb)) + hb)
-            self._f.flush()
-            os.fsync(self._f.fileno())
-            self._f.close()
             self._f = None
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(self._tmp, 0o666 & ~mask)
-            os.replace(self._tmp, self.path)
+            self._out.commit()
         except BaseException:
             self.abort()
             raise
         return header
 
     def abort(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
-        if os.path.exists(self._tmp):
-            os.unlink(self._tmp)
+        self._f = None
+        if not self._out.done:
+            self._out.abort()
 
     def __enter__(self):
         return self
@@ -298,18 +288,16 @@ def write_token_file(out_path: str | Path, train: np.ndarray, val: np.ndarray, e
               "val_sha256": hashlib.sha256(val.astype("<u2").tobytes()).hexdigest(),
               "meta": meta or {}}
     hb = json.dumps(header, sort_keys=True).encode()
-    tmp = out_path.with_name("." + out_path.name + ".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_open(out_path, "wb") as f:
         f.write(TOKEN_MAGIC + struct.pack("<I", len(hb)) + hb)
         filters = [{**_XZ_FILTERS[0], "preset": preset}]
         comp = lzma.LZMACompressor(format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, filters=filters)
         for chunk in (_le_bytes(train), _le_bytes(val), tok_bytes):
             f.write(comp.compress(chunk))
         f.write(comp.flush())
-    sidecar = {"file": out_path.name, "sha256": sha256_file(tmp), "bytes": tmp.stat().st_size,
+    sidecar = {"file": out_path.name, "sha256": sha256_file(out_path), "bytes": out_path.stat().st_size,
                **{k: header[k] for k in ("n_train", "n_val", "eos_id", "bos_id", "vocab_size", "tokenizer_sha256")},
                "meta": meta or {}}
-    os.replace(tmp, out_path)
     side = out_path.with_name(out_path.name + ".json")
     atomic_write_text(side, json.dumps(sidecar, indent=1) + "\n")
     return sidecar
@@ -351,6 +339,26 @@ def read_token_header(path: str | Path, with_tokenizer: bool = False) -> dict:
             off = 2 * (header["n_train"] + header["n_val"])
             header["tokenizer"] = raw[off:off + header["tokenizer_bytes"]].decode("utf-8")
     return header
+
+
+def layout(path: str | Path) -> str | None:
+    """"xz" or "flat" for a sinkpaper token file (by its magic bytes), None for any other file."""
+    with open(path, "rb") as f:
+        magic = f.read(8)
+    return {TOKEN_MAGIC: "xz", FLAT_MAGIC: "flat"}.get(magic)
+
+
+def describe_token_file(path: str | Path) -> str:
+    """One line: a token file's layout, token counts per split, vocabulary, EOS id and size on disk."""
+    path = Path(path)
+    h = read_token_header(path)
+    mib = path.stat().st_size / 2 ** 20
+    if "splits" in h:   # flat
+        counts = " + ".join(f"{c:,} {name}" for name, (_, c) in h["splits"].items())
+        return (f"token file {path} (flat, {h['dtype']}): {counts} tokens, vocab {h['vocab_size']}, "
+                f"eos {h['eos_id']}, {mib:.1f} MiB")
+    return (f"token file {path}: {h['n_train']:,} train + {h['n_val']:,} val tokens, vocab {h['vocab_size']}, "
+            f"eos {h['eos_id']}, {mib:.1f} MiB")
 
 
 def _xz_records(path: Path):
@@ -505,15 +513,15 @@ def open_tokens(path: str | Path, verify: bool = False) -> TokenFile:
     path = Path(path)
     if not path.exists():
         raise TokenFileError(f"token file {path} not found; {BUILD_HINT}")
-    with open(path, "rb") as f:
-        magic = f.read(8)
-    if magic == TOKEN_MAGIC:
+    kind = layout(path)
+    if kind == "xz":
         return open_flat(unpack(path), verify=verify)
-    if magic == FLAT_MAGIC:
+    if kind == "flat":
         return open_flat(path, verify=verify)
     raise TokenFileError(f"{path} is not a sinkpaper token file; {BUILD_HINT}")
 
 
 __all__ = ["TokenWriter", "TokenFile", "TokenFileError", "write_tokens", "open_tokens", "open_flat", "unpack",
-           "flat_cache_path", "write_token_file", "load_tokens", "read_token_header", "dtype_for", "TOKEN_MAGIC",
+           "flat_cache_path", "write_token_file", "load_tokens", "read_token_header", "layout", "describe_token_file",
+           "dtype_for", "TOKEN_MAGIC",
            "FLAT_MAGIC", "TOKEN_FILE", "BUILD_HINT"]

@@ -11,8 +11,6 @@ import gzip
 import hashlib
 import itertools
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -20,8 +18,8 @@ import numpy as np
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from ..files import cache_dir, sha256_file
-from .tokenfile import read_token_header
+from ..files import atomic_path, cache_dir, sha256_file
+from .tokenfile import layout, read_token_header
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|bos|>")
 # bump when the training recipe changes, so old cache entries are not reused
@@ -110,16 +108,8 @@ def train_bpe(documents: Iterable[str] | Sequence[Path], vocab_size: int,
 
     tok, trainer = _new_bpe(vocab_size, special_tokens, min_frequency)
     tok.train_from_iterator(texts, trainer=trainer)
-    root.mkdir(parents=True, exist_ok=True)
-    # temp file in the same folder, then os.replace: readers never see a half-written tokenizer
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".bpe-", suffix=".tmp")
-    os.close(fd)
-    try:
-        tok.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp:  # readers never see a half-written tokenizer
+        tok.save(str(tmp))
     return Tokenizer.from_file(str(path))
 
 
@@ -147,9 +137,7 @@ def load_tokenizer(path_or_hf_id: str | Path) -> Tokenizer:
     if p.is_dir() and (p / "tokenizer.json").exists():
         p = p / "tokenizer.json"
     if p.is_file():
-        with open(p, "rb") as f:
-            head = f.read(8)
-        if head.startswith(b"SINKTOK"):
+        if layout(p) is not None:
             return Tokenizer.from_str(read_token_header(p, with_tokenizer=True)["tokenizer"])
         return Tokenizer.from_file(str(p))
     name = str(path_or_hf_id)

@@ -316,6 +316,7 @@ def run_kernel_bench(device: str = "cuda", smoke: bool = False, sections=SECTION
                      argv=None) -> dict:
     """Run the sections on one device; return (and optionally write as JSON) provenance, records, ratios, goals."""
     from .. import provenance
+    from ..files import atomic_write_text
     from .. import kernels as K  # noqa: N812  (lazy: the package imports triton)
     import triton
 
@@ -338,8 +339,7 @@ def run_kernel_bench(device: str = "cuda", smoke: bool = False, sections=SECTION
         args=dict(device=str(dev), smoke=smoke, sections=list(sections), json=json_path),
         records=b.records, ratios=b.ratios, goals=_goals(b))
     if json_path:
-        with open(json_path, "w") as f:
-            json.dump(result, f, indent=1)
+        atomic_write_text(json_path, json.dumps(result, indent=1))
     return result
 
 

@@ -10,8 +10,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..attention import attention_reference, visible_mask
-from ..metrics import alpha as metric_alpha
+from ..attention import attention_reference, column_mean, visible_mask
 
 
 class ColumnStats(NamedTuple):
@@ -58,6 +57,6 @@ def reference_column_stats(q, k, *, op="softmax", causal=True, window=None, pref
     res = attention_reference(q, k, v, visible=visible, op=op, scale=scale if scale is not None else
                               1.0 / math.sqrt(q.shape[-1]), sink_logit=sink_logit, k_bias=k_bias,
                               sigmoid_bias=sigmoid_bias, softpick_eps=softpick_eps, return_map=True)
-    alpha = metric_alpha(res.attn_map, visible[:, None]).float()
+    alpha = column_mean(res.attn_map, visible[:, None]).float()
     sink = None if res.sink_map is None else res.sink_map.float().mean(-1)
     return ColumnStats(alpha, sink)

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import torch
 from .. import metrics, provenance
 from ..data.packing import Packing, document_ids
 from ..data.sources import TokenData, load_once_per_node, load_source
-from ..files import atomic_write_text
+from ..files import atomic_path, atomic_write_text
 from ..models import SinkModel
 from . import accel
 from .config import TrainConfig
@@ -40,8 +39,7 @@ def save_checkpoint(run_dir: Path, step: int, model, optimizer, scheduler, state
     ckpts = run_dir / "checkpoints"
     ckpts.mkdir(parents=True, exist_ok=True)
     final = ckpts / f"step-{step:08d}"
-    tmp = Path(tempfile.mkdtemp(dir=ckpts, prefix=f".step-{step:08d}."))
-    try:
+    with atomic_path(final, directory=True) as tmp:
         weights = {k: v.detach().contiguous().cpu() for k, v in _unwrap(model).state_dict().items()}
         save_file(_dedupe_shared(weights), str(tmp / "model.safetensors"))
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), **state,
@@ -50,10 +48,6 @@ def save_checkpoint(run_dir: Path, step: int, model, optimizer, scheduler, state
                    tmp / "state.pt")
         if final.exists():
             shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     atomic_write_text(ckpts / "latest", final.name)
     for old in sorted(p for p in ckpts.glob("step-*") if p.name != final.name)[:-(keep - 1) or None]:
         shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,212 @@
+"""The package's layers, read from the source with `ast` (nothing is imported): no import circle among sinkpaper
+modules, no plotting or widget package below `sinkpaper/book/`, and the dependency direction of the layers
+
+    attention operators (attention, kernels) <- models <- metrics / lms <- data + train <- results <- book,
+
+with the CLI on top. Every import statement counts, at module level or inside a function (a lazy import that
+closes a circle still means the two modules cannot be understood, or loaded, one without the other); only
+`if TYPE_CHECKING:` blocks are skipped.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "sinkpaper"
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST):
+    """Every Import / ImportFrom node, outside `if TYPE_CHECKING:` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(root: Path = ROOT) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(edges between sinkpaper modules, the top-level names of every other package each module imports).
+
+    `from X import name` is an edge to X.name when that is a module of the package, else to X. Importing a
+    submodule does not count as importing its parent package's __init__ (so a package __init__ that
+    re-exports its own submodules closes no circle); an explicit `from ..pkg import name` does.
+    """
+    files = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    packages = {name for name, p in files.items() if p.name == "__init__.py"}
+    edges: dict[str, set[str]] = {name: set() for name in files}
+    external: dict[str, set[str]] = {name: set() for name in files}
+    top = root.name
+    for name, path in files.items():
+        base = name if name in packages else name.rpartition(".")[0]
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                if node.level:
+                    parts = base.split(".")
+                    prefix = ".".join(parts[:len(parts) - (node.level - 1)])
+                    mod = f"{prefix}.{node.module}" if node.module else prefix
+                else:
+                    mod = node.module or ""
+                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in files else mod for a in node.names]
+            for t in targets:
+                if t == top or t.startswith(top + "."):
+                    while t not in files and "." in t:   # `import sinkpaper.x.y` of a name inside a module
+                        t = t.rpartition(".")[0]
+                    if t != name:
+                        edges[name].add(t)
+                else:
+                    external[name].add(t.split(".")[0])
+    return edges, external
+
+
+@functools.lru_cache(maxsize=1)
+def _package_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    return import_graph(ROOT)
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each as a sorted list; a module
+    that imports itself counts too."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:   # recursive: the package has a few hundred modules at most
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _within(name: str, layer: str) -> bool:
+    return name == layer or name.startswith(layer + ".")
+
+
+# ----------------------------------------------------------------------------------------------- the checks
+def test_the_cycle_finder_finds_circles_and_only_circles():
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"a"}}) == [["a"]]
+    assert find_cycles({"p": {"p.x", "p.y"}, "p.x": {"p.y"}, "p.y": {"p.x"}}) == [["p.x", "p.y"]]
+
+
+def test_the_graph_reads_relative_lazy_and_submodule_imports(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .sub import b\n")                  # re-export: no circle
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "a.py").write_text("def f():\n    from . import b\n")       # lazy, a submodule by name
+    (pkg / "sub" / "b.py").write_text("from ..sub.a import f\nimport numpy.linalg\n"
+                                      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import c\n")
+    (pkg / "c.py").write_text("import pkg.sub.b\nimport altair as alt\n")
+    edges, external = import_graph(pkg)
+    assert edges["pkg"] == {"pkg.sub.b"} and edges["pkg.sub.a"] == {"pkg.sub.b"}
+    assert edges["pkg.sub.b"] == {"pkg.sub.a"} and edges["pkg.c"] == {"pkg.sub.b"}
+    assert external["pkg.sub.b"] == {"numpy", "typing"} and external["pkg.c"] == {"altair"}
+    assert find_cycles(edges) == [["pkg.sub.a", "pkg.sub.b"]]
+
+
+def test_no_import_circle_in_the_package():
+    edges, _ = _package_graph()
+    assert len(edges) > 50 and "sinkpaper.data.build" in edges["sinkpaper.data.corpus"]
+    assert find_cycles(edges) == []
+
+
+def test_no_plotting_or_widget_package_below_the_book():
+    _, external = _package_graph()
+    found = {name: sorted(pkgs & {"altair", "ipywidgets"}) for name, pkgs in external.items()
+             if not _within(name, "sinkpaper.book") and pkgs & {"altair", "ipywidgets"}}
+    assert found == {}
+    assert "altair" in set().union(*(p for n, p in external.items() if _within(n, "sinkpaper.book")))
+
+
+# each layer that exists, and the layers above it that it must not import
+BELOW = {
+    "sinkpaper.attention": ("sinkpaper.kernels", "sinkpaper.models"),
+    "sinkpaper.kernels": ("sinkpaper.models",),
+    "sinkpaper.models": (),
+}
+ANALYSIS = ("sinkpaper.metrics", "sinkpaper.lms", "sinkpaper.probes", "sinkpaper.streaming", "sinkpaper.mechanism",
+            "sinkpaper.propositions", "sinkpaper.long_context")
+UPPER = ("sinkpaper.data", "sinkpaper.train", "sinkpaper.results", "sinkpaper.paper", "sinkpaper.book",
+         "sinkpaper.cli")
+
+
+def _forbidden(layer: str) -> tuple[str, ...]:
+    if layer in BELOW:
+        return BELOW[layer] + ANALYSIS + UPPER
+    if layer in ANALYSIS:
+        return UPPER
+    if layer in ("sinkpaper.data", "sinkpaper.train"):
+        return ("sinkpaper.results", "sinkpaper.paper", "sinkpaper.book", "sinkpaper.cli")
+    if layer in ("sinkpaper.results", "sinkpaper.paper"):
+        return ("sinkpaper.book", "sinkpaper.cli")
+    return ("sinkpaper.cli",)
+
+
+# Leaks known when this test was written, each to be removed with its fix (the test fails once an edge here is
+# gone, so the list cannot outlive it).
+KNOWN = {
+    ("sinkpaper.long_context", "sinkpaper.book.measuring"):
+        "uniform_alpha_1 (the uniform-attention floor) is in the book; it moves to metrics with the other "
+        "uniform baselines",
+}
+
+
+@pytest.mark.parametrize("layer", [*BELOW, *ANALYSIS, "sinkpaper.data", "sinkpaper.train", "sinkpaper.results",
+                                   "sinkpaper.paper"])
+def test_dependency_direction(layer):
+    edges, _ = _package_graph()
+    up = sorted((src, dst) for src, dsts in edges.items() if _within(src, layer) for dst in dsts
+                if any(_within(dst, f) for f in _forbidden(layer)) and not _within(dst, layer))
+    known = sorted(e for e in KNOWN if _within(e[0], layer))
+    assert [e for e in up if e not in KNOWN] == []
+    assert [e for e in known if e not in up] == [], "fixed: remove it from KNOWN"
+
+
+def test_only_the_entry_points_import_the_cli():
+    edges, _ = _package_graph()
+    assert sorted(src for src, dsts in edges.items() if "sinkpaper.cli" in dsts) == ["sinkpaper.__main__"]
