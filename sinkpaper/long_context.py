@@ -80,7 +80,7 @@ def measure_vs_length(lm, lengths: Sequence[int] = DEFAULT_LENGTHS, *, bos: bool
     `previous`: an earlier payload of the same measurement (model, BOS, method, epsilon, seed, tokens per T);
     the T it already holds are kept (each point carries its own code version and time) and not measured again."""
     from . import provenance
-    from .book.measuring import uniform_alpha_1
+    from .metrics import uniform_alpha_1
     from .lms import measure_sink
     from .probes import make_inputs
     lengths = check_lengths(lm, lengths, bos=bos, method=method, tokens=tokens, batch_tokens=batch_tokens)

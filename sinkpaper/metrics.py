@@ -69,6 +69,17 @@ def uniform_alpha(seq_len: int, window: int | None = None, prefix: int | None = 
     return alpha(attn, vis).numpy()
 
 
+def uniform_alpha_1(seq_len: int, window: int | None = None, prefix: int | None = None) -> float:
+    """alpha_1 of the uniform head (:func:`uniform_alpha`). Plain causal attention has the closed form
+    (1/T) * sum_{t=1..T} 1/t = H_T / T, in O(T): the long-context chapter asks for it at T = 32k, where the
+    T x T mask would not fit."""
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    if window is None and prefix is None:
+        return sum(1.0 / t for t in range(1, seq_len + 1)) / seq_len
+    return float(uniform_alpha(seq_len, window=window, prefix=prefix)[0])
+
+
 def excess_alpha(alpha_1: float, uniform: float) -> float:
     """How far alpha_1 sits from the uniform floor toward 1: (alpha_1 - u) / (1 - u). 0 = no more than uniform
     attention, 1 = every query on token 1. Comparable across masks, unlike Sink_1 when the floor exceeds eps."""

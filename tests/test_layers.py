@@ -189,11 +189,7 @@ def _forbidden(layer: str) -> tuple[str, ...]:
 
 # Leaks known when this test was written, each to be removed with its fix (the test fails once an edge here is
 # gone, so the list cannot outlive it).
-KNOWN = {
-    ("sinkpaper.long_context", "sinkpaper.book.measuring"):
-        "uniform_alpha_1 (the uniform-attention floor) is in the book; it moves to metrics with the other "
-        "uniform baselines",
-}
+KNOWN: dict[tuple[str, str], str] = {}   # none left (long_context -> book.measuring went with the uniform floor)
 
 
 @pytest.mark.parametrize("layer", [*BELOW, *ANALYSIS, "sinkpaper.data", "sinkpaper.train", "sinkpaper.results",

@@ -451,3 +451,12 @@ def test_sink_star_only_for_an_extra_key(sink, has_star):
     s = summarize(TraceStats.from_trace(model.trace(ids)))
     assert (s["sink_star"] is not None) == has_star
     assert 0 <= s["sink_k"]["1"] <= 100
+
+
+def test_uniform_alpha_1_closed_form_and_masked_route_agree_with_the_formulas():
+    from sinkpaper.metrics import uniform_alpha, uniform_alpha_1
+    assert uniform_alpha_1(64) == pytest.approx(float(uniform_alpha(64)[0]), rel=1e-12)     # H_64 / 64 both ways
+    assert uniform_alpha_1(64, window=4) == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)  # H_w / w
+    assert uniform_alpha_1(32768) == pytest.approx(sum(1 / t for t in range(1, 32769)) / 32768)
+    with pytest.raises(ValueError, match="seq_len"):
+        uniform_alpha_1(0)

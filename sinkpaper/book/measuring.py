@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from sinkpaper.metrics import uniform_alpha_1  # noqa: F401 (the floor lives with the metric; chapters call ms.)
+
 PROFILES = ("cpu", "gpu", "paper")
 
 
@@ -159,11 +161,6 @@ def model_card(lm) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ metric
-def uniform_alpha_1(seq_len: int) -> float:
-    """alpha_1 under uniform causal attention: (1/T) * sum_{t=1..T} 1/t = H_T / T."""
-    if seq_len < 1:
-        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
-    return sum(1.0 / t for t in range(1, seq_len + 1)) / seq_len
 
 
 def sink_vs_epsilon(alpha_1: np.ndarray, epsilons: Sequence[float]) -> list[float]:
