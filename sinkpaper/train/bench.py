@@ -26,20 +26,12 @@ from . import accel
 # dense bf16 peak (no sparsity), FLOP/s, by device-name substring
 PEAK_BF16 = {"H100": 989.4e12, "H200": 989.4e12, "A100": 312e12, "L4": 121e12}
 
-# The text profile's shapes, until configs/_base.yaml defines a `text` profile (then that profile is used and
-# this is ignored): 2 layers x 4 heads, d 128, FFN 512, vocab 8192, context 64, batch 64.
-TEXT_SHAPES = {"model.n_layers": 2, "model.n_heads": 4, "model.d_model": 128, "model.d_ff": 512,
-               "model.vocab_size": 8192, "model.max_seq_len": 64, "data.context": 64, "optim.batch_size": 64,
-               "optim.grad_accum": 1}
 GEMM_N = 2048   # the square GEMM that measures the peak
 
 
 def bench_config(config: str, profile: str, overrides: dict | None = None):
-    """The TrainConfig whose shapes the benchmark times; `text` falls back to TEXT_SHAPES on the cpu profile
-    until the profile exists."""
-    from .config import PROFILES, load
-    if profile == "text" and "text" not in PROFILES:
-        return load(config, "cpu", {**TEXT_SHAPES, **(overrides or {})})
+    """The TrainConfig whose shapes the benchmark times (the profile's base run of ``config``)."""
+    from .config import load
     return load(config, profile, overrides)
 
 
