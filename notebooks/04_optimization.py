@@ -40,33 +40,17 @@ live_steps = None  # None: the steps of the point (1500 for the recipe); tests p
 mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head mechanism
 
 # %%
-import torch
 from IPython.display import Markdown, display
 
-from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, realtext, sections, widgets
+from sinkpaper import paper
+from sinkpaper.book import experiments, figures, parameters, realtext, sections, widgets
 
 FAMILY = "configs/optimization.yaml"
 MINIATURE = "configs/miniature.yaml"
-PROFILES = ("cpu", "gpu", "paper")
 LIVE_POINTS = ("recipe", "lr_x0.3", "lr_x3", "lr_x0.5_steps_x2")
-if profile not in PROFILES:
-    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-if profile != "cpu" and not torch.cuda.is_available():
-    raise ValueError(f"profile {profile!r} trains the real-LM sweep on a CUDA GPU; none here: use profile='cpu'")
-if live_point not in LIVE_POINTS:
-    raise ValueError(f"unknown live_point {live_point!r}; valid: {', '.join(LIVE_POINTS)}")
-for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
-    if not value or not all(isinstance(s, int) and s >= 0 for s in value):
-        raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0),
-                         ("mechanism_samples", mechanism_samples, 2)):
-    if not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
-    raise ValueError(f"live_steps must be None (the point's steps) or an int >= 1, got {live_steps!r}")
-
-run_stamp = provenance.stamp("cuda" if profile != "cpu" else "cpu", profile=profile)
+run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
+                             live_steps=live_steps, mechanism_samples=mechanism_samples,
+                             choices={"live_point": (live_point, LIVE_POINTS)}, minimum={"mechanism_samples": 2})
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]

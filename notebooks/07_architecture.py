@@ -38,24 +38,16 @@ profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the result
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 
 # %%
-import torch
 from IPython.display import Markdown, display
 
-from sinkpaper import paper, provenance
-from sinkpaper.book import figures, realtext, section7, sections
+from sinkpaper import paper
+from sinkpaper.book import figures, parameters, realtext, section7, sections
 
 FAMILY = "configs/architecture.yaml"
-PROFILES = ("cpu", "gpu", "paper")
-if profile not in PROFILES:
-    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-if profile != "cpu" and not torch.cuda.is_available():
-    raise ValueError(f"profile {profile!r} trains the real-LM sweep on a CUDA GPU; none here: use profile='cpu'")
-if not isinstance(gpu_seeds, list) or not gpu_seeds or not all(isinstance(s, int) and s >= 0 for s in gpu_seeds):
-    raise ValueError(f"gpu_seeds must be a non-empty list of seeds (ints >= 0), got {gpu_seeds!r}")
+run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
 
 POINTS = section7.ARCHITECTURE
 ORDER = [p.name for p in POINTS]
-run_stamp = provenance.stamp("cuda" if profile != "cpu" else "cpu", profile=profile)
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]

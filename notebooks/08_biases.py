@@ -43,36 +43,21 @@ live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the point's own steps (1500); tests pass fewer
 
 # %%
-import torch
 from IPython.display import Markdown, display
 
-from sinkpaper import paper, provenance
-from sinkpaper.book import experiments, figures, realtext, section7, sections
+from sinkpaper import paper
+from sinkpaper.book import experiments, figures, parameters, realtext, section7, sections
 
 FAMILY = "configs/biases.yaml"
 MINIATURE = "configs/miniature.yaml"
-PROFILES = ("cpu", "gpu", "paper")
 MINI_ORDER = ["recipe", "sink_token", "kv_bias", "k_bias", "v_bias"]  # the miniature's bias points
-if profile not in PROFILES:
-    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-if profile != "cpu" and not torch.cuda.is_available():
-    raise ValueError(f"profile {profile!r} trains the real-LM sweep on a CUDA GPU; none here: use profile='cpu'")
-if live_point not in MINI_ORDER:
-    raise ValueError(f"unknown live_point {live_point!r}; valid: {', '.join(MINI_ORDER)}")
-for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
-    if not isinstance(value, list) or not value or not all(isinstance(s, int) and s >= 0 for s in value):
-        raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("live_seed", live_seed, 0),):
-    if not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
-    raise ValueError(f"live_steps must be None (the point's steps) or an int >= 1, got {live_steps!r}")
+run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
+                             live_steps=live_steps, choices={"live_point": (live_point, MINI_ORDER)})
 
 POINTS = section7.BIASES
 ORDER = [p.name for p in POINTS]
 P = section7.by_name(POINTS)
 MINI_NAMES = {"none": "recipe"}  # the miniature's default point is its recipe
-run_stamp = provenance.stamp("cuda" if profile != "cpu" else "cpu", profile=profile)
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]

@@ -50,39 +50,24 @@ live_eval_samples = 100  # held-out windows the live model is measured on, with 
 # %%
 from pathlib import Path
 
-import torch
 from IPython.display import Markdown, display
 
-from sinkpaper import metrics, paper, provenance
-from sinkpaper.book import experiments, figures, sections
+from sinkpaper import metrics, paper
+from sinkpaper.book import experiments, figures, parameters, sections
 from sinkpaper.book import packing_bos as pb
 from sinkpaper.lms import load_lm
 from sinkpaper.train.trainer import latest_checkpoint
 
 FAMILY = "configs/packing.yaml"
 MINIATURE = "configs/miniature.yaml"
-PROFILES = ("cpu", "gpu", "paper")
-if profile not in PROFILES:
-    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-if profile != "cpu" and not torch.cuda.is_available():
-    raise ValueError(f"profile {profile!r} trains the packing sweep on a CUDA GPU; none here: use profile='cpu'")
-device = "cuda" if profile != "cpu" else "cpu"
 models = [m.strip() for m in str(model).split(",") if m.strip()]
 if not models:
     raise ValueError("model must name at least one model (offline: smollm2-135m, gemma3-270m; or a hub id)")
-for name, value in (("gpu_seeds", gpu_seeds), ("miniature_seeds", miniature_seeds)):
-    if not value or not all(isinstance(s, int) and s >= 0 for s in value):
-        raise ValueError(f"{name} must be a non-empty list of seeds (ints >= 0), got {value!r}")
-for name, value, low in (("n_samples", n_samples, 1), ("batch_size", batch_size, 1), ("loss_samples", loss_samples, 0),
-                         ("live_eval_samples", live_eval_samples, 1), ("seed", seed, 0)):
-    if not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-if live_steps is not None and (not isinstance(live_steps, int) or live_steps < 1):
-    raise ValueError(f"live_steps must be None (the recipe's steps) or an int >= 1, got {live_steps!r}")
-metrics.check_epsilon(epsilon)
-metrics.check_seq_len(seq_len)
-
-run_stamp = provenance.stamp(device, profile=profile)
+run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, n_samples=n_samples,
+                             batch_size=batch_size, loss_samples=loss_samples, live_eval_samples=live_eval_samples,
+                             seed=seed, live_steps=live_steps, epsilon=epsilon, seq_len=seq_len,
+                             minimum={"loss_samples": 0})
+device = parameters.device_of(profile)
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]

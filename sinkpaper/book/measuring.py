@@ -24,20 +24,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from sinkpaper.book.parameters import PROFILES, device_of  # noqa: F401 (chapters read ms.PROFILES)
 from sinkpaper.metrics import uniform_alpha_1  # noqa: F401 (the floor lives with the metric; chapters call ms.)
 
-PROFILES = ("cpu", "gpu", "paper")
 
 
 # ------------------------------------------------------------------------------------------------ parameters
-def check_profile(profile: str) -> str:
-    """The torch device of a profile (cpu -> "cpu", gpu/paper -> "cuda"); a clear error otherwise."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-    device = "cuda" if profile in ("gpu", "paper") else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"profile {profile!r} needs a CUDA GPU; use profile='cpu' here")
-    return device
+check_profile = device_of   # the one profile check (sinkpaper.book.parameters)
 
 
 def parse_models(model: str) -> list[str]:
