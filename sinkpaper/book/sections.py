@@ -154,6 +154,8 @@ def points_table(payloads: Sequence[dict], order: Sequence[str], ks: Sequence[in
         if paper is not None:
             row["paper"] = paper.get(point, "—")
         rows.append(row)
+    if len({r["tokens"] for r in rows}) == 1:   # the same for every point: the provenance line says it once
+        rows = [{k: v for k, v in r.items() if k != "tokens"} for r in rows]
     return Table(rows)
 
 
