@@ -46,6 +46,8 @@ from sinkpaper.book import experiments, figures, parameters, realtext, sections
 FAMILY = "configs/data.yaml"
 MINIATURE = "configs/miniature.yaml"
 MINI_ORDER = ["recipe", "fixed_pos2", "fixed_pos3", "random_first", "no_fixed_token"]
+# stored only (not trained live): the paper's other random-token points and a fixed token at 3 trained twice as long
+STORED = MINI_ORDER + ["random_first_two", "random_second", "fixed_pos3_steps_x2"]
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
                              live_steps=live_steps, choices={"live_point": (live_point, MINI_ORDER)})
 
@@ -56,15 +58,15 @@ display(Markdown(figures.provenance_line(run_stamp)))
 #
 # `configs/data.yaml`: `unique_f` samples training windows from only the first fraction f of the token
 # stream (the paper's amount of unique data); `fixed_posK` replaces the input at position K with one fixed
-# token (the BOS id); `random_first` draws positions 1 and 2 uniformly from the vocabulary (the paper's
-# x1, x2 ~ U(V)) and adds nothing. At the `cpu` profile the real-text runs trained on this CPU (the `text`
+# token (the BOS id); `random_first` draws position 1 uniformly from the vocabulary (the paper's x1 ~ U(V)),
+# `random_first_two` positions 1 and 2, `random_second` only position 2; they add nothing. At the `cpu` profile the real-text runs trained on this CPU (the `text`
 # profile) are read from the store, and the missing ones listed; at `gpu` or `paper` they are trained. The
 # `text` profile's base run fixes the first token, so there `fixed_pos1` *is* the base run and
 # `no_fixed_token` is the paper's default packing.
 
 # %% tags=["hide-input"]
 ORDER = ["no_fixed_token", "unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25", "fixed_pos1", "fixed_pos2",
-         "fixed_pos3", "random_first"]
+         "fixed_pos3", "random_first", "random_first_two", "random_second"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—" where none
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
@@ -78,13 +80,14 @@ if lm.payloads:
 # The synthetic analogue (Bigram-Backcopy, Guo et al. 2024; a 1-layer, 4-head model trained in minutes; see
 # the optimization chapter for the task). The recipe puts a fixed BOS at position 1 and grows a sink there.
 # Here the fixed token moves: `fixed_pos2` / `fixed_pos3` put it at position 2 / 3 (position 1 then holds an
-# ordinary token cut at an arbitrary offset), `random_first` draws positions 1 and 2 uniformly from the
-# vocabulary, and `no_fixed_token` has none at all (the paper's default packing; the control that
+# ordinary token cut at an arbitrary offset), `random_first` draws position 1 uniformly from the
+# vocabulary (`random_first_two` positions 1 and 2, `random_second` only 2: stored below), and `no_fixed_token` has none at all (the paper's default packing; the control that
 # `random_first` is judged against).
 # The live run trains one of them now.
 
 # %% tags=["hide-input"]
-LIVE_K = {"recipe": 1, "fixed_pos2": 2, "fixed_pos3": 3, "random_first": 2, "no_fixed_token": 1}
+LIVE_K = {"recipe": 1, "fixed_pos2": 2, "fixed_pos3": 3, "random_first": 1, "no_fixed_token": 1,
+          "random_first_two": 2, "random_second": 1, "fixed_pos3_steps_x2": 3}   # the position each point is read at
 k_live = LIVE_K[live_point]
 overrides = None
 if live_steps is not None:
@@ -94,7 +97,7 @@ live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, 
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": live_point}
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
+mini = experiments.stored_sweep(MINIATURE, "cpu", points=STORED, seeds=tuple(miniature_seeds))
 stored_live = mini.by_point().get(live_point, [])
 display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         **{f"Sink_{k} %": round(lr_["sink_k"][str(k)], 1) for k in (1, 2, 3)},
@@ -142,16 +145,17 @@ display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0
 
 # %% tags=["hide-input"]
 CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at position 2",
-           "fixed_pos3": "fixed token at position 3", "random_first": "x1, x2 random",
-           "no_fixed_token": "no fixed token (arbitrary offsets)"}
-display(sections.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=CHANGES))
-display(sections.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
-display(sections.emergence_table(mini.payloads, MINI_ORDER, ks=LIVE_K))
+           "fixed_pos3": "fixed token at position 3", "random_first": "x1 ~ U(V)",
+           "no_fixed_token": "no fixed token (arbitrary offsets)", "random_first_two": "x1, x2 ~ U(V)",
+           "random_second": "only x2 ~ U(V)", "fixed_pos3_steps_x2": "fixed token at 3, twice the steps (3000)"}
+display(sections.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
+display(sections.position_profile_chart(mini.payloads, STORED, "miniature: Sink_k by position (mean over seeds)"))
+display(sections.emergence_table(mini.payloads, STORED, ks=LIVE_K))
 display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
-m = {(p, k): sections.mean_sink(mini.payloads, p, k) for p in MINI_ORDER for k in range(1, 11)}
+m = {(p, k): sections.mean_sink(mini.payloads, p, k) for p in STORED for k in range(1, 11)}
 sig = sections.sig
 
 
@@ -176,7 +180,10 @@ display(Markdown(
     f"{sig(m['fixed_pos2', 2])} %, Sink_1 {sig(m['fixed_pos2', 1])} %, first ≥ 50 % {steps_range('fixed_pos2')}; "
     f"the largest Sink_k is at position {top_k('fixed_pos2')}. Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} "
     f"%, first ≥ 50 % {steps_range('fixed_pos3')}, and at most {sig(top_any('fixed_pos3'))} % at any position "
-    f"1-10. Positions 1 and 2 random: Sink_1 {sig(m['random_first', 1])} %, Sink_2 {sig(m['random_first', 2])} %. "
+    f"1-10; trained twice as long (3000 steps): Sink_3 {sig(m['fixed_pos3_steps_x2', 3])} %, first ≥ 50 % "
+    f"{steps_range('fixed_pos3_steps_x2')}. x1 random: Sink_1 {sig(m['random_first', 1])} %; x1 and x2 random: "
+    f"Sink_1 {sig(m['random_first_two', 1])} %, Sink_2 {sig(m['random_first_two', 2])} %; only x2 random: Sink_1 "
+    f"{sig(m['random_second', 1])} %. "
     f"No fixed token: Sink_1 {sig(m['no_fixed_token', 1])} % (at most {sig(top_any('no_fixed_token'))} % at any "
     "position 1-10)."))
 

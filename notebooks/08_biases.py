@@ -153,12 +153,22 @@ display(figures.Table([{"point": pt, "Sink* % (bias position)": section7.fmt(M[p
                         "α_1 (BOS, mean)": section7.fmt(M[pt]["alpha_1"], 3, "")}
                        for pt in MINI_ORDER if M[pt]["sink_1"] is not None]))
 lines = []
-no_bos = experiments.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token"], seeds=tuple(miniature_seeds))
-if no_bos.payloads:
+# the controls without a fixed BOS: nothing, the sink token alone, the K bias alone
+no_bos = experiments.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_token_no_bos", "k_bias_no_bos"],
+                                  seeds=tuple(miniature_seeds))
+NB = {pt: {key: section7.mean_of(no_bos.payloads, pt, key) for key in ("sink_1", "sink_star", "alpha_1")}
+      for pt in ("sink_token_no_bos", "k_bias_no_bos")}
+if any(experiments.point_of(p) == "no_fixed_token" for p in no_bos.payloads):
     nb = section7.mean_of(no_bos.payloads, "no_fixed_token")
     lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {len(no_bos.payloads)} seed(s)): Sink_1 {nb:.1f} %, "
                  f"α_1 {section7.mean_of(no_bos.payloads, 'no_fixed_token', 'alpha_1'):.3f}"
                  + (" — without a fixed first token the miniature grows no sink." if nb < paper.NO_SINK else "."))
+for pt, label in (("sink_token_no_bos", "Sink token, no fixed BOS"), ("k_bias_no_bos", "K bias, no fixed BOS")):
+    if NB[pt]["sink_star"] is not None:
+        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['sink_star']:.1f} % on the {label.split(',')[0].lower()}, "
+                     f"Sink_1 {NB[pt]['sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f})"
+                     + (" — with no BOS to compete, it takes the whole sink." if NB[pt]["sink_star"] >= paper.SINK
+                        and NB[pt]["sink_1"] < paper.NO_SINK else "."))
 st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
 if st["sink_1"] is not None and st["sink_star"] is not None:
     both = st["sink_1"] >= paper.SINK and st["sink_star"] >= paper.SINK
@@ -190,8 +200,13 @@ if (st["sink_1"] is not None and st["sink_1"] >= paper.SINK and st["sink_star"] 
         "way the BOS does, as an embedding at a fixed position that goes through the same key projection and "
         "rotary position, so for a head that wants to do nothing the two are interchangeable and nothing in "
         "training breaks the tie. A K bias is a different object: a free key per head, outside the positional "
-        "rotation, with a value of exactly 0 — and it takes the sink from the BOS outright. The direct test is a "
-        "miniature point with the sink token and **no** fixed BOS, which this book does not run yet."))
+        "rotation, with a value of exactly 0 — and it takes the sink from the BOS outright. The direct test is "
+        "the sink token with **no** fixed BOS (`sink_token_no_bos`): "
+        + (f"stored, it reads Sink* {NB['sink_token_no_bos']['sink_star']:.1f} % and Sink_1 "
+           f"{NB['sink_token_no_bos']['sink_1']:.1f} % (the list above)."
+           if NB["sink_token_no_bos"]["sink_star"] is not None else
+           "not stored yet (`python -m sinkpaper sweep --config configs/miniature.yaml --profile cpu --points "
+           "sink_token_no_bos --seeds 0 1 2 --out runs/miniature`).")))
 
 # %% [markdown]
 # ## Paper vs this run
