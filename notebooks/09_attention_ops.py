@@ -62,7 +62,6 @@ POINTS = section7.ATTENTION
 ORDER = [p.name for p in POINTS]
 P = section7.by_name(POINTS)
 MINI_NAMES = {"softmax": "recipe"}  # the miniature's default point is its recipe
-VERDICT = {True: "agrees", False: "**disagrees**", None: "no verdict"}
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]
