@@ -30,12 +30,13 @@ def recipe(payload: Mapping) -> str:
     steps = int(round(o["steps"] * o.get("steps_scale", 1.0)))
     batch = int(round(o["batch_size"] * o.get("batch_scale", 1.0)))
     tokens = payload["result"]["tokens_seen"]
+    source = "the offline corpus" if d.get("source") == "corpus" else f"`{d.get('dataset') or d.get('source')}`"
     first = (f"a fixed first token (`{d['fixed_token']}`) at position {d['fixed_pos']} of every training window "
              f"and every held-out sequence: the paper's Section-5 fixed-token setting, not its default packing"
              if d.get("fixed_token") else "no fixed first token (the paper's default packing)")
     return (f"{m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}, FFN {m['d_ff']}; context "
             f"{d['context']}, batch {batch}, LR {o['lr'] * o.get('lr_scale', 1.0):g}, weight decay "
-            f"{o['weight_decay']:g}, {steps} steps ({tokens:,} tokens of the offline corpus), {r['dtype']} on "
+            f"{o['weight_decay']:g}, {steps} steps ({tokens:,} tokens of {source}), {r['dtype']} on "
             f"{r.get('threads') or 'all'} CPU thread(s); {first}. Evaluated on {c['eval']['n_samples']} held-out "
             f"{c['eval']['seq_len']}-token sequences at epsilon {c['eval']['epsilon']}.")
 
