@@ -218,11 +218,14 @@ display(Markdown(
 # ordinary positions.
 
 # %% tags=["hide-input"]
-cfg = sections.run_config(live.run_dir)
-n_trig = cfg.data.n_triggers
-model = experiments.load_model(live.run_dir)
-held = sections.heldout_inputs(live.run_dir, mechanism_samples)
-mech = sections.mechanism_rows(model, held, n_trig)
+from sinkpaper import mechanism
+from sinkpaper.train import open_run
+
+run = open_run(live.run_dir)
+n_trig = run.config.data.n_triggers
+model = run.model()
+held = run.heldout_inputs(mechanism_samples)
+mech = mechanism.head_rows(model, held, n_trig)
 display(figures.Table(mech))
 n_queries = held.shape[0] * (held.shape[1] - 1)
 n_trigger_queries = int((held[:, 1:] < n_trig).sum())

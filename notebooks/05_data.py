@@ -120,10 +120,12 @@ if stored_live:
 # nothing to copy) put on each of the first five positions, over the held-out sequences the metric uses.
 
 # %% tags=["hide-input"]
-model = experiments.load_model(live.run_dir)
-cfg = sections.run_config(live.run_dir)
-held = sections.heldout_inputs(live.run_dir)
-parking = sections.attention_by_key(model, held, cfg.data.n_triggers)
+from sinkpaper import mechanism
+from sinkpaper.train import open_run
+
+run = open_run(live.run_dir)
+model, cfg, held = run.model(), run.config, run.heldout_inputs()
+parking = mechanism.attention_by_key(model, held, cfg.data.n_triggers)
 display(figures.Table(parking))
 pos_cols = [c for c in parking[0] if c.startswith("to position")]
 means = {c: sum(r[c] for r in parking) / len(parking) for c in pos_cols}

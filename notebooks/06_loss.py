@@ -135,14 +135,16 @@ if stored_live:
 # keys, queries past position w cannot see those positions at all and count as 0 here.
 
 # %% tags=["hide-input"]
-model = experiments.load_model(live.run_dir)
-cfg = sections.run_config(live.run_dir)
-held = sections.heldout_inputs(live.run_dir)
-parking = sections.attention_by_key(model, held, cfg.data.n_triggers)
+from sinkpaper import mechanism
+from sinkpaper.train import open_run
+
+run = open_run(live.run_dir)
+model, cfg, held = run.model(), run.config, run.heldout_inputs()
+parking = mechanism.attention_by_key(model, held, cfg.data.n_triggers)
 display(figures.Table(parking))
 if live_mask["window"]:
     w = live_mask["window"]
-    near = sections.attention_by_key(model, held[:, :w], cfg.data.n_triggers, n_keys=1)
+    near = mechanism.attention_by_key(model, held[:, :w], cfg.data.n_triggers, n_keys=1)
     display(Markdown(f"Within the first {w} positions (the queries that can see BOS), ordinary queries put "
                      + ", ".join(f"{r['to position 1']:.2f}" for r in near)
                      + f" of their attention on BOS (heads 0-{len(near) - 1}); a uniform head would put "

@@ -62,6 +62,7 @@ from sinkpaper import kernels, provenance  # noqa: E402
 from sinkpaper.book import figures  # noqa: E402
 from sinkpaper.book import kernel_checks as kc  # noqa: E402
 from sinkpaper.kernels import bench  # noqa: E402
+from sinkpaper.kernels import testing as kt  # noqa: E402
 
 PROFILES = ("cpu", "gpu", "paper")
 if profile not in PROFILES:
@@ -80,18 +81,18 @@ def names(text, valid, what):
 
 
 op_list = names(ops, kernels.OPS, "ops")
-mask_list = names(masks, kc.MASKS, "masks")
-sink_list = names(sinks, [s for s in kc.SINKS if s != "none"], "sinks")
+mask_list = names(masks, kt.MASKS, "masks")
+sink_list = names(sinks, [s for s in kt.SINKS if s != "none"], "sinks")
 section_list = names(smoke_sections, bench.SECTIONS, "smoke_sections")
 if not op_list or not mask_list:
     raise ValueError("ops and masks must each name at least one entry")
-shape = tuple(check_shape) if check_shape is not None else (kc.CPU_SHAPE if device == "cpu" else kc.GPU_SHAPE)
+shape = tuple(check_shape) if check_shape is not None else (kt.CPU_SHAPE if device == "cpu" else kt.GPU_SHAPE)
 if len(shape) != 4 or not all(isinstance(x, int) and x >= 1 for x in shape) or shape[2] < 4:
     raise ValueError(f"check_shape must be [B, H, T, D] with positive ints and T >= 4, got {check_shape!r}")
 
-run_stamp = provenance.stamp(device, profile=profile, kernels=kc.backend(device))
+run_stamp = provenance.stamp(device, profile=profile, kernels=kt.backend(device))
 display(Markdown(figures.provenance_line(run_stamp)))
-display(Markdown(f"The kernels run on **{kc.backend(device)}**"
+display(Markdown(f"The kernels run on **{kt.backend(device)}**"
                  + (": TRITON_INTERPRET=1 was set by the cell above, before triton was imported, because this "
                     "machine has no CUDA device." if device == "cpu" else ".")))
 
@@ -101,22 +102,24 @@ display(Markdown(f"The kernels run on **{kc.backend(device)}**"
 # Random fp32 inputs (and, for the sink rows, a per-head KV bias or sink logit) go through the Triton kernel,
 # forward and backward; the same inputs in fp64 go through the reference (`sinkpaper.kernels.reference_attention`,
 # which materializes the attention map with the eager operator the models use). Each entry is
-# max |kernel − reference| / max |reference| over the tensor. `alpha (column_stats)` compares the kernel's α_k
+# max |kernel − reference| / max |reference| over the tensor. `row statistic` is the per-row normalizer the
+# kernel stores for its backward pass (log-sum-exp for softmax). `alpha (column_stats)` compares the kernel's α_k
 # with the sink metric computed on the fp64 eager map (`reference_column_stats`), and `sink column` the mean
 # attention on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document`
-# = three documents per row. The tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
+# = three documents per row. The comparison is `sinkpaper.kernels.testing.compare`, the one
+# `tests/test_kernels.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
 
 # %% tags=["hide-input"]
 t0 = time.perf_counter()
-errors = kc.error_table(op_list, mask_list, ("none",), shape=shape, seed=seed, device=device)
+errors = kt.error_table(op_list, mask_list, ("none",), shape=shape, seed=seed, device=device)
 if sink_list:
-    errors += kc.error_table(op_list, ["causal"], sink_list, shape=shape, seed=seed + 1000, device=device)
+    errors += kt.error_table(op_list, ["causal"], sink_list, shape=shape, seed=seed + 1000, device=device)
 check_seconds = time.perf_counter() - t0
 display(figures.Table(kc.format_errors(errors)))
 worst = max(errors, key=lambda r: r["worst"])
 n_ok = sum(r["within tolerance"] for r in errors)
 display(Markdown(
-    f"Measured now: **{n_ok} of {len(errors)}** cases within {kc.TOLERANCE:g} on every tensor; the largest "
+    f"Measured now: **{n_ok} of {len(errors)}** cases within {kt.TOLERANCE:g} on every tensor; the largest "
     f"relative error is {worst['worst']:.1e} ({worst['op']}, {worst['mask']} mask, sink {worst['sink']}). "
     f"Shape B, H, T, D = {', '.join(map(str, shape))} (T is not a multiple of the kernels' tile size, so the "
     f"boundary tiles are exercised); {check_seconds:.0f} s in all."))

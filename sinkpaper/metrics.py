@@ -86,7 +86,9 @@ def excess_alpha(alpha_1: float, uniform: float) -> float:
     return (alpha_1 - uniform) / (1 - uniform)
 
 
-def _percent_above(x: torch.Tensor, epsilon: float) -> torch.Tensor:
+def percent_above(x: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """The share of entries of ``x`` strictly above ``epsilon``, in percent (a float64 scalar tensor): the
+    thresholding of every sink rate (`sink_rate`, Sink*), for callers that hold the alpha values already."""
     return (x > epsilon).to(torch.float64).mean() * 100
 
 
@@ -98,7 +100,7 @@ def sink_rate(alphas: torch.Tensor, epsilon: float = EPSILON, k: int = 1) -> flo
     """
     check_epsilon(epsilon)
     check_seq_len(alphas.shape[-1], k)
-    return float(_percent_above(alphas[..., k - 1], epsilon))
+    return float(percent_above(alphas[..., k - 1], epsilon))
 
 
 def sink_rates(alphas: torch.Tensor, epsilon: float = EPSILON, ks: Iterable[int] = KS) -> dict[int, float]:
@@ -263,7 +265,7 @@ def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = K
         "alpha_1_matrix": alpha_matrix(stats.alphas, 1).tolist(),
         "massive_activation_ratio_by_layer": None if stats.hidden_norms is None
         else massive_activation_ratio(stats.hidden_norms).tolist(),
-        "sink_star": None if stats.sink_alphas is None else float(_percent_above(stats.sink_alphas, epsilon)),
+        "sink_star": None if stats.sink_alphas is None else float(percent_above(stats.sink_alphas, epsilon)),
         "proxy": bool(stats.proxy),
         "n_samples": stats.n_samples,
         "seq_len": stats.seq_len,

@@ -26,7 +26,8 @@ How it is computed, exactly and fast:
 - Tokens are processed in chunks: every query of a chunk sees exactly the keys it would see token by token
   (sliding window plus its own re-rotated copy of the sinks), so ``chunk=64`` and ``chunk=1`` give the same
   NLL. Attention itself is the model family's ``eager_attention_forward`` (its scaling, soft-capping and
-  grouped-query layout), called through transformers' ``AttentionInterface`` with a mask built here;
+  grouped-query layout), called through the package's one attention override (`sinkpaper.hf_attention`, over
+  transformers' ``AttentionInterface``) with a mask built here;
   the per-layer KV store is a list of tensors evicted after each chunk (transformers 5 has no public
   sink cache; the ``StartRecentKVCache`` idea of StreamingLLM is a few lines here).
 - A layer's own sliding window (Gemma 3's local layers) applies on top, to the distance in the cache.
@@ -45,16 +46,17 @@ import inspect
 import math
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
+from . import hf_attention
+
 POLICIES = ("full", "window", "sink_window")
 DEFAULT_TEXT = "/usr/share/common-licenses/GPL-3"  # the GNU GPL v3 (base-files: every Debian/Ubuntu system)
-_ATTN_NAME = "sinkpaper_streaming"
 
 
 # ------------------------------------------------------------------------------------------------ text
@@ -286,16 +288,10 @@ class _Stream:
         self.store_pos = self.pos[keep]
 
 
-_STREAMS: list[_Stream] = []
-
-
-def _streaming_attention(module, query, key, value, attention_mask, *args, **kwargs):
+def _streaming_attention(module, query, key, value, attention_mask, *args, st: _Stream, **kwargs):
     """The family's eager attention over the stored keys plus this chunk's, with this run's visibility."""
-    st = _STREAMS[-1]
     family = sys.modules[type(module).__module__]
-    eager = getattr(family, "eager_attention_forward", None)
-    if eager is None:
-        raise NotImplementedError(f"{type(module).__name__} has no eager_attention_forward to call")
+    eager = hf_attention.eager_attention(module)
     layer = module.layer_idx
     st.calls += 1
     if layer in st.store:
@@ -317,24 +313,6 @@ def _streaming_attention(module, query, key, value, attention_mask, *args, **kwa
     return eager(module, query, key, value, mask, *args, **kwargs)
 
 
-def _no_mask(*args, **kwargs):
-    return None  # the streaming attention builds its own mask
-
-
-@contextmanager
-def _streaming_attention_on(model):
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface
-    AttentionInterface.register(_ATTN_NAME, _streaming_attention)
-    AttentionMaskInterface.register(_ATTN_NAME, _no_mask)
-    previous = model.config._attn_implementation
-    model.set_attn_implementation(_ATTN_NAME)
-    try:
-        yield
-    finally:
-        model.set_attn_implementation(previous)
-
-
 @torch.no_grad()
 def _run(lm, ids: torch.Tensor, st: _Stream, chunk: int) -> torch.Tensor:
     """Stream ids [T] through lm chunk by chunk; return nll [T - 1] (float32, CPU)."""
@@ -343,22 +321,19 @@ def _run(lm, ids: torch.Tensor, st: _Stream, chunk: int) -> torch.Tensor:
     ids = ids.to(device)
     st.store_pos = torch.zeros(0, dtype=torch.long, device=device)
     nll = []
-    _STREAMS.append(st)
-    try:
-        with _streaming_attention_on(model):
-            for start in range(0, ids.numel() - 1, chunk):  # the last token is only a target
-                stop = min(start + chunk, ids.numel() - 1)
-                q_pos = torch.arange(start, stop, device=device)
-                st.begin_chunk(q_pos)
-                logits = model(input_ids=ids[None, start:stop], position_ids=q_pos[None], use_cache=False).logits
-                if st.calls != n_layers:
-                    raise RuntimeError(f"{st.calls} attention calls for {n_layers} layers: {type(model).__name__} "
-                                       "does not route every layer through transformers' AttentionInterface")
-                logp = logits[0].float().log_softmax(-1)
-                nll.append(-logp.gather(-1, ids[start + 1:stop + 1, None])[:, 0].cpu())
-                st.evict()
-    finally:
-        _STREAMS.pop()
+    # the streaming attention builds its own mask (eager_mask=False)
+    with hf_attention.overridden(model, partial(_streaming_attention, st=st), eager_mask=False):
+        for start in range(0, ids.numel() - 1, chunk):  # the last token is only a target
+            stop = min(start + chunk, ids.numel() - 1)
+            q_pos = torch.arange(start, stop, device=device)
+            st.begin_chunk(q_pos)
+            logits = model(input_ids=ids[None, start:stop], position_ids=q_pos[None], use_cache=False).logits
+            if st.calls != n_layers:
+                raise RuntimeError(f"{st.calls} attention calls for {n_layers} layers: {type(model).__name__} "
+                                   "does not route every layer through transformers' AttentionInterface")
+            logp = logits[0].float().log_softmax(-1)
+            nll.append(-logp.gather(-1, ids[start + 1:stop + 1, None])[:, 0].cpu())
+            st.evict()
     return torch.cat(nll)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sinkpaper.book import experiments
+from sinkpaper.train import open_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,7 @@ def test_live_run_and_load_model_roundtrip(tmp_path):
     p = run.payload
     assert p["result"]["step"] == 6 and p["result"]["provenance"]["source_of_numbers"] == "computed now"
     assert p["curve"] and p["name"] == "miniature/recipe"
-    model = experiments.load_model(run.run_dir)
+    model = open_run(run.run_dir).model()
     ids = torch.randint(0, 64, (2, 16))
     out = model(ids)
     logits = out.logits if hasattr(out, "logits") else out

@@ -1,13 +1,15 @@
 """The fused Triton kernels against fp64 PyTorch references, on CPU under TRITON_INTERPRET=1 (set by conftest)
 or compiled on a GPU: outputs, row statistics, column statistics and every gradient, for every operator x
-mask x sink; T not a multiple of the tile; several head dims; fp16/bf16 error against PyTorch's own;
-NaN-poisoned allocations; metamorphic causality per mask; argument errors."""
+mask x sink (through `sinkpaper.kernels.testing.compare`, the comparison chapter 12 shows); T not a multiple of
+the tile; several head dims; fp16/bf16 error against PyTorch's own; NaN-poisoned allocations; metamorphic
+causality per mask; argument errors."""
 import math
 
 import pytest
 import torch
 
 from sinkpaper import kernels as K
+from sinkpaper.kernels import testing as KT
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 pytestmark = pytest.mark.skipif(DEVICE == "cpu" and not K.interpreting(),
@@ -33,9 +35,7 @@ def _masks(mask):
     return {n: x.to(DEVICE) if isinstance(x, torch.Tensor) else x for n, x in MASKS[mask].items()}
 
 
-def _rel(a, b):
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-12))
+_rel = KT.rel_err   # max |a - b| / max |b|
 
 
 @pytest.mark.parametrize("sink", SINKS)
@@ -43,35 +43,27 @@ def _rel(a, b):
 @pytest.mark.parametrize("op", K.OPS)
 def test_matches_fp64_reference(op, mask, sink):
     (q, k, v), extra = _inputs(hash((op, mask, sink)) % 1000, sink=SINKS[sink])
-    masks = _masks(mask)
-    leaves = [x.requires_grad_() for x in (q, k, v, *extra.values())]
-    out, stat = K.attention(q, k, v, op=op, return_lse=True, **masks, **extra)
-    grad_out = torch.randn_like(out)
-    grads = torch.autograd.grad(out, leaves, grad_out)
+    grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(hash((op, mask, sink, "dO")) % 1000))
+    check = KT.compare(q, k, v, grad_out.to(DEVICE), op=op, **_masks(mask), **extra)
+    e = check.errors
 
-    ref_leaves = [x.detach().double().requires_grad_() for x in leaves]
-    rq, rk, rv, *rextra = ref_leaves
-    rextra = dict(zip(extra, rextra))
-    ref, ref_stat = K.reference_attention(rq, rk, rv, op=op, return_lse=True, **masks, **rextra)
-    ref_grads = torch.autograd.grad(ref, ref_leaves, grad_out.double())
-
-    assert _rel(out, ref) < 1e-5
-    assert torch.allclose(stat.double(), ref_stat.double(), atol=1e-5, rtol=1e-5)
-    for name, g, rg in zip(["q", "k", "v", *extra], grads, ref_grads):
-        assert _rel(g, rg) < 1e-5 or float(rg.abs().max()) < 1e-12, name
+    assert e["out"].rel < 1e-5
+    assert e["row statistic"].allclose(atol=1e-5, rtol=1e-5)
+    grads = ["dq", "dk", "dv", *(f"d{n}" for n in extra)]
+    assert [n for n in e if n.startswith("d")] == grads        # every input's gradient is compared
+    for name in grads:
+        assert e[name].rel < 1e-5 or e[name].ref_max < 1e-12, name
 
     # column statistics: values never enter the map, so v_bias is not an argument (alone it is the paper's
     # V bias, added after the attention: no column at all)
-    col_extra = {n: x.detach() for n, x in extra.items() if n != "v_bias"}
-    cs = K.column_stats(q.detach(), k.detach(), op=op, **masks, **col_extra)
-    ref_cs = K.reference_column_stats(q.detach().double(), k.detach().double(), op=op, **masks,
-                                      **{n: x.double() for n, x in col_extra.items()})
+    cs, ref_cs = check.column_stats, check.reference_column_stats
     assert cs.alpha.dtype == torch.float32 and cs.alpha.shape == (B, H, T)
-    assert torch.allclose(cs.alpha.double(), ref_cs.alpha.double(), atol=1e-6, rtol=1e-5)
+    assert e["alpha (column_stats)"].allclose(atol=1e-6, rtol=1e-5)
     assert (cs.sink is None) == (ref_cs.sink is None)
     if cs.sink is not None:
         assert cs.sink.shape == (B, H)
-        assert torch.allclose(cs.sink.double(), ref_cs.sink.double(), atol=1e-6, rtol=1e-5)
+        assert e["sink column (column_stats)"].allclose(atol=1e-6, rtol=1e-5)
+    assert check.row()["worst"] == max(x.rel for x in e.values())
 
 
 @pytest.mark.parametrize("shared", [False, True])

@@ -169,8 +169,8 @@ BELOW = {
     "sinkpaper.kernels": ("sinkpaper.models",),
     "sinkpaper.models": (),
 }
-ANALYSIS = ("sinkpaper.metrics", "sinkpaper.lms", "sinkpaper.probes", "sinkpaper.streaming", "sinkpaper.mechanism",
-            "sinkpaper.propositions", "sinkpaper.long_context")
+ANALYSIS = ("sinkpaper.metrics", "sinkpaper.lms", "sinkpaper.probes", "sinkpaper.streaming", "sinkpaper.hf_attention",
+            "sinkpaper.mechanism", "sinkpaper.propositions", "sinkpaper.long_context")
 UPPER = ("sinkpaper.data", "sinkpaper.train", "sinkpaper.results", "sinkpaper.paper", "sinkpaper.book",
          "sinkpaper.cli")
 
@@ -206,3 +206,31 @@ def test_dependency_direction(layer):
 def test_only_the_entry_points_import_the_cli():
     edges, _ = _package_graph()
     assert sorted(src for src, dsts in edges.items() if "sinkpaper.cli" in dsts) == ["sinkpaper.__main__"]
+
+
+# transformers' registries of attention (and mask) functions by name: whoever imports one can register a second
+# override of a model's attention, with its own stack of state, that drifts from the first
+_ATTENTION_REGISTRIES = {"AttentionInterface", "AttentionMaskInterface", "ALL_ATTENTION_FUNCTIONS",
+                         "ALL_MASK_ATTENTION_FUNCTIONS"}
+
+
+def attention_registry_users(root: Path = ROOT) -> list[str]:
+    """The modules that import one of transformers' attention-function registries (any import statement)."""
+    users = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        names = {a.name.rpartition(".")[2] for node in _imports(tree) for a in node.names}
+        names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        if names & _ATTENTION_REGISTRIES:
+            users.append(_module_name(path, root))
+    return users
+
+
+def test_one_module_overrides_the_pretrained_models_attention(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("def f():\n    from transformers import AttentionInterface\n")
+    (pkg / "b.py").write_text("import transformers\nx = transformers.masking_utils.ALL_MASK_ATTENTION_FUNCTIONS\n")
+    (pkg / "c.py").write_text("import transformers\n")
+    assert attention_registry_users(pkg) == ["pkg.a", "pkg.b"]
+    assert attention_registry_users() == ["sinkpaper.hf_attention"]

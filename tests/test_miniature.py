@@ -88,7 +88,7 @@ def test_sweep_runner_skips_stored_runs_and_reports_the_seed_spread(tmp_path):
 
 def test_mechanism_measures_every_head():
     import torch
-    from sinkpaper.mechanism import trigger_attention
+    from sinkpaper.mechanism import HEAD_COLUMNS, head_rows, trigger_attention
     from sinkpaper.models import ModelConfig, SinkModel
     model = SinkModel(ModelConfig(vocab_size=18, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=64))
     task = bigram_backcopy(vocab_size=16, n_tokens=20_000)
@@ -96,6 +96,16 @@ def test_mechanism_measures_every_head():
     m = trigger_attention(model, batch["input_ids"], n_triggers=3)
     assert np.array(m["bos_from_trigger"]).shape == (2, 2) and 0 < m["trigger_fraction"] < 1
     assert all(0 <= x <= 1 for row in m["bos_from_other"] for x in row)
+    # the contrast for the copy, from the attention maps directly: a[t, t-1] over the non-trigger queries
+    trace = model.trace(batch["input_ids"])
+    other = batch["input_ids"][:, 1:] >= 3
+    for layer, attn in enumerate(trace.attentions):
+        prev = torch.diagonal(attn, offset=-1, dim1=-2, dim2=-1)      # [B, H, T-1]
+        for head in range(2):
+            assert m["previous_from_other"][layer][head] == pytest.approx(float(prev[:, head][other].mean()), abs=1e-6)
+    rows = head_rows(model, batch["input_ids"], n_triggers=3)
+    assert [(r["layer"], r["head"]) for r in rows] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert all(r[col] == round(m[key][r["layer"]][r["head"]], 3) for r in rows for col, key in HEAD_COLUMNS.items())
     with pytest.raises(ValueError, match="both trigger and non-trigger"):
         trigger_attention(model, torch.full((2, 16), 5), n_triggers=3)
 

@@ -1,5 +1,6 @@
 """The helpers of chapters 10 (sinkpaper.book.packing_bos: a model with and without its BOS) and 12
-(sinkpaper.book.kernel_checks: the kernels against their references, the stored benchmark read back)."""
+(sinkpaper.kernels.testing's seeded cases and error table, the kernels against their references;
+sinkpaper.book.kernel_checks: the table shown, the stored benchmark read back)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import torch
 
 from sinkpaper import kernels as K
 from sinkpaper.book import kernel_checks as kc
+from sinkpaper.kernels import testing as KT
 from sinkpaper.book import packing_bos as pb
 
 
@@ -127,41 +129,41 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def test_mask_kwargs():
-    assert kc.mask_kwargs("causal", 2, 30) == {}
-    assert kc.mask_kwargs("full", 2, 30) == {"causal": False}
-    assert kc.mask_kwargs("window", 2, 30) == {"window": 10}
-    assert kc.mask_kwargs("prefix", 2, 30) == {"prefix": 16}
-    docs = kc.mask_kwargs("document", 2, 30)["doc_ids"]
+    assert KT.mask_kwargs("causal", 2, 30) == {}
+    assert KT.mask_kwargs("full", 2, 30) == {"causal": False}
+    assert KT.mask_kwargs("window", 2, 30) == {"window": 10}
+    assert KT.mask_kwargs("prefix", 2, 30) == {"prefix": 16}
+    docs = KT.mask_kwargs("document", 2, 30)["doc_ids"]
     assert docs.shape == (2, 30) and set(docs[0].tolist()) == {0, 1, 2} and not torch.equal(docs[0], docs[1])
     assert (docs.diff(dim=1) >= 0).all()
     with pytest.raises(ValueError, match="valid: causal, full"):
-        kc.mask_kwargs("sliding", 1, 8)
+        KT.mask_kwargs("sliding", 1, 8)
 
 
 @needs_kernels
 @pytest.mark.parametrize("op,mask,sink", [("softmax", "document", "kv_bias"), ("sigmoid", "window", "none"),
                                           ("softpick", "prefix", "sink_logit")])
 def test_check_one_within_tolerance(op, mask, sink):
-    row = kc.check_one(op, mask, sink, shape=(1, 2, 20, 16), device=DEVICE)
-    assert row["worst"] < kc.TOLERANCE
-    expected = {"out", "dq", "dk", "dv", "alpha (column_stats)"}
+    row = KT.check_case(op, mask, sink, shape=(1, 2, 20, 16), device=DEVICE).row()
+    assert row["worst"] < KT.TOLERANCE
+    expected = {"out", "row statistic", "dq", "dk", "dv", "alpha (column_stats)"}
     expected |= {"dk_bias", "dv_bias", "sink column (column_stats)"} if sink == "kv_bias" else set()
     expected |= {"dsink_logit", "sink column (column_stats)"} if sink == "sink_logit" else set()
     assert expected <= set(row)
-    shown = kc.format_errors([row])[0]
+    shown = kc.format_errors([{"op": op, "mask": mask, "sink": sink, **row}])[0]
     assert shown["op"] == op and isinstance(shown["out"], str) and "e-" in shown["out"]
 
 
 @needs_kernels
 def test_error_table_flags_tolerance_and_metric_agreement():
-    rows = kc.error_table(["elu"], ["causal", "full"], shape=(1, 1, 12, 16), device=DEVICE)
+    rows = KT.error_table(["elu"], ["causal", "full"], shape=(1, 1, 12, 16), device=DEVICE)
     assert [r["mask"] for r in rows] == ["causal", "full"] and all(r["within tolerance"] for r in rows)
     assert "dk_bias" not in kc.format_errors(rows)[0]  # no sink: no bias columns
     agree = kc.metric_agreement(["softmax", "document"], device=DEVICE, seq_len=20)
     assert [r["variant"] for r in agree] == ["softmax", "document"]
     assert all(r["Sink_k equal (eps 0.05, 0.3)"] for r in agree)
     with pytest.raises(ValueError, match="unknown op"):
-        kc.check_one("relu", "causal")
+        KT.check_case("relu", "causal")
 
 
 def test_backend_says_why_the_kernels_cannot_run(monkeypatch):
@@ -169,7 +171,7 @@ def test_backend_says_why_the_kernels_cannot_run(monkeypatch):
 
     monkeypatch.setattr(api, "_INTERPRET", False)
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
-        kc.backend("cpu")
+        KT.backend("cpu")
 
 
 # ---------------------------------------------------------------------------------------- benchmark

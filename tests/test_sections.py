@@ -93,6 +93,7 @@ def test_lm_sweep_at_cpu_reads_the_text_profile_and_says_what_is_missing(tmp_pat
 
 
 def test_mechanism_helpers_on_a_small_model():
+    from sinkpaper import mechanism
     from sinkpaper.data.packing import Packing
     from sinkpaper.data.sources import bigram_backcopy
     from sinkpaper.models import ModelConfig, SinkModel
@@ -102,10 +103,10 @@ def test_mechanism_helpers_on_a_small_model():
     model = SinkModel(ModelConfig(vocab_size=task.vocab_size, d_model=32, n_layers=2, n_heads=2, d_ff=64,
                                   max_seq_len=64)).eval()
     ids = Packing(context=32, bos_id=task.bos_id).eval_batch(task.val, 8)["input_ids"]
-    rows = sections.mechanism_rows(model, ids, n_triggers=3)
+    rows = mechanism.head_rows(model, ids, n_triggers=3)
     assert [(r["layer"], r["head"]) for r in rows] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert all(0 <= r["to previous token from other queries"] <= 1 for r in rows)
-    park = sections.attention_by_key(model, ids, 3, n_keys=4)
+    park = mechanism.attention_by_key(model, ids, 3, n_keys=4)
     assert len(park) == 4 and all(0 <= r["to position 4"] <= 1 for r in park)
     i = sections.pick_sequence(ids, 3, want=1)
     cells = sections.trigger_cells(ids[i], 3)

@@ -153,6 +153,43 @@ def test_cpu_run_loss_falls_and_writes_everything(tmp_path):
         train(build(TINY, "cpu", {"seed": 9}), tmp_path / "run", progress=False)
 
 
+def test_open_run_gives_back_the_config_model_and_heldout_inputs_of_a_trained_run(tmp_path):
+    """The run handle rebuilds what the trainer used: the config from config.json, the model from the last
+    checkpoint, the held-out sequences; re-measured, they give the run's own final Sink_k."""
+    from sinkpaper import metrics
+    from sinkpaper.train import open_run
+
+    cfg = build(TINY, "cpu")
+    train(cfg, tmp_path / "run", progress=False)
+    run = open_run(tmp_path / "run")
+    assert run.hash == cfg.hash() == run.config.hash()
+    assert run.config.to_dict() == json.loads(json.dumps(cfg.to_dict()))
+    assert run.checkpoint() == latest_checkpoint(tmp_path / "run") and run.checkpoint().name == "step-00000024"
+    model = run.model()
+    state = model.state_dict()
+    assert not model.training and all(torch.equal(state[k], v) for k, v in _params(tmp_path / "run").items())
+    held = run.heldout_inputs()
+    assert held.shape == (cfg.eval.n_samples, cfg.eval.seq_len)
+    summary = metrics.summarize(metrics.measure(model.trace, held, batch_size=25, progress=False), cfg.eval.epsilon,
+                                range(1, cfg.eval.k_max + 1))
+    final = run.final_metrics()
+    assert final["hash"] == cfg.hash() and final["step"] == 24
+    assert {str(k): v for k, v in summary["sink_k"].items()} == pytest.approx(final["sink_k"], abs=1e-9)
+    assert run.log() == read_log(tmp_path / "run" / "log.jsonl")
+    with pytest.raises(FileNotFoundError, match="is not a run directory"):
+        open_run(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    d = json.loads((tmp_path / "run" / "config.json").read_text())
+    (bad / "config.json").write_text(json.dumps({**d, "data": {**d["data"], "colour": 1}}))
+    with pytest.raises(ValueError, match="unknown data field.s. colour"):
+        open_run(bad)
+    (bad / "config.json").write_text(json.dumps(d))
+    assert open_run(bad).final_metrics() == {}
+    with pytest.raises(FileNotFoundError, match="has no checkpoint"):
+        open_run(bad).model()
+
+
 def _params(run_dir):
     from safetensors.torch import load_file
     return load_file(str(latest_checkpoint(Path(run_dir)) / "model.safetensors"))

@@ -7,7 +7,6 @@ A payload (stored or live) has the results store's shape: ``{"name", "hash", "pr
 """
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import time
@@ -96,29 +95,6 @@ def live_run(config: str, profile: str = "cpu", point: str | None = None, seed: 
     payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": cfg.to_dict(),
                "result": result, "curve": read_log(run_dir / "log.jsonl")}
     return LiveRun(payload, run_dir)
-
-
-def load_model(run_dir: str | Path, device: str = "cpu"):
-    """The final weights of a run directory as a SinkModel in eval mode (config from the run's config.json,
-    vocabulary size from the saved embedding)."""
-    from safetensors.torch import load_file
-
-    from ..models import SinkModel
-    from ..train.config import SECTIONS, TrainConfig
-    from ..train.trainer import latest_checkpoint
-
-    run_dir = Path(run_dir)
-    ckpt = latest_checkpoint(run_dir)
-    if ckpt is None:
-        raise FileNotFoundError(f"{run_dir} has no checkpoint")
-    d = json.loads((run_dir / "config.json").read_text())
-    cfg = TrainConfig(name=d["name"], model=d["model"], profile=d["profile"],
-                      **{k: cls(**d[k]) for k, cls in SECTIONS.items()})
-    weights = load_file(str(ckpt / "model.safetensors"), device=device)
-    vocab = next(v.shape[0] for k, v in weights.items() if "embed" in k and v.ndim == 2)
-    model = SinkModel(cfg.model_config(vocab)).to(device)
-    model.load_state_dict(weights, strict=False)
-    return model.eval()
 
 
 def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | None = None, steps: int = 20,

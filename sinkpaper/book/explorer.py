@@ -256,7 +256,7 @@ def sink_1(payload: Mapping, inputs: str, bos: bool, epsilon: float = 0.3) -> fl
 
     metrics.check_epsilon(epsilon)
     alpha_1 = torch.from_numpy(_alpha_1(_setting(payload, inputs, bos)))
-    return float(metrics._percent_above(alpha_1, epsilon))
+    return float(metrics.percent_above(alpha_1, epsilon))
 
 
 # ------------------------------------------------------------------------------------------------ render

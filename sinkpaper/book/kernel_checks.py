@@ -1,10 +1,9 @@
 """Chapter 12 (kernels and performance): the fused Triton kernels checked against their references, and the
 kernel benchmark's stored results read back with their provenance.
 
-- :func:`error_table`: for every operator x mask (x sink), the Triton kernel's forward output, its gradients
-  and ``column_stats``' alpha against fp64 PyTorch references, as maximum relative errors. On CPU the kernels
-  run under the Triton interpreter, which must be switched on (TRITON_INTERPRET=1) before triton is
-  imported; on a GPU they run compiled.
+- :func:`format_errors`: the error table of :func:`sinkpaper.kernels.testing.error_table` (every operator x
+  mask (x sink): the Triton kernel's output, row statistic, gradients and ``column_stats``' alpha against fp64
+  PyTorch references, as maximum relative errors; the comparison tests/test_kernels.py asserts on), for display.
 - :func:`metric_agreement`: Sink_k of small models measured from the attention maps and from
   ``column_stats`` (no T x T map): the same numbers.
 - :func:`stored_benchmarks` and the ``*_rows`` functions: ``results/kernels/*.json``, written by
@@ -18,133 +17,18 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import torch
 
-MASKS = ("causal", "full", "window", "prefix", "document")
-SINKS = ("none", "sink_logit", "kv_bias")
-TOLERANCE = 1e-5  # max relative error of fp32 kernels against fp64, as tests/test_kernels.py
 BENCH_DIR = "results/kernels"
-CPU_SHAPE = (1, 2, 45, 32)    # T = 45: not a multiple of the interpreter's 32-wide tiles
-GPU_SHAPE = (2, 4, 1000, 64)  # T = 1000: not a multiple of the GPU tiles (64, 128)
-
-
-def backend(device: str | torch.device) -> str:
-    """Which Triton the kernels run on for tensors on ``device`` (raises when they cannot run there)."""
-    from .. import kernels as K
-
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return f"compiled Triton on {torch.cuda.get_device_name(dev)}"
-    if K.interpreting():
-        return "the Triton interpreter on the CPU (TRITON_INTERPRET=1)"
-    raise RuntimeError("the Triton kernels cannot run on the CPU here: set TRITON_INTERPRET=1 in the environment "
-                       "before triton is imported (or use a CUDA device)")
-
-
-def mask_kwargs(mask: str, batch: int, seq_len: int, device="cpu") -> dict:
-    """The kernels' mask arguments for one named mask at this T: window T/3, prefix T/2 + 1, and three
-    documents per row with boundaries that differ between rows."""
-    if mask not in MASKS:
-        raise ValueError(f"unknown mask {mask!r}; valid: {', '.join(MASKS)}")
-    if mask == "causal":
-        return {}
-    if mask == "full":
-        return {"causal": False}
-    if mask == "window":
-        return {"window": max(1, seq_len // 3)}
-    if mask == "prefix":
-        return {"prefix": seq_len // 2 + 1}
-    rows = []
-    for b in range(batch):
-        cut1, cut2 = max(1, seq_len // 3 - b), max(2, (2 * seq_len) // 3 + b)
-        rows.append([0 if t < cut1 else 1 if t < min(cut2, seq_len) else 2 for t in range(seq_len)])
-    return {"doc_ids": torch.tensor(rows, dtype=torch.long, device=device)}
-
-
-def _sink_tensors(sink: str, H: int, D: int, gen: torch.Generator) -> dict:
-    if sink not in SINKS:
-        raise ValueError(f"unknown sink {sink!r}; valid: {', '.join(SINKS)}")
-    if sink == "sink_logit":
-        return {"sink_logit": torch.randn(H, generator=gen)}
-    if sink == "kv_bias":
-        return {"k_bias": torch.randn(H, D, generator=gen), "v_bias": torch.randn(H, D, generator=gen)}
-    return {}
-
-
-def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max |a - b| / max |b| (b the reference; 0 when both are 0)."""
-    a, b = a.detach().double().cpu(), b.detach().double().cpu()
-    scale = float(b.abs().max()) if b.numel() else 0.0
-    diff = float((a - b).abs().max()) if b.numel() else 0.0
-    return diff / scale if scale > 0 else diff
-
-
-def check_one(op: str, mask: str, sink: str = "none", shape: Sequence[int] = CPU_SHAPE, seed: int = 0,
-              device: str | torch.device = "cpu") -> dict:
-    """One (operator, mask, sink): max relative errors of the kernel's output and gradients against the fp64
-    reference, and of column_stats' alpha (and sink column) against the metric on the fp64 eager maps."""
-    from .. import kernels as K
-
-    if op not in K.OPS:
-        raise ValueError(f"unknown op {op!r}; valid: {', '.join(K.OPS)}")
-    B, H, T, D = (int(x) for x in shape)
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(B, H, T, D, generator=gen) for _ in range(3))
-    extra = _sink_tensors(sink, H, D, gen)
-    dout = torch.randn(B, H, T, D, generator=gen)
-    masks = mask_kwargs(mask, B, T, device)
-    leaves = [x.to(device).requires_grad_() for x in (q, k, v, *extra.values())]
-    kq, kk, kv, *kextra = leaves
-    t0 = time.perf_counter()
-    out = K.attention(kq, kk, kv, op=op, impl="triton", **masks, **dict(zip(extra, kextra)))
-    grads = torch.autograd.grad(out, leaves, dout.to(device))
-    cs_extra = {n: x.to(device) for n, x in extra.items() if n != "v_bias"}
-    cs = K.column_stats(kq.detach(), kk.detach(), op=op, impl="triton", **masks, **cs_extra)
-    seconds = time.perf_counter() - t0
-
-    ref_leaves = [x.double().requires_grad_() for x in (q, k, v, *extra.values())]
-    rq, rk, rv, *rextra = ref_leaves
-    cpu_masks = {n: (x.cpu() if isinstance(x, torch.Tensor) else x) for n, x in masks.items()}
-    ref = K.reference_attention(rq, rk, rv, op=op, **cpu_masks, **dict(zip(extra, rextra)))
-    ref_grads = torch.autograd.grad(ref, ref_leaves, dout.double())
-    ref_cs = K.reference_column_stats(q.double(), k.double(), op=op, **cpu_masks,
-                                      **{n: x.double() for n, x in extra.items() if n != "v_bias"})
-    names = ["dq", "dk", "dv"] + [f"d{n}" for n in extra]
-    row = {"op": op, "mask": mask, "sink": sink, "out": rel_err(out, ref)}
-    row.update({n: rel_err(g, rg) for n, g, rg in zip(names, grads, ref_grads)})
-    row["alpha (column_stats)"] = rel_err(cs.alpha, ref_cs.alpha)
-    if cs.sink is not None and ref_cs.sink is not None:
-        row["sink column (column_stats)"] = rel_err(cs.sink, ref_cs.sink)
-    row["worst"] = max(v for n, v in row.items() if isinstance(v, float))
-    row["kernel seconds"] = round(seconds, 2)
-    return row
-
-
-def error_table(ops: Sequence[str] | None = None, masks: Sequence[str] = MASKS, sinks: Sequence[str] = ("none",),
-                shape: Sequence[int] = CPU_SHAPE, seed: int = 0, device: str | torch.device = "cpu",
-                tolerance: float = TOLERANCE) -> list[dict]:
-    """:func:`check_one` for every op x mask x sink; each row also says whether its worst error is within
-    ``tolerance``. Raises when the kernels cannot run on ``device`` (see :func:`backend`)."""
-    from .. import kernels as K
-
-    backend(device)
-    ops = list(ops or K.OPS)
-    rows = []
-    for i, (op, mask, sink) in enumerate((o, m, s) for o in ops for m in masks for s in sinks):
-        row = check_one(op, mask, sink, shape, seed + i, device)
-        row["within tolerance"] = row["worst"] <= tolerance
-        rows.append(row)
-    return rows
 
 
 def format_errors(rows: Sequence[Mapping]) -> list[dict]:
     """The error rows for display: errors in scientific notation, a dash where a column does not apply."""
-    cols = ["op", "mask", "sink", "out", "dq", "dk", "dv", "dsink_logit", "dk_bias", "dv_bias", "alpha (column_stats)",
-            "sink column (column_stats)", "worst", "within tolerance", "kernel seconds"]
+    cols = ["op", "mask", "sink", "out", "row statistic", "dq", "dk", "dv", "dsink_logit", "dk_bias", "dv_bias",
+            "alpha (column_stats)", "sink column (column_stats)", "worst", "within tolerance", "kernel seconds"]
     present = [c for c in cols if any(c in r for r in rows)]
     out = []
     for r in rows:
@@ -162,6 +46,7 @@ def metric_agreement(variants: Sequence[str] = ("softmax", "sigmoid", "kv_bias",
     the largest |alpha difference| and whether Sink_k^eps agree for eps = 0.05 and 0.3 (every k)."""
     from .. import metrics
     from ..data.packing import document_ids
+    from ..kernels.testing import backend
     from ..models import ModelConfig, SinkModel
 
     configs = {"softmax": {}, "sigmoid": {"attention": "sigmoid"}, "softpick": {"attention": "softpick"},

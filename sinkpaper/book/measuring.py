@@ -165,7 +165,7 @@ def sink_vs_epsilon(alpha_1: np.ndarray, epsilons: Sequence[float]) -> list[floa
     out = []
     for eps in epsilons:
         metrics.check_epsilon(eps)
-        out.append(float(metrics._percent_above(a, float(eps))))
+        out.append(float(metrics.percent_above(a, float(eps))))
     return out
 
 

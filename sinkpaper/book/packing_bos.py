@@ -14,7 +14,6 @@ Plus the chapter's tables of stored runs. The chapter's claims are judged by the
 """
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -148,18 +147,17 @@ def run_bos_ablation(run_dir: str | Path, *, n_samples: int = 100, seq_len: int 
 
     Per condition: Sink_k, mean alpha_1, the sinks at positions 2..T/2, and the loss on the shared targets."""
     from ..data.packing import document_ids
-    from ..train.trainer import load_data
-    from .experiments import load_model
-    from .sections import run_config
+    from ..train.run import open_run
 
-    cfg = run_config(run_dir)
+    run = open_run(run_dir)
+    cfg = run.config
     if not cfg.data.bos:
         raise ValueError(f"{run_dir} was trained without a fixed BOS (data.bos is false): nothing to remove")
     metrics.check_epsilon(epsilon)
     T = int(seq_len or cfg.eval.seq_len)
     metrics.check_seq_len(T)
-    model = load_model(run_dir, device)
-    data = load_data(cfg)
+    model = run.model(device)
+    data = run.data
     if len(data.val) < T:
         raise ValueError(f"the validation stream has {len(data.val)} tokens, fewer than one window ({T})")
     # the trainer's evaluation windows (Packing.eval_batch with a BOS: BOS + val[s:s + T - 1]), so the BOS
@@ -184,7 +182,7 @@ def run_bos_ablation(run_dir: str | Path, *, n_samples: int = 100, seq_len: int 
             s, c = nll_sum(model(x, doc_ids=docs(x)).logits, tg[i:i + batch_size])
             total, count = total + s, count + c
         conditions.append(_condition(stats, ids, bos, epsilon, (total, count), time.perf_counter() - t0))
-    trained = json.loads((Path(run_dir) / "metrics.json").read_text()) if (Path(run_dir) / "metrics.json").exists() else {}
+    trained = run.final_metrics()
     return {"run": cfg.name, "run_dir": str(run_dir), "hash": cfg.hash(), "epsilon": epsilon, "conditions": conditions,
             "trained_sink_1": (trained.get("sink_k") or {}).get("1"),
             "provenance": provenance.stamp(device, profile=cfg.profile, run=cfg.name, config_hash=cfg.hash(),

@@ -1,13 +1,12 @@
 """What the Sections 4-6 chapters (optimization, data, loss) need beyond :mod:`.experiments`: the real-LM sweep
 of a family (the real-text runs read from the store at the cpu profile, trained at gpu/paper), tables and charts of stored
-sweeps and curves, and the per-head mechanism of a trained Bigram-Backcopy model. The agreement rules live in
-:mod:`sinkpaper.paper`.
+sweeps and curves, and the views of one head of a trained Bigram-Backcopy model (its map, where a copy looks;
+the per-head numbers are :mod:`sinkpaper.mechanism`'s). The agreement rules live in :mod:`sinkpaper.paper`.
 
 Like :mod:`.figures`, this module is book-only and may import altair; the core library never does.
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -288,70 +287,6 @@ def alpha_grid_steps(curve: Sequence[Mapping], title: str = "alpha_1 per layer a
 
 
 # --------------------------------------------------------------------------------------------- mechanism
-def run_config(run_dir: str | Path):
-    """The TrainConfig a run directory was trained with (from its config.json)."""
-    from ..train.config import SECTIONS, TrainConfig
-
-    d = json.loads((Path(run_dir) / "config.json").read_text())
-    return TrainConfig(name=d["name"], model=d["model"], profile=d["profile"],
-                       **{k: cls(**d[k]) for k, cls in SECTIONS.items()})
-
-
-def heldout_inputs(run_dir: str | Path, n_samples: int | None = None) -> torch.Tensor:
-    """[N, T] the held-out sequences the trainer's evaluation measures the sink on (validation stream, packed
-    like the training data at eval.seq_len tokens, the same N windows every evaluation)."""
-    from ..train.trainer import load_data, packing_for
-
-    cfg = run_config(run_dir)
-    data = load_data(cfg)
-    batch = packing_for(cfg, data, context=cfg.eval.seq_len).eval_batch(data.val, n_samples or cfg.eval.n_samples)
-    return batch["input_ids"]
-
-
-@torch.no_grad()
-def mechanism_rows(model, input_ids: torch.Tensor, n_triggers: int) -> list[dict]:
-    """Per (layer, head): sinkpaper.mechanism.trigger_attention's four numbers, plus the attention to the
-    previous token from the non-trigger queries (the contrast for the copy)."""
-    from ..mechanism import trigger_attention
-
-    m = trigger_attention(model, input_ids, n_triggers)
-    trace = model.trace(input_ids)
-    other = input_ids[:, 1:] >= n_triggers                                 # [B, T-1] non-trigger queries 2..T
-    rows = []
-    for layer, attn in enumerate(trace.attentions):
-        prev = torch.diagonal(attn.float(), offset=-1, dim1=-2, dim2=-1)   # [B, H, T-1]: a[t, t-1]
-        mask = other[:, None, :].expand_as(prev)
-        prev_other = (prev * mask).sum((0, 2)) / mask.sum((0, 2)).clamp_min(1)
-        for head in range(attn.shape[1]):
-            rows.append({"layer": layer, "head": head,
-                         "to BOS from trigger queries": round(m["bos_from_trigger"][layer][head], 3),
-                         "to BOS from other queries": round(m["bos_from_other"][layer][head], 3),
-                         "to previous token from trigger queries": round(m["previous_from_trigger"][layer][head], 3),
-                         "to previous token from other queries": round(float(prev_other[head]), 3),
-                         "BOS value norm / others'": round(m["value_norm_ratio"][layer][head], 3)})
-    return rows
-
-
-@torch.no_grad()
-def attention_by_key(model, input_ids: torch.Tensor, n_triggers: int, n_keys: int = 5) -> list[dict]:
-    """Per (layer, head): the mean attention that ordinary (non-trigger) queries put on each of the first
-    ``n_keys`` key positions (over the queries after that position): where a head parks when it has
-    nothing to copy."""
-    trace = model.trace(input_ids)
-    ordinary = input_ids >= n_triggers                                        # [B, T] non-trigger queries
-    rows = []
-    for layer, attn in enumerate(trace.attentions):
-        a = attn.float()                                                      # [B, H, T, T]
-        for head in range(a.shape[1]):
-            row = {"layer": layer, "head": head}
-            for k in range(n_keys):
-                q = ordinary.clone()
-                q[:, : k + 1] = False                                         # queries after key k
-                row[f"to position {k + 1}"] = round(float(a[:, head, :, k][q].mean()), 3)
-            rows.append(row)
-    return rows
-
-
 @torch.no_grad()
 def head_map(model, input_ids: torch.Tensor, layer: int, head: int) -> np.ndarray:
     """[T, T] attention map of one head on one sequence (input_ids [T] or [1, T])."""

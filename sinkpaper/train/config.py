@@ -116,6 +116,20 @@ class TrainConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        """The inverse of `to_dict` (a run directory's config.json; its "hash" key is ignored). The values were
+        validated when the run was configured; a field this code does not know fails in one line."""
+        sections = {}
+        for name, section in SECTIONS.items():
+            valid = [f.name for f in dataclasses.fields(section)]
+            bad = sorted(set(d.get(name) or {}) - set(valid))
+            if bad:
+                raise ValueError(f"unknown {name} field(s) {', '.join(bad)} (a config written by another version "
+                                 f"of sinkpaper?); valid: {', '.join(valid)}")
+            sections[name] = section(**(d.get(name) or {}))
+        return cls(name=d["name"], model=dict(d["model"]), profile=d["profile"], **sections)
+
     def revisions(self) -> dict[str, int]:
         """The current definition revisions of the model field values this run uses (DEFINITION_REVISIONS)."""
         return definition_revisions(self.model)

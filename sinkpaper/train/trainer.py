@@ -67,11 +67,18 @@ def _dedupe_shared(weights: dict) -> dict:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint (weights and state) of a run directory, or None."""
     pointer = run_dir / "checkpoints" / "latest"
     if not pointer.exists():
         return None
     path = run_dir / "checkpoints" / pointer.read_text().strip()
     return path if (path / "model.safetensors").exists() and (path / "state.pt").exists() else None
+
+
+def checkpoint_weights(ckpt: Path, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+    """A checkpoint's model weights (state-dict names; a tied copy is saved once, so load with strict=False)."""
+    from safetensors.torch import load_file
+    return load_file(str(Path(ckpt) / "model.safetensors"), device=str(device))
 
 
 def _unwrap(model):
@@ -105,6 +112,12 @@ def packing_for(cfg: TrainConfig, data: TokenData, context: int | None = None) -
                    random_vocab=data.random_vocab if d.random_span else None,
                    unique_tokens=d.unique_tokens if context is None else None, prefix_len=d.prefix_lm,
                    eos_id=data.eos_id if d.doc_mask else None)
+
+
+def heldout_batch(cfg: TrainConfig, data: TokenData, n_samples: int | None = None) -> dict[str, torch.Tensor]:
+    """The held-out sequences the evaluation measures the sink on: ``n_samples`` (default eval.n_samples)
+    windows of the validation stream, evenly spread, eval.seq_len tokens each, packed like the training data."""
+    return packing_for(cfg, data, context=cfg.eval.seq_len).eval_batch(data.val, n_samples or cfg.eval.n_samples)
 
 
 def load_data(cfg: TrainConfig) -> TokenData:
@@ -142,7 +155,7 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
         with accel.autocast(device, dtype):
             loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
         losses.append(float(loss) * len(b["input_ids"]))
-    probe = packing_for(cfg, data, context=e.seq_len).eval_batch(data.val, e.n_samples)
+    probe = heldout_batch(cfg, data)
     use_kernel = device.type == "cuda" and net._kernel_supported()  # no T x T maps on the GPU
 
     def trace(ids):
@@ -227,8 +240,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     step, tokens, wall = 0, 0, 0.0
     ckpt = latest_checkpoint(out) if resume else None
     if ckpt is not None:
-        from safetensors.torch import load_file
-        _unwrap(model).load_state_dict(load_file(str(ckpt / "model.safetensors"), device=str(device)), strict=False)
+        _unwrap(model).load_state_dict(checkpoint_weights(ckpt, device), strict=False)
         st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
         optimizer.load_state_dict(st["optimizer"])
         scheduler.load_state_dict(st["scheduler"])
