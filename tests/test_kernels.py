@@ -4,6 +4,7 @@ mask x sink (through `sinkpaper.kernels.testing.compare`, the comparison chapter
 the tile; several head dims; fp16/bf16 error against PyTorch's own; NaN-poisoned allocations; metamorphic
 causality per mask; argument errors."""
 import math
+import zlib
 
 import pytest
 import torch
@@ -22,6 +23,12 @@ MASKS = {"causal": {}, "full": {"causal": False}, "window": {"window": 20}, "pre
 SINKS = {"none": {}, "sink_logit": {"sink_logit": (H,)}, "kv_bias": {"k_bias": (H, D), "v_bias": (H, D)},
          "k_bias_shared": {"k_bias": (1, D)}, "v_bias": {"v_bias": (H, D)}}
 
+
+
+def _seed(*parts) -> int:
+    """A seed per test case that is the same in every process (hash() of a str is salted per process, which made
+    a case's inputs, and so its errors, change from run to run)."""
+    return zlib.crc32(repr(parts).encode()) % 1000
 
 def _inputs(seed, dtype=torch.float32, t=T, d=D, dv=None, sink=None):
     g = torch.Generator().manual_seed(seed)
@@ -42,8 +49,8 @@ _rel = KT.rel_err   # max |a - b| / max |b|
 @pytest.mark.parametrize("mask", MASKS)
 @pytest.mark.parametrize("op", K.OPS)
 def test_matches_fp64_reference(op, mask, sink):
-    (q, k, v), extra = _inputs(hash((op, mask, sink)) % 1000, sink=SINKS[sink])
-    grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(hash((op, mask, sink, "dO")) % 1000))
+    (q, k, v), extra = _inputs(_seed(op, mask, sink), sink=SINKS[sink])
+    grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(_seed(op, mask, sink, "dO")))
     check = KT.compare(q, k, v, grad_out.to(DEVICE), op=op, **_masks(mask), **extra)
     e = check.errors
 
@@ -73,7 +80,7 @@ def test_v_bias_alone_is_added_after_the_attention(op, mask, shared):
     """The paper's V bias: out = A V + v* with A the plain attention (no extra key). Forward against the fp64
     formula (attention without bias, plus v*); dv* = the sum of dO over batch and tokens; dq, dk, dv are
     those of the attention without bias; the column statistics have no sink column."""
-    (q, k, v), _ = _inputs(hash((op, mask, shared, "v*")) % 1000)
+    (q, k, v), _ = _inputs(_seed(op, mask, shared, "v*"))
     vb = torch.randn(1 if shared else H, D, generator=torch.Generator().manual_seed(5)).to(DEVICE)
     masks = _masks(mask)
     leaves = [x.requires_grad_() for x in (q, k, v, vb)]
