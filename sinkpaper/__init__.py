@@ -1,12 +1,19 @@
 """sinkpaper: reproduce 'When Attention Sink Emerges in Language Models: An Empirical View' (Gu et al., ICLR 2025).
 
-Layers, each depending only on the ones before it:
-  attention (reference operators, masks) <- models (configurable LLaMA-style decoder)
-  <- metrics (sink rate, massive activations, QK angles) / lms (any HF causal LM, probe inputs)
-  <- data + train (pre-training, the results store)
+Layers, each depending only on the ones before it (tests/test_layers.py checks the direction and that no import
+circle exists):
+  attention (reference operators, masks) and kernels (Triton, blocked CPU column statistics, kernels.testing:
+  the checks against fp64) <- models (configurable LLaMA-style decoder)
+  <- metrics (sink rate, the uniform floor, massive activations, QK angles) / mechanism
+  <- lms, probes, streaming, long_context (any HF causal LM; hf_attention is the one place that overrides
+     transformers' attention)
+  <- data (token files, packing, the offline corpus by job) + train (trainer, sweeps, the results store,
+     train.run: open a run directory)
+  <- results (stored runs as typed records, generated README blocks)
   <- paper (the paper's numbers typed once, its claims and their rules; the listing reads chapter records and
      the results store)
-  <- cli (`python -m sinkpaper ...`) and book (papermill runner; notebook-only packages live there).
+  <- cli (`python -m sinkpaper ...`: parses and dispatches) and book (presentation: the only place altair and
+     ipywidgets are imported).
 
 The version comes from git through setuptools-scm, which writes sinkpaper/_version.py when the package is built
 or installed (an untagged commit reads like 0.1.1.devN+g<commit>). A checkout that was never installed has no
