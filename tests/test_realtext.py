@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("altair")
+from sinkpaper import paper  # noqa: E402
 from sinkpaper.book import realtext, sections  # noqa: E402
 from sinkpaper.book.experiments import StoredSweep  # noqa: E402
 
@@ -36,7 +37,8 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     ps = [_as(base, "default", 0, 20.0, 5.2), _as(base, "default", 1, 40.0, 5.0), _as(base, "lr_x2", 0, 60.0, 5.3)]
     lm = sections.LMSweep("configs/optimization.yaml", "text", ps,
                           StoredSweep("configs/optimization.yaml", "text", missing=[("lr_x0.5", 0)]))
-    out = realtext.section(lm, ["lr_x2", "default", "lr_x0.5"], paper={"default": "18.18", "lr_x2": "32.23"},
+    PAPER = {p: paper.paper_text(p) for p in ("default", "lr_x2")}   # the registry's numbers, not retyped here
+    out = realtext.section(lm, ["lr_x2", "default", "lr_x0.5"], paper=PAPER,
                            curves=["default"], maps=["default", "absent"])
     recipe = out[0].data
     m, d = base["config"]["model"], base["config"]["data"]
@@ -45,9 +47,9 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     rows = out[1].rows
     assert [r["point"] for r in rows] == ["lr_x2", "default"]           # lr_x0.5 has no run: left out of the table
     assert rows[1]["Sink_1 %"] == "30.0 [20.0, 40.0]" and rows[1]["held-out loss"] == "5.100 [5.000, 5.200]"
-    assert rows[0]["paper"] == "32.23"
+    assert rows[0]["paper"] == PAPER["lr_x2"]
     # the paper's base run packs without a fixed token; ours fixes one: the row says both numbers
-    assert rows[1]["paper"].startswith("18.18 (no fixed token); 74.11")
+    assert rows[1]["paper"] == f"{PAPER['default']} (no fixed token); {paper.paper_text('fixed_pos1')} with one at 1"
     curves = [o for o in out if hasattr(o, "to_dict") and o.to_dict().get("mark", {}).get("type") == "line"]
     assert len(curves) == 2 and {v["run"] for v in curves[0].to_dict()["data"]["values"]} == {"default, seed 0",
                                                                                             "default, seed 1"}
