@@ -42,8 +42,9 @@ mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head m
 # %%
 from IPython.display import Markdown, display
 
-from sinkpaper import paper
+from sinkpaper import mechanism, paper
 from sinkpaper.book import experiments, figures, parameters, realtext, sections, widgets
+from sinkpaper.train import open_run
 
 FAMILY = "configs/optimization.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -218,9 +219,6 @@ display(Markdown(
 # ordinary positions.
 
 # %% tags=["hide-input"]
-from sinkpaper import mechanism
-from sinkpaper.train import open_run
-
 run = open_run(live.run_dir)
 n_trig = run.config.data.n_triggers
 model = run.model()

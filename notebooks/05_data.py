@@ -40,8 +40,9 @@ live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 # %%
 from IPython.display import Markdown, display
 
-from sinkpaper import paper
+from sinkpaper import mechanism, paper
 from sinkpaper.book import experiments, figures, parameters, realtext, sections
+from sinkpaper.train import open_run
 
 FAMILY = "configs/data.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -120,9 +121,6 @@ if stored_live:
 # nothing to copy) put on each of the first five positions, over the held-out sequences the metric uses.
 
 # %% tags=["hide-input"]
-from sinkpaper import mechanism
-from sinkpaper.train import open_run
-
 run = open_run(live.run_dir)
 model, cfg, held = run.model(), run.config, run.heldout_inputs()
 parking = mechanism.attention_by_key(model, held, cfg.data.n_triggers)

@@ -40,8 +40,9 @@ live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 # %%
 from IPython.display import Markdown, display
 
-from sinkpaper import paper
+from sinkpaper import mechanism, paper
 from sinkpaper.book import experiments, figures, parameters, realtext, sections
+from sinkpaper.train import open_run
 
 FAMILY = "configs/loss.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -135,9 +136,6 @@ if stored_live:
 # keys, queries past position w cannot see those positions at all and count as 0 here.
 
 # %% tags=["hide-input"]
-from sinkpaper import mechanism
-from sinkpaper.train import open_run
-
 run = open_run(live.run_dir)
 model, cfg, held = run.model(), run.config, run.heldout_inputs()
 parking = mechanism.attention_by_key(model, held, cfg.data.n_triggers)
