@@ -159,7 +159,7 @@ display(Markdown("First evaluated step at which a head's mean α_1 exceeds 0.3: 
 text = experiments.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
 if text.payloads:
     tp = text.payloads[0]
-    display(experiments.sweep_table(text.payloads))
+    display(sections.points_table(text.payloads, ["text_corpus"], held_out=True))
     text_rows = experiments.curve_rows(tp, "text_corpus, seed 0")
     display(sections.row(sections.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
                          sections.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sinkpaper.book import experiments
+from sinkpaper.book import experiments, sections
 from sinkpaper.train import open_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ def test_stored_sweep_reads_the_committed_miniature_runs():
     assert {experiments.point_of(p) for p in sw.payloads} == {"recipe", "wd_5"}
     mean, lo, hi = experiments.sink_at(sw.payloads, "recipe")
     assert lo <= mean <= hi
-    table = experiments.sweep_table(sw.payloads, paper={"recipe": "p"}, order=["wd_5", "recipe"])
+    table = sections.points_table(sw.payloads, ["wd_5", "recipe"], paper={"recipe": "p"}, held_out=True)
     assert [r["point"] for r in table.rows] == ["wd_5", "recipe"] and table.rows[1]["paper"] == "p"
     prov = experiments.payloads_provenance(sw.payloads, loaded=True)
     assert prov["runs"] == 6 and prov["computed_now"] is False and prov["loaded_from"] == "results/store"

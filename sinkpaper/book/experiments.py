@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 from ..train import config as train_config
 from ..train.store import DEFAULT_STORE, read_result, result_path, stale_results
-from ..train.sweep import summarize, sweep_configs
+from ..train.sweep import sweep_configs
 from ..train.trainer import read_log, train
 from .figures import Table
 
@@ -118,28 +118,6 @@ def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | No
 
 
 # --------------------------------------------------------------------------------------------- arranging
-def sweep_table(payloads: Sequence[dict], paper: Mapping[str, str] | None = None, k: int = 1,
-                order: Sequence[str] | None = None) -> Table:
-    """One row per point: seeds, Sink_k mean [min, max] over seeds, alpha_1, Sink*, loss, tokens, and the
-    paper's number for that point when given."""
-    rows = summarize(list(payloads), k)
-    if order is not None:
-        rank = {p: i for i, p in enumerate(order)}
-        rows.sort(key=lambda r: rank.get(r["point"], len(rank)))
-    out = []
-    for r in rows:
-        row = {"point": r["point"], "seeds": ",".join(map(str, r["seeds"])),
-               f"Sink_{k} % mean": round(r[f"sink_{k}_mean"], 1),
-               "[min, max]": f"[{r[f'sink_{k}_min']:.1f}, {r[f'sink_{k}_max']:.1f}]",
-               "alpha_1": round(r["alpha_1_mean"], 3),
-               "Sink* %": None if r["sink_star_mean"] is None else round(r["sink_star_mean"], 1),
-               "loss": round(r["final_loss_mean"], 3), "tokens": r["tokens_seen"]}
-        if paper is not None:
-            row["paper"] = paper.get(r["point"], "—")
-        out.append(row)
-    return Table(out)
-
-
 def sink_at(payloads: Sequence[dict], point: str, k: int = 1) -> tuple[float, float, float] | None:
     """(mean, min, max) of Sink_k over the seeds of one point, or None when the point has no payload."""
     vals = [p["result"]["sink_k"][str(k)] for p in payloads if point_of(p) == point]

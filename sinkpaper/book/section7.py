@@ -120,11 +120,6 @@ def by_name(points: Sequence[Point]) -> dict[str, Point]:
     return {p.name: p for p in points}
 
 
-def paper_labels(points: Sequence[Point]) -> dict[str, str]:
-    """{point: the paper's number as printed} for experiments.sweep_table."""
-    return {p.name: p.paper for p in points}
-
-
 def paper_table(points: Sequence[Point], not_run: Sequence[Point] = ()) -> Table:
     """The paper's numbers for a family, the points this book runs first, then the paper's other rows."""
     rows = [{"point": p.name, "what changes": p.what, "the paper (%)": p.paper, "in our sweep": "yes"} for p in points]
