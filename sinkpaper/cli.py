@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only these sections (default: all)")
     t = sub.add_parser("train", help="pre-train a model of the paper's family, tracking the sink (Sections 4-7)")
     t.add_argument("--config", required=True, help="an experiment family's YAML in configs/")
-    t.add_argument("--profile", default="cpu", help="cpu (seconds to minutes, 2 cores) | gpu (one H100) | paper")
+    t.add_argument("--profile", default="cpu", help="cpu (seconds to minutes, 2 cores) | text (real text on the CPU, "
+                   "Sections 4-7: about 20-45 min a run on one thread) | gpu (one H100) | paper (the paper's 60M run)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any field, e.g. --set optim.lr=1e-3 --set seed=2 (repeatable)")
     t.add_argument("--out", required=True, help="run directory (with --sweep: one subdirectory per point)")
@@ -104,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("sweep", help="run families' sweep points x seeds into the results store (skips stored "
                                      "runs and runs another live sweep has claimed; --status: done/running/left)")
     w.add_argument("--config", required=True, nargs="+", help="one or more experiment families' YAML, in order")
-    w.add_argument("--profile", default="cpu")
+    w.add_argument("--profile", default="cpu", help="cpu | text | gpu | paper")
     w.add_argument("--points", nargs="*", help="sweep points (default: all)")
     w.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

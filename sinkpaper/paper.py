@@ -830,7 +830,10 @@ CLAIMS: tuple[Claim, ...] = (
           labels=["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"],
           rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
           measure=_scales(text=_fam("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
-                                                     "pos_relative", "pos_alibi"]))),
+                                                     "pos_relative", "pos_alibi"])),
+          note="relative: the paper names no form; pos_relative is the authors' released one (the T5 bucket index "
+               "of the distance added to the logits, no parameters). T5's learned bias, pos_relative_learned, is "
+               "ours and not scored"),
     Claim("arch_norm", "7.1", "07_architecture", "Post-norm still has a sink", "Section 7.1",
           labels=["post_norm"], rule=Sinks(["post_norm"]), measure=_scales(text=_fam("architecture", ["post_norm"]))),
     Claim("arch_ffn", "7.1", "07_architecture", "The FFN type matters little", "Section 7.1",
@@ -847,7 +850,9 @@ CLAIMS: tuple[Claim, ...] = (
           "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
           rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
           measure=_scales(text=_fam("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
-                                                     "heads_8": "pos_rope"}))),
+                                                     "heads_8": "pos_rope"})),
+          note="real text: the paper's default (8 concatenated heads at d 768) maps onto the text base (4 "
+               "concatenated heads at d 128, point pos_rope); heads_add adds those 4 heads"),
     Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
           "Section 7.1", labels=["heads_4", "heads_2", "heads_8"], rule=MattersLittle(["heads_4", "heads_2"], "heads_8"),
           measure=_scales(text=_fam("architecture", {"heads_4": "heads_4", "heads_2": "heads_2",

@@ -11,6 +11,7 @@ T = 12
 
 # One entry per variant the paper studies (ids read as the paper's names).
 VARIANTS = {f"pos={p}": {"pos_encoding": p} for p in POS_ENCODINGS}
+VARIANTS |= {"pos=relative,bucket": {"pos_encoding": "relative", "relative_bias": "bucket"}}
 VARIANTS |= {f"ffn={f}": {"ffn": f} for f in FFNS}
 VARIANTS |= {
     "post_norm": {"norm": "post"},
@@ -261,6 +262,30 @@ def test_relative_encodings_have_distance_only_scores_and_no_sink_on_repeats(pos
     r = propositions.distance_only(pos, seq_len=64)
     assert r["max_diagonal_spread"] < 1e-5
     assert r["max_alpha_1"] < 0.3, "a relative encoding put a sink on token 1 of a repeated sequence"
+
+
+def test_relative_bucket_bias_is_the_released_bucket_index():
+    """relative_bias="bucket" adds the T5 bucket of the distance t - j itself to every head's logits (the authors'
+    released model_relpos.py): exact below 16, logarithmic up to 128, 31 beyond; 0 for future keys. Reference:
+    the bucket written out per (t, j) in plain Python."""
+    import math
+    from sinkpaper.models.positional import RelativePositionBias
+
+    def bucket(distance):   # 32 unidirectional buckets, max distance 128
+        if distance < 16:
+            return distance
+        return min(16 + int(math.log(distance / 16) / math.log(128 / 16) * 16), 31)
+
+    n = 200
+    bias = RelativePositionBias(n_heads=3, learned=False)(n)
+    want = torch.tensor([[float(bucket(max(t - j, 0))) for j in range(n)] for t in range(n)])
+    assert bias.shape == (3, n, n) and torch.equal(bias[1], want) and torch.equal(bias[0], bias[2])
+    assert want[150, 0] == 31 and want[20, 3] == 16 + int(math.log(17 / 16) / math.log(8) * 16)
+    assert not list(RelativePositionBias(3, learned=False).parameters())   # fixed: nothing to learn
+    m = SinkModel(ModelConfig(**TINY, pos_encoding="relative", relative_bias="bucket"))
+    assert torch.equal(m._context(T, None, None).score_bias[0, 2], want[:T, :T])
+    with pytest.raises(ValueError, match="learned, bucket"):
+        ModelConfig(**TINY, pos_encoding="relative", relative_bias="fixed")
 
 
 def test_rope_first_layer_respects_the_bound_on_repeats():

@@ -37,11 +37,12 @@ paper_text = registry.paper_text
 
 
 ARCHITECTURE: tuple[Point, ...] = (
-    Point("pos_rope", "RoPE, pre-norm, SwiGLU, 8 heads (the default)"),
+    Point("pos_rope", "RoPE, pre-norm, SwiGLU, concatenated heads (the default; 8 heads in the paper, 4 at text)"),
     Point("pos_nope", "no positional encoding (NoPE)"),
     Point("pos_absolute", "absolute (sinusoidal) positions"),
     Point("pos_learnable", "learnable absolute positions"),
-    Point("pos_relative", "relative positions (T5 buckets)"),
+    Point("pos_relative", "relative positions as the authors' released code: the T5 bucket index added to the logits"),
+    Point("pos_relative_learned", "ours: T5's learned relative bias per bucket and head"),
     Point("pos_alibi", "ALiBi"),
     Point("post_norm", "post-norm instead of pre-norm"),
     Point("ffn_relu", "FFN ReLU"),

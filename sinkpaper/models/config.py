@@ -16,6 +16,7 @@ NORMS = ("pre", "post")
 FFNS = ("swiglu", "geglu", "reglu", "relu", "gelu", "swish")
 HEAD_COMBINES = ("concat", "add")
 KERNEL_PHIS = ("identity", "elu", "mlp")
+RELATIVE_BIASES = ("learned", "bucket")
 SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v", "zero_key_v_bias")
 FIXED_V = ("onehot", "uniform")
 BACKENDS = ("eager", "triton")
@@ -33,7 +34,7 @@ DEFINITION_REVISIONS: dict[str, dict[str, int]] = {
 }
 
 _CHOICES = {
-    "pos_encoding": POS_ENCODINGS, "norm": NORMS, "ffn": FFNS, "head_combine": HEAD_COMBINES,
+    "pos_encoding": POS_ENCODINGS, "relative_bias": RELATIVE_BIASES, "norm": NORMS, "ffn": FFNS, "head_combine": HEAD_COMBINES,
     "attention": OPERATIONS, "kernel_phi": KERNEL_PHIS, "kernel_z": KERNEL_Z, "sink": SINKS,
     "fixed_v": FIXED_V, "mask": MASKS, "backend": BACKENDS,
 }
@@ -56,6 +57,8 @@ class ModelConfig:
     rope_base: float = 10000.0
     relative_buckets: int = 32
     relative_max_distance: int = 128
+    relative_bias: str = "learned"   # relative PE: learned (T5's scalar per bucket and head) | bucket (the bucket
+                                     # index itself added to the logits, as in the authors' released code)
     # block design (Section 7.1)
     norm: str = "pre"                # RMSNorm placement: pre | post
     norm_eps: float = 1e-5

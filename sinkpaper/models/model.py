@@ -222,7 +222,7 @@ class SinkModel(nn.Module):
         self.sink_token = nn.Parameter(torch.randn(cfg.d_model) * cfg.init_std) if self.n_extra else None
         self.pos_embed = nn.Embedding(cfg.max_seq_len + self.n_extra, cfg.d_model) if cfg.pos_encoding == "learnable" else None
         self.relative = (RelativePositionBias(cfg.n_heads, cfg.relative_buckets, cfg.relative_max_distance,
-                                              bidirectional=cfg.mask == "prefix")
+                                              bidirectional=cfg.mask == "prefix", learned=cfg.relative_bias == "learned")
                          if cfg.pos_encoding == "relative" else None)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         # Post-norm blocks already end in a norm; pre-norm needs a final one before the LM head.
@@ -275,7 +275,7 @@ class SinkModel(nn.Module):
         elif cfg.pos_encoding == "alibi":
             ctx.score_bias = alibi_bias(cfg.n_heads, total, device)[None]
         elif cfg.pos_encoding == "relative":
-            ctx.score_bias = self.relative(total)[None]
+            ctx.score_bias = self.relative(total, device)[None]
         return ctx
 
     def _kernel_mask_args(self, doc_ids) -> dict:

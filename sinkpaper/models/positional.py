@@ -56,12 +56,19 @@ def alibi_bias(n_heads: int, seq_len: int, device=None) -> torch.Tensor:
 
 
 class RelativePositionBias(nn.Module):
-    """T5-style learned bias per (bucket of t - j, head), shared by all layers (as in T5)."""
+    """Relative-position bias from T5's buckets of the key-query distance, shared by all layers.
 
-    def __init__(self, n_heads: int, n_buckets: int = 32, max_distance: int = 128, bidirectional: bool = False):
+    learned=True: T5's learned scalar per (bucket, head). learned=False: the authors' released code
+    (sail-sg/Attention-Sink, lit_gpt/model_relpos.py): the bucket index itself, 0..n_buckets-1, is added to the
+    logits of every head, unidirectional; a fixed bias that grows with distance and has no parameters."""
+
+    def __init__(self, n_heads: int, n_buckets: int = 32, max_distance: int = 128, bidirectional: bool = False,
+                 learned: bool = True):
         super().__init__()
-        self.n_buckets, self.max_distance, self.bidirectional = n_buckets, max_distance, bidirectional
-        self.embedding = nn.Embedding(n_buckets, n_heads)
+        self.n_heads, self.learned = n_heads, learned
+        self.n_buckets, self.max_distance = n_buckets, max_distance
+        self.bidirectional = bidirectional and learned   # the released form has no bidirectional buckets
+        self.embedding = nn.Embedding(n_buckets, n_heads) if learned else None
 
     def bucket(self, relative: torch.Tensor) -> torch.Tensor:
         """Map key - query distances to buckets: exact for small distances, logarithmic beyond."""
@@ -81,7 +88,10 @@ class RelativePositionBias(nn.Module):
         log_bucket = log_bucket.clamp_max(n - 1)
         return out + torch.where(is_small, distance, log_bucket)
 
-    def forward(self, seq_len: int) -> torch.Tensor:
-        pos = torch.arange(seq_len, device=self.embedding.weight.device)
+    def forward(self, seq_len: int, device=None) -> torch.Tensor:
+        device = self.embedding.weight.device if self.learned else device
+        pos = torch.arange(seq_len, device=device)
         relative = pos[None, :] - pos[:, None]  # key - query
+        if not self.learned:
+            return self.bucket(relative).float()[None].expand(self.n_heads, seq_len, seq_len)
         return self.embedding(self.bucket(relative)).permute(2, 0, 1)  # [H, T, T]
