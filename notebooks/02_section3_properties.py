@@ -211,9 +211,10 @@ display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "
 # ## The sink comes from the angle, not the norms
 #
 # q_t · k_j = |q_t| |k_j| cos(q_t, k_j) after RoPE, for the head with the largest α_1 in a middle layer of
-# the first model, on one natural-text sample. The sink column (key 1) stands out in the product and in the
-# cosine; in the norm product it does not (the sink's key is not longer than the others'). The table above
-# says the same over every sink head: the cosine gap cos(q, k_1) − cos(q, k_j) and the norm-product ratio
+# the first model, on one natural-text sample. In the paper's figure the sink column (key 1) stands out in the
+# product and in the cosine, not in the norm product (the sink's key is not longer than the others'); whether
+# it does here is read from the maps and from the means printed under them. Over every sink head, the table
+# above gives the same two quantities: the cosine gap cos(q, k_1) − cos(q, k_j) and the norm-product ratio
 # |q||k_1| / |q||k_j|.
 
 # %% tags=["hide-input"]

@@ -54,9 +54,9 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # ## Real language models: the architecture sweep
 #
 # Each point of `configs/architecture.yaml` changes one thing against the base run (RoPE, RMSNorm pre-norm,
-# SwiGLU, 8 heads concatenated). At the `cpu` profile this page trains none of them; it reads the real-text CPU
-# runs of the family from the results store, and says so when there are none. At `gpu` or `paper` it trains
-# whatever the store lacks.
+# SwiGLU, heads concatenated: 8 in the paper's model, 4 at the `text` profile, whose `heads_4` point is its base
+# run). At the `cpu` profile this page trains none of them; it reads the real-text CPU runs of the family from
+# the results store, and says so when there are none. At `gpu` or `paper` it trains whatever the store lacks.
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
@@ -68,9 +68,8 @@ if lm.payloads:
 # %% [markdown]
 # ### The paper's numbers
 #
-# Sink_1^0.3 in % of the paper's 60M models (Section 7.1), from `sinkpaper.paper`. The rows marked *no* are
-# variants the paper ran that our sweep does not (add them to `configs/architecture.yaml` to run them); the
-# scorecard lists them as claims that read *no result (not run)*.
+# Sink_1^0.3 in % of the paper's 60M models (Section 7.1), from `sinkpaper.paper`. Every variant of the
+# paper's Section 7.1 is a point of `configs/architecture.yaml` (the `in our sweep` column).
 
 # %% tags=["hide-input"]
 display(section7.paper_table(POINTS, section7.ARCHITECTURE_NOT_RUN))

@@ -32,7 +32,7 @@
 # of it (Sink* 32.18 %, Sink_1 4.74 %).
 #
 # This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
-# there) and the same biases **in miniature**, where a sink grows in a minute.
+# there) and the same biases **in miniature**, where a sink grows in minutes.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -66,8 +66,9 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page trains none
 # of them; it reads the real-text CPU runs of the family from the results store, and says so when there are
 # none. At `gpu` or `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's
-# v' = [1, 0, …, 0] row (not 20 v', where the paper's sink returns to token 1) and `k_bias_dims_1` its d_a = 1
-# row.
+# v' = [1, 0, …, 0] row, `k_bias_fixed_5v1` / `k_bias_fixed_20v1` its 5 v' / 20 v' rows (at 20 v' the paper's
+# sink returns to token 1), `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v'' rows, and `k_bias_dims_1` …
+# `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32 dimensions).
 
 # %% tags=["hide-input"]
 lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
@@ -213,9 +214,11 @@ if (st["sink_1"] is not None and st["sink_1"] >= paper.SINK and st["sink_star"] 
 #
 # One row per claim, from `sinkpaper.paper`: a bias takes the sink when Sink* >= 10 % and Sink_1 < 5 % (the
 # paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps
-# Sink_1 >= 10 %. Our fixed-v* run is v' (the paper: Sink* 70.03, Sink_1 0.06), judged as "the bias takes the
-# sink"; the paper's claim that a large v* (20 v') sends the sink back to token 1 is listed separately, not
-# run. In the miniature the default is the `recipe` point, which has a fixed BOS; the paper's runs have none.
+# Sink_1 >= 10 %. The fixed-v* claim reads v' (the paper: Sink* 70.03, Sink_1 0.06), judged as "the bias takes
+# the sink"; the paper's claim that a large v* (20 v') sends the sink back to token 1 is a row of its own,
+# `bias_fixed_v_large`, read from the real-text runs of `k_bias_fixed_20v1` (with the other v' and v'' scales
+# beside it). In the miniature the default is the `recipe` point, which has a fixed BOS; the paper's runs have
+# none.
 
 # %% tags=["hide-input"]
 display(figures.Table(paper.rows(["bias_sink_token", "bias_kv", "bias_k", "bias_v", "bias_fixed_v",

@@ -34,8 +34,10 @@
 # rectified softmax that can give every key exactly zero, reported to remove the sink.
 #
 # This page shows the real-text runs of `configs/attention.yaml` (read from the results store when they are
-# there), the paper's numbers (1B included, as the paper reports them) and the operations **in miniature**. There, sigmoid's proxy shows an early burst of sink that then
-# vanishes; the raw weights, recorded next to the proxy at every evaluation, say what that transient is.
+# there), the paper's numbers (1B included, as the paper reports them) and the operations **in miniature**.
+# There, the proxy of an operation without normalization can show an early burst of sink that then vanishes
+# (the stored runs below say in which seeds); the raw weights, recorded next to the proxy at every evaluation,
+# say what that transient is.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
@@ -213,8 +215,10 @@ else:
 # normalization, as the paper scores them) is >= 10 % and none below 5 % (in between: not comparable). The elu
 # claim is judged on `elu` against the paper's elu+1 **kernel** (`kernel_elu`) at every scale; until this
 # revision the miniature's verdict used `elu_norm`, a different operation the paper could not train (its
-# Table 15, "-"), under the kernel's 53.65 %. The miniature has no `kernel_elu` run stored yet, so that row
-# reads *no result* there. The verdicts are on the final numbers; the proxy's early transient is below.
+# Table 15, "-"), under the kernel's 53.65 %. The miniature's `kernel_elu` runs (stored, three seeds) are read
+# by that row; the miniature table above lists only the points the live run can train, so it does not show
+# them (`python -m sinkpaper claims --id ops_elu` prints their values). The verdicts are on the final numbers;
+# the proxy's early transient is below.
 
 # %% tags=["hide-input"]
 display(figures.Table(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",

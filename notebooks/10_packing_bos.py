@@ -88,7 +88,7 @@ display(Markdown(paper.bos_statement(["pack_bos_inference"])))
 # windows cut at arbitrary offsets, no BOS, attention across the documents of a window), `doc_mask`
 # (intra-document masking: a token sees only the earlier tokens of its own document), `bos` (a fixed BOS
 # at position 1 of every window) and `bos_doc_mask` (both). At the `cpu` profile the real-text CPU runs are
-# read from the store (none is stored yet, and the page says so); at `gpu` or `paper` they are trained.
+# read from the store (the page lists the ones still missing); at `gpu` or `paper` they are trained.
 
 # %% tags=["hide-input"]
 ORDER = ["causal", "doc_mask", "bos", "bos_doc_mask"]
@@ -153,8 +153,8 @@ sig = sections.sig
 display(Markdown(
     f"Measured (mean over seeds). Fixed BOS at 1: Sink_1 {sig(m['recipe', 1])} %. No fixed token: Sink_1 "
     f"{sig(m['no_fixed_token', 1])} %. Fixed token at 2: Sink_2 {sig(m['fixed_pos2', 2])} %, Sink_1 "
-    f"{sig(m['fixed_pos2', 1])} %. Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} % (chapter 5 discusses "
-    "why the miniature does not reach position 3 within its steps)."))
+    f"{sig(m['fixed_pos2', 1])} %. Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} % (chapter 5 also shows "
+    "the fixed token at 3 trained twice as long, `fixed_pos3_steps_x2`)."))
 
 # %% [markdown]
 # ### Live: train the recipe, then take its BOS away

@@ -16,8 +16,9 @@ that say whether a result of ours agrees with each claim.
   the claimed effect is absent (it must not): ``rule_check``. A claim whose rule could not tell the two apart is
   marked qualitative, with no rule and no verdict.
 
-Numbers come from ../shared/notes/paper.md (the paper's text and tables); nothing here is a result of ours.
-It is library code under the book: no plotting or widget package is imported here (tests/test_layers.py).
+Numbers are typed from the paper (arXiv:2410.10781), each with its source there (table, figure or section); nothing
+here is a result of ours. It is library code under the book: no plotting or widget package is imported here
+(tests/test_layers.py).
 """
 from __future__ import annotations
 
@@ -881,8 +882,8 @@ CLAIMS: tuple[Claim, ...] = (
                         "no bias position takes anything and token 1 keeps the default's sink"),
           measure=_scales(text=_fam("biases", {"k_bias_fixed_v: Sink*": ("k_bias_fixed_v", "Sink*"),
                                                "k_bias_fixed_v: Sink_1": ("k_bias_fixed_v", "Sink_1")})),
-          note="the book runs v' (not 20v'): the paper's 20v' row, where the sink returns to token 1, is "
-               "bias_fixed_v_large (not run)"),
+          note="this claim reads v' (not 20v'): the paper's 20v' row, where the sink returns to token 1, is the "
+               "claim bias_fixed_v_large (configs/biases.yaml runs both)"),
     Claim("bias_fixed_v_large", "7.2", "08_biases",
           "K bias with a large fixed v* (20v'): the sink returns to token 1", "Section 7.2",
           labels=["k_bias_fixed_20v1: Sink*", "k_bias_fixed_20v1: Sink_1", "k_bias_fixed_5v1: Sink*",
