@@ -851,9 +851,9 @@ CLAIMS: tuple[Claim, ...] = (
           "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
           rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
           measure=_scales(text=_fam("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
-                                                     "heads_8": "pos_rope"})),
-          note="real text: the paper's default (8 concatenated heads at d 768) maps onto the text base (4 "
-               "concatenated heads at d 128, point pos_rope); heads_add adds those 4 heads"),
+                                                     "heads_8": "heads_8"})),
+          note="real text: 8 concatenated heads at d 128 (point heads_8) stand for the paper's default; heads_1 and "
+               "heads_add (the text base's 4 heads, added) are compared with it"),
     Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
           "Section 7.1", labels=["heads_4", "heads_2", "heads_8"], rule=MattersLittle(["heads_4", "heads_2"], "heads_8"),
           measure=_scales(text=_fam("architecture", {"heads_4": "heads_4", "heads_2": "heads_2",
@@ -898,7 +898,8 @@ CLAIMS: tuple[Claim, ...] = (
               f"k_bias_fixed_{lab}: {m}": (pt, m) for lab, pt in (("20v1", "k_bias_fixed_20v1"), ("5v1", "k_bias_fixed_5v1"),
                                                                  ("v2", "k_bias_fixed_v2"), ("5v2", "k_bias_fixed_5v2"),
                                                                  ("20v2", "k_bias_fixed_20v2"))
-              for m in ("Sink*", "Sink_1")}))),
+              for m in ("Sink*", "Sink_1")}),
+              mini=_pts(MINI, {f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")}))),
     Claim("bias_shared", "7.2", "08_biases", "KV and K biases shared across heads still take a sink", "Section 7.2",
           labels=["kv_bias_shared: Sink*", "kv_bias_shared: Sink_1", "k_bias_shared: Sink*", "k_bias_shared: Sink_1"],
           rule=Sinks(["kv_bias_shared: Sink*", "k_bias_shared: Sink*"], what="Sink*"),
