@@ -81,27 +81,32 @@ def test_training_bench_block(tmp_path):
         "model_config": {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16}, "vocab_size": 32, "micro_batch": 2,
         "context": 4, "threads": 1, "rows": rows, "best": {"model": "ours", "dtype": "bf16", "compiled": True},
         "ours_best_side_by_side_with_transformers": _bench_row("ours", "bf16", True, 2800.0, 0.2),
-        "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9}, "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
+        "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9},
+        "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
         "flops_per_token": 400_000, "ratio_best_vs_fp32_eager": 3.0, "ratio_best_vs_transformers": 1.4, "skipped": [],
-        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "command": ["bench", "training"], "cpu_model": "Test CPU (amx_bf16)",
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "command": ["bench", "training"],
+                       "cpu_model": "Test CPU (amx_bf16)",
                        "torch": "9.9", "code_version": "v1", "steps": 5, "warmup": 1, "load_average_1min": [3.0, 1.0],
                        "cpus": 2}})
     lines = training_bench_lines(root=tmp_path)
     text = "\n".join(lines)
     assert "| ours | bf16 | yes | 3,000 | 3,001 | 20.0 % |" in lines and "| transformers | bf16 | yes | 2,000 |" in text
-    assert "Test CPU (amx_bf16), 1 thread," in text and ", no AMX" not in text and "load average (1 min) 3.0 before and 1.0 after" in text
-    assert "fp32 1 GFLOP/s, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text and "(2,800 vs 2,000 tokens/s): **1.40x**" in text
+    assert "Test CPU (amx_bf16), 1 thread," in text and ", no AMX" not in text
+    assert "load average (1 min) 3.0 before and 1.0 after" in text
+    assert "fp32 1 GFLOP/s, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text
+    assert "(2,800 vs 2,000 tokens/s): **1.40x**" in text
     # MFU of the best row against the bf16 peak: 3000 tokens/s x 4e5 FLOP / 4e9 = 30 % (>= 15 %); 3x < 4x; 1.4x >= 1.3x
     assert ("MFU **30 %** of the bf16 GEMM peak (target 15 %: reached); 3.00x fp32 eager (target 4x: not reached); "
             "1.40x transformers (target 1.3x: reached)") in text
-    assert lines[lines.index("| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |") - 1] == ""
+    head = "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |"
+    assert lines[lines.index(head) - 1] == ""          # a table needs an empty line above it
 
 
 def test_thread_scaling_block(tmp_path):
     from sinkpaper.results.measured import THREAD_SCALING, thread_scaling_lines
     assert thread_scaling_lines(root=tmp_path) == [
-        f"Thread scaling of training runs: not measured (no `{THREAD_SCALING}`; `bash scripts/train_threads_scaling.sh` "
-        "measures it)."]
+        f"Thread scaling of training runs: not measured (no `{THREAD_SCALING}`; "
+        "`bash scripts/train_threads_scaling.sh` measures it)."]
     _write(tmp_path / THREAD_SCALING, {
         "provenance": {"cpu": "Test CPU", "torch": "9.9", "code": "v1", "when": "2000-01-01 00:00 UTC",
                        "load_before": 0.5, "load_after": [1.5, 1.0], "note": "quiet machine"},
@@ -110,7 +115,8 @@ def test_thread_scaling_block(tmp_path):
                  "pairB": {"tokens_per_s": 210.0, "threads": 1}, "two": {"tokens_per_s": 600.0, "threads": 2}},
         "ratio_pair_vs_alone": 1.0, "ratio_two_threads_vs_alone": 1.5})
     first, prov = thread_scaling_lines(root=tmp_path)
-    assert "bf16, compiled False, 60 steps, d_model 128, batch 64): 190 + 210 tokens/s side by side against 400 alone" in first
+    assert "bf16, compiled False, 60 steps, d_model 128, batch 64): 190 + 210 tokens/s side by side against 400" \
+        in first
     assert "**1.00x** one run alone; one run at 2 threads: 600 tokens/s, **1.50x**" in first
     assert "Threads per run: alone 1, pairA 1, pairB 1, two 2." in first
     assert prov == ("Measured 2000-01-01 00:00 UTC on Test CPU, torch 9.9, code v1, load average 0.5 before and 1.5, "
@@ -130,19 +136,21 @@ def test_long_context_bench_block(tmp_path):
                                {"status": "refused", "why": "sinkpaper: error: needs 9 GiB"} if T == 2048 else
                                {"status": "not run", "why": "refused at T=2048"}}} for T in (1024, 2048, 4096)]
     _write(tmp_path / LONG_CONTEXT_BENCH, {"model": "m", "n_samples": 1, "cap_gib": 3.0, "points": pts, "provenance": {
-        "computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "torch": "9.9", "code_version": "v1", "note": "n"}})
+        "computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "torch": "9.9", "code_version": "v1",
+        "note": "n"}})
     lines = long_context_bench_lines(root=tmp_path)
     assert "| 1024 | 10 CPU s (5 s), 1.50 GiB | 1 CPU s (2 s), 3.00 GiB |" in lines
     assert "| 2048 | 20 CPU s (10 s), 2.00 GiB | refused: needs 9 GiB |" in lines
     assert "| 4096 | 41 CPU s (20 s), 3.00 GiB | not run: refused at T=2048 |" in lines
-    assert lines[-1] == ("Peak RSS of the kernel route from T = 1024 to 4096: +0.50, +1.00 GiB from one T to the next; a "
-                         "least-squares line through the 3 points: 0.50 GiB per 1k tokens over 1.00 GiB (the weights "
-                         "and Python) at T = 0.")
+    assert lines[-1] == ("Peak RSS of the kernel route from T = 1024 to 4096: +0.50, +1.00 GiB from one T to the "
+                         "next; a least-squares line through the 3 points: 0.50 GiB per 1k tokens over 1.00 GiB "
+                         "(the weights and Python) at T = 0.")
 
 
 def _curve(model, bos, pts):
-    return {"kind": "sink_vs_length", "model": model, "bos": bos, "inputs": "natural", "epsilon": 0.3, "method": "kernel",
-            "complete": len(pts) == 2, "points": [{"T": T, "sink_1": s, "alpha_1_mean": a, "n_samples": 1} for T, s, a in pts],
+    return {"kind": "sink_vs_length", "model": model, "bos": bos, "inputs": "natural", "epsilon": 0.3,
+            "method": "kernel", "complete": len(pts) == 2,
+            "points": [{"T": T, "sink_1": s, "alpha_1_mean": a, "n_samples": 1} for T, s, a in pts],
             "provenance": {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "code_version": "v1",
                            "tokens_per_length": 128, "total_seconds": 3.0}}
 

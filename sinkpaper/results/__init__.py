@@ -133,7 +133,8 @@ def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "c
             lines.append(f"| {Path(config).stem}/{pt} | none | | | | |")
             continue
         lines.append(f"| {_point_label(config, pt, rs)} | {', '.join(str(r.seed) for r in rs)} | "
-                     + ", ".join(f"{r.sink[1]:.1f}" for r in rs) + f" | {fmt_spread(spread([r.sink[1] for r in rs]))} | "
+                     + ", ".join(f"{r.sink[1]:.1f}" for r in rs)
+                     + f" | {fmt_spread(spread([r.sink[1] for r in rs]))} | "
                      + ", ".join(f"{r.val_loss:.3f}" for r in rs)
                      + f" | {fmt_spread(spread([r.val_loss for r in rs]), 3)} |")
     lines.append("")

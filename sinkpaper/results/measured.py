@@ -222,7 +222,8 @@ def routes_agree_lines(directory: str | Path = LONG_CONTEXT, root: str | Path = 
                          f"{r['tolerance']:g}), Sink_k {'identical' if same else 'different'} on both routes "
                          f"(Sink_1 {row['sink_k_kernel']['1']:.1f} %)")
         pv = r["rows"][0]["provenance"]
-        lines.append(f"At T = {r['T']} (`{Path(directory, f.name).as_posix()}`, measured {pv['computed_at']} on {pv['hardware']}, code "
+        lines.append(f"At T = {r['T']} (`{Path(directory, f.name).as_posix()}`, measured {pv['computed_at']} on "
+                     f"{pv['hardware']}, code "
                      f"{pv['code_version']}): " + "; ".join(cells) + ".")
     return lines
 
