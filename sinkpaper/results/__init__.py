@@ -1,8 +1,10 @@
 """Stored runs as typed records, summaries over seeds, and text generated from them.
 
 A figure that the README or a config comment quotes (the text profile's recipe, its emergence curve, the seeds'
-spread) is never typed by hand: `python -m sinkpaper report --write` regenerates the marked blocks from the
-results store, and a test checks that the committed blocks equal what the store gives today.
+spread, fp32 against bf16, the evaluation's share) is never typed by hand: `python -m sinkpaper report --write`
+regenerates the marked blocks from the results store and from the other stored measurements (`measured`: the
+benchmarks, the long-context files, the corpus's sidecar, the command timings), and a test checks that the
+committed blocks equal what the stored files give today.
 """
 from __future__ import annotations
 
