@@ -107,20 +107,30 @@ def test_thread_scaling_block(tmp_path):
     assert thread_scaling_lines(root=tmp_path) == [
         f"Thread scaling of training runs: not measured (no `{THREAD_SCALING}`; "
         "`bash scripts/train_threads_scaling.sh` measures it)."]
+    # the schema scripts/train_threads_scaling.sh writes (provenance.stamp's fields, /proc/loadavg's strings)
     _write(tmp_path / THREAD_SCALING, {
-        "provenance": {"cpu": "Test CPU", "torch": "9.9", "code": "v1", "when": "2000-01-01 00:00 UTC",
-                       "load_before": 0.5, "load_after": [1.5, 1.0], "note": "quiet machine"},
-        "settings": {"dtype": "bf16", "compiled": False, "steps": 60, "shapes": {"d_model": 128, "batch": 64}},
+        "provenance": {"cpu": "Test CPU", "cores": 2, "torch": "9.9", "code_version": "v1",
+                       "computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU x", "load_before": "0.50 0.60 0.70",
+                       "load_after": "1.50 1.00 0.90", "note": "quiet machine"},
+        "settings": {"dtype": "bf16", "compiled": False, "steps": 60, "median_after_step": 3,
+                     "shapes": "text profile: d 128, batch 64 x 64"},
         "runs": {"alone": {"tokens_per_s": 400.0, "threads": 1}, "pairA": {"tokens_per_s": 190.0, "threads": 1},
                  "pairB": {"tokens_per_s": 210.0, "threads": 1}, "two": {"tokens_per_s": 600.0, "threads": 2}},
         "ratio_pair_vs_alone": 1.0, "ratio_two_threads_vs_alone": 1.5})
     first, prov = thread_scaling_lines(root=tmp_path)
-    assert "bf16, compiled False, 60 steps, d_model 128, batch 64): 190 + 210 tokens/s side by side against 400" \
-        in first
+    assert ("bf16, compiled False, 60 steps, median tokens/s past step 3; text profile: d 128, batch 64 x 64): "
+            "190 + 210 tokens/s side by side against 400 alone") in first
     assert "**1.00x** one run alone; one run at 2 threads: 600 tokens/s, **1.50x**" in first
     assert "Threads per run: alone 1, pairA 1, pairB 1, two 2." in first
-    assert prov == ("Measured 2000-01-01 00:00 UTC on Test CPU, torch 9.9, code v1, load average 0.5 before and 1.5, "
-                    "1.0 after; quiet machine.")
+    assert prov == ("Measured 2000-01-01 00:00 UTC on Test CPU, 2 cores, torch 9.9, code v1, load average 0.5, 0.6, "
+                    "0.7 before and 1.5, 1.0, 0.9 after; quiet machine.")
+    # the brief's first form of the schema (when / code, numbers for the load) reads the same way
+    doc = json.loads((tmp_path / THREAD_SCALING).read_text())
+    doc["provenance"] = {"cpu": "Test CPU", "torch": "9.9", "code": "v2", "when": "2001", "load_before": 0.5,
+                         "load_after": [1.5, 1.0]}
+    _write(tmp_path / THREAD_SCALING, doc)
+    assert thread_scaling_lines(root=tmp_path)[1] == ("Measured 2001 on Test CPU, torch 9.9, code v2, load average 0.5 "
+                                                      "before and 1.5, 1.0 after.")
 
 
 def _route(cpu, wall, rss):

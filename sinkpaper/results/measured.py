@@ -29,9 +29,12 @@ def _load(path: str | Path, root: str | Path = ".") -> dict | None:
 
 
 def _load_avg(x) -> str:
+    """A load average as stored: a number, a list of numbers or /proc/loadavg's "1.0 2.0 3.0"."""
+    if isinstance(x, str):
+        x = [float(v) for v in x.split()] if x.strip() else None
     if isinstance(x, (list, tuple)):
         return ", ".join(f"{v:.1f}" for v in x)
-    return f"{x:.1f}" if isinstance(x, (int, float)) else str(x)
+    return f"{x:.1f}" if isinstance(x, (int, float)) else "unknown"
 
 
 # ------------------------------------------------------------------------------------- training benchmark
@@ -102,14 +105,17 @@ def thread_scaling_lines(path: str | Path = THREAD_SCALING, root: str | Path = "
     if isinstance(shapes, dict):
         shapes = ", ".join(f"{k} {v}" for k, v in shapes.items())
     tps = {k: v["tokens_per_s"] for k, v in runs.items()}
+    median = f", median tokens/s past step {s['median_after_step']}" if "median_after_step" in s else ""
+    cores = f", {pv['cores']} cores" if pv.get("cores") else ""
     lines = [f"Two runs side by side at one thread each (`scripts/train_threads_scaling.sh` -> `{path}`; "
-             f"{s['dtype']}, compiled {s['compiled']}, {s['steps']} steps" + (f", {shapes}" if shapes else "")
+             f"{s['dtype']}, compiled {s['compiled']}, {s['steps']} steps{median}" + (f"; {shapes}" if shapes else "")
              + f"): {tps['pairA']:,.0f} + {tps['pairB']:,.0f} tokens/s side by side against {tps['alone']:,.0f} "
              f"alone, **{r['ratio_pair_vs_alone']:.2f}x** one run alone; one run at {runs['two']['threads']} threads: "
              f"{tps['two']:,.0f} tokens/s, **{r['ratio_two_threads_vs_alone']:.2f}x**. Threads per run: "
              + ", ".join(f"{k} {v['threads']}" for k, v in runs.items()) + ".",
-             f"Measured {pv.get('when')} on {pv.get('cpu')}, torch {pv.get('torch')}, code {pv.get('code')}, load "
-             f"average {_load_avg(pv.get('load_before'))} before and {_load_avg(pv.get('load_after'))} after"
+             f"Measured {pv.get('computed_at', pv.get('when'))} on {pv.get('cpu', pv.get('hardware'))}{cores}, torch "
+             f"{pv.get('torch')}, code {pv.get('code_version', pv.get('code'))}, load average "
+             f"{_load_avg(pv.get('load_before'))} before and {_load_avg(pv.get('load_after'))} after"
              + (f"; {pv['note']}" if pv.get("note") else "") + "."]
     return lines
 
