@@ -49,3 +49,195 @@ def test_timings_are_generated_from_stored_measurements(tmp_path):
     assert row.startswith("| `make test` |") and "12.6 min from a fresh clone" in row and "commit abc" in row
     with pytest.raises(ValueError, match="unknown timing 'make-docs'; valid: make-test, make-book"):
         record_timing("make-docs", 1.0, "make docs", directory=tmp_path)
+
+
+# ------------------------------------------------------------------ every block is checked, every renderer tested
+def test_every_block_has_markers_in_a_checked_file():
+    """write_blocks skips a block whose markers no file carries: such a block would never be checked."""
+    from sinkpaper.results import BEGIN, BEGIN_YAML, TARGETS, blocks
+    text = {rel: (REPO / rel).read_text() for rel, _ in TARGETS}
+    for name in blocks(REPO / "results/store", REPO):
+        assert any((BEGIN_YAML if y else BEGIN).format(name=name) in text[rel] for rel, y in TARGETS), name
+
+
+def _write(path, payload):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload))
+
+
+def _bench_row(model, dtype, compiled, tps, mfu):
+    return {"model": model, "dtype": dtype, "compiled": compiled, "tokens_per_s": tps, "tokens_per_s_best": tps + 1,
+            "mfu": mfu}
+
+
+def test_training_bench_block(tmp_path):
+    from sinkpaper.results.measured import TRAINING_BENCH, training_bench_lines
+    missing = training_bench_lines(root=tmp_path)
+    assert missing == [f"Training throughput: not measured yet (no `{TRAINING_BENCH}`; `python -m sinkpaper bench "
+                       f"training --profile text --json {TRAINING_BENCH}` measures it)."]
+    rows = [_bench_row("ours", "fp32", False, 1000.0, 0.5), _bench_row("ours", "bf16", True, 3000.0, 0.2),
+            _bench_row("transformers", "bf16", True, 2000.0, 0.1)]
+    _write(tmp_path / TRAINING_BENCH, {
+        "model_config": {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16}, "vocab_size": 32, "micro_batch": 2,
+        "context": 4, "threads": 1, "rows": rows, "best": {"model": "ours", "dtype": "bf16", "compiled": True},
+        "ours_best_side_by_side_with_transformers": _bench_row("ours", "bf16", True, 2800.0, 0.2),
+        "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9},
+        "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
+        "flops_per_token": 400_000, "ratio_best_vs_fp32_eager": 3.0, "ratio_best_vs_transformers": 1.4, "skipped": [],
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "command": ["bench", "training"],
+                       "cpu_model": "Test CPU (amx_bf16)",
+                       "torch": "9.9", "code_version": "v1", "steps": 5, "warmup": 1, "load_average_1min": [3.0, 1.0],
+                       "cpus": 2}})
+    lines = training_bench_lines(root=tmp_path)
+    text = "\n".join(lines)
+    assert "| ours | bf16 | yes | 3,000 | 3,001 | 20.0 % |" in lines and "| transformers | bf16 | yes | 2,000 |" in text
+    assert "Test CPU (amx_bf16), 1 thread," in text and ", no AMX" not in text
+    assert "load average (1 min) 3.0 before and 1.0 after" in text
+    assert "fp32 1 GFLOP/s, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text
+    assert "(2,800 vs 2,000 tokens/s): **1.40x**" in text
+    # MFU of the best row against the bf16 peak: 3000 tokens/s x 4e5 FLOP / 4e9 = 30 % (>= 15 %); 3x < 4x; 1.4x >= 1.3x
+    assert ("MFU **30 %** of the bf16 GEMM peak (target 15 %: reached); 3.00x fp32 eager (target 4x: not reached); "
+            "1.40x transformers (target 1.3x: reached)") in text
+    head = "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |"
+    assert lines[lines.index(head) - 1] == ""          # a table needs an empty line above it
+
+
+def test_thread_scaling_block(tmp_path):
+    from sinkpaper.results.measured import THREAD_SCALING, thread_scaling_lines
+    assert thread_scaling_lines(root=tmp_path) == [
+        f"Thread scaling of training runs: not measured (no `{THREAD_SCALING}`; "
+        "`bash scripts/train_threads_scaling.sh` measures it)."]
+    # the schema scripts/train_threads_scaling.sh writes (provenance.stamp's fields, /proc/loadavg's strings)
+    _write(tmp_path / THREAD_SCALING, {
+        "provenance": {"cpu": "Test CPU", "cores": 2, "torch": "9.9", "code_version": "v1",
+                       "computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU x", "load_before": "0.50 0.60 0.70",
+                       "load_after": "1.50 1.00 0.90", "note": "quiet machine"},
+        "settings": {"dtype": "bf16", "compiled": False, "steps": 60, "median_after_step": 3,
+                     "shapes": "text profile: d 128, batch 64 x 64"},
+        "runs": {"alone": {"tokens_per_s": 400.0, "threads": 1}, "pairA": {"tokens_per_s": 190.0, "threads": 1},
+                 "pairB": {"tokens_per_s": 210.0, "threads": 1}, "two": {"tokens_per_s": 600.0, "threads": 2}},
+        "ratio_pair_vs_alone": 1.0, "ratio_two_threads_vs_alone": 1.5})
+    first, prov = thread_scaling_lines(root=tmp_path)
+    assert ("bf16, compiled False, 60 steps, median tokens/s past step 3; text profile: d 128, batch 64 x 64): "
+            "190 + 210 tokens/s side by side against 400 alone") in first
+    assert "**1.00x** one run alone; one run at 2 threads: 600 tokens/s, **1.50x**" in first
+    assert "Threads per run: alone 1, pairA 1, pairB 1, two 2." in first
+    assert prov == ("Measured 2000-01-01 00:00 UTC on Test CPU, 2 cores, torch 9.9, code v1, load average 0.5, 0.6, "
+                    "0.7 before and 1.5, 1.0, 0.9 after; quiet machine.")
+    # the brief's first form of the schema (when / code, numbers for the load) reads the same way
+    doc = json.loads((tmp_path / THREAD_SCALING).read_text())
+    doc["provenance"] = {"cpu": "Test CPU", "torch": "9.9", "code": "v2", "when": "2001", "load_before": 0.5,
+                         "load_after": [1.5, 1.0]}
+    _write(tmp_path / THREAD_SCALING, doc)
+    assert thread_scaling_lines(root=tmp_path)[1] == ("Measured 2001 on Test CPU, torch 9.9, code v2, load average 0.5 "
+                                                      "before and 1.5, 1.0 after.")
+
+
+def _route(cpu, wall, rss):
+    return {"status": "ok", "cpu_seconds": cpu, "seconds": wall, "peak_rss_gib": rss}
+
+
+def test_long_context_bench_block(tmp_path):
+    from sinkpaper.results.measured import LONG_CONTEXT_BENCH, long_context_bench_lines
+    assert "not measured" in long_context_bench_lines(root=tmp_path)[0]
+    # peak RSS exactly 1 GiB + 0.5 GiB per 1k tokens: the least-squares line must give those back
+    pts = [{"T": T, "routes": {"kernel": _route(T / 100, T / 200, 1 + 0.5 * T / 1024),
+                               "maps": _route(1.0, 2.0, 3.0) if T == 1024 else
+                               {"status": "refused", "why": "sinkpaper: error: needs 9 GiB"} if T == 2048 else
+                               {"status": "not run", "why": "refused at T=2048"}}} for T in (1024, 2048, 4096)]
+    _write(tmp_path / LONG_CONTEXT_BENCH, {"model": "m", "n_samples": 1, "cap_gib": 3.0, "points": pts, "provenance": {
+        "computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "torch": "9.9", "code_version": "v1",
+        "note": "n"}})
+    lines = long_context_bench_lines(root=tmp_path)
+    assert "| 1024 | 10 CPU s (5 s), 1.50 GiB | 1 CPU s (2 s), 3.00 GiB |" in lines
+    assert "| 2048 | 20 CPU s (10 s), 2.00 GiB | refused: needs 9 GiB |" in lines
+    assert "| 4096 | 41 CPU s (20 s), 3.00 GiB | not run: refused at T=2048 |" in lines
+    assert lines[-1] == ("Peak RSS of the kernel route from T = 1024 to 4096: +0.50, +1.00 GiB from one T to the "
+                         "next; a least-squares line through the 3 points: 0.50 GiB per 1k tokens over 1.00 GiB "
+                         "(the weights and Python) at T = 0.")
+
+
+def _curve(model, bos, pts):
+    return {"kind": "sink_vs_length", "model": model, "bos": bos, "inputs": "natural", "epsilon": 0.3,
+            "method": "kernel", "complete": len(pts) == 2,
+            "points": [{"T": T, "sink_1": s, "alpha_1_mean": a, "n_samples": 1} for T, s, a in pts],
+            "provenance": {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "code_version": "v1",
+                           "tokens_per_length": 128, "total_seconds": 3.0}}
+
+
+def test_long_context_sink_block(tmp_path):
+    from sinkpaper.results.measured import long_context_sink_lines
+    curves, single = ("lc/a.json", "lc/b.json"), "lc/run.json"
+    none = long_context_sink_lines(curves, single, root=tmp_path)
+    assert none == ["Not measured: `lc/a.json` (`python -m sinkpaper sink-vs-length`).",
+                    "Not measured: `lc/b.json` (`python -m sinkpaper sink-vs-length`).", "Not measured: `lc/run.json`."]
+    _write(tmp_path / curves[0], _curve("m1", False, [(64, 80.0, 0.5), (128, 60.0, 0.4)]))
+    _write(tmp_path / single, {"command": "sink --seq-len 128", "result": {
+        "model": "m1", "bos": False, "seq_len": 128, "sink_k": {"1": 60.0}, "alpha_1_mean": 0.41, "provenance": {}}})
+    lines = long_context_sink_lines(curves, single, root=tmp_path)
+    assert lines[0] == "Not measured: `lc/b.json` (`python -m sinkpaper sink-vs-length`)."
+    assert "| 64 | 80.0, 0.500, 1 |" in lines and "| 128 | 60.0, 0.400, 1 |" in lines
+    assert "`lc/a.json`: complete, 128 tokens per T" in "\n".join(lines)
+    assert "not the same values as `lc/a.json` at T = 128 (60.0 %, 0.400" in lines[-1]   # alpha_1 0.41 vs 0.40
+    _write(tmp_path / curves[1], _curve("m2", True, [(64, 70.0, 0.3)]))
+    lines = long_context_sink_lines(curves, single, root=tmp_path)
+    assert "| 128 | 60.0, 0.400, 1 | not measured |" in lines and "cut short" in "\n".join(lines)
+
+
+def test_routes_agree_block(tmp_path):
+    from sinkpaper.results.measured import routes_agree_lines
+    assert "not measured" in routes_agree_lines("lc", root=tmp_path)[0]
+    prov = {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "code_version": "v1"}
+    rows = [{"model": "a", "bos": False, "n_samples": 1, "max_abs_alpha_difference": 2e-6, "sink_k_maps": {"1": 50.0},
+             "sink_k_kernel": {"1": 50.0}, "provenance": prov},
+            {"model": "b", "bos": True, "n_samples": 2, "max_abs_alpha_difference": 3e-4, "sink_k_maps": {"1": 50.0},
+             "sink_k_kernel": {"1": 25.0}, "provenance": prov}]
+    _write(tmp_path / "lc/routes-agree-T64.json", {"T": 64, "tolerance": 1e-5, "rows": rows})
+    [line] = routes_agree_lines("lc", root=tmp_path)
+    assert line.startswith("At T = 64 (`lc/routes-agree-T64.json`, measured 2000-01-01 00:00 UTC")
+    assert "a (BOS off, 1 sample(s)): largest |α_k difference| 2.0e-06 (within 1e-05), Sink_k identical" in line
+    assert "b (BOS on, 2 sample(s)): largest |α_k difference| 3.0e-04 (beyond 1e-05), Sink_k different" in line
+
+
+def test_corpus_block(tmp_path):
+    from sinkpaper.results.measured import corpus_lines
+    assert "No offline corpus committed" in corpus_lines("c.json", root=tmp_path)[0]
+    _write(tmp_path / "c.json", {"file": "t.xz", "n_train": 1_500_000, "n_val": 500_000, "bytes": 3 * 2 ** 20,
+                                 "vocab_size": 64, "meta": {"sources_train_tokens": {"x": 500_000, "y": 1_000_000}}})
+    assert corpus_lines("c.json", root=tmp_path) == [
+        "`t.xz`: 2.0M unique tokens (1,500,000 for training, 500,000 held out) in 3.0 MiB, vocabulary 64; its flat "
+        "uint16 copy holds 4 MB of tokens (from `c.json`).", "Training tokens of its 2 sources: y 1.00M, x 0.50M."]
+
+
+def _store_run(store, point, seed, sink_1, val_loss, eval_share=0.02):
+    from sinkpaper.train.store import write_result
+    from sinkpaper.train.sweep import sweep_configs
+    [(_, _, cfg)] = sweep_configs(REPO / "configs/optimization.yaml", "text", [point], [seed])
+    write_result(store, cfg, {"sink_k": {"1": sink_1}, "alpha_1_mean": 0.2, "val_loss": val_loss, "provenance": {
+        "dtype": cfg.run.dtype, "hardware": "CPU test", "compiled": True, "code_version": "v1",
+        "computed_at": "2000-01-01 00:00 UTC", "eval_share": eval_share, "eval_seconds": 1.0, "wall_seconds": 50.0}})
+
+
+def test_dtype_check_and_eval_share_blocks(tmp_path):
+    from sinkpaper.results import dtype_check_lines, eval_share_lines
+    cfg = REPO / "configs/optimization.yaml"
+    empty = dtype_check_lines(tmp_path, cfg)
+    assert "| optimization/default | none | | | | |" in empty and "| optimization/dtype_fp32 | none | | | | |" in empty
+    assert empty[-1] == ("Not stored yet: default seed 0; default seed 1; default seed 2; dtype_fp32 seed 0; "
+                         "dtype_fp32 seed 1; dtype_fp32 seed 2.")
+    assert eval_share_lines(tmp_path, cfg)[1] == "optimization/default: no stored run records its evaluation share."
+    for seed, s1, loss in ((0, 20.0, 5.2), (1, 30.0, 5.0), (2, 40.0, 5.1)):
+        _store_run(tmp_path, "default", seed, s1, loss, eval_share=0.01 * (seed + 1))
+    _store_run(tmp_path, "dtype_fp32", 0, 25.0, 5.3)      # Sink_1 inside [20, 40], loss outside [5.0, 5.2]
+    _store_run(tmp_path, "dtype_fp32", 2, 45.0, 5.1)      # Sink_1 outside, loss inside
+    lines = dtype_check_lines(tmp_path, cfg)
+    assert ("| optimization/default (bf16) | 0, 1, 2 | 20.0, 30.0, 40.0 | 30.0 [20.0, 40.0] | 5.200, 5.000, 5.100 | "
+            "5.100 [5.000, 5.200] |") in lines
+    assert "| optimization/dtype_fp32 (fp32) | 0, 2 | 25.0, 45.0 | 35.0 [25.0, 45.0] |" in "\n".join(lines)
+    assert ("Sink_1: 1 of 2 stored dtype_fp32 seeds fall within the default seeds' [20.0, 40.0] (seed 0 25.0 inside, "
+            "seed 2 45.0 outside).") in lines
+    assert ("held-out loss: 1 of 2 stored dtype_fp32 seeds fall within the default seeds' [5.000, 5.200] (seed 0 5.300 "
+            "outside, seed 2 5.100 inside).") in lines
+    assert "Not stored yet: dtype_fp32 seed 1." in lines
+    share = eval_share_lines(tmp_path, cfg)
+    assert "seed 0 1.0 %; seed 1 2.0 %; seed 2 3.0 %; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]

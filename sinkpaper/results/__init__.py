@@ -1,8 +1,10 @@
 """Stored runs as typed records, summaries over seeds, and text generated from them.
 
 A figure that the README or a config comment quotes (the text profile's recipe, its emergence curve, the seeds'
-spread) is never typed by hand: `python -m sinkpaper report --write` regenerates the marked blocks from the
-results store, and a test checks that the committed blocks equal what the store gives today.
+spread, fp32 against bf16, the evaluation's share) is never typed by hand: `python -m sinkpaper report --write`
+regenerates the marked blocks from the results store and from the other stored measurements (`measured`: the
+benchmarks, the long-context files, the corpus's sidecar, the command timings), and a test checks that the
+committed blocks equal what the stored files give today.
 """
 from __future__ import annotations
 
@@ -113,6 +115,69 @@ def text_profile_summary(store: str | Path = DEFAULT_STORE, config: str | Path =
     return lines
 
 
+def _point_label(config: str | Path, point: str, recs: list[RunRecord]) -> str:
+    dtypes = sorted({str(r.provenance.get("dtype", r.config["run"].get("dtype"))) for r in recs})
+    return f"{Path(config).stem}/{point}" + (f" ({', '.join(dtypes)})" if dtypes else "")
+
+
+def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
+                      reference: str = "default", other: str = "dtype_fp32", seeds=(0, 1, 2)) -> list[str]:
+    """Issue 14's science check at the text profile's base recipe: the final Sink_1 and held-out loss of the
+    fp32 runs (`other`) against the bf16 runs' (`reference`) spread over seeds, per seed and as mean [min, max];
+    seeds not stored are named."""
+    recs = {pt: runs(config, "text", [pt], seeds, store) for pt in (reference, other)}
+    lines = [f"fp32 against bf16 at the text profile's base recipe (issue 14: the final Sink_1 and held-out loss "
+             f"must agree within the seed spread), from the results store:", "",
+             "| run | stored seeds | final Sink_1 %, per seed | mean [min, max] | held-out loss, per seed | "
+             "mean [min, max] |", "|---|---|---|---|---|---|"]
+    for pt, rs in recs.items():
+        if not rs:
+            lines.append(f"| {Path(config).stem}/{pt} | none | | | | |")
+            continue
+        lines.append(f"| {_point_label(config, pt, rs)} | {', '.join(str(r.seed) for r in rs)} | "
+                     + ", ".join(f"{r.sink[1]:.1f}" for r in rs)
+                     + f" | {fmt_spread(spread([r.sink[1] for r in rs]))} | "
+                     + ", ".join(f"{r.val_loss:.3f}" for r in rs)
+                     + f" | {fmt_spread(spread([r.val_loss for r in rs]), 3)} |")
+    lines.append("")
+    ref, oth = recs[reference], recs[other]
+    if ref and oth:
+        for name, get, d in (("Sink_1", lambda r: r.sink[1], 1), ("held-out loss", lambda r: r.val_loss, 3)):
+            lo, hi = min(map(get, ref)), max(map(get, ref))
+            inside = [r for r in oth if lo <= get(r) <= hi]
+            lines.append(f"{name}: {len(inside)} of {len(oth)} stored {other} seeds fall within the {reference} "
+                         f"seeds' [{lo:.{d}f}, {hi:.{d}f}] ("
+                         + ", ".join(f"seed {r.seed} {get(r):.{d}f} {'inside' if lo <= get(r) <= hi else 'outside'}"
+                                     for r in oth) + ").")
+    missing = [f"{pt} seed {s}" for pt, rs in recs.items() for s in seeds if s not in {r.seed for r in rs}]
+    lines.append("Not stored yet: " + ("; ".join(missing) if missing else "none") + ".")
+    every = [r for rs in recs.values() for r in rs]
+    if every:
+        seen = lambda key: "; ".join(sorted({str(r.provenance.get(key)) for r in every}))  # noqa: E731
+        lines.append(f"Provenance: {seen('hardware')}; compiled {seen('compiled')}; code {seen('code_version')}; "
+                     f"computed {seen('computed_at')}; loaded from the store.")
+    return lines
+
+
+def eval_share_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
+                     points=("default", "dtype_fp32"), seeds=(0, 1, 2)) -> list[str]:
+    """The evaluation's share of each stored base-recipe run at the text profile (the trainer's `eval_share`:
+    evaluation seconds over the seconds of the run's last session, so a resumed run counts its last session)."""
+    lines = ["The evaluation's share of each stored run's wall time (of its last session where the run was resumed; "
+             "the trainer's `eval_share`, from the results store):"]
+    for pt in points:
+        rs = [r for r in runs(config, "text", [pt], seeds, store) if r.provenance.get("eval_share") is not None]
+        if not rs:
+            lines.append(f"{Path(config).stem}/{pt}: no stored run records its evaluation share.")
+            continue
+        cfg = rs[0].config
+        lines.append(f"{_point_label(config, pt, rs)}, an evaluation every {cfg['eval']['every']} steps on "
+                     f"{cfg['eval']['n_samples']} held-out {cfg['eval']['seq_len']}-token sequences: "
+                     + "; ".join(f"seed {r.seed} {100 * r.provenance['eval_share']:.1f} %" for r in rs)
+                     + f"; mean [min, max] {fmt_spread(spread([100 * r.provenance['eval_share'] for r in rs]))} %.")
+    return lines
+
+
 TIMINGS = "results/timings"
 TIMED = {"make-test": ("`make test`", "the test suite's report (every skipped test says why): the kernels under the "
                        "Triton interpreter, short training runs, every chapter executed once with smoke parameters, "
@@ -158,9 +223,16 @@ def timing_lines(directory: str | Path = TIMINGS) -> list[str]:
     return lines
 
 
-def blocks(store: str | Path = DEFAULT_STORE) -> dict[str, list[str]]:
-    """Every generated block, by name."""
-    return {"text-profile": text_profile_summary(store), "timings": timing_lines()}
+def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[str, list[str]]:
+    """Every generated block, by name (stored files other than the store are read under `root`)."""
+    from . import measured as M
+    root = Path(root)
+    return {"text-profile": text_profile_summary(store), "timings": timing_lines(root / TIMINGS),
+            "training-bench": M.training_bench_lines(root=root), "thread-scaling": M.thread_scaling_lines(root=root),
+            "dtype-check": dtype_check_lines(store), "eval-share": eval_share_lines(store),
+            "long-context-bench": M.long_context_bench_lines(root=root),
+            "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
+            "corpus": M.corpus_lines(root=root)}
 
 
 def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:
@@ -172,7 +244,7 @@ def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:
     head, rest = text.split(b, 1)
     _, tail = rest.split(e, 1)
     indent = head.rsplit("\n", 1)[-1]          # the begin marker's indentation, kept for the block
-    body = "\n".join(f"{indent}# {ln}" if yaml else ln for ln in lines)
+    body = "\n".join(f"{indent}# {ln}" if yaml else (f"{indent}{ln}" if ln else "") for ln in lines)
     return f"{head}{b}\n{body}\n{indent}{e}{tail}"
 
 
@@ -184,7 +256,7 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
     the files that changed (or differ)."""
     from ..files import atomic_write_text
     changed = []
-    gen = blocks(store)
+    gen = blocks(store, root)
     for rel, yaml in TARGETS:
         path = Path(root) / rel
         text = path.read_text()
@@ -204,6 +276,6 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
 
 def _wrap(line: str, width: int) -> list[str]:
     if not width:
-        return [line if line.startswith("|") else "- " + line]
+        return [line if line.startswith("|") or not line else "- " + line]
     import textwrap
     return textwrap.wrap(line, width, subsequent_indent="  ") or [""]

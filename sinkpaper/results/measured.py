@@ -1,0 +1,252 @@
+"""README blocks generated from stored measurements that are not training runs: the training-throughput
+benchmark, the thread scaling of training runs, the long-context measurements of `sink` and the offline
+corpus's token file. Each renderer reads one stored JSON file and returns the block's lines; a file that is not
+there gives a line saying what is not measured and the command that measures it (never a number).
+
+The README turns a line into a bullet, keeps a line that starts with "|" (a table row) as it is and keeps an
+empty line empty (a table needs one above it).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TRAINING_BENCH = "results/bench/training-text.json"
+THREAD_SCALING = "results/bench/thread-scaling-text.json"
+LONG_CONTEXT = "results/long_context"
+LONG_CONTEXT_BENCH = f"{LONG_CONTEXT}/bench-sink-smollm2-135m.json"
+LONG_CONTEXT_SINK_RUN = f"{LONG_CONTEXT}/smollm2-135m-T8192-sink.json"
+LONG_CONTEXT_CURVES = (f"{LONG_CONTEXT}/smollm2-135m.json", f"{LONG_CONTEXT}/gemma3-270m-bos.json")
+CORPUS_SIDECAR = "data/corpus/tokens.u16.xz.json"
+
+# issue 14's targets for the training benchmark (typed once here: targets, not measurements)
+TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.15}
+
+
+def _load(path: str | Path, root: str | Path = ".") -> dict | None:
+    path = Path(root) / path
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _load_avg(x) -> str:
+    """A load average as stored: a number, a list of numbers or /proc/loadavg's "1.0 2.0 3.0"."""
+    if isinstance(x, str):
+        x = [float(v) for v in x.split()] if x.strip() else None
+    if isinstance(x, (list, tuple)):
+        return ", ".join(f"{v:.1f}" for v in x)
+    return f"{x:.1f}" if isinstance(x, (int, float)) else "unknown"
+
+
+# ------------------------------------------------------------------------------------- training benchmark
+def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = ".") -> list[str]:
+    """The training-throughput benchmark (`python -m sinkpaper bench training --profile text --json PATH`):
+    provenance, the table of rows, the GEMM peaks, the two ratios and issue 14's targets, reached or not."""
+    r = _load(path, root)
+    if r is None:
+        return [f"Training throughput: not measured yet (no `{path}`; `python -m sinkpaper bench training "
+                f"--profile text --json {path}` measures it)."]
+    pv, m = r["provenance"], r["model_config"]
+    cpu = pv.get("cpu_model") or pv.get("hardware", "CPU unknown")
+    amx = "" if not pv.get("cpu_model") or "amx" in pv["cpu_model"] else ", no AMX"
+    load = pv.get("load_average_1min")
+    lines = [f"Measured {pv['computed_at']} (`{path}`, from `python -m sinkpaper {' '.join(pv['command'])}`): "
+             f"{cpu}{amx}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}, torch {pv['torch']}, code "
+             f"{pv['code_version']}, {pv['steps']} timed steps per row after {pv['warmup']} warm-up"
+             + (f", load average (1 min) {load[0]:.1f} before and {load[1]:.1f} after, {pv['cpus']} CPUs"
+                if load else "")
+             + f". Shapes: {m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}, FFN {m['d_ff']}, "
+             f"vocab {r['vocab_size']}, batch {r['micro_batch']} x {r['context']}.", "",
+             "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |",
+             "|---|---|---|---|---|---|"]
+    for row in r["rows"]:
+        lines.append(f"| {row['model']} | {row['dtype']} | {'yes' if row['compiled'] else 'no'} | "
+                     f"{row['tokens_per_s']:,.0f} | {row['tokens_per_s_best']:,.0f} | {100 * row['mfu']:.1f} % |")
+    lines.append("")
+    peaks, gemm = r["gemm_peak_flops"], r["gemm"]
+    any_gemm = next(iter(gemm.values()))
+    lines.append(f"GEMM peak ({any_gemm['n']}^3, median of {any_gemm['reps']}, {r['threads']} thread"
+                 f"{'s' if r['threads'] != 1 else ''}): " + ", ".join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in
+                                                                        peaks.items())
+                 + (f" (bf16 / fp32: {peaks['bf16'] / peaks['fp32']:.1f}x)" if {"bf16", "fp32"} <= set(peaks) else "")
+                 + ".")
+    b, side, hf = r["best"], r["ours_best_side_by_side_with_transformers"], r["rows"][-1]
+    best_row = next(x for x in r["rows"] if x["model"] == "ours" and x["dtype"] == b["dtype"]
+                    and x["compiled"] == b["compiled"])
+    lines.append(f"Best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) / ours fp32 eager: "
+                 f"**{r['ratio_best_vs_fp32_eager']:.2f}x**; ours / transformers, same dtype and compile, side by "
+                 f"side ({side['tokens_per_s']:,.0f} vs {hf['tokens_per_s']:,.0f} tokens/s): "
+                 f"**{r['ratio_best_vs_transformers']:.2f}x**.")
+    t = TRAINING_TARGETS
+    reached = lambda got, target: "reached" if got >= target else "not reached"  # noqa: E731
+    parts = []
+    if "bf16" in peaks:
+        mfu = best_row["tokens_per_s"] * r["flops_per_token"] / peaks["bf16"]
+        parts.append(f"MFU **{100 * mfu:.0f} %** of the bf16 GEMM peak (target {100 * t['mfu_bf16_peak']:.0f} %: "
+                     f"{reached(mfu, t['mfu_bf16_peak'])})")
+    parts.append(f"{r['ratio_best_vs_fp32_eager']:.2f}x fp32 eager (target {t['best_vs_fp32_eager']:g}x: "
+                 f"{reached(r['ratio_best_vs_fp32_eager'], t['best_vs_fp32_eager'])})")
+    parts.append(f"{r['ratio_best_vs_transformers']:.2f}x transformers (target {t['best_vs_transformers']:g}x: "
+                 f"{reached(r['ratio_best_vs_transformers'], t['best_vs_transformers'])})")
+    lines.append("Against issue 14's targets: " + "; ".join(parts) + ".")
+    lines += [f"Skipped: {s}" for s in r.get("skipped", [])]
+    return lines
+
+
+# ------------------------------------------------------------------------------------------ thread scaling
+def thread_scaling_lines(path: str | Path = THREAD_SCALING, root: str | Path = ".") -> list[str]:
+    """Two training runs side by side at one thread each against one alone, and one run at two threads
+    (`scripts/train_threads_scaling.sh`), from its stored JSON."""
+    r = _load(path, root)
+    if r is None:
+        return [f"Thread scaling of training runs: not measured (no `{path}`; `bash scripts/train_threads_scaling.sh`"
+                " measures it)."]
+    s, runs, pv = r["settings"], r["runs"], r["provenance"]
+    shapes = s.get("shapes")
+    if isinstance(shapes, dict):
+        shapes = ", ".join(f"{k} {v}" for k, v in shapes.items())
+    tps = {k: v["tokens_per_s"] for k, v in runs.items()}
+    median = f", median tokens/s past step {s['median_after_step']}" if "median_after_step" in s else ""
+    cores = f", {pv['cores']} cores" if pv.get("cores") else ""
+    lines = [f"Two runs side by side at one thread each (`scripts/train_threads_scaling.sh` -> `{path}`; "
+             f"{s['dtype']}, compiled {s['compiled']}, {s['steps']} steps{median}" + (f"; {shapes}" if shapes else "")
+             + f"): {tps['pairA']:,.0f} + {tps['pairB']:,.0f} tokens/s side by side against {tps['alone']:,.0f} "
+             f"alone, **{r['ratio_pair_vs_alone']:.2f}x** one run alone; one run at {runs['two']['threads']} threads: "
+             f"{tps['two']:,.0f} tokens/s, **{r['ratio_two_threads_vs_alone']:.2f}x**. Threads per run: "
+             + ", ".join(f"{k} {v['threads']}" for k, v in runs.items()) + ".",
+             f"Measured {pv.get('computed_at', pv.get('when'))} on {pv.get('cpu', pv.get('hardware'))}{cores}, torch "
+             f"{pv.get('torch')}, code {pv.get('code_version', pv.get('code'))}, load average "
+             f"{_load_avg(pv.get('load_before'))} before and {_load_avg(pv.get('load_after'))} after"
+             + (f"; {pv['note']}" if pv.get("note") else "") + "."]
+    return lines
+
+
+# ------------------------------------------------------------------------------------------- long context
+def _route_cell(x: dict) -> str:
+    if x.get("status") == "ok":
+        return f"{x['cpu_seconds']:.0f} CPU s ({x['seconds']:.0f} s), {x['peak_rss_gib']:.2f} GiB"
+    why = str(x.get("why", "")).removeprefix("sinkpaper: error: ")
+    return f"{x.get('status', 'not run')}" + (f": {why}" if why else "")
+
+
+def long_context_bench_lines(path: str | Path = LONG_CONTEXT_BENCH, root: str | Path = ".") -> list[str]:
+    """`python -m sinkpaper bench sink`: CPU seconds, wall seconds and peak RSS of the column-statistics
+    (kernel) route against the eager maps, per T, and how the kernel route's peak RSS grows with T."""
+    r = _load(path, root)
+    if r is None:
+        return [f"The kernel route against the maps route: not measured (no `{path}`; `python -m sinkpaper bench "
+                f"sink --json {path}` measures it)."]
+    pv = r["provenance"]
+    lines = [f"`{r['model']}`, {r['n_samples']} sample(s), memory cap {r['cap_gib']:g} GiB, measured "
+             f"{pv['computed_at']} on {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']} (`{path}`; "
+             f"{pv.get('note', '')}).", "",
+             "| T | kernel route: CPU s (wall), peak RSS | maps route (eager, every T x T map) |", "|---|---|---|"]
+    ok = []
+    for p in r["points"]:
+        k, mp = p["routes"]["kernel"], p["routes"]["maps"]
+        lines.append(f"| {p['T']} | {_route_cell(k)} | {_route_cell(mp)} |")
+        if k.get("status") == "ok":
+            ok.append((p["T"], k["peak_rss_gib"]))
+    lines.append("")
+    if len(ok) >= 2:
+        steps = [f"{b[1] - a[1]:+.2f}" for a, b in zip(ok, ok[1:])]
+        n = len(ok)
+        mx, my = sum(t for t, _ in ok) / n, sum(g for _, g in ok) / n
+        slope = sum((t - mx) * (g - my) for t, g in ok) / sum((t - mx) ** 2 for t, _ in ok)
+        lines.append(f"Peak RSS of the kernel route from T = {ok[0][0]} to {ok[-1][0]}: {', '.join(steps)} GiB from "
+                     f"one T to the next; a least-squares line through the {n} points: {1024 * slope:.2f} GiB per "
+                     f"1k tokens over {my - slope * mx:.2f} GiB (the weights and Python) at T = 0.")
+    return lines
+
+
+def long_context_sink_lines(curves=LONG_CONTEXT_CURVES, single: str | Path = LONG_CONTEXT_SINK_RUN,
+                            root: str | Path = ".") -> list[str]:
+    """Sink_1 and mean alpha_1 against T for the stored `sink-vs-length` measurements, side by side, and the
+    stored single `sink` run at long T (with its process's CPU time and peak RSS)."""
+    payloads = [(c, _load(c, root)) for c in curves]
+    have = [(c, p) for c, p in payloads if p is not None]
+    lines = [f"Not measured: `{c}` (`python -m sinkpaper sink-vs-length`)." for c, p in payloads if p is None]
+    if have:
+        Ts = sorted({pt["T"] for _, p in have for pt in p["points"]})
+        head = " | ".join(f"{p['model']} (BOS {'on' if p['bos'] else 'off'}): Sink_1 %, mean α_1, samples"
+                          for _, p in have)
+        text = have[0][1]["provenance"].get("text", {}).get("text_source")
+        lines += [f"Sink_1 and mean α_1 against T, {have[0][1]['inputs']} text" + (f" ({text})" if text else "")
+                  + f", ε = {have[0][1]['epsilon']}, "
+                  f"`--method {have[0][1]['method']}`:", "", f"| T | {head} |", "|---" * (len(have) + 1) + "|"]
+        for T in Ts:
+            cells = []
+            for _, p in have:
+                pt = next((x for x in p["points"] if x["T"] == T), None)
+                cells.append("not measured" if pt is None else
+                             f"{pt['sink_1']:.1f}, {pt['alpha_1_mean']:.3f}, {pt['n_samples']}")
+            lines.append(f"| {T} | " + " | ".join(cells) + " |")
+        lines.append("")
+        for c, p in have:
+            pv = p["provenance"]
+            lines.append(f"`{c}`: {'complete' if p.get('complete') else 'cut short (`--resume` measures the rest)'}"
+                         f", {pv.get('tokens_per_length', '?')} tokens per T, measured {pv['computed_at']}"
+                         + (f" (resumed from {pv['resumed_from']})" if pv.get("resumed_from") else "")
+                         + f" on {pv['hardware']}, code {pv['code_version']}, {pv.get('total_seconds', '?')} s "
+                         f"in all.")
+    s = _load(single, root)
+    if s is None:
+        lines.append(f"Not measured: `{single}`.")
+        return lines
+    res, proc, rpv = s["result"], s.get("process", {}), s["result"].get("provenance", {})
+    same = ""
+    for c, p in have:
+        pt = next((x for x in p["points"] if x["T"] == res["seq_len"]), None)
+        if p["model"] == res["model"] and p["bos"] == res["bos"] and pt is not None:
+            agree = pt["sink_1"] == res["sink_k"]["1"] and pt["alpha_1_mean"] == res["alpha_1_mean"]
+            same = (f"; {'the same values as' if agree else 'not the same values as'} `{c}` at T = {pt['T']} "
+                    f"({pt['sink_1']:.1f} %, {pt['alpha_1_mean']:.3f}; same route, same text)")
+    cpu = proc.get("user_seconds", 0) + proc.get("system_seconds", 0)
+    lines.append(f"`{s['command']}`: Sink_1 {res['sink_k']['1']:.1f} %, mean α_1 {res['alpha_1_mean']:.3f} at "
+                 f"T = {res['seq_len']} (per layer in `{single}`){same}. Measured {rpv.get('computed_at')} on "
+                 f"{rpv.get('hardware')}, code {rpv.get('code_version')}."
+                 + (f" Measured with {proc['measured_with']}: {cpu:.0f} CPU s, wall {proc['wall']}, max RSS "
+                    f"{proc['max_rss_kbytes'] / 2 ** 20:.2f} GiB; {proc.get('note', '')}." if proc else ""))
+    return lines
+
+
+def routes_agree_lines(directory: str | Path = LONG_CONTEXT, root: str | Path = ".") -> list[str]:
+    """The column-statistics route against the eager maps on the same inputs (`scripts/routes_agree.py`): the
+    largest |alpha_k difference| and whether Sink_k is identical, per model and T."""
+    files = sorted((Path(root) / directory).glob("routes-agree-T*.json"))
+    if not files:
+        return [f"The routes against each other: not measured (no `{directory}/routes-agree-T*.json`; "
+                "`python scripts/routes_agree.py` measures it)."]
+    lines = []
+    for f in files:
+        r = json.loads(f.read_text())
+        cells = []
+        for row in r["rows"]:
+            same = row["sink_k_maps"] == row["sink_k_kernel"]
+            cells.append(f"{row['model']} (BOS {'on' if row['bos'] else 'off'}, {row['n_samples']} sample(s)): largest "
+                         f"|α_k difference| {row['max_abs_alpha_difference']:.1e} "
+                         f"({'within' if row['max_abs_alpha_difference'] <= r['tolerance'] else 'beyond'} "
+                         f"{r['tolerance']:g}), Sink_k {'identical' if same else 'different'} on both routes "
+                         f"(Sink_1 {row['sink_k_kernel']['1']:.1f} %)")
+        pv = r["rows"][0]["provenance"]
+        lines.append(f"At T = {r['T']} (`{Path(directory, f.name).as_posix()}`, measured {pv['computed_at']} on "
+                     f"{pv['hardware']}, code "
+                     f"{pv['code_version']}): " + "; ".join(cells) + ".")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------- the corpus
+def corpus_lines(path: str | Path = CORPUS_SIDECAR, root: str | Path = ".") -> list[str]:
+    """The committed offline corpus from its token file's sidecar: tokens, compressed size, sources."""
+    r = _load(path, root)
+    if r is None:
+        return [f"No offline corpus committed (no `{path}`; `python -m sinkpaper data build --out data/corpus` "
+                "builds it)."]
+    n = r["n_train"] + r["n_val"]
+    src = r.get("meta", {}).get("sources_train_tokens", {})
+    lines = [f"`{r['file']}`: {n / 1e6:.1f}M unique tokens ({r['n_train']:,} for training, {r['n_val']:,} held out)"
+             f" in {r['bytes'] / 2 ** 20:.1f} MiB, vocabulary {r['vocab_size']}; its flat uint16 copy holds "
+             f"{2 * n / 1e6:.0f} MB of tokens (from `{path}`)."]
+    if src:
+        lines.append(f"Training tokens of its {len(src)} sources: " + ", ".join(
+            f"{k} {v / 1e6:.2f}M" for k, v in sorted(src.items(), key=lambda kv: -kv[1])) + ".")
+    return lines
