@@ -84,10 +84,7 @@ realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], ma
 # Below, the live run (trained now, from scratch) and the three stored seeds of the same point.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides,
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
                             out_root="runs/book/04_optimization")  # this chapter's own directory
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"

@@ -92,10 +92,7 @@ if lm.payloads:
 LIVE_K = {"recipe": 1, "fixed_pos2": 2, "fixed_pos3": 3, "random_first": 1, "no_fixed_token": 1,
           "random_first_two": 2, "random_second": 1, "fixed_pos3_steps_x2": 3}   # the position each point is read at
 k_live = LIVE_K[live_point]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides,
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
                             out_root="runs/book/05_data")  # this chapter's own directory
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"

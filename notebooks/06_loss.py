@@ -104,10 +104,7 @@ if any(sweeps.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
 # follow.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides,
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
                             out_root="runs/book/06_loss")  # this chapter's own directory
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"

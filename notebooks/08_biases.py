@@ -100,10 +100,7 @@ display(tables.paper_table(POINTS, points.BIASES_NOT_RUN))
 # the stored runs of every bias point over three seeds.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides)
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 display(Markdown(f"**{live_label}**, trained now for {lr_['step']} steps ({lr_['tokens_seen']:,} tokens, "

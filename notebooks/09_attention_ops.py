@@ -133,10 +133,7 @@ display(Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.
 # the `paper` column is the paper's real-LM number for the same operation, for orientation).
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides)
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 star = "*" if lr_.get("proxy") else ""

@@ -166,10 +166,7 @@ display(Markdown(
 # the same 63 targets, each predicted from the same text with or without the BOS in front.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, overrides=overrides)
+live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, steps=live_steps)
 lr_ = live.payload["result"]
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": "recipe"}
 ablation = pb.run_bos_ablation(live.run_dir, n_samples=live_eval_samples, epsilon=epsilon)

@@ -42,10 +42,10 @@ def test_live_run_and_load_model_roundtrip(tmp_path):
     """A live run's payload has the store's shape, and its saved weights reload into the same model."""
     import torch
 
-    run = experiments.live_run(str(REPO / "configs/miniature.yaml"), "cpu", "recipe", seed=0,
-                               overrides={"optim.steps": 6, "optim.warmup": 2, "eval.every": 6,
-                                          "eval.n_samples": 4, "run.checkpoint_every": 6},
-                               out_root=str(tmp_path))
+    assert experiments.steps_overrides(None) == {}
+    assert experiments.steps_overrides(300) == {"optim.steps": 300, "eval.every": 100, "run.checkpoint_every": 300}
+    run = experiments.live_run(str(REPO / "configs/miniature.yaml"), "cpu", "recipe", seed=0, steps=6,
+                               overrides={"optim.warmup": 2, "eval.n_samples": 4}, out_root=str(tmp_path))
     p = run.payload
     assert p["result"]["step"] == 6 and p["result"]["provenance"]["source_of_numbers"] == "computed now"
     assert p["curve"] and p["name"] == "miniature/recipe"

@@ -30,10 +30,20 @@ class LiveRun:
     run_dir: Path
 
 
+def steps_overrides(steps: int | None) -> dict:
+    """The config overrides of a live run cut to ``steps`` steps (a chapter's ``live_steps``; None: the point's
+    own): evaluated every min(100, steps) steps and checkpointed at the end."""
+    if steps is None:
+        return {}
+    return {"optim.steps": steps, "eval.every": min(100, steps), "run.checkpoint_every": steps}
+
+
 def live_run(config: str, profile: str = "cpu", point: str | None = None, seed: int = 0,
-             overrides: Mapping | None = None, out_root: str = LIVE_ROOT) -> LiveRun:
-    """Train one point now (from scratch, nothing read from the store) and return it as a payload."""
-    cfg = train_config.load(config, profile, {**(overrides or {}), "run.seed": seed}, point)
+             overrides: Mapping | None = None, out_root: str = LIVE_ROOT, steps: int | None = None) -> LiveRun:
+    """Train one point now (from scratch, nothing read from the store) and return it as a payload; ``steps``
+    (None: the point's own) cuts it short, :func:`steps_overrides`."""
+    overrides = {**steps_overrides(steps), **(overrides or {})}
+    cfg = train_config.load(config, profile, {**overrides, "run.seed": seed}, point)
     run_dir = Path(out_root) / Path(config).stem / f"{point or 'base'}-seed{seed}-{cfg.hash()}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
