@@ -184,7 +184,8 @@ def test_one_curve_chart_over_tokens_or_steps():
     assert spec["encoding"]["x"]["title"] == "step" and spec["encoding"]["y"]["scale"]["type"] == "log"
     assert sorted(v["y"] for v in spec["data"]["values"]) == [5.0, 100.0]          # log: non-positive dropped
     layered = figures.curve_chart(rows, "alpha_1", "t", zero=True, rule_y=0.3).to_dict()
-    assert layered["layer"][0]["encoding"]["y"]["scale"]["zero"] is True and layered["layer"][1]["mark"]["type"] == "rule"
+    assert layered["layer"][0]["encoding"]["y"]["scale"]["zero"] is True
+    assert layered["layer"][1]["mark"]["type"] == "rule"
 
 
 def test_one_dot_and_tick_chart_with_one_or_several_metrics():

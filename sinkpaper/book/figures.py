@@ -1,7 +1,7 @@
 """The book's altair charts and its table display: heatmaps and per-layer lines, provenance lines, the Table
 class, and the charts of stored sweeps and training curves (one line chart over training, :func:`curve_chart`;
 one dot-and-tick chart of a sweep, :func:`sweep_chart`; where the sink sits, :func:`position_profile_chart`;
-attention maps). The tables built from stored runs are :mod:`.tables`'.
+attention maps). The tables built from stored runs are in :mod:`.tables`.
 
 Only the book (and the notebooks) import altair; the core library does not. Charts use altair's default
 HTML renderer: in the built book they draw with the offline ``vega-bundle.js`` (see :mod:`.assets`). Do not
