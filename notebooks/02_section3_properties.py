@@ -115,11 +115,7 @@ for name, lm in lms.items():
             results.append(measure_sink(lm, probe, epsilon=epsilon, batch_size=batch_size, progress=False))
 print(f"measured {len(results)} settings in {sum(r['provenance']['measure_seconds'] for r in results):.0f} s "
       f"(model loading: {', '.join(f'{n} {lm.load_seconds:.0f} s' for n, lm in lms.items())})")
-
-
-def result(name, kind, with_bos):
-    return next((r for r in results if r["model"] == name and r["inputs"] == kind and r["bos"] == with_bos), None)
-
+by_setting = {(r["model"], r["inputs"], r["bos"]): r for r in results}  # one result per (model, inputs, BOS)
 
 # %% tags=["hide-input"]
 rows = []
@@ -148,7 +144,7 @@ for name in models:  # one row per model: BOS off | BOS on
     charts = [figures.heatmap(np.array(r["alpha_1_matrix"]), "head", "layer",
                               f"{name}, natural, BOS {'on' if with_bos else 'off'}",
                               value_title="α_1", domain=(0, 1), width=140, height=220)
-              for with_bos in bos_for[name] if (r := result(name, "natural", with_bos)) is not None]
+              for with_bos in bos_for[name] if (r := by_setting.get((name, "natural", with_bos)))]
     display(alt.hconcat(*charts))
 
 # %% [markdown]

@@ -264,10 +264,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "randomly initi
 # fails on a result where nothing happens; see the git history of `sinkpaper/paper.py`.
 
 # %% tags=["hide-input"]
-def onoff(b):
-    return "on" if b else "off"
-
-
+ONOFF = {True: "on", False: "off"}  # the BOS column's words
 judged_bos = {n: has_bos[n] for n in models}          # natural / random: BOS on where the tokenizer has one
 values = {"t1_natural": {}, "t1_random": {}, "t1_repeat": {}, "metric_T": {}}
 other = {cid: [] for cid in values}
@@ -276,7 +273,7 @@ for n in models:
         if (n, i, judged_bos[n]) in sink:
             values[cid][f"{n}: {i}"] = sink[(n, i, judged_bos[n])]
         if (n, i, not judged_bos[n]) in sink:
-            other[cid].append(f"{n} BOS {onoff(not judged_bos[n])}: {sink[(n, i, not judged_bos[n])]:.2f} %")
+            other[cid].append(f"{n} BOS {ONOFF[not judged_bos[n]]}: {sink[(n, i, not judged_bos[n])]:.2f} %")
     label = f"{n}: repeat" if rope[n] else f"{n}{paper.NOT_JUDGED}: repeat"
     if (n, "repeat", False) in sink:
         values["t1_repeat"][label] = sink[(n, "repeat", False)]
@@ -284,14 +281,14 @@ for n in models:
         other["t1_repeat"].append(f"{n} BOS on (BOS + repeats): {sink[(n, 'repeat', True)]:.2f} %")
     series = sorted((r for r in by_T if r["model"] == n and not r["skipped"]), key=lambda r: r["T"])
     for b in (judged_bos[n], not judged_bos[n]):
-        pts = [r for r in series if r["BOS"] == onoff(b)]
+        pts = [r for r in series if r["BOS"] == ONOFF[b]]
         if len(pts) < 2:
             continue
         if b == judged_bos[n]:
             values["metric_T"][f"{n}: smallest T"] = pts[0]["Sink_1 (%)"]
             values["metric_T"][f"{n}: largest T"] = pts[-1]["Sink_1 (%)"]
         else:
-            other["metric_T"].append(f"{n} BOS {onoff(b)}: {pts[0]['Sink_1 (%)']:.2f} % at T = {pts[0]['T']}, "
+            other["metric_T"].append(f"{n} BOS {ONOFF[b]}: {pts[0]['Sink_1 (%)']:.2f} % at T = {pts[0]['T']}, "
                                      f"{pts[-1]['Sink_1 (%)']:.2f} % at T = {pts[-1]['T']}")
 no_bos_sink = [n for n in models if (n, "natural", False) in sink and sink[(n, "natural", False)] < paper.NO_SINK]
 if no_bos_sink:

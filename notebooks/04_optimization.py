@@ -42,8 +42,10 @@ mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head m
 # %%
 from IPython.display import Markdown, display
 
-from sinkpaper import mechanism, paper
-from sinkpaper.book import experiments, figures, parameters, realtext, sections, widgets
+from sinkpaper import mechanism, metrics, paper
+from sinkpaper.book import experiments, figures, parameters, realtext, tables, widgets
+from sinkpaper.results import curves, sweeps
+from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
 
 FAMILY = "configs/optimization.yaml"
@@ -67,7 +69,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 ORDER = ["lr_x2_steps_x0.5", "lr_x2", "default", "lr_x0.5", "lr_x0.5_steps_x2", "lr_x0.25", "lr_x0.25_steps_x4",
          "batch_x0.25", "batch_x0.5", "batch_x2", "dtype_fp32"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's Sink_1 % (sinkpaper.paper)
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], maps=["default", "lr_x0.5"])
 
 # %% [markdown]
@@ -82,35 +84,32 @@ realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], ma
 # Below, the live run (trained now, from scratch) and the three stored seeds of the same point.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides,
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
                             out_root="runs/book/04_optimization")  # this chapter's own directory
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64",
              "point": live_point}
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=list(LIVE_POINTS), seeds=tuple(miniature_seeds))
+mini = sweeps.stored_sweep(MINIATURE, "cpu", points=list(LIVE_POINTS), seeds=tuple(miniature_seeds))
 stored_live_point = mini.by_point().get(live_point, [])
-rows = experiments.curve_rows(live.payload, live_label)
+rows = curves.curve_rows(live.payload, live_label)
 for p in stored_live_point:
-    rows += experiments.curve_rows(p, f"stored seed {p['config']['run']['seed']}")
+    rows += curves.curve_rows(p, f"stored seed {p['config']['run']['seed']}")
 dashed = [r["run"] for r in rows if r["run"] != live_label]
 display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
                         "held-out loss": round(lr_["val_loss"], 3),
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
-display(sections.row(sections.curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", dashed=dashed),
-                    sections.curve_chart(rows, "val_loss", "held-out loss over training", y_title="loss",
-                                         dashed=dashed)))
+display(figures.row(figures.curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", dashed=dashed),
+                    figures.curve_chart(rows, "val_loss", "held-out loss over training", y_title="loss",
+                                        dashed=dashed)))
 display(Markdown(figures.provenance_line(live_prov)))
 if stored_live_point:
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(stored_live_point, loaded=True))))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live_point, loaded=True))))
 
 # %% tags=["hide-input"]
-emerge_rows = sections.emergence_table(stored_live_point, [live_point]).rows
-e_live = sections.emergence(live.payload["curve"])
+emerge_rows = tables.emergence_table(stored_live_point, [live_point]).rows
+e_live = curves.first_reaching(live.payload["curve"])
 emerge_rows.append({"point": live_point, "seed": f"{live_seed} (live)", "k": 1,
                     "first step with Sink_k >= 50 %": e_live["step"] if e_live else f"not within {lr_['step']}",
                     "tokens seen then": e_live["tokens"] if e_live else None,
@@ -120,7 +119,7 @@ first = [c for c in live.payload["curve"] if "sink_k" in c][0]
 display(Markdown(
     f"Measured in the live run: at the first evaluation (step {first['step']}) Sink_1 was "
     f"{first['sink_k']['1']:.0f} % and the mean α_1 {first['alpha_1_mean']:.3f} (a uniform head over 64 "
-    f"tokens gives {sections.uniform_alpha(64)[0]:.3f}); at the end (step {lr_['step']}) Sink_1 is "
+    f"tokens gives {metrics.uniform_alpha(64)[0]:.3f}); at the end (step {lr_['step']}) Sink_1 is "
     f"{lr_['sink_k']['1']:.0f} % and α_1 {lr_['alpha_1_mean']:.3f}. "
     + (f"Sink_1 first reached 50 % at step {e_live['step']} ({e_live['tokens']:,} tokens). " if e_live else
        "Sink_1 never reached 50 % in this run. ")
@@ -132,7 +131,7 @@ display(Markdown(
 # each evaluation of the live run.
 
 # %% tags=["hide-input"]
-grid_labels, grid_charts = sections.alpha_grid_steps(live.payload["curve"], "live run: alpha_1 per head")
+grid_labels, grid_charts = figures.alpha_grid_steps(live.payload["curve"], "live run: alpha_1 per head")
 display(widgets.slider_stack("evaluation", grid_labels, grid_charts, value_index=len(grid_labels) - 1))
 evals = [c for c in live.payload["curve"] if "alpha_1_matrix" in c]
 turned = {}  # (layer, head) -> first evaluated step with mean alpha_1 above epsilon
@@ -156,27 +155,27 @@ display(Markdown("First evaluated step at which a head's mean α_1 exceeds 0.3: 
 # One seed.
 
 # %% tags=["hide-input"]
-text = experiments.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
+text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
 if text.payloads:
     tp = text.payloads[0]
-    display(sections.points_table(text.payloads, ["text_corpus"], held_out=True))
-    text_rows = experiments.curve_rows(tp, "text_corpus, seed 0")
-    display(sections.row(sections.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
-                         sections.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",
-                                              y_title="alpha_1")))
+    display(tables.points_table(text.payloads, ["text_corpus"], held_out=True))
+    text_rows = curves.curve_rows(tp, "text_corpus, seed 0")
+    display(figures.row(figures.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
+                        figures.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",
+                                            y_title="alpha_1")))
     tr = tp["result"]
     earlier = [r["Sink_1 %"] for r in text_rows[:-1]]
-    synthetic = sections.mean_alpha_1(mini.payloads, "recipe")
+    synthetic = sweeps.mean_of(mini.payloads, "recipe", "alpha_1")
     display(Markdown(
         f"On real text the recipe ends, after {tr['step']} steps ({tr['tokens_seen']:,} tokens), at Sink_1 "
         f"{tr['sink_k']['1']:.1f} % and mean α_1 {tr['alpha_1_mean']:.3f} (uniform: "
-        f"{sections.uniform_alpha(64)[0]:.3f}; the synthetic recipe, mean of its stored seeds: "
-        f"{sections.sig(synthetic)}). "
+        f"{metrics.uniform_alpha(64)[0]:.3f}; the synthetic recipe, mean of its stored seeds: "
+        f"{sig(synthetic)}). "
         f"Mean α_1 went from {text_rows[0]['alpha_1']:.3f} at step {text_rows[0]['step']} to {tr['alpha_1_mean']:.3f}; "
         f"Sink_1 was at most {max(earlier, default=float('nan')):.1f} % at the earlier evaluations. Held-out loss "
         f"{tr['val_loss']:.2f} nats per token. Stored wall time: {tr['provenance'].get('wall_seconds', float('nan')) / 60:.0f} "
         f"min ({tr['provenance'].get('hardware', 'CPU')}; the machine may have been shared)."))
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(text.payloads, loaded=True))))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(text.payloads, loaded=True))))
 else:
     display(Markdown(text.missing_text()))
 
@@ -191,18 +190,18 @@ else:
 LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
 CHANGES = {"recipe": "LR 2e-2 x 1500 steps", "lr_x0.3": "LR 6e-3 x 1500", "lr_x3": "LR 6e-2 x 1500",
            "lr_x0.5_steps_x2": "LR 1e-2 x 3000 (same LR x steps)"}
-display(sections.points_table(mini.payloads, LR_ORDER, changes=CHANGES))
-display(sections.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"))
-display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+display(tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES))
+display(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"))
+display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
-m_sink = {p: sections.mean_sink(mini.payloads, p) for p in LR_ORDER}
-m_alpha = {p: sections.mean_alpha_1(mini.payloads, p) for p in LR_ORDER}
+m_sink = {p: sweeps.mean_of(mini.payloads, p) for p in LR_ORDER}
+m_alpha = {p: sweeps.mean_of(mini.payloads, p, "alpha_1") for p in LR_ORDER}
 display(Markdown(
-    f"Measured: LR × 0.3 → Sink_1 {sections.sig(m_sink['lr_x0.3'])} % (α_1 {sections.sig(m_alpha['lr_x0.3'])}), "
-    f"the recipe → {sections.sig(m_sink['recipe'])} % (α_1 {sections.sig(m_alpha['recipe'])}), LR × 3 → "
-    f"{sections.sig(m_sink['lr_x3'])} % (α_1 {sections.sig(m_alpha['lr_x3'])}). Half the LR for twice the steps "
-    f"→ {sections.sig(m_sink['lr_x0.5_steps_x2'])} % (α_1 {sections.sig(m_alpha['lr_x0.5_steps_x2'])})"
+    f"Measured: LR × 0.3 → Sink_1 {sig(m_sink['lr_x0.3'])} % (α_1 {sig(m_alpha['lr_x0.3'])}), "
+    f"the recipe → {sig(m_sink['recipe'])} % (α_1 {sig(m_alpha['recipe'])}), LR × 3 → "
+    f"{sig(m_sink['lr_x3'])} % (α_1 {sig(m_alpha['lr_x3'])}). Half the LR for twice the steps "
+    f"→ {sig(m_sink['lr_x0.5_steps_x2'])} % (α_1 {sig(m_alpha['lr_x0.5_steps_x2'])})"
     + ("; its seeds disagree with each other (see the [min, max] column), so the sink is on the edge of forming "
        "there." if 0 < (m_sink["lr_x0.5_steps_x2"] or 0) < 100 else ".")
     + (" Sink_1 is already 100 % at the recipe's LR and cannot rise further (it counts heads), so above that LR "
@@ -237,14 +236,14 @@ prev_o = [r["to previous token from other queries"] for r in mech]
 vn = [r["BOS value norm / others'"] for r in mech]
 bos_t, bos_o = copy["to BOS from trigger queries"], copy["to BOS from other queries"]
 display(Markdown(
-    f"What the numbers show. From ordinary queries the heads put {sections.span(park)} of their attention on BOS "
-    f"(a uniform head: {sections.uniform_alpha(64)[0]:.2f} on average). From trigger queries they put "
-    f"{sections.span(prev_t)} on the previous token (the one to copy), against {sections.span(prev_o)} from ordinary "
+    f"What the numbers show. From ordinary queries the heads put {span(park)} of their attention on BOS "
+    f"(a uniform head: {metrics.uniform_alpha(64)[0]:.2f} on average). From trigger queries they put "
+    f"{span(prev_t)} on the previous token (the one to copy), against {span(prev_o)} from ordinary "
     f"queries. Head {copy['head']} copies most: {copy['to previous token from trigger queries']:.2f} on the "
     f"previous token after a trigger; its attention to BOS is {bos_o:.2f} from ordinary queries and {bos_t:.2f} "
     f"from trigger queries{': it leaves the sink when it has something to copy' if bos_t < bos_o - 0.1 else ''}. "
     f"BOS's value vector has "
-    f"{sections.span(vn)} times the mean norm of the other tokens' values"
+    f"{span(vn)} times the mean norm of the other tokens' values"
     + (", so the attention parked on it adds little to the output." if max(vn) < 0.25 else
        ": not small (yet), so parking on BOS still moves the output.")
     + ("" if min(park) > 0.3 else " Not every head parks on BOS in this run (see the table): the sink has not "
@@ -255,10 +254,10 @@ display(Markdown(
 # for each trigger query, the token just before the trigger, which the next token must copy.
 
 # %% tags=["hide-input"]
-i = sections.pick_sequence(held, n_trig)
-cells = sections.trigger_cells(held[i], n_trig)
-amap = sections.head_map(model, held[i], 0, copy["head"])
-display(sections.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out sequence {i}"))
+i = mechanism.pick_sequence(held, n_trig)
+cells = mechanism.trigger_cells(held[i], n_trig)
+amap = mechanism.head_map(model, held[i], 0, copy["head"])
+display(figures.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out sequence {i}"))
 at_cells = [float(amap[t, j]) for t, j in cells]
 ordinary = [t for t in range(1, amap.shape[0]) if (t, t - 1) not in cells]
 display(Markdown(

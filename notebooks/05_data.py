@@ -41,7 +41,9 @@ live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, paper
-from sinkpaper.book import experiments, figures, parameters, realtext, sections
+from sinkpaper.book import experiments, figures, parameters, prose, realtext, tables
+from sinkpaper.results import curves, sweeps
+from sinkpaper.results.numbers import sig
 from sinkpaper.train import open_run
 
 FAMILY = "configs/data.yaml"
@@ -70,11 +72,11 @@ display(Markdown(figures.provenance_line(run_stamp)))
 ORDER = ["no_fixed_token", "unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25", "fixed_pos1", "fixed_pos2",
          "fixed_pos3", "random_first", "random_first_two", "random_second"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—" where none
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
               curves=["fixed_pos1", "no_fixed_token", "fixed_pos2"], maps=["fixed_pos1", "no_fixed_token"])
 if lm.payloads:
-    display(sections.position_profile_chart(lm.payloads, ORDER, f"Real LM ({lm.profile} profile): where the sink sits"))
+    display(figures.position_profile_chart(lm.payloads, ORDER, f"Real LM ({lm.profile} profile): where the sink sits"))
 
 # %% [markdown]
 # ## Live, in miniature: move the fixed token
@@ -91,31 +93,28 @@ if lm.payloads:
 LIVE_K = {"recipe": 1, "fixed_pos2": 2, "fixed_pos3": 3, "random_first": 1, "no_fixed_token": 1,
           "random_first_two": 2, "random_second": 1, "fixed_pos3_steps_x2": 3}   # the position each point is read at
 k_live = LIVE_K[live_point]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides,
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
                             out_root="runs/book/05_data")  # this chapter's own directory
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": live_point}
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=STORED, seeds=tuple(miniature_seeds))
+mini = sweeps.stored_sweep(MINIATURE, "cpu", points=STORED, seeds=tuple(miniature_seeds))
 stored_live = mini.by_point().get(live_point, [])
 display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         **{f"Sink_{k} %": round(lr_["sink_k"][str(k)], 1) for k in (1, 2, 3)},
                         "alpha_1": round(lr_["alpha_1_mean"], 3), "held-out loss": round(lr_["val_loss"], 3),
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
-rows = sections.sink_curve_rows(live.payload, live_label, k_live)
+rows = curves.curve_rows(live.payload, live_label, (f"Sink_{k_live}",))
 for p in stored_live:
-    rows += sections.sink_curve_rows(p, f"stored seed {p['config']['run']['seed']}", k_live)
+    rows += curves.curve_rows(p, f"stored seed {p['config']['run']['seed']}", (f"Sink_{k_live}",))
 dashed = [r["run"] for r in rows if r["run"] != live_label]
-rows1 = sections.sink_curve_rows(live.payload, live_label, 1)
-display(sections.row(sections.curve_chart(rows, f"Sink_{k_live} %", f"{live_point}: Sink_{k_live} (%) over training",
-                                          dashed=dashed),
-                     sections.curve_chart(rows1, "Sink_1 %", f"{live_point}, live run: Sink_1 (%)")))
+display(figures.row(figures.curve_chart(rows, f"Sink_{k_live} %", f"{live_point}: Sink_{k_live} (%) over training",
+                                        dashed=dashed),
+                    figures.curve_chart(curves.curve_rows(live.payload, live_label), "Sink_1 %",
+                                        f"{live_point}, live run: Sink_1 (%)")))
 display(Markdown(figures.provenance_line(live_prov)))
 if stored_live:
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(stored_live, loaded=True))))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live, loaded=True))))
 
 # %% [markdown]
 # Where the heads of the live model park: the mean attention that ordinary queries (not on a trigger, so with
@@ -149,43 +148,27 @@ CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at po
            "fixed_pos3": "fixed token at position 3", "random_first": "x1 ~ U(V)",
            "no_fixed_token": "no fixed token (arbitrary offsets)", "random_first_two": "x1, x2 ~ U(V)",
            "random_second": "only x2 ~ U(V)", "fixed_pos3_steps_x2": "fixed token at 3, twice the steps (3000)"}
-display(sections.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
-display(sections.position_profile_chart(mini.payloads, STORED, "miniature: Sink_k by position (mean over seeds)"))
-display(sections.emergence_table(mini.payloads, STORED, ks=LIVE_K))
-display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+display(tables.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
+display(figures.position_profile_chart(mini.payloads, STORED, "miniature: Sink_k by position (mean over seeds)"))
+display(tables.emergence_table(mini.payloads, STORED, ks=LIVE_K))
+display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
-m = {(p, k): sections.mean_sink(mini.payloads, p, k) for p in STORED for k in range(1, 11)}
-sig = sections.sig
-
-
-def steps_range(point):
-    steps = [x["step"] for q in mini.payloads if experiments.point_of(q) == point
-             if (x := sections.emergence(q["curve"], LIVE_K[point]))]
-    return f"at step {sections.span(steps, 0)}" if steps else "in no seed"
-
-
-def top_any(point):
-    return max((m[point, k] or 0) for k in range(1, 11))
-
-
-def top_k(point):
-    """The position (1-10) of the largest mean Sink_k of a point."""
-    return max(range(1, 11), key=lambda k: (m[point, k] or 0, -k))
-
-
+m = {(p, k): sweeps.mean_of(mini.payloads, p, f"Sink_{k}") for p in STORED for k in (1, 2, 3)}
+first = {p: prose.first_reached(mini.payloads, p, LIVE_K[p]) for p in STORED}  # first >= 50 %, over seeds
+peak = {p: sweeps.peak_position(mini.payloads, p) for p in STORED}  # (k, mean Sink_k) of the largest, k = 1..10
 display(Markdown(
     f"Measured (mean over seeds; “first ≥ 50 %” is the range over seeds). Fixed BOS at 1 (the recipe): Sink_1 "
-    f"{sig(m['recipe', 1])} %, first ≥ 50 % {steps_range('recipe')}. Fixed token at 2: Sink_2 "
-    f"{sig(m['fixed_pos2', 2])} %, Sink_1 {sig(m['fixed_pos2', 1])} %, first ≥ 50 % {steps_range('fixed_pos2')}; "
-    f"the largest Sink_k is at position {top_k('fixed_pos2')}. Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} "
-    f"%, first ≥ 50 % {steps_range('fixed_pos3')}, and at most {sig(top_any('fixed_pos3'))} % at any position "
+    f"{sig(m['recipe', 1])} %, first ≥ 50 % {first['recipe']}. Fixed token at 2: Sink_2 "
+    f"{sig(m['fixed_pos2', 2])} %, Sink_1 {sig(m['fixed_pos2', 1])} %, first ≥ 50 % {first['fixed_pos2']}; "
+    f"the largest Sink_k is at position {peak['fixed_pos2'][0]}. Fixed token at 3: Sink_3 {sig(m['fixed_pos3', 3])} "
+    f"%, first ≥ 50 % {first['fixed_pos3']}, and at most {sig(peak['fixed_pos3'][1])} % at any position "
     f"1-10; trained twice as long (3000 steps): Sink_3 {sig(m['fixed_pos3_steps_x2', 3])} %, first ≥ 50 % "
-    f"{steps_range('fixed_pos3_steps_x2')}. x1 random: Sink_1 {sig(m['random_first', 1])} %; x1 and x2 random: "
+    f"{first['fixed_pos3_steps_x2']}. x1 random: Sink_1 {sig(m['random_first', 1])} %; x1 and x2 random: "
     f"Sink_1 {sig(m['random_first_two', 1])} %, Sink_2 {sig(m['random_first_two', 2])} %; only x2 random: Sink_1 "
     f"{sig(m['random_second', 1])} %. "
-    f"No fixed token: Sink_1 {sig(m['no_fixed_token', 1])} % (at most {sig(top_any('no_fixed_token'))} % at any "
+    f"No fixed token: Sink_1 {sig(m['no_fixed_token', 1])} % (at most {sig(peak['no_fixed_token'][1])} % at any "
     "position 1-10)."))
 
 # %% [markdown]

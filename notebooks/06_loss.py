@@ -40,8 +40,10 @@ live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 # %%
 from IPython.display import Markdown, display
 
-from sinkpaper import mechanism, paper
-from sinkpaper.book import experiments, figures, parameters, realtext, sections
+from sinkpaper import mechanism, metrics, paper
+from sinkpaper.book import experiments, figures, parameters, realtext, tables
+from sinkpaper.results import curves, sweeps
+from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
 
 FAMILY = "configs/loss.yaml"
@@ -58,7 +60,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # ## The metric's floor under each mask
 #
 # α_1 and α_2 of a head that attends uniformly to every key it may see, at T = 64 (computed with the same
-# masks and the same α as the metric, `sections.uniform_alpha`). Where the floor is above ε = 0.3, Sink_k is
+# masks and the same α as the metric, `sinkpaper.metrics.uniform_alpha`). Where the floor is above ε = 0.3, Sink_k is
 # 100 % without any sink.
 
 # %% tags=["hide-input"]
@@ -67,7 +69,7 @@ floors = []
 for label, mask in (("causal", {}), ("prefix 4", {"prefix": 4}), ("prefix 5", {"prefix": 5}),
                     ("prefix 20", {"prefix": 20}), ("window 64", {"window": 64}), ("window 16", {"window": 16}),
                     ("window 4", {"window": 4})):
-    u = sections.uniform_alpha(64, **mask)
+    u = metrics.uniform_alpha(64, **mask)
     floors.append({"mask": label, "uniform alpha_1": round(float(u[0]), 3), "uniform alpha_2": round(float(u[1]), 3),
                    "floor above epsilon": bool(u[0] > EPSILON)})
 display(figures.Table(floors))
@@ -84,14 +86,14 @@ display(figures.Table(floors))
 ORDER = ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5", "prefix_5", "prefix_20", "window_4",
          "window_16", "window_64"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—": a figure only
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 BASE = "wd_0.5" if profile == "cpu" else "wd_0.1"   # the base run of the profile the runs come from
 realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2), base=BASE, curves=["wd_0", BASE, "wd_2", "window_16"],
               maps=["wd_0", BASE, "wd_2"],
-              table=sections.points_table(lm.payloads, ORDER, ks=(1, 2), paper=PAPER, uniform=True, held_out=True))
-if any(experiments.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
-    display(sections.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
-                                            f"Real LM ({lm.profile} profile): Sink_k by position, prefix LM"))
+              table=tables.points_table(lm.payloads, ORDER, ks=(1, 2), paper=PAPER, uniform=True, held_out=True))
+if any(sweeps.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
+    display(figures.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
+                                           f"Real LM ({lm.profile} profile): Sink_k by position, prefix LM"))
 
 # %% [markdown]
 # ## Live, in miniature
@@ -102,33 +104,30 @@ if any(experiments.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads
 # follow.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides,
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
                             out_root="runs/book/06_loss")  # this chapter's own directory
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": live_point}
-live_mask = sections.mask_of(live.payload["config"])
-live_floor = float(sections.uniform_alpha(live.payload["config"]["eval"]["seq_len"], **live_mask)[0])
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_POINTS, seeds=tuple(miniature_seeds))
+live_mask = sweeps.mask_of(live.payload["config"])
+live_floor = sweeps.uniform_floor(live.payload["config"])
+mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_POINTS, seeds=tuple(miniature_seeds))
 stored_live = mini.by_point().get(live_point, [])
 display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
                         "uniform alpha_1": round(live_floor, 3),
-                        "excess": round(sections.excess_alpha(lr_["alpha_1_mean"], live_floor), 3) + 0.0,
+                        "excess": round(sweeps.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
                         "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
-rows = experiments.curve_rows(live.payload, live_label)
+rows = curves.curve_rows(live.payload, live_label)
 for p in stored_live:
-    rows += experiments.curve_rows(p, f"stored seed {p['config']['run']['seed']}")
+    rows += curves.curve_rows(p, f"stored seed {p['config']['run']['seed']}")
 dashed = [r["run"] for r in rows if r["run"] != live_label]
-display(sections.row(sections.curve_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", dashed=dashed),
-                     sections.curve_chart(rows, "alpha_1", f"{live_point}: mean alpha_1 (uniform floor "
-                                          f"{live_floor:.3f})", dashed=dashed)))
+display(figures.row(figures.curve_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", dashed=dashed),
+                    figures.curve_chart(rows, "alpha_1", f"{live_point}: mean alpha_1 (uniform floor "
+                                        f"{live_floor:.3f})", dashed=dashed)))
 display(Markdown(figures.provenance_line(live_prov)))
 if stored_live:
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(stored_live, loaded=True))))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live, loaded=True))))
 
 # %% [markdown]
 # Where the heads of the live model park: mean attention that ordinary queries (not on a trigger) put on
@@ -157,21 +156,20 @@ display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0
 
 # %% tags=["hide-input"]
 WD = {"wd_0": 0.0, "wd_0.1": 0.1, "recipe": 0.5, "wd_1": 1.0, "wd_2": 2.0, "wd_5": 5.0}
-display(sections.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay {v:g}" for p, v in WD.items()},
-                              paper={p: paper.paper_text("wd_0.5" if p == "recipe" else p) for p in WD}))
-display(sections.row(sections.sweep_chart(mini.payloads, WD_ORDER, title="miniature: Sink_1 by weight decay",
-                                          width=300),
-                     sections.sweep_chart(mini.payloads, WD_ORDER, value="alpha_1",
-                                          title="miniature: mean alpha_1 by weight decay", width=300)))
-display(Markdown(figures.provenance_line(experiments.payloads_provenance(
-    [p for p in mini.payloads if experiments.point_of(p) in WD_ORDER], loaded=True))))
-ma = {p: sections.mean_alpha_1(mini.payloads, p) for p in MINI_POINTS}
-ms = {p: sections.mean_sink(mini.payloads, p) for p in MINI_POINTS}
-sig = sections.sig
+display(tables.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay {v:g}" for p, v in WD.items()},
+                            paper={p: paper.paper_text("wd_0.5" if p == "recipe" else p) for p in WD}))
+display(figures.row(figures.sweep_chart(mini.payloads, WD_ORDER, title="miniature: Sink_1 by weight decay",
+                                        width=300),
+                    figures.sweep_chart(mini.payloads, WD_ORDER, value="alpha_1",
+                                        title="miniature: mean alpha_1 by weight decay", width=300)))
+display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
+    [p for p in mini.payloads if sweeps.point_of(p) in WD_ORDER], loaded=True))))
+ma = {p: sweeps.mean_of(mini.payloads, p, "alpha_1") for p in MINI_POINTS}
+ms = {p: sweeps.mean_of(mini.payloads, p) for p in MINI_POINTS}
 display(Markdown(
     "Measured (mean over seeds): "
     + "; ".join(f"WD {WD[p]:g}: Sink_1 {sig(ms[p])} %, α_1 {sig(ma[p])}" for p in WD_ORDER) + ". "
-    + f"The uniform floor is {sections.uniform_alpha(64)[0]:.3f}: a mean α_1 there means the heads attend to BOS no "
+    + f"The uniform floor is {metrics.uniform_alpha(64)[0]:.3f}: a mean α_1 there means the heads attend to BOS no "
       "more than a uniform head would. "
     + (f"The smallest weight decay with Sink_1 below 5 % is {gone[0]:g} in the miniature; in the paper it is 5 "
        f"(6.13 % at WD 2, 0.01 % at WD 5){', so the miniature loses its sink at a smaller weight decay' if gone[0] < 5 else ''}."
@@ -191,33 +189,23 @@ display(Markdown(
 # %% tags=["hide-input"]
 CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "window_16": "sliding window, 16 keys",
            "window_4": "sliding window, 4 keys"}
-display(sections.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True))
-display(sections.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Sink_k by position (mean over seeds)"))
-display(Markdown(figures.provenance_line(experiments.payloads_provenance(
-    [p for p in mini.payloads if experiments.point_of(p) in MASK_ORDER], loaded=True))))
+display(tables.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True))
+display(figures.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Sink_k by position (mean over seeds)"))
+display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
+    [p for p in mini.payloads if sweeps.point_of(p) in MASK_ORDER], loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
-
-def excess_of(payloads, point):
-    ps = [p for p in payloads if experiments.point_of(p) == point]
-    if not ps:
-        return None
-    u = float(sections.uniform_alpha(ps[0]["config"]["eval"]["seq_len"], **sections.mask_of(ps[0]["config"]))[0])
-    return sections.excess_alpha(sections.mean_alpha_1(payloads, point), u)
-
-
-mx = {p: excess_of(mini.payloads, p) for p in MASK_ORDER}
+mx = {p: sweeps.mean_of(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
 if live_point in MASK_ORDER and live_point not in mini.by_point():  # not stored yet: the live run stands in
-    mx[live_point] = sections.excess_alpha(lr_["alpha_1_mean"], live_floor)
-prefix_k = {k: sections.mean_sink(mini.payloads, "prefix_4", k) for k in range(1, 11)}
+    mx[live_point] = sweeps.metric_of(live.payload, "excess alpha_1")
+top_k, top_sink = sweeps.peak_position(mini.payloads, "prefix_4")  # where prefix_4's sink sits, k = 1..10
 lines = [f"- {p}: excess α_1 {sig(mx[p])}" + (" (from the live run)" if p == live_point and p not in mini.by_point()
                                               else "") for p in MASK_ORDER if mx[p] is not None]
-if prefix_k[1] is not None:
-    top_k = max(prefix_k, key=lambda k: prefix_k[k])
-    spread = [p["result"]["sink_k"][str(top_k)] for p in mini.by_point()["prefix_4"]]
-    lines.append(f"- prefix_4: the largest Sink_k over k = 1..10 is at position {top_k} ({prefix_k[top_k]:.1f} % mean, "
-                 f"{sections.span(spread, 1)} over seeds), inside the prefix of 4")
+if top_k is not None:
+    lines.append(f"- prefix_4: the largest Sink_k over k = 1..10 is at position {top_k} ({top_sink:.1f} % mean, "
+                 f"{span(sweeps.values_of(mini.payloads, 'prefix_4', f'Sink_{top_k}'), 1)} over seeds), inside the "
+                 "prefix of 4")
 display(Markdown("Measured:\n" + "\n".join(lines)))
 
 # %% [markdown]

@@ -41,12 +41,13 @@ gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text r
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import figures, parameters, realtext, section7, sections
+from sinkpaper.book import figures, parameters, points, realtext, tables
+from sinkpaper.results import sweeps
 
 FAMILY = "configs/architecture.yaml"
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
 
-POINTS = section7.ARCHITECTURE
+POINTS = points.ARCHITECTURE
 ORDER = [p.name for p in POINTS]
 display(Markdown(figures.provenance_line(run_stamp)))
 
@@ -59,11 +60,11 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # the results store, and says so when there are none. At `gpu` or `paper` it trains whatever the store lacks.
 
 # %% tags=["hide-input"]
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, table=section7.point_table(lm.payloads, POINTS), base=ORDER[0], curves=ORDER[:4],
-              maps=ORDER[:2])
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
+realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base=ORDER[0],
+              curves=ORDER[:4], maps=ORDER[:2])
 if lm.payloads:
-    display(sections.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 per variant"))
+    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 per variant"))
 
 # %% [markdown]
 # ### The paper's numbers
@@ -72,7 +73,7 @@ if lm.payloads:
 # paper's Section 7.1 is a point of `configs/architecture.yaml` (the `in our sweep` column).
 
 # %% tags=["hide-input"]
-display(section7.paper_table(POINTS, section7.ARCHITECTURE_NOT_RUN))
+display(tables.paper_table(POINTS, points.ARCHITECTURE_NOT_RUN))
 
 # %% [markdown]
 # ## In miniature: not covered

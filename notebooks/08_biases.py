@@ -46,7 +46,9 @@ live_steps = None  # None: the point's own steps (1500); tests pass fewer
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import experiments, figures, parameters, realtext, section7, sections
+from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, tables
+from sinkpaper.results import curves, sweeps
+from sinkpaper.results.numbers import fmt
 
 FAMILY = "configs/biases.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -54,9 +56,9 @@ MINI_ORDER = ["recipe", "sink_token", "kv_bias", "k_bias", "v_bias"]  # the mini
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
                              live_steps=live_steps, choices={"live_point": (live_point, MINI_ORDER)})
 
-POINTS = section7.BIASES
+POINTS = points.BIASES
 ORDER = [p.name for p in POINTS]
-P = section7.by_name(POINTS)
+P = points.by_name(POINTS)
 MINI_NAMES = {"none": "recipe"}  # the miniature's default point is its recipe
 display(Markdown(figures.provenance_line(run_stamp)))
 
@@ -71,11 +73,12 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32 dimensions).
 
 # %% tags=["hide-input"]
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, table=section7.point_table(lm.payloads, POINTS), base="none",
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
+realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="none",
               curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"])
 if lm.payloads:
-    display(section7.bias_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink* and Sink_1"))
+    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink* and Sink_1",
+                                value=("Sink*", "Sink_1"), width=320))
 
 # %% [markdown]
 # ### The paper's numbers
@@ -84,7 +87,7 @@ if lm.payloads:
 # Rows marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
 
 # %% tags=["hide-input"]
-display(section7.paper_table(POINTS, section7.BIASES_NOT_RUN))
+display(tables.paper_table(POINTS, points.BIASES_NOT_RUN))
 
 # %% [markdown]
 # ## Live, in miniature: the bias takes the sink
@@ -98,43 +101,41 @@ display(section7.paper_table(POINTS, section7.BIASES_NOT_RUN))
 # the stored runs of every bias point over three seeds.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides)
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 display(Markdown(f"**{live_label}**, trained now for {lr_['step']} steps ({lr_['tokens_seen']:,} tokens, "
-                 f"{lr_['provenance']['wall_seconds']:.0f} s): Sink* {section7.fmt(lr_.get('sink_star'))} on the "
-                 f"bias position, Sink_1 {section7.fmt(lr_['sink_k']['1'])} on the BOS (α_1 = "
+                 f"{lr_['provenance']['wall_seconds']:.0f} s): Sink* {fmt(lr_.get('sink_star'))} on the "
+                 f"bias position, Sink_1 {fmt(lr_['sink_k']['1'])} on the BOS (α_1 = "
                  f"{lr_['alpha_1_mean']:.3f}), final loss {lr_['final_loss']:.3f}."))
 
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
-stored_live = [p for p in mini.payloads if experiments.point_of(p) == live_point]
-same_run = section7.live_vs_stored(live.payload, stored_live)
+mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
+stored_live = [p for p in mini.payloads if sweeps.point_of(p) == live_point]
+same_run = prose.live_vs_stored(live.payload, stored_live)
 if same_run:
     display(Markdown(same_run))
-rows = section7.bias_curve_rows(live.payload, live_label)
+KEYS = ("Sink_1", "Sink*", "alpha_1")  # the metrics this page reads (sinkpaper.results.sweeps)
+rows = curves.curve_rows(live.payload, live_label, KEYS)
 for p in stored_live:
-    rows += section7.bias_curve_rows(p, f"stored {live_point}, seed {p['config']['run']['seed']}")
-charts = [section7.steps_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", y_title="α_1 (mean)",
-                               rule_y=0.3, y_domain=(0, 1))]
+    rows += curves.curve_rows(p, f"stored {live_point}, seed {p['config']['run']['seed']}", KEYS)
+charts = [figures.curve_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", y_title="α_1 (mean)", width=300,
+                              x="step", rule_y=0.3, y_domain=(0, 1))]
 if any(r["Sink* %"] is not None for r in rows):
-    charts.insert(0, section7.steps_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position",
-                                          y_domain=(0, 100)))
+    charts.insert(0, figures.curve_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", width=300,
+                                         x="step", y_domain=(0, 100)))
 display(figures.alt.hconcat(*charts))
-display(Markdown(figures.provenance_line(experiments.payloads_provenance([live.payload], loaded=False))))
+display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
 
 # %% [markdown]
 # The stored miniature sweep: every bias point of `configs/miniature.yaml`, three seeds each (mean [min, max]
-# over seeds). The `the paper (%)` column is the paper's real-LM number for the same bias, for orientation.
+# over seeds). The `paper` column is the paper's real-LM number for the same bias, for orientation.
 
 # %% tags=["hide-input"]
 if mini.payloads:
-    display(section7.point_table(mini.payloads, [p for p in POINTS if MINI_NAMES.get(p.name, p.name) in MINI_ORDER],
-                                 names=MINI_NAMES))
-    display(section7.bias_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)"))
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+    display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
+    display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)",
+                                value=("Sink*", "Sink_1"), width=320))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
@@ -148,54 +149,53 @@ if mini.missing:
 
 # %% tags=["hide-input"]
 mp = mini.payloads + ([live.payload] if not stored_live else [])
-M = {pt: {key: section7.mean_of(mp, pt, key) for key in ("sink_1", "sink_star", "alpha_1")} for pt in MINI_ORDER}
-display(figures.Table([{"point": pt, "Sink* % (bias position)": section7.fmt(M[pt]["sink_star"], 1, ""),
-                        "Sink_1 % (BOS)": section7.fmt(M[pt]["sink_1"], 1, ""),
-                        "α_1 (BOS, mean)": section7.fmt(M[pt]["alpha_1"], 3, "")}
-                       for pt in MINI_ORDER if M[pt]["sink_1"] is not None]))
+M = {pt: {key: sweeps.mean_of(mp, pt, key) for key in KEYS} for pt in MINI_ORDER}
+display(figures.Table([{"point": pt, "Sink* % (bias position)": fmt(M[pt]["Sink*"], 1, ""),
+                        "Sink_1 % (BOS)": fmt(M[pt]["Sink_1"], 1, ""), "α_1 (BOS, mean)": fmt(M[pt]["alpha_1"], 3, "")}
+                       for pt in MINI_ORDER if M[pt]["Sink_1"] is not None]))
 lines = []
 # the controls without a fixed BOS: nothing, the sink token alone, the K bias alone
-no_bos = experiments.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_token_no_bos", "k_bias_no_bos"],
-                                  seeds=tuple(miniature_seeds))
-NB = {pt: {key: section7.mean_of(no_bos.payloads, pt, key) for key in ("sink_1", "sink_star", "alpha_1")}
-      for pt in ("sink_token_no_bos", "k_bias_no_bos")}
-if any(experiments.point_of(p) == "no_fixed_token" for p in no_bos.payloads):
-    nb = section7.mean_of(no_bos.payloads, "no_fixed_token")
+no_bos = sweeps.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_token_no_bos", "k_bias_no_bos"],
+                             seeds=tuple(miniature_seeds))
+NB = {pt: {key: sweeps.mean_of(no_bos.payloads, pt, key) for key in KEYS}
+      for pt in ("sink_token_no_bos", "k_bias_no_bos", "no_fixed_token")}
+if NB["no_fixed_token"]["Sink_1"] is not None:
+    nb = NB["no_fixed_token"]["Sink_1"]
     lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {len(no_bos.payloads)} seed(s)): Sink_1 {nb:.1f} %, "
-                 f"α_1 {section7.mean_of(no_bos.payloads, 'no_fixed_token', 'alpha_1'):.3f}"
+                 f"α_1 {NB['no_fixed_token']['alpha_1']:.3f}"
                  + (" — without a fixed first token the miniature grows no sink." if nb < paper.NO_SINK else "."))
 for pt, label in (("sink_token_no_bos", "Sink token, no fixed BOS"), ("k_bias_no_bos", "K bias, no fixed BOS")):
-    if NB[pt]["sink_star"] is not None:
-        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['sink_star']:.1f} % on the {label.split(',')[0].lower()}, "
-                     f"Sink_1 {NB[pt]['sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f})"
-                     + (" — with no BOS to compete, it takes the whole sink." if NB[pt]["sink_star"] >= paper.SINK
-                        and NB[pt]["sink_1"] < paper.NO_SINK else "."))
+    if NB[pt]["Sink*"] is not None:
+        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on the {label.split(',')[0].lower()}, "
+                     f"Sink_1 {NB[pt]['Sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f})"
+                     + (" — with no BOS to compete, it takes the whole sink." if NB[pt]["Sink*"] >= paper.SINK
+                        and NB[pt]["Sink_1"] < paper.NO_SINK else "."))
 st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
-if st["sink_1"] is not None and st["sink_star"] is not None:
-    both = st["sink_1"] >= paper.SINK and st["sink_star"] >= paper.SINK
+if st["Sink_1"] is not None and st["Sink*"] is not None:
+    both = st["Sink_1"] >= paper.SINK and st["Sink*"] >= paper.SINK
     lines.append(
-        f"- **Sink token**: Sink* {st['sink_star']:.1f} % and Sink_1 {st['sink_1']:.1f} %"
+        f"- **Sink token**: Sink* {st['Sink*']:.1f} % and Sink_1 {st['Sink_1']:.1f} %"
         + (" — both positions are sinks. " if both else ". ")
         + f"α_1 on the BOS averages {st['alpha_1']:.3f} (without the sink token, `recipe`: "
         + (f"{rc['alpha_1']:.3f}). " if rc["alpha_1"] is not None else "—). ")
         + ("Each query's attention sums to 1 over the sink token, the BOS and the rest, so with α_1 at "
            f"{st['alpha_1']:.2f} the sink token holds at most {1 - st['alpha_1']:.2f} on average, and in "
-           f"{st['sink_star']:.0f} % of the heads more than 0.3: the heads **split** their idle attention between "
+           f"{st['Sink*']:.0f} % of the heads more than 0.3: the heads **split** their idle attention between "
            "the two fixed positions instead of moving it." if both else ""))
-if kb["sink_1"] is not None and kv["sink_1"] is not None:
-    lines.append(f"- **K bias / KV biases**: Sink* {section7.fmt(kb['sink_star'])} / {section7.fmt(kv['sink_star'])}, "
-                 f"Sink_1 {section7.fmt(kb['sink_1'])} / {section7.fmt(kv['sink_1'])}, α_1 {kb['alpha_1']:.3f} / "
+if kb["Sink_1"] is not None and kv["Sink_1"] is not None:
+    lines.append(f"- **K bias / KV biases**: Sink* {fmt(kb['Sink*'])} / {fmt(kv['Sink*'])}, "
+                 f"Sink_1 {fmt(kb['Sink_1'])} / {fmt(kv['Sink_1'])}, α_1 {kb['alpha_1']:.3f} / "
                  f"{kv['alpha_1']:.3f}: the bias takes the whole sink and the BOS, though present, keeps none.")
-if vb["sink_1"] is not None:
-    lines.append(f"- **V bias** (v* added after the softmax): Sink_1 {vb['sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f})"
-                 + (" — the sink stays on the BOS, as in the paper." if vb["sink_1"] >= paper.SINK else ".")
-                 + ("" if vb["sink_star"] is None else
-                    f" These stored runs also read Sink* {section7.fmt(vb['sink_star'])} on an extra position: they were "
+if vb["Sink_1"] is not None:
+    lines.append(f"- **V bias** (v* added after the softmax): Sink_1 {vb['Sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f})"
+                 + (" — the sink stays on the BOS, as in the paper." if vb["Sink_1"] >= paper.SINK else ".")
+                 + ("" if vb["Sink*"] is None else
+                    f" These stored runs also read Sink* {fmt(vb['Sink*'])} on an extra position: they were "
                     "made under the older definition of `v_bias` (an extra key with logit 0), which is not the paper's "
                     "control; rerun them."))
 display(Markdown("\n".join(lines) if lines else "The stored miniature runs needed here are missing (see above)."))
-if (st["sink_1"] is not None and st["sink_1"] >= paper.SINK and st["sink_star"] >= paper.SINK
-        and kb["sink_star"] is not None and kb["sink_star"] >= paper.SINK and kb["sink_1"] < paper.NO_SINK):
+if (st["Sink_1"] is not None and st["Sink_1"] >= paper.SINK and st["Sink*"] >= paper.SINK
+        and kb["Sink*"] is not None and kb["Sink*"] >= paper.SINK and kb["Sink_1"] < paper.NO_SINK):
     display(Markdown(
         "One reading of this contrast (not tested on this page): the learnable sink token enters the model the "
         "way the BOS does, as an embedding at a fixed position that goes through the same key projection and "
@@ -203,9 +203,9 @@ if (st["sink_1"] is not None and st["sink_1"] >= paper.SINK and st["sink_star"] 
         "training breaks the tie. A K bias is a different object: a free key per head, outside the positional "
         "rotation, with a value of exactly 0 — and it takes the sink from the BOS outright. The direct test is "
         "the sink token with **no** fixed BOS (`sink_token_no_bos`): "
-        + (f"stored, it reads Sink* {NB['sink_token_no_bos']['sink_star']:.1f} % and Sink_1 "
-           f"{NB['sink_token_no_bos']['sink_1']:.1f} % (the list above)."
-           if NB["sink_token_no_bos"]["sink_star"] is not None else
+        + (f"stored, it reads Sink* {NB['sink_token_no_bos']['Sink*']:.1f} % and Sink_1 "
+           f"{NB['sink_token_no_bos']['Sink_1']:.1f} % (the list above)."
+           if NB["sink_token_no_bos"]["Sink*"] is not None else
            "not stored yet (`python -m sinkpaper sweep --config configs/miniature.yaml --profile cpu --points "
            "sink_token_no_bos --seeds 0 1 2 --out runs/miniature`).")))
 

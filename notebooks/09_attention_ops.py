@@ -51,7 +51,8 @@ live_steps = None  # None: the point's own steps (1500); tests pass fewer
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import experiments, figures, parameters, realtext, section7, sections
+from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, tables
+from sinkpaper.results import curves, sweeps
 
 FAMILY = "configs/attention.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -60,9 +61,9 @@ PROXY_POINTS = ("sigmoid", "elu")  # miniature points scored on the proxy; their
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
                              live_steps=live_steps, choices={"live_point": (live_point, MINI_ORDER)})
 
-POINTS = section7.ATTENTION
+POINTS = points.ATTENTION
 ORDER = [p.name for p in POINTS]
-P = section7.by_name(POINTS)
+P = points.by_name(POINTS)
 MINI_NAMES = {"softmax": "recipe"}  # the miniature's default point is its recipe
 display(Markdown(figures.provenance_line(run_stamp)))
 
@@ -75,18 +76,20 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # (Sink*_1).
 
 # %% tags=["hide-input"]
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, table=section7.point_table(lm.payloads, POINTS), base="softmax",
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
+realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="softmax",
               curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"])
 if lm.payloads:
-    display(sections.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 "
-                                 "(Sink*_1 for sigmoid, elu, kernel)"))
-    lm_raw = [r for p in lm.payloads for r in section7.raw_curve_rows(p)]
+    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 "
+                                "(Sink*_1 for sigmoid, elu, kernel)"))
+    lm_raw = [r for p in lm.payloads for r in curves.raw_curve_rows(p)]
     if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training
         display(figures.alt.hconcat(
-            section7.steps_chart(lm_raw, "proxy Sink*_1 %", "Real LM: proxy Sink*_1"),
-            section7.steps_chart(lm_raw, "raw weight on token 1", "raw weight on token 1", log_y=True),
-            section7.steps_chart(lm_raw, "raw weight on other keys", "raw weight on other keys", log_y=True)))
+            figures.curve_chart(lm_raw, "proxy Sink*_1 %", "Real LM: proxy Sink*_1", width=300, x="step", zero=True),
+            figures.curve_chart(lm_raw, "raw weight on token 1", "raw weight on token 1", width=300, x="step",
+                                log_y=True),
+            figures.curve_chart(lm_raw, "raw weight on other keys", "raw weight on other keys", width=300, x="step",
+                                log_y=True)))
 
 # %% [markdown]
 # ### The paper's numbers
@@ -95,7 +98,7 @@ if lm.payloads:
 # marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
 
 # %% tags=["hide-input"]
-display(section7.paper_table(POINTS, section7.ATTENTION_NOT_RUN))
+display(tables.paper_table(POINTS, points.ATTENTION_NOT_RUN))
 
 # %% [markdown]
 # ### At 1B parameters, as the paper reports it
@@ -129,13 +132,10 @@ display(Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.
 # 1-layer, 4-head, d = 64 model trains for 1500 steps (the live run prints its time); with softmax (the `recipe`
 # point) all 4 heads park their attention on the BOS. One point is trained now, from scratch; the table and
 # chart after it are the stored runs of every operation point over three seeds (mean [min, max] over seeds;
-# the `the paper (%)` column is the paper's real-LM number for the same operation, for orientation).
+# the `paper` column is the paper's real-LM number for the same operation, for orientation).
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, overrides=overrides)
+live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 star = "*" if lr_.get("proxy") else ""
@@ -143,17 +143,16 @@ display(Markdown(f"**{live_label}**, trained now for {lr_['step']} steps ({lr_['
                  f"{lr_['provenance']['wall_seconds']:.0f} s): Sink{star}_1 {lr_['sink_k']['1']:.1f} % on the BOS "
                  f"(α_1 = {lr_['alpha_1_mean']:.3f}{' on the proxy' if star else ''}), final loss "
                  f"{lr_['final_loss']:.3f}."))
-display(Markdown(figures.provenance_line(experiments.payloads_provenance([live.payload], loaded=False))))
+display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
 
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
-same_run = section7.live_vs_stored(live.payload, mini.payloads)
+mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
+same_run = prose.live_vs_stored(live.payload, mini.payloads)
 if same_run:
     display(Markdown(same_run))
 if mini.payloads:
-    display(section7.point_table(mini.payloads, [p for p in POINTS if MINI_NAMES.get(p.name, p.name) in MINI_ORDER],
-                                 names=MINI_NAMES))
-    display(sections.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"))
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+    display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
+    display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
@@ -168,36 +167,38 @@ if mini.missing:
 
 # %% tags=["hide-input"]
 proxy_runs = [(live_label, live.payload)] if lr_.get("proxy") else []
-proxy_runs += [(f"stored {experiments.point_of(p)}, seed {p['config']['run']['seed']}", p)
-               for p in mini.payloads if experiments.point_of(p) in PROXY_POINTS]
-raw = [r for label, p in proxy_runs for r in section7.raw_curve_rows(p, label)]
+proxy_runs += [(f"stored {sweeps.point_of(p)}, seed {p['config']['run']['seed']}", p)
+               for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS]
+raw = [r for label, p in proxy_runs for r in curves.raw_curve_rows(p, label)]
 if raw:
     display(figures.alt.vconcat(
         figures.alt.hconcat(
-            section7.steps_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280,
-                                 y_domain=(0, 100)),
-            section7.steps_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280,
-                                 rule_y=0.3)),
+            figures.curve_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280, x="step",
+                                y_domain=(0, 100)),
+            figures.curve_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280, x="step",
+                                zero=True, rule_y=0.3)),
         figures.alt.hconcat(
-            section7.steps_chart(raw, "raw weight on token 1", "raw weight on token 1", log_y=True, width=280),
-            section7.steps_chart(raw, "raw weight on other keys", "raw weight on the other keys", log_y=True,
-                                 width=280)),
-        section7.steps_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", log_y=True, width=280)))
+            figures.curve_chart(raw, "raw weight on token 1", "raw weight on token 1", width=280, x="step",
+                                log_y=True),
+            figures.curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
+                                log_y=True)),
+        figures.curve_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", width=280, x="step",
+                            log_y=True)))
     if lr_.get("proxy"):
         display(Markdown(f"The live run's evaluations ({live_label}):"))
         display(figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else
                                     float(f"{v:.3g}") if isinstance(v, float) else v)
                                 for k, v in r.items() if k != "run"}
-                               for r in section7.raw_curve_rows(live.payload, live_label)]))
-        display(Markdown(figures.provenance_line(experiments.payloads_provenance([live.payload], loaded=False))))
+                               for r in curves.raw_curve_rows(live.payload, live_label)]))
+        display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
     display(Markdown("Every run with raw weights, at three moments (raw weights are means over heads and queries; "
                      "*others* = the other visible keys):"))
-    display(section7.transient_table(proxy_runs))
-    label, longest = max(proxy_runs, key=lambda lp: len(section7.raw_curve_rows(lp[1])))  # the live run if full
-    display(Markdown("Read in words, for one run: " + (section7.transient_text(longest, label) or "")))
+    display(tables.transient_table(proxy_runs))
+    label, longest = max(proxy_runs, key=lambda lp: len(curves.raw_curve_rows(lp[1])))  # the live run if full
+    display(Markdown("Read in words, for one run: " + (prose.transient_text(longest, label) or "")))
     stored_proxy = [p for label, p in proxy_runs if p is not live.payload]
     if stored_proxy:
-        display(Markdown(figures.provenance_line(experiments.payloads_provenance(stored_proxy, loaded=True))))
+        display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_proxy, loaded=True))))
 else:
     display(Markdown("No run of an operation without normalization with recorded raw weights is available "
                      f"(the live point `{live_point}` is normalized, and no stored sigmoid or elu run was found)."))
@@ -223,8 +224,7 @@ else:
 # %% tags=["hide-input"]
 display(figures.Table(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
                                   "ops_p_norm", "ops_scaled_more", "ops_kernels", "ops_1b"])))
-transients = {pt: section7.transient_note([p for p in mini.payloads if experiments.point_of(p) == pt])
-              for pt in PROXY_POINTS}
+transients = {pt: prose.transient_note(mini.by_point().get(pt, [])) for pt in PROXY_POINTS}
 display(Markdown("The proxy over training, in the stored miniature runs: " + "; ".join(
     f"{pt}: {t}" for pt, t in transients.items() if t) + "." if any(transients.values()) else
     "No stored miniature run of a proxy point has raw weights recorded."))

@@ -53,9 +53,11 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper
-from sinkpaper.book import experiments, figures, parameters, sections
+from sinkpaper.book import experiments, figures, parameters, tables
 from sinkpaper.book import packing_bos as pb
 from sinkpaper.lms import load_lm
+from sinkpaper.results import sweeps
+from sinkpaper.results.numbers import sig
 from sinkpaper.train.trainer import latest_checkpoint
 
 FAMILY = "configs/packing.yaml"
@@ -99,10 +101,10 @@ PAPER = {"causal": f"Gu et al. default: Sink_1 {paper.paper_value('default'):.2f
          "bos": "Barbero et al.: the BOS receives the sink (qualitative)",
          "doc_mask": "Barbero et al.: sink kept on the first token (qualitative)",
          "bos_doc_mask": "Barbero et al.: qualitative"}
-lm = sections.lm_sweep(FAMILY, profile, gpu_seeds)
+lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 if lm.payloads:
-    display(sections.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
-    display(sections.sweep_chart(lm.payloads, ORDER, 1, f"Real LM ({lm.profile} profile): Sink_1 per packing"))
+    display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
+    display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real LM ({lm.profile} profile): Sink_1 per packing"))
     display(Markdown(figures.provenance_line(lm.provenance())))
 if lm.missing.missing:
     display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours for the packing "
@@ -141,15 +143,14 @@ else:
 MINI_ORDER = ["recipe", "no_fixed_token", "fixed_pos2", "fixed_pos3"]
 MINI_CHANGES = {"recipe": "fixed BOS at position 1", "no_fixed_token": "no fixed token (the paper's packing)",
                 "fixed_pos2": "fixed token at position 2", "fixed_pos3": "fixed token at position 3"}
-mini = experiments.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
+mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
 if mini.payloads:
-    display(sections.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=MINI_CHANGES))
-    display(sections.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
-    display(Markdown(figures.provenance_line(experiments.payloads_provenance(mini.payloads, loaded=True))))
+    display(tables.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=MINI_CHANGES))
+    display(figures.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
-m = {(p, k): sections.mean_sink(mini.payloads, p, k) for p in MINI_ORDER for k in (1, 2, 3)}
-sig = sections.sig
+m = {(p, k): sweeps.mean_of(mini.payloads, p, f"Sink_{k}") for p in MINI_ORDER for k in (1, 2, 3)}
 display(Markdown(
     f"Measured (mean over seeds). Fixed BOS at 1: Sink_1 {sig(m['recipe', 1])} %. No fixed token: Sink_1 "
     f"{sig(m['no_fixed_token', 1])} %. Fixed token at 2: Sink_2 {sig(m['fixed_pos2', 2])} %, Sink_1 "
@@ -165,10 +166,7 @@ display(Markdown(
 # the same 63 targets, each predicted from the same text with or without the BOS in front.
 
 # %% tags=["hide-input"]
-overrides = None
-if live_steps is not None:
-    overrides = {"optim.steps": live_steps, "eval.every": min(100, live_steps), "run.checkpoint_every": live_steps}
-live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, overrides=overrides)
+live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, steps=live_steps)
 lr_ = live.payload["result"]
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": "recipe"}
 ablation = pb.run_bos_ablation(live.run_dir, n_samples=live_eval_samples, epsilon=epsilon)
@@ -176,7 +174,7 @@ display(figures.Table([{"run": "live recipe, seed 0", "steps": lr_["step"], "tok
                         "Sink_1 % (trainer's evaluation)": round(lr_["sink_k"]["1"], 1),
                         "alpha_1": round(lr_["alpha_1_mean"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
 display(figures.Table(pb.condition_rows(ablation, "live recipe")))
-display(sections.row(
+display(figures.row(
     pb.sink_by_position_chart(pb.sink_k_chart_rows(ablation, "miniature"), "live miniature: Sink_k with and without BOS"),
     *[figures.heatmap(c["alpha_1_matrix"], "head", "layer",
                       f"alpha_1 per head, BOS {'on' if c['bos'] else 'off'}", domain=(0, 1), width=160, height=60)

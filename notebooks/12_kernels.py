@@ -59,7 +59,7 @@ if not torch.cuda.is_available():
 from IPython.display import Markdown, display  # noqa: E402
 
 from sinkpaper import kernels, provenance  # noqa: E402
-from sinkpaper.book import figures  # noqa: E402
+from sinkpaper.book import figures, parameters  # noqa: E402
 from sinkpaper.book import kernel_checks as kc  # noqa: E402
 from sinkpaper.kernels import bench  # noqa: E402
 from sinkpaper.kernels import testing as kt  # noqa: E402
@@ -70,22 +70,10 @@ if profile not in PROFILES:
 if profile != "cpu" and not torch.cuda.is_available():
     raise ValueError(f"profile {profile!r} compiles the kernels for a CUDA GPU; none here: use profile='cpu'")
 device = "cuda" if torch.cuda.is_available() else "cpu"  # with CUDA the checks run compiled, at any profile
-
-
-def names(text, valid, what):
-    chosen = [x.strip() for x in str(text).split(",") if x.strip()]
-    bad = [x for x in chosen if x not in valid]
-    if bad:
-        raise ValueError(f"unknown {what} {bad}; valid: {', '.join(valid)}")
-    return chosen
-
-
-op_list = names(ops, kernels.OPS, "ops")
-mask_list = names(masks, kt.MASKS, "masks")
-sink_list = names(sinks, [s for s in kt.SINKS if s != "none"], "sinks")
-section_list = names(smoke_sections, bench.SECTIONS, "smoke_sections")
-if not op_list or not mask_list:
-    raise ValueError("ops and masks must each name at least one entry")
+op_list = parameters.listed(ops, "ops", kernels.OPS, empty=False)
+mask_list = parameters.listed(masks, "masks", kt.MASKS, empty=False)
+sink_list = parameters.listed(sinks, "sinks", [s for s in kt.SINKS if s != "none"])
+section_list = parameters.listed(smoke_sections, "smoke_sections", bench.SECTIONS)
 shape = tuple(check_shape) if check_shape is not None else (kt.CPU_SHAPE if device == "cpu" else kt.GPU_SHAPE)
 if len(shape) != 4 or not all(isinstance(x, int) and x >= 1 for x in shape) or shape[2] < 4:
     raise ValueError(f"check_shape must be [B, H, T, D] with positive ints and T >= 4, got {check_shape!r}")
@@ -152,22 +140,10 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "random SinkMod
 # and error ratios are ours / competitor (< 1: ours smaller). Goals are reported, not asserted.
 
 # %% tags=["hide-input"]
-
-
-def show_benchmark(result, path=None):
-    display(Markdown(figures.provenance_line(kc.bench_provenance(result, path))))
-    for title, rows in (("Causal softmax", kc.speed_rows(result)), ("Other operators", kc.ops_rows(result)),
-                        ("column_stats (α_k without the T x T map)", kc.column_stats_rows(result)),
-                        ("bf16 error against fp64", kc.accuracy_rows(result)), ("Goals", kc.goal_rows(result))):
-        if rows:
-            display(Markdown(f"**{title}**"))
-            display(figures.Table(rows))
-
-
 stored = kc.stored_benchmarks()
 for path, result in stored:
     display(Markdown(f"### Stored: `{path}`"))
-    show_benchmark(result, path)
+    kc.show_benchmark(result, path)
 if not stored:
     display(Markdown(
         f"**No stored benchmark**: `{kc.BENCH_DIR}/` holds no result. No GPU has run the benchmark for this "
@@ -190,13 +166,13 @@ if device == "cuda" and profile != "cpu" and run_benchmark:
     if save_benchmark:
         saved = kc.save_benchmark(live_bench)
         display(Markdown(f"Written to `{saved}`."))
-    show_benchmark(live_bench)
+    kc.show_benchmark(live_bench)
 elif device == "cpu" and section_list:
     live_bench = bench.run_kernel_bench("cpu", smoke=True, sections=tuple(section_list),
                                         argv=["bench", "kernels", "--smoke", "--only", *section_list])
     display(Markdown(f"Smoke run of section(s) {', '.join(section_list)} under the Triton interpreter — a code-path "
                      "check, **not a performance number**."))
-    show_benchmark(live_bench)
+    kc.show_benchmark(live_bench)
 else:
     display(Markdown("Nothing run now: " + ("the `cpu` profile on a GPU machine does not benchmark (use "
                                             "profile `gpu`)." if device == "cuda" else "`smoke_sections` is empty.")))

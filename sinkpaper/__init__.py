@@ -4,16 +4,18 @@ Layers, each depending only on the ones before it (tests/test_layers.py checks t
 circle exists):
   attention (reference operators, masks) and kernels (Triton, blocked CPU column statistics, kernels.testing:
   the checks against fp64) <- models (configurable LLaMA-style decoder)
-  <- metrics (sink rate, the uniform floor, massive activations, QK angles) / mechanism
+  <- metrics (sink rate, the uniform floor, massive activations, QK angles) / mechanism (the miniature's heads)
   <- lms, probes, streaming, long_context (any HF causal LM; hf_attention is the one place that overrides
      transformers' attention)
   <- data (token files, packing, the offline corpus by job) + train (trainer, sweeps, the results store,
      train.run: open a run directory)
-  <- results (stored runs as typed records, generated README blocks)
+  <- results (stored runs as typed records, generated README blocks; results.sweeps: a family's stored sweep,
+     the real-LM sweep a chapter reads or trains, the one metric vocabulary and the summaries over seeds;
+     results.curves: a run over training; results.numbers: the formatter set)
   <- paper (the paper's numbers typed once, its claims and their rules; the listing reads chapter records and
      the results store)
   <- cli (`python -m sinkpaper ...`: parses and dispatches) and book (presentation: the only place altair and
-     ipywidgets are imported).
+     ipywidgets are imported; figures, tables, points, prose, the runner, the explorer and widgets).
 
 The version comes from git through setuptools-scm, which writes sinkpaper/_version.py when the package is built
 or installed (an untagged commit reads like 0.1.1.devN+g<commit>). A checkout that was never installed has no

@@ -3,10 +3,13 @@ that must copy the token before a trigger has nothing to do at every other posit
 attention on the fixed first token; the first token's value is small, so parking changes nothing.
 
 `trigger_attention` measures this for every (layer, head) of a trained `SinkModel`; `head_rows` is the same
-numbers as one table row per head, and `attention_by_key` shows where the ordinary queries park.
+numbers as one table row per head, and `attention_by_key` shows where the ordinary queries park. For one
+head on one held-out sequence: its map (`head_map`), the cells a copy must look at (`trigger_cells`) and a
+sequence with enough triggers to show them (`pick_sequence`).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -74,3 +77,24 @@ def attention_by_key(model, input_ids: torch.Tensor, n_triggers: int, n_keys: in
                 row[f"to position {k + 1}"] = round(float(a[:, head, :, k][q].mean()), digits)
             rows.append(row)
     return rows
+
+
+# ---------------------------------------------------------------------------------- one head, one sequence
+@torch.no_grad()
+def head_map(model, input_ids: torch.Tensor, layer: int, head: int) -> np.ndarray:
+    """[T, T] attention map of one head on one sequence (input_ids [T] or [1, T])."""
+    ids = input_ids.reshape(1, -1)
+    return model.trace(ids).attentions[layer][0, head].float().numpy()
+
+
+def trigger_cells(input_ids: torch.Tensor, n_triggers: int) -> list[tuple[int, int]]:
+    """(query, key) = (t, t-1) for every trigger query t >= 1 (0-based) of one sequence: where a copy looks."""
+    ids = input_ids.reshape(-1).tolist()
+    return [(t, t - 1) for t in range(1, len(ids)) if ids[t] < n_triggers]
+
+
+def pick_sequence(input_ids: torch.Tensor, n_triggers: int, want: int = 3) -> int:
+    """Index of the first held-out sequence with at least ``want`` trigger queries (else the one with most)."""
+    counts = (input_ids[:, 1:] < n_triggers).sum(1)
+    hits = (counts >= want).nonzero().flatten()
+    return int(hits[0]) if len(hits) else int(counts.argmax())

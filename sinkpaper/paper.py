@@ -1113,40 +1113,12 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
     return None, "missing"
 
 
-def uniform_alpha_1(config: Mapping) -> float:
-    """alpha_1 of a head that attends uniformly to what each query may see, under a stored run's mask."""
-    from .metrics import uniform_alpha
-
-    m, d = config["model"], config["data"]
-    window = m.get("window") if m.get("mask") == "window" else None
-    return float(uniform_alpha(config["eval"]["seq_len"], window=window, prefix=d.get("prefix_lm"))[0])
-
-
-def payload_metric(payload: Mapping, metric: str) -> float | None:
-    """One metric of a stored run: "Sink_k", "Sink*", "alpha_1", "first Sink_1" (the first evaluation's),
-    "prefix length" (its config's prefix_lm) or "excess alpha_1" ((alpha_1 - u) / (1 - u), u the uniform floor under the run's mask)."""
-    r = payload["result"]
-    if metric.startswith("Sink_"):
-        return r["sink_k"].get(metric[5:])
-    if metric == "Sink*":
-        return r.get("sink_star")
-    if metric == "alpha_1":
-        return r["alpha_1_mean"]
-    if metric == "first Sink_1":
-        first = next((c for c in payload.get("curve", []) if "sink_k" in c), None)
-        return None if first is None else first["sink_k"]["1"]
-    if metric == "prefix length":
-        return payload["config"]["data"].get("prefix_lm")
-    if metric == "excess alpha_1":
-        u = uniform_alpha_1(payload["config"])
-        return (r["alpha_1_mean"] - u) / (1 - u)
-    raise ValueError(f"unknown metric {metric!r}")
-
-
 PROFILE_OF = {"real text (CPU)": "text", "miniature": "cpu"}
 
 
 def _store_result(m: Runs, profile: str, store: str) -> dict:
+    from .results.sweeps import metric_of   # the one metric vocabulary over a stored run
+
     values: dict[str, float | None] = {}
     status, prov, stale = "found", [], []
     for label, spec in m.points.items():
@@ -1158,7 +1130,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             if st == STALE:
                 stale.append(f"{point} seed {seed}")
             elif payload is not None:
-                v = payload_metric(payload, metric)
+                v = metric_of(payload, metric)
                 if v is not None:
                     got.append(float(v))
                 prov.append(payload["hash"])
@@ -1224,7 +1196,9 @@ def listing(directory: str | os.PathLike | None = None, store: str = STORE) -> l
 
 # ----------------------------------------------------------------------------------------- for people
 def fmt_values(values: Mapping[str, float | None], digits: int = 2) -> str:
-    return ", ".join(f"{k} {'—' if v is None else f'{v:.{digits}f}'}" for k, v in values.items()) or "—"
+    from .results.numbers import MISSING, fmt
+
+    return ", ".join(f"{k} {fmt(v, digits, '')}" for k, v in values.items()) or MISSING
 
 
 def verdict_text(res: Mapping) -> str:

@@ -1,50 +1,51 @@
-"""The chapters' training helpers (sinkpaper.book.experiments). The scorecard's data moved to sinkpaper.paper
-(tests/test_paper.py)."""
+"""The chapters' sweep reading (sinkpaper.results.sweeps, .curves) and training helpers
+(sinkpaper.book.experiments). The scorecard's data moved to sinkpaper.paper (tests/test_paper.py)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from sinkpaper.book import experiments, sections
+from sinkpaper.book import experiments, tables
+from sinkpaper.results import curves, sweeps
 from sinkpaper.train import open_run
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_stored_sweep_reads_the_committed_miniature_runs():
-    sw = experiments.stored_sweep(str(REPO / "configs/miniature.yaml"), "cpu", points=["recipe", "wd_5"],
+    sw = sweeps.stored_sweep(str(REPO / "configs/miniature.yaml"), "cpu", points=["recipe", "wd_5"],
                                   seeds=(0, 1, 2), store=str(REPO / "results/store"))
     assert not sw.missing and len(sw.payloads) == 6
-    assert {experiments.point_of(p) for p in sw.payloads} == {"recipe", "wd_5"}
-    mean, lo, hi = experiments.sink_at(sw.payloads, "recipe")
-    assert lo <= mean <= hi
-    table = sections.points_table(sw.payloads, ["wd_5", "recipe"], paper={"recipe": "p"}, held_out=True)
+    assert {sweeps.point_of(p) for p in sw.payloads} == {"recipe", "wd_5"}
+    s = sweeps.spread(sweeps.values_of(sw.payloads, "recipe"))
+    assert s["n"] == 3 and s["min"] <= s["mean"] <= s["max"]
+    table = tables.points_table(sw.payloads, ["wd_5", "recipe"], paper={"recipe": "p"}, held_out=True)
     assert [r["point"] for r in table.rows] == ["wd_5", "recipe"] and table.rows[1]["paper"] == "p"
-    prov = experiments.payloads_provenance(sw.payloads, loaded=True)
+    prov = sweeps.payloads_provenance(sw.payloads, loaded=True)
     assert prov["runs"] == 6 and prov["computed_now"] is False and prov["loaded_from"] == "results/store"
-    rows = experiments.curve_rows(sw.payloads[0])
+    rows = curves.curve_rows(sw.payloads[0])
     assert rows and all({"step", "tokens", "Sink_1 %", "alpha_1"} <= set(r) for r in rows)
 
 
 def test_stored_sweep_says_what_is_missing(tmp_path):
-    sw = experiments.stored_sweep(str(REPO / "configs/optimization.yaml"), "gpu", points=["default", "lr_x2"],
+    sw = sweeps.stored_sweep(str(REPO / "configs/optimization.yaml"), "gpu", points=["default", "lr_x2"],
                                   store=str(tmp_path))
     assert sw.payloads == [] and sw.missing == [("default", 0), ("lr_x2", 0)]
     text = sw.missing_text()
     assert "Not in the results store" in text and "--profile gpu" in text and "default, lr_x2" in text
     with pytest.raises(ValueError, match="unknown sweep point"):
-        experiments.stored_sweep(str(REPO / "configs/optimization.yaml"), "gpu", points=["nope"])
+        sweeps.stored_sweep(str(REPO / "configs/optimization.yaml"), "gpu", points=["nope"])
 
 
 def test_live_run_and_load_model_roundtrip(tmp_path):
     """A live run's payload has the store's shape, and its saved weights reload into the same model."""
     import torch
 
-    run = experiments.live_run(str(REPO / "configs/miniature.yaml"), "cpu", "recipe", seed=0,
-                               overrides={"optim.steps": 6, "optim.warmup": 2, "eval.every": 6,
-                                          "eval.n_samples": 4, "run.checkpoint_every": 6},
-                               out_root=str(tmp_path))
+    assert experiments.steps_overrides(None) == {}
+    assert experiments.steps_overrides(300) == {"optim.steps": 300, "eval.every": 100, "run.checkpoint_every": 300}
+    run = experiments.live_run(str(REPO / "configs/miniature.yaml"), "cpu", "recipe", seed=0, steps=6,
+                               overrides={"optim.warmup": 2, "eval.n_samples": 4}, out_root=str(tmp_path))
     p = run.payload
     assert p["result"]["step"] == 6 and p["result"]["provenance"]["source_of_numbers"] == "computed now"
     assert p["curve"] and p["name"] == "miniature/recipe"

@@ -232,6 +232,12 @@ def test_stored_benchmarks_and_their_tables(tmp_path):
         kc.stored_benchmarks(tmp_path / "kernels")
     assert kc.bench_command("results/kernels/h100.json").startswith("mkdir -p results/kernels && python -m")
     assert kc.device_slug("  ") == "device"
+    # what the chapter shows of it: the provenance line, then a title and a table per part that has rows
+    items = kc.benchmark_items(result, found[0][0])
+    assert "NVIDIA H100 80GB HBM3" in items[0].data and "**loaded**" in items[0].data
+    titles = [i.data for i in items[1::2]]
+    assert titles == [f"**{t}**" for t, rows_of in kc.BENCHMARK_TABLES if rows_of(result)] and len(titles) == 5
+    assert [i.rows for i in items[2::2]] == [rows_of(result) for _, rows_of in kc.BENCHMARK_TABLES]
 
 
 @needs_kernels

@@ -46,3 +46,12 @@ def test_profiles():
 def test_a_parameter_without_a_rule_is_the_chapters_mistake():
     with pytest.raises(TypeError, match="no rule for 'colour'"):
         parameters.check("cpu", colour="red")
+
+
+def test_a_listed_parameter_is_split_and_each_entry_checked():
+    assert parameters.listed(" softmax, sigmoid ,", "ops", ("softmax", "sigmoid", "relu")) == ["softmax", "sigmoid"]
+    assert parameters.listed("", "sinks", ("kv_bias",)) == [] and parameters.listed("a,b", "models") == ["a", "b"]
+    with pytest.raises(ValueError, match=r"unknown ops \['nope'\]; valid: softmax, sigmoid"):
+        parameters.listed("softmax,nope", "ops", ("softmax", "sigmoid"))
+    with pytest.raises(ValueError, match="masks must name at least one entry; valid: causal, window"):
+        parameters.listed(" , ", "masks", ("causal", "window"), empty=False)

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("altair")
 from sinkpaper import paper  # noqa: E402
-from sinkpaper.book import realtext, sections  # noqa: E402
-from sinkpaper.book.experiments import StoredSweep  # noqa: E402
+from sinkpaper.book import realtext  # noqa: E402
+from sinkpaper.results.sweeps import LMSweep, StoredSweep  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,8 +35,8 @@ def _as(p: dict, point: str, seed: int, sink_1: float, val_loss: float) -> dict:
 def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_point():
     base = _stored_text_run()
     ps = [_as(base, "default", 0, 20.0, 5.2), _as(base, "default", 1, 40.0, 5.0), _as(base, "lr_x2", 0, 60.0, 5.3)]
-    lm = sections.LMSweep("configs/optimization.yaml", "text", ps,
-                          StoredSweep("configs/optimization.yaml", "text", missing=[("lr_x0.5", 0)]))
+    lm = LMSweep("configs/optimization.yaml", "text", ps,
+                 StoredSweep("configs/optimization.yaml", "text", missing=[("lr_x0.5", 0)]))
     PAPER = {p: paper.paper_text(p) for p in ("default", "lr_x2")}   # the registry's numbers, not retyped here
     out = realtext.section(lm, ["lr_x2", "default", "lr_x0.5"], paper=PAPER,
                            curves=["default"], maps=["default", "absent"])
@@ -58,7 +58,7 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
 
 
 def test_section_without_runs_only_says_what_is_missing():
-    lm = sections.LMSweep("configs/optimization.yaml", "text", [],
-                          StoredSweep("configs/optimization.yaml", "text", missing=[("default", 0)]))
+    lm = LMSweep("configs/optimization.yaml", "text", [],
+                 StoredSweep("configs/optimization.yaml", "text", missing=[("default", 0)]))
     out = realtext.section(lm, ["default"])
     assert len(out) == 1 and "python -m sinkpaper sweep" in out[0].data

@@ -1,12 +1,15 @@
-"""The Section-7 chapters' helpers (sinkpaper.book.section7): its points are the configs' and read the paper's
-numbers from sinkpaper.paper, the tables (Sink* next to Sink_1, proxy marks), and the raw-weight reading of a proxy run."""
+"""What the Section-7 chapters show (formerly sinkpaper.book.section7): the points (sinkpaper.book.points) are the
+configs' and read the paper's numbers from sinkpaper.paper, the per-point table puts Sink* next to Sink_1 and marks
+the proxy (sinkpaper.book.tables), and the raw-weight reading of a proxy run (sinkpaper.results.curves,
+sinkpaper.book.prose)."""
 from __future__ import annotations
 
 import pytest
 
 pytest.importorskip("altair")
 from sinkpaper import paper  # noqa: E402
-from sinkpaper.book import section7  # noqa: E402
+from sinkpaper.book import figures, points, prose, tables  # noqa: E402
+from sinkpaper.results import curves, sweeps  # noqa: E402
 from sinkpaper.train.config import sweep_points  # noqa: E402
 
 
@@ -21,14 +24,14 @@ def payload(point, seed, sink_1, *, sink_star=None, alpha_1=0.1, proxy=False, cu
             "curve": curve or []}
 
 
-@pytest.mark.parametrize("config, points", [("configs/architecture.yaml", section7.ARCHITECTURE),
-                                            ("configs/biases.yaml", section7.BIASES),
-                                            ("configs/attention.yaml", section7.ATTENTION)])
-def test_points_are_the_sweep_points_and_read_the_registry(config, points):
-    assert [p.name for p in points] == sweep_points(config)
-    assert section7.by_name(section7.BIASES)["sink_token"].paper == "Sink* 74.12, Sink_1 0.00"
-    assert section7.by_name(section7.ATTENTION)["elu_norm"].paper == "—"       # ours; the paper could not train it
-    for p in section7.ARCHITECTURE_NOT_RUN + section7.BIASES_NOT_RUN + section7.ATTENTION_NOT_RUN:
+@pytest.mark.parametrize("config, family", [("configs/architecture.yaml", points.ARCHITECTURE),
+                                            ("configs/biases.yaml", points.BIASES),
+                                            ("configs/attention.yaml", points.ATTENTION)])
+def test_points_are_the_sweep_points_and_read_the_registry(config, family):
+    assert [p.name for p in family] == sweep_points(config)
+    assert points.by_name(points.BIASES)["sink_token"].paper == "Sink* 74.12, Sink_1 0.00"
+    assert points.by_name(points.ATTENTION)["elu_norm"].paper == "—"       # ours; the paper could not train it
+    for p in points.ARCHITECTURE_NOT_RUN + points.BIASES_NOT_RUN + points.ATTENTION_NOT_RUN:
         assert p.paper != "—", p.name                                          # every not-run row has its number
 
 
@@ -41,17 +44,18 @@ def test_point_table_puts_sink_star_next_to_sink_1():
     ps = [payload("recipe", 0, 100.0, alpha_1=0.9), payload("recipe", 1, 100.0, alpha_1=0.95),
           payload("sink_token", 0, 100.0, sink_star=100.0, alpha_1=0.5),
           payload("sink_token", 1, 50.0, sink_star=75.0, alpha_1=0.4)]
-    t = section7.point_table(ps, section7.BIASES, names={"none": "recipe"})
+    t = tables.points_table(ps, points.BIASES, names={"none": "recipe"}, paper=True, held_out=True)
     assert [r["point"] for r in t.rows] == ["recipe", "sink_token"]          # points without runs are left out
     row = t.rows[1]
     assert row["Sink_1 %"] == "75.0 [50.0, 100.0]" and row["Sink* % (bias position)"] == "87.5 [75.0, 100.0]"
-    assert row["seeds"] == "0,1" and row["alpha_1"] == 0.45 and row["the paper (%)"].startswith("Sink* 74.12")
+    assert row["seeds"] == "0,1" and row["alpha_1"] == 0.45 and row["paper"].startswith("Sink* 74.12")
     assert t.rows[0]["Sink* % (bias position)"] == "—"
-    assert section7.mean_of(ps, "sink_token", "sink_star") == 87.5 and section7.mean_of(ps, "v_bias") is None
+    assert sweeps.mean_of(ps, "sink_token", "Sink*") == 87.5 and sweeps.mean_of(ps, "v_bias") is None
 
 
 def test_point_table_marks_the_proxy():
-    t = section7.point_table([payload("sigmoid", 0, 0.0, proxy=True, family="attention")], section7.ATTENTION)
+    t = tables.points_table([payload("sigmoid", 0, 0.0, proxy=True, family="attention")], points.ATTENTION,
+                            paper=True, held_out=True)
     assert t.rows[0]["Sink_1 %"] == "0.0*" and "Sink* % (bias position)" not in t.columns
 
 
@@ -67,22 +71,22 @@ SIGMOID_CURVE = [{"step": 50, "tokens": 500, "loss": 3.3},                     #
 
 def test_raw_rows_and_the_transient():
     p = payload("sigmoid", 0, 0.0, proxy=True, curve=SIGMOID_CURVE, family="miniature")
-    rows = section7.raw_curve_rows(p)
+    rows = curves.raw_curve_rows(p)
     assert [r["step"] for r in rows] == [100, 300, 500, 1500] and rows[0]["run"] == "sigmoid"
-    t = section7.transient(p)
+    t = curves.transient(p)
     assert (t["first"]["step"], t["peak"]["step"], t["final"]["step"]) == (100, 300, 1500)
-    text = section7.transient_text(p, "seed 0")
+    text = prose.transient_text(p, "seed 0")
     assert "peaks at step 300" in text and "**real** sink" in text and "attend to almost nothing" in text
     # the proxy high while every raw weight is tiny: not a sink in the raw weights
     flat = [_eval(100, 0.0, 0.075, 0.5, 0.5, 16.2), _eval(300, 60.0, 0.4, 0.002, 0.001, 0.05)]
-    text = section7.transient_text(payload("elu", 0, 0.0, proxy=True, curve=flat), "elu")
+    text = prose.transient_text(payload("elu", 0, 0.0, proxy=True, curve=flat), "elu")
     assert "only relative to the other keys" in text
-    assert section7.transient(payload("softmax", 0, 10.0, curve=[{"step": 1, "tokens": 1, "sink_k": {"1": 0}}])) is None
-    note = section7.transient_note([p, payload("elu", 0, 0.0, proxy=True, curve=flat)])
+    assert curves.transient(payload("softmax", 0, 10.0, curve=[{"step": 1, "tokens": 1, "sink_k": {"1": 0}}])) is None
+    note = prose.transient_note([p, payload("elu", 0, 0.0, proxy=True, curve=flat)])
     assert note == ("in 2 of 2 run(s) the proxy peaked early at Sink*_1 60-99 % (step 300; raw weight on token 1 "
                     "then 0.00-0.98); at the end it reads 0-60 %")
-    assert section7.transient_note([payload("softmax", 0, 10.0)]) == ""
-    t = section7.transient_table([("s0", p), ("softmax", payload("softmax", 0, 10.0))])
+    assert prose.transient_note([payload("softmax", 0, 10.0)]) == ""
+    t = tables.transient_table([("s0", p), ("softmax", payload("softmax", 0, 10.0))])
     assert len(t.rows) == 1 and t.rows[0]["proxy peak: step"] == 300
     assert t.rows[0]["at peak: token 1 / others"] == "0.98 / 0.036"
 
@@ -90,22 +94,22 @@ def test_raw_rows_and_the_transient():
 def test_curves_and_charts_build():
     curve = [{"step": s, "tokens": s, "sink_k": {"1": 0.0}, "sink_star": 100.0, "alpha_1_mean": 0.0} for s in (1, 2)]
     ps = [payload("k_bias", 0, 0.0, sink_star=100.0, curve=curve), payload("recipe", 0, 100.0)]
-    rows = section7.bias_curve_rows(ps[0], "live")
+    rows = curves.curve_rows(ps[0], "live", ("Sink_1", "Sink*", "alpha_1"))
     assert rows[0] == {"run": "live", "step": 1, "tokens": 1, "Sink_1 %": 0.0, "Sink* %": 100.0, "alpha_1": 0.0}
-    section7.steps_chart(rows, "Sink* %", "t", rule_y=30).to_dict()
-    raw = section7.raw_curve_rows(payload("sigmoid", 0, 0.0, proxy=True, curve=SIGMOID_CURVE))
-    spec = section7.steps_chart(raw, "raw weight on token 1", "t", log_y=True).to_dict()
+    figures.curve_chart(rows, "Sink* %", "t", x="step", zero=True, rule_y=30).to_dict()
+    raw = curves.raw_curve_rows(payload("sigmoid", 0, 0.0, proxy=True, curve=SIGMOID_CURVE))
+    spec = figures.curve_chart(raw, "raw weight on token 1", "t", x="step", log_y=True).to_dict()
     assert spec["encoding"]["y"]["scale"]["type"] == "log"
-    spec = section7.steps_chart(raw, "proxy Sink*_1 %", "t", y_domain=(0, 100)).to_dict()
+    spec = figures.curve_chart(raw, "proxy Sink*_1 %", "t", x="step", y_domain=(0, 100)).to_dict()
     assert spec["encoding"]["y"]["scale"]["domain"] == [0, 100]
-    section7.bias_chart(ps, ["recipe", "k_bias"], title="t").to_dict()
-    assert len(section7.long_rows(raw, ["raw weight on token 1", "raw row sum"])) == 2 * len(raw)
-    assert "1 layers" in section7.setting_text(ps) and section7.setting_text([]) == "no run"
+    figures.sweep_chart(ps, ["recipe", "k_bias"], title="t", value=("Sink*", "Sink_1")).to_dict()
+    assert len(figures.long_rows(raw, ["raw weight on token 1", "raw row sum"])) == 2 * len(raw)
+    assert "1 layers" in prose.setting_text(ps) and prose.setting_text([]) == "no run"
 
 
 def test_live_vs_stored():
     live = payload("k_bias", 0, 0.0, sink_star=100.0, alpha_1=0.001)
-    assert "reproduces it" in section7.live_vs_stored(live, [dict(live)])
+    assert "reproduces it" in prose.live_vs_stored(live, [dict(live)])
     other = payload("k_bias", 0, 0.0, sink_star=50.0, alpha_1=0.001)
-    assert "**differs**" in section7.live_vs_stored(live, [other])
-    assert section7.live_vs_stored(live, [payload("k_bias", 1, 0.0)]) is None
+    assert "**differs**" in prose.live_vs_stored(live, [other])
+    assert prose.live_vs_stored(live, [payload("k_bias", 1, 0.0)]) is None

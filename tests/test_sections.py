@@ -1,5 +1,6 @@
-"""The helpers of the Sections 4-6 chapters (sinkpaper.book.sections): the metric's uniform floor under masks,
-tables and charts of (synthetic) stored payloads, and the per-head mechanism."""
+"""What the Sections 4-6 chapters read and draw (formerly sinkpaper.book.sections, now sinkpaper.results.sweeps /
+.curves / .numbers, sinkpaper.book.tables / .figures, sinkpaper.mechanism): the metric's uniform floor under
+masks, summaries over seeds, tables and charts of (synthetic) stored payloads, and the per-head mechanism."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,9 @@ import pytest
 import torch
 
 pytest.importorskip("altair")
-from sinkpaper.book import sections  # noqa: E402
+from sinkpaper import mechanism, metrics  # noqa: E402
+from sinkpaper.book import figures, tables  # noqa: E402
+from sinkpaper.results import curves, numbers, sweeps  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,69 +34,69 @@ def curve(sinks):
 
 
 def test_uniform_floor_matches_the_closed_forms():
-    causal = sections.uniform_alpha(64)
+    causal = metrics.uniform_alpha(64)
     assert causal[0] == pytest.approx(sum(1 / t for t in range(1, 65)) / 64)          # H_64 / 64 = 0.074
     assert causal[-1] == pytest.approx(1 / 64)
-    w4 = sections.uniform_alpha(64, window=4)
+    w4 = metrics.uniform_alpha(64, window=4)
     assert w4[0] == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)                      # H_4 / 4 = 0.52 > eps
     assert w4[10] == pytest.approx(1 / 4)                                              # full windows: 1/w
-    p4 = sections.uniform_alpha(64, prefix=4)
+    p4 = metrics.uniform_alpha(64, prefix=4)
     assert p4[0] == pytest.approx(p4[3])                                               # the prefix is symmetric
-    assert sections.excess_alpha(w4[0], w4[0]) == 0 and sections.excess_alpha(1.0, 0.3) == 1
+    assert metrics.excess_alpha(w4[0], w4[0]) == 0 and metrics.excess_alpha(1.0, 0.3) == 1
 
 
 def test_means():
     ps = [payload("fixed_pos2", s, {2: 100, 1: 0}, 0.03) for s in (0, 1)]
     ps += [payload("fixed_pos3", 0, {}, 0.07)]
-    assert sections.mean_sink(ps, "fixed_pos2", 2) == 100 and sections.mean_sink(ps, "nope") is None
-    assert sections.mean_alpha_1(ps, "fixed_pos2") == pytest.approx(0.03)
+    assert sweeps.mean_of(ps, "fixed_pos2", "Sink_2") == 100 and sweeps.mean_of(ps, "nope") is None
+    assert sweeps.mean_of(ps, "fixed_pos2", "alpha_1") == pytest.approx(0.03)
 
 
 def test_tables_and_charts_from_payloads():
     ps = [payload("recipe", s, {1: 100}, 0.9, curve([0, 50, 100])) for s in (0, 1, 2)]
     ps += [payload("window_4", 0, {1: 100, 2: 80}, 0.53, curve([100, 100]), mask="window", window=4)]
-    t = sections.points_table(ps, ["window_4", "recipe", "missing"], ks=(1, 2), uniform=True, paper={"recipe": "41"})
+    t = tables.points_table(ps, ["window_4", "recipe", "missing"], ks=(1, 2), uniform=True, paper={"recipe": "41"})
     assert [r["point"] for r in t.rows] == ["window_4", "recipe"]
     w4 = t.rows[0]
     assert w4["uniform alpha_1"] == pytest.approx(0.521, abs=1e-3) and w4["excess"] < 0.05
     assert t.rows[1]["Sink_1 %"] == "100.0 [100.0, 100.0]" and t.rows[1]["paper"] == "41"
-    e = sections.emergence_table(ps, ["recipe"]).rows
+    e = tables.emergence_table(ps, ["recipe"]).rows
     assert len(e) == 3 and e[0]["first step with Sink_k >= 50 %"] == 200 and e[0]["tokens seen then"] == 2000
-    for chart in (sections.sweep_chart(ps, ["recipe", "window_4"]),
-                  sections.sweep_chart(ps, ["recipe"], value="alpha_1"),
-                  sections.position_profile_chart(ps, ["recipe", "window_4"], "where"),
-                  sections.curve_chart(sections.sink_curve_rows(ps[0], "seed 0", 1), "Sink_1 %", "c", dashed=["x"]),
-                  sections.row(sections.sweep_chart(ps, ["recipe"]), sections.sweep_chart(ps, ["window_4"]))):
+    for chart in (figures.sweep_chart(ps, ["recipe", "window_4"]),
+                  figures.sweep_chart(ps, ["recipe"], value="alpha_1"),
+                  figures.position_profile_chart(ps, ["recipe", "window_4"], "where"),
+                  figures.curve_chart(curves.curve_rows(ps[0], "seed 0", ("Sink_1",)), "Sink_1 %", "c", dashed=["x"]),
+                  figures.row(figures.sweep_chart(ps, ["recipe"]), figures.sweep_chart(ps, ["window_4"]))):
         assert chart.to_dict()
-    labels, charts = sections.alpha_grid_steps(ps[0]["curve"])
+    labels, charts = figures.alpha_grid_steps(ps[0]["curve"])
     assert labels == ["step 100", "step 200", "step 300"] and len(charts) == 3
-    assert sections.span([0.1, 0.1]) == "0.10" and sections.span([0.2, 0.1]) == "0.10-0.20"
-    assert sections.sig(None) == "—"
+    assert numbers.span([0.1, 0.1]) == "0.10" and numbers.span([0.2, 0.1]) == "0.10-0.20"
+    assert numbers.sig(None) == "—"
 
 
 def test_charts_with_nothing_to_draw_say_so_instead_of_an_empty_data_set():
     # vega-lite gives an empty data set an infinite domain: console errors and a broken SVG on the page (CI
     # caught it on 06_loss once the first text-profile runs, none of them a charted point, were stored)
     ps = [payload("recipe", 0, {1: 100}, 0.9, curve([0, 50, 100]))]
-    for chart in (sections.sweep_chart(ps, ["wd_0"], title="t"),
-                  sections.position_profile_chart(ps, ["wd_0", "prefix_5"], "t"),
-                  sections.curve_chart([{"run": "r", "tokens": 0, "step": 0, "Sink_1 %": None}], "Sink_1 %", "t")):
+    for chart in (figures.sweep_chart(ps, ["wd_0"], title="t"),
+                  figures.sweep_chart(ps, ["wd_0"], title="t", value=("Sink*", "Sink_1")),
+                  figures.position_profile_chart(ps, ["wd_0", "prefix_5"], "t"),
+                  figures.curve_chart([{"run": "r", "tokens": 0, "step": 0, "Sink_1 %": None}], "Sink_1 %", "t")):
         spec = chart.to_dict()
         values = spec["data"]["values"]
         assert len(values) == 1 and "no " in values[0]["message"] and spec["mark"]["type"] == "text"
-    assert "wd_0, prefix_5" in sections.position_profile_chart(ps, ["wd_0", "prefix_5"], "t").to_dict()["data"]["values"][0]["message"]
+    assert "wd_0, prefix_5" in figures.position_profile_chart(ps, ["wd_0", "prefix_5"], "t").to_dict()["data"]["values"][0]["message"]
 
 
 def test_lm_sweep_at_cpu_reads_the_text_profile_and_says_what_is_missing(tmp_path):
-    lm = sections.lm_sweep(str(REPO / "configs/optimization.yaml"), "cpu", (0,), points=["default"],
+    lm = sweeps.lm_sweep(str(REPO / "configs/optimization.yaml"), "cpu", (0,), points=["default"],
                            store=str(tmp_path))
     # at cpu the text sweep's seeds are read, whatever gpu_seeds says
-    assert lm.profile == "text" and lm.payloads == [] and lm.missing.missing == [("default", s) for s in sections.TEXT_SEEDS]
+    assert lm.profile == "text" and lm.payloads == [] and lm.missing.missing == [("default", s) for s in sweeps.TEXT_SEEDS]
     assert "Not in the results store" in lm.missing_text() and "`text`" in lm.missing_text()  # the profile exists; its runs do not
 
 
 def test_mechanism_helpers_on_a_small_model():
-    from sinkpaper import mechanism
     from sinkpaper.data.packing import Packing
     from sinkpaper.data.sources import bigram_backcopy
     from sinkpaper.models import ModelConfig, SinkModel
@@ -108,9 +111,113 @@ def test_mechanism_helpers_on_a_small_model():
     assert all(0 <= r["to previous token from other queries"] <= 1 for r in rows)
     park = mechanism.attention_by_key(model, ids, 3, n_keys=4)
     assert len(park) == 4 and all(0 <= r["to position 4"] <= 1 for r in park)
-    i = sections.pick_sequence(ids, 3, want=1)
-    cells = sections.trigger_cells(ids[i], 3)
+    i = mechanism.pick_sequence(ids, 3, want=1)
+    cells = mechanism.trigger_cells(ids[i], 3)
     assert cells and all(q - k == 1 and int(ids[i, q]) < 3 for q, k in cells)
-    amap = sections.head_map(model, ids[i], 1, 0)
+    amap = mechanism.head_map(model, ids[i], 1, 0)
     assert amap.shape == (32, 32) and np.allclose(amap.sum(-1), 1, atol=1e-5)
-    assert sections.attention_map_chart(amap, cells, "map").to_dict()
+    assert figures.attention_map_chart(amap, cells, "map").to_dict()
+
+
+def test_one_metric_vocabulary_and_the_summaries_over_seeds():
+    ps = [payload("prefix_4", s, {1: 40 + 10 * s, 3: 90 - s}, 0.5 + 0.1 * s, prefix=4) for s in (0, 1, 2)]
+    ps[0]["result"]["sink_star"] = 12.5
+    # every name reads the payload's own field; the statistics are the plain formulas
+    assert sweeps.values_of(ps, "prefix_4", "Sink_1") == [40.0, 50.0, 60.0]
+    assert sweeps.values_of(ps, "prefix_4", "Sink*") == [12.5]                   # runs without one are left out
+    assert sweeps.mean_of(ps, "prefix_4", "loss") == 3.1 and sweeps.mean_of(ps, "prefix_4", "val_loss") is None
+    assert sweeps.spread([1.0, 2.0, 6.0]) == {"mean": 3.0, "min": 1.0, "max": 6.0, "n": 3}
+    u = float(metrics.uniform_alpha(64, prefix=4)[0])
+    assert sweeps.uniform_floor(ps[0]["config"]) == u
+    assert sweeps.mean_of(ps, "prefix_4", "excess alpha_1") == pytest.approx((0.6 - u) / (1 - u))
+    assert sweeps.metric_of(ps[0], "prefix length") == 4 and sweeps.metric_of(ps[0], "first Sink_1") is None
+    with pytest.raises(ValueError, match="unknown metric 'Sink star'; valid: Sink_k"):
+        sweeps.metric_of(ps[0], "Sink star")
+    # where the sink sits: the largest mean Sink_k, the smallest k on a tie; (None, None) without runs
+    assert sweeps.peak_position(ps, "prefix_4") == (3, 89.0)
+    assert sweeps.peak_position([payload("flat", 0, {}, 0.1)], "flat") == (1, 0.0)
+    assert sweeps.peak_position(ps, "nope") == (None, None)
+
+
+def test_when_the_sink_emerged_per_seed():
+    from sinkpaper.book import prose
+
+    ps = [payload("recipe", 0, {1: 100}, 0.9, curve([0, 60, 100])), payload("recipe", 1, {1: 100}, 0.9, curve([70])),
+          payload("recipe", 2, {1: 0}, 0.1, curve([0, 10]))]
+    assert curves.first_reaching(ps[0]["curve"]) == {"step": 200, "tokens": 2000}
+    assert curves.first_reaching(ps[2]["curve"]) is None
+    assert curves.reaching_steps(ps, "recipe") == [200, 100]
+    assert prose.first_reached(ps, "recipe") == "at step 100-200" and prose.first_reached(ps, "nope") == "in no seed"
+
+
+def test_the_formatters():
+    assert numbers.fmt(87.54) == "87.5 %" and numbers.fmt(0.1234, 3, "") == "0.123" and numbers.fmt(None) == "—"
+    assert numbers.sig(0.074123) == "0.0741" and numbers.sig(float("nan")) == "—"
+    assert numbers.fmt_spread([1.0, 2.0, 6.0]) == "3.0 [1.0, 6.0]" and numbers.fmt_spread([5.0], 3) == "5.000"
+    assert numbers.fmt_spread([]) == "—" and numbers.fmt_spread(sweeps.spread([1.0, 3.0])) == "2.0 [1.0, 3.0]"
+
+
+def test_the_per_point_table_with_points_names_and_the_registry():
+    from sinkpaper.book.points import BIASES
+    from sinkpaper.paper import paper_text
+
+    ps = [payload("recipe", 0, {1: 100}, 0.9), payload("sink_token", 0, {1: 50}, 0.4, steps=3000)]
+    ps[1]["result"]["sink_star"], ps[1]["result"]["tokens_seen"] = 90.0, 2000
+    t = tables.points_table(ps, BIASES, names={"none": "recipe"}, paper=True)
+    assert [r["point"] for r in t.rows] == ["recipe", "sink_token"]
+    assert t.rows[1]["what changes"] == "learnable sink token at position 0" and t.rows[1]["Sink_1 %"] == "50.0"
+    assert t.rows[1]["Sink* % (bias position)"] == "90.0" and t.rows[0]["Sink* % (bias position)"] == "—"
+    assert t.rows[0]["paper"] == paper_text("none") and t.rows[1]["tokens"] == "2,000"   # tokens differ: shown
+    plain = tables.points_table(ps[:1], ["recipe"])        # names only, no Sink* run, one token count
+    assert plain.columns == ("point", "seeds", "Sink_1 %", "alpha_1", "loss")
+
+
+def test_one_curve_chart_over_tokens_or_steps():
+    rows = (curves.curve_rows(payload("b", 1, {}, 0.1, curve([0, 100])), "b")
+            + curves.curve_rows(payload("a", 0, {}, 0.1, curve([-1.0, 5.0])), "a"))
+    assert rows[0] == {"run": "b", "step": 100, "tokens": 1000, "loss": 3.0, "val_loss": 3.0, "Sink_1 %": 0,
+                       "alpha_1": 0.0}
+    spec = figures.curve_chart(rows, "Sink_1 %", "t", dashed=["a"]).to_dict()
+    assert spec["encoding"]["x"]["title"] == "tokens seen" and spec["encoding"]["color"]["sort"] == ["b", "a"]
+    assert {v["x"] for v in spec["data"]["values"]} == {1000, 2000} and spec["encoding"]["y"]["scale"]["zero"] is False
+    spec = figures.curve_chart(rows, "Sink_1 %", "t", x="step", log_y=True).to_dict()
+    assert spec["encoding"]["x"]["title"] == "step" and spec["encoding"]["y"]["scale"]["type"] == "log"
+    assert sorted(v["y"] for v in spec["data"]["values"]) == [5.0, 100.0]          # log: non-positive dropped
+    layered = figures.curve_chart(rows, "alpha_1", "t", zero=True, rule_y=0.3).to_dict()
+    assert layered["layer"][0]["encoding"]["y"]["scale"]["zero"] is True
+    assert layered["layer"][1]["mark"]["type"] == "rule"
+
+
+def test_one_dot_and_tick_chart_with_one_or_several_metrics():
+    ps = [payload("k_bias", s, {1: 10.0 * s}, 0.1) for s in (0, 1)] + [payload("recipe", 0, {1: 100}, 0.9)]
+    ps[0]["result"]["sink_star"], ps[1]["result"]["sink_star"] = 80.0, 100.0
+    dots, ticks = figures.sweep_chart(ps, ["recipe", "k_bias"], value=("Sink*", "Sink_1")).to_dict()["layer"]
+    assert sorted((d["point"], d["metric"], d["v"]) for d in dots["data"]["values"]) == [
+        ("k_bias", "Sink* (bias position)", 80.0), ("k_bias", "Sink* (bias position)", 100.0),
+        ("k_bias", "Sink_1", 0.0), ("k_bias", "Sink_1", 10.0), ("recipe", "Sink_1", 100.0)]
+    assert {(m["point"], m["metric"]): m["v"] for m in ticks["data"]["values"]} == {
+        ("k_bias", "Sink* (bias position)"): 90.0, ("k_bias", "Sink_1"): 5.0, ("recipe", "Sink_1"): 100.0}
+    dots, ticks = figures.sweep_chart(ps, ["k_bias"]).to_dict()["layer"]
+    assert [d["v"] for d in dots["data"]["values"]] == [0.0, 10.0] and ticks["data"]["values"] == [{"point": "k_bias",
+                                                                                                    "v": 5.0}]
+
+
+def test_the_old_module_names_still_import_and_name_the_new_homes():
+    import importlib
+
+    with pytest.warns(DeprecationWarning, match="sinkpaper.results.sweeps"):
+        old = importlib.reload(importlib.import_module("sinkpaper.book.sections"))
+    assert old.points_table is tables.points_table and old.lm_sweep is sweeps.lm_sweep
+    assert old.head_map is mechanism.head_map and old.sig is numbers.sig and old.curve_chart is figures.curve_chart
+    with pytest.raises(AttributeError, match=r"sections.mean_sink moved: use sinkpaper.results.sweeps.mean_of"):
+        old.mean_sink
+    with pytest.warns(DeprecationWarning, match="sinkpaper.book.points"):
+        old7 = importlib.reload(importlib.import_module("sinkpaper.book.section7"))
+    from sinkpaper.book import points, prose
+    assert old7.BIASES is points.BIASES and old7.transient_text is prose.transient_text
+    with pytest.raises(AttributeError, match=r"section7.steps_chart moved: use sinkpaper.book.figures.curve_chart"):
+        old7.steps_chart
+    from sinkpaper.book import experiments
+    assert experiments.stored_sweep is sweeps.stored_sweep and experiments.curve_rows is curves.curve_rows
+    with pytest.raises(AttributeError, match="sink_at is gone: use sinkpaper.results.sweeps.spread"):
+        experiments.sink_at

@@ -1,6 +1,9 @@
-"""Small altair charts and tables for the companion notebooks.
+"""The book's altair charts and its table display: heatmaps and per-layer lines, provenance lines, the Table
+class, and the charts of stored sweeps and training curves (one line chart over training, :func:`curve_chart`;
+one dot-and-tick chart of a sweep, :func:`sweep_chart`; where the sink sits, :func:`position_profile_chart`;
+attention maps). The tables built from stored runs are in :mod:`.tables`.
 
-Only this module (and the notebooks) import altair; the core library does not. Charts use altair's default
+Only the book (and the notebooks) import altair; the core library does not. Charts use altair's default
 HTML renderer: in the built book they draw with the offline ``vega-bundle.js`` (see :mod:`.assets`). Do not
 switch to the ``mimetype`` renderer: its output fails papermill's notebook validation.
 
@@ -12,10 +15,13 @@ from __future__ import annotations
 import html
 import math
 import os
+import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
 import altair as alt
 import numpy as np
+
+from ..results.sweeps import mean_of, metric_of, point_of
 
 WIDTH = 300
 HEIGHT = 300
@@ -329,3 +335,158 @@ def sink_vs_length(payload: Mapping[str, Any], width: int = 260, height: int = 2
 
     return alt.hconcat(left, heat("alpha", "mean α_1 per layer", "α_1", [0, 1]),
                        heat("sink", "Sink_1 per layer (%)", "Sink_1 %", [0, 100])).resolve_scale(color="independent")
+
+
+# ------------------------------------------------------------------------------ sweeps and training curves
+def row(*charts, title: str = "") -> alt.HConcatChart:
+    """Charts side by side, each with its own colour legend."""
+    return alt.hconcat(*charts, title=title).resolve_scale(color="independent").resolve_legend(color="independent")
+
+
+def no_data_chart(title: str, message: str, width: int, height: int) -> alt.Chart:
+    """A chart with nothing to draw says so in its frame: vega-lite gives an empty data set an infinite
+    domain (console errors, a broken SVG)."""
+    return (alt.Chart(alt.Data(values=[{"message": message}]), title=title, width=width, height=height)
+            .mark_text(fontSize=12, color="gray").encode(text="message:N"))
+
+
+def curve_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None = None, width: int = 320,
+                height: int = 200, dashed: Sequence[str] = (), *, x: str = "tokens", color: str = "run",
+                log_y: bool = False, zero: bool = False, y_domain: Sequence[float] | None = None,
+                rule_y: float | None = None) -> alt.Chart:
+    """THE line chart over training: one line per value of ``color`` (a run, by default) of ``y`` against ``x``
+    (tokens seen, or "step"), from rows of :func:`sinkpaper.results.curves.curve_rows` (or raw_curve_rows).
+    Lines named in ``dashed`` are drawn dashed (e.g. the stored seeds next to a live run); the legend keeps the
+    rows' order. The y axis: log with ``log_y`` (non-positive values dropped), fixed with ``y_domain`` (e.g.
+    (0, 100) for a percentage, so an all-zero line still reads 0 %), else fitted to the data (from 0 with
+    ``zero``); ``rule_y`` draws a dashed horizontal line (e.g. the threshold)."""
+    if color in ("x", "y", "step", "tokens", "style"):
+        raise ValueError(f"color names a field of the chart's own: {color!r}")
+    values = [{color: str(r[color]), "x": r[x], "y": _num(r[y]), "step": r["step"], "tokens": r.get("tokens"),
+               "style": "dashed" if r[color] in dashed else "solid"}
+              for r in rows if r.get(y) is not None and (not log_y or r[y] > 0)]
+    if not values:
+        return no_data_chart(title, f"no evaluation with {y} to draw", width, height)
+    if log_y:
+        ys = alt.Scale(type="log")
+    else:
+        ys = alt.Scale(domain=list(y_domain)) if y_domain is not None else alt.Scale(zero=zero)
+    chart = (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
+             .mark_line(point=True)
+             .encode(x=alt.X("x:Q", title="tokens seen" if x == "tokens" else x),
+                     y=alt.Y("y:Q", title=y_title or y, scale=ys),
+                     color=alt.Color(f"{color}:N", title=None, sort=list(dict.fromkeys(v[color] for v in values))),
+                     strokeDash=alt.StrokeDash("style:N", legend=None,
+                                               scale=alt.Scale(domain=["solid", "dashed"], range=[[1, 0], [4, 3]])),
+                     tooltip=[alt.Tooltip(f"{color}:N"), alt.Tooltip("step:Q"),
+                              alt.Tooltip("tokens:Q", format=","),
+                              alt.Tooltip("y:Q", title=y_title or y, format=".4g")]))
+    if rule_y is not None:
+        chart = chart + (alt.Chart(alt.Data(values=[{"y": rule_y}])).mark_rule(strokeDash=[4, 3], color="gray")
+                         .encode(y="y:Q"))
+    return chart
+
+
+def long_rows(rows: Sequence[Mapping], keys: Sequence[str], key_name: str = "series") -> list[dict]:
+    """Wide rows (one per evaluation, several measured columns) to long rows (one per column) for a chart
+    with one line per column: {"run", "step", "tokens", key_name: "<run>: <column>", "value"}."""
+    out = []
+    for r in rows:
+        for k in keys:
+            if r.get(k) is not None:
+                out.append({"run": r["run"], "step": r["step"], "tokens": r["tokens"],
+                            key_name: f"{r['run']}: {k}", "value": r[k]})
+    return out
+
+
+_METRIC_LABEL = {"Sink*": "Sink* (bias position)"}
+
+
+def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, title: str = "",
+                value: str | Sequence[str] = "sink", width: int = 360, height: int = 200) -> alt.LayerChart:
+    """THE dot-and-tick chart of a sweep: per point (x, in ``order``; points without runs are left out) each
+    seed's number as a dot and the mean over seeds as a tick, so the spread over seeds shows. ``value``: "sink"
+    (Sink_k %), "alpha_1", or several metrics of :func:`sinkpaper.results.sweeps.metric_of` side by side, each
+    its own colour: ("Sink*", "Sink_1") puts the sink on a bias position next to the one on token 1 (a metric a
+    run does not record is left out)."""
+    present = [pt for pt in order if any(point_of(p) == pt for p in payloads)]
+    if not present:
+        return no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
+    x = alt.X("point:N", sort=present, title=None, axis=alt.Axis(labelAngle=-30))
+    if isinstance(value, str):
+        name = f"Sink_{k}" if value == "sink" else value
+        dots = [{"point": point_of(p), "seed": p["config"]["run"]["seed"], "v": _num(metric_of(p, name))}
+                for p in payloads if point_of(p) in present]
+        means = [{"point": pt, "v": _num(mean_of(payloads, pt, name))} for pt in present]
+        is_sink = name.startswith("Sink")
+        y = alt.Y("v:Q", title=f"{name} %" if is_sink else f"{name} (mean over heads)",
+                  scale=alt.Scale(domain=[0, 100] if is_sink else [0, 1]))
+        return alt.layer(
+            alt.Chart(alt.Data(values=dots), width=width, height=height).mark_circle(size=50, opacity=0.7).encode(
+                x=x, y=y, xOffset=alt.XOffset("seed:N"), color=alt.Color("seed:N", title="seed"),
+                tooltip=["point:N", "seed:N", alt.Tooltip("v:Q", format=".3g")]),
+            alt.Chart(alt.Data(values=means)).mark_tick(color="black", thickness=2, size=22).encode(
+                x=x, y=y, tooltip=["point:N", alt.Tooltip("v:Q", title="mean", format=".3g")]),
+            title=title)
+    labels = [_METRIC_LABEL.get(name, name) for name in value]
+    dots, means = [], []
+    for pt in present:
+        ps = [p for p in payloads if point_of(p) == pt]
+        for name, label in zip(value, labels):
+            vals = [(p["config"]["run"]["seed"], v) for p in ps if (v := metric_of(p, name)) is not None]
+            dots += [{"point": pt, "metric": label, "seed": s, "v": _num(v)} for s, v in vals]
+            if vals:
+                means.append({"point": pt, "metric": label, "v": _num(statistics.fmean(v for _, v in vals))})
+    y = alt.Y("v:Q", title="% of heads", scale=alt.Scale(domain=[0, 100]))
+    color = alt.Color("metric:N", title=None, sort=labels)
+    offset = alt.XOffset("metric:N", sort=labels)
+    return alt.layer(
+        alt.Chart(alt.Data(values=dots), width=width, height=height).mark_circle(size=45, opacity=0.6).encode(
+            x=x, xOffset=offset, y=y, color=color,
+            tooltip=["point:N", "metric:N", "seed:N", alt.Tooltip("v:Q", format=".3g")]),
+        alt.Chart(alt.Data(values=means)).mark_tick(thickness=2, size=14).encode(
+            x=x, xOffset=offset, y=y, color=color,
+            tooltip=["point:N", "metric:N", alt.Tooltip("v:Q", title="mean", format=".3g")]),
+        title=title)
+
+
+def position_profile_chart(payloads: Sequence[dict], order: Sequence[str], title: str, k_max: int = 10,
+                           width: int = 360, height: int = 200) -> alt.Chart:
+    """Sink_k % for k = 1..k_max, one line per point (mean over seeds): where the sink sits."""
+    values = [{"point": pt, "k": k, "v": _num(mean_of(payloads, pt, f"Sink_{k}"))}
+              for pt in order if any(point_of(p) == pt for p in payloads) for k in range(1, k_max + 1)]
+    if not values:
+        return no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
+    return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
+            .mark_line(point=True)
+            .encode(x=alt.X("k:O", title="position k"), y=alt.Y("v:Q", title="Sink_k % (mean over seeds)",
+                                                              scale=alt.Scale(domain=[0, 100])),
+                    color=alt.Color("point:N", sort=list(order), title=None),
+                    tooltip=["point:N", "k:O", alt.Tooltip("v:Q", format=".3g")]))
+
+
+def alpha_grid_steps(curve: Sequence[Mapping], title: str = "alpha_1 per layer and head",
+                     size: int = 46) -> tuple[list[str], list[alt.Chart]]:
+    """(labels, charts) for widgets.slider_stack: the layer x head alpha_1 grid at every evaluation of a run."""
+    labels, charts = [], []
+    evals = {c["step"]: c for c in curve if "alpha_1_matrix" in c}   # one per step (the last if logged twice)
+    for c in evals.values():
+        m = np.asarray(c["alpha_1_matrix"], dtype=float)
+        labels.append(f"step {c['step']}")
+        charts.append(heatmap(m, "head", "layer", f"{title}, step {c['step']} ({c['tokens']:,} tokens): "
+                              f"Sink_1 {c['sink_k']['1']:.0f} %", value_title="alpha_1", domain=(0, 1),
+                              width=size * m.shape[1], height=max(size * m.shape[0], 40)))
+    return labels, charts
+
+
+def attention_map_chart(attn: np.ndarray, marks: Sequence[tuple[int, int]], title: str, size: int = 330,
+                        mark_label: str = "trigger query -> the token before the trigger") -> alt.LayerChart:
+    """A T x T attention map (query rows, key columns, 0-based positions) with red open squares on the cells
+    in ``marks`` (query, key), e.g. where a copy head must look (:func:`sinkpaper.mechanism.trigger_cells`)."""
+    m = np.asarray(attn, dtype=float)
+    base = heatmap(m, "key position", "query position", title, value_title="attention", domain=(0, 1),
+                   width=size, height=size)
+    pts = [{"x": int(j), "y": int(i), "what": mark_label} for i, j in marks]
+    marker = (alt.Chart(alt.Data(values=pts)).mark_square(filled=False, color="red", size=60, strokeWidth=1.5)
+              .encode(x=alt.X("x:O"), y=alt.Y("y:O", sort="ascending"), tooltip=["what:N", "y:O", "x:O"]))
+    return alt.layer(base, marker)

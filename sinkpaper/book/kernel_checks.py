@@ -8,7 +8,8 @@ kernel benchmark's stored results read back with their provenance.
   ``column_stats`` (no T x T map): the same numbers.
 - :func:`stored_benchmarks` and the ``*_rows`` functions: ``results/kernels/*.json``, written by
   ``python -m sinkpaper bench kernels --json ...`` (:mod:`sinkpaper.kernels.bench`), arranged as tables of
-  ratios against PyTorch SDPA, FlexAttention and eager attention.
+  ratios against PyTorch SDPA, FlexAttention and eager attention; :func:`benchmark_items` (and
+  :func:`show_benchmark`, which displays them) is what the chapter shows of one benchmark result.
 
 Nothing here imports triton or ``sinkpaper.kernels`` at import time.
 """
@@ -230,3 +231,31 @@ def save_benchmark(result: Mapping, directory: str | Path = BENCH_DIR) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(result, indent=1) + "\n")
     return path
+
+
+BENCHMARK_TABLES = (("Causal softmax", speed_rows), ("Other operators", ops_rows),
+                    ("column_stats (α_k without the T x T map)", column_stats_rows),
+                    ("bf16 error against fp64", accuracy_rows), ("Goals", goal_rows))
+
+
+def benchmark_items(result: Mapping, path: str | Path | None = None) -> list:
+    """What chapter 12 shows of one benchmark result, in order: its provenance line, then a bold title and the
+    table of each of :data:`BENCHMARK_TABLES` that has rows."""
+    from IPython.display import Markdown
+
+    from .figures import Table, provenance_line
+
+    out: list = [Markdown(provenance_line(bench_provenance(result, path)))]
+    for title, rows_of in BENCHMARK_TABLES:
+        rows = rows_of(result)
+        if rows:
+            out += [Markdown(f"**{title}**"), Table(rows)]
+    return out
+
+
+def show_benchmark(result: Mapping, path: str | Path | None = None) -> None:
+    """Display :func:`benchmark_items` in a notebook."""
+    from IPython.display import display
+
+    for item in benchmark_items(result, path):
+        display(item)

@@ -8,7 +8,8 @@ A chapter passes its parameters by name; the name says the rule, so every chapte
 * ``*_steps``: None (the point's own steps) or an int >= 1;
 * ``*_samples``, ``batch_size``: an int >= 1 (``minimum`` lowers or raises it per name);
 * ``epsilon``, ``seq_len``: the metric's own checks;
-* ``choices``: ``{name: (value, valid values)}``, e.g. the live point among the miniature's points.
+* ``choices``: ``{name: (value, valid values)}``, e.g. the live point among the miniature's points;
+* a comma-separated list ("softmax, sigmoid"): :func:`listed`, each entry among the valid values.
 
 It returns the chapter's provenance stamp (device, profile, code version) for its first line.
 """
@@ -71,3 +72,15 @@ def check(profile: str, *, choices: Mapping[str, tuple[Any, Sequence]] | None = 
     for name, value in values.items():
         _check(name, value, minimum or {})
     return provenance.stamp(device, profile=profile)
+
+
+def listed(text: Any, what: str, valid: Sequence[str] | None = None, *, empty: bool = True) -> list[str]:
+    """A comma-separated parameter ("a, b") as its entries; with ``valid`` each must be one of them, and with
+    ``empty=False`` at least one is needed. ValueError naming the valid values on a wrong one."""
+    chosen = [x.strip() for x in str(text).split(",") if x.strip()]
+    bad = [x for x in chosen if valid is not None and x not in valid]
+    if bad:
+        raise ValueError(f"unknown {what} {bad}; valid: {', '.join(valid)}")
+    if not chosen and not empty:
+        raise ValueError(f"{what} must name at least one entry" + (f"; valid: {', '.join(valid)}" if valid else ""))
+    return chosen

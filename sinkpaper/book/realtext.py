@@ -18,9 +18,10 @@ from typing import Any, Mapping, Sequence
 from IPython.display import Markdown, display
 
 from ..paper import DEFAULT_ALIASES, paper_text
-from .experiments import point_of
-from .figures import heatmap, provenance_line
-from .sections import LMSweep, curve_chart, points_table, row
+from ..results.curves import curve_rows as run_curve_rows
+from ..results.sweeps import LMSweep, point_of
+from .figures import curve_chart, heatmap, provenance_line, row
+from .tables import points_table
 
 
 def recipe(payload: Mapping) -> str:
@@ -43,13 +44,9 @@ def recipe(payload: Mapping) -> str:
 
 def curve_rows(payloads: Sequence[Mapping], points: Sequence[str]) -> list[dict]:
     """Sink_1 and alpha_1 at every evaluation, one line per (point, seed)."""
-    rows = []
-    for pt in points:
-        for p in sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"]):
-            label = f"{pt}, seed {p['config']['run']['seed']}"
-            rows += [{"run": label, "step": c["step"], "tokens": c["tokens"], "Sink_1 %": c["sink_k"]["1"],
-                      "alpha_1": c.get("alpha_1_mean")} for c in p["curve"] if "sink_k" in c]
-    return rows
+    return [r for pt in points
+            for p in sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"])
+            for r in run_curve_rows(p, f"{pt}, seed {p['config']['run']['seed']}", ("Sink_1", "alpha_1"))]
 
 
 def alpha_maps(payloads: Sequence[Mapping], points: Sequence[str], size: int = 46) -> list:
@@ -73,7 +70,7 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
             table: Any = None) -> list[Any]:
     """What a chapter displays, in order, for its family's real-text (or trained) runs. Points of ``order``
     without a stored run are left out of the table and listed, with the command, at the end. ``table``: a
-    chapter's own per-point table to show instead of :func:`sections.points_table`'s."""
+    chapter's own per-point table to show instead of :func:`.tables.points_table`'s."""
     out: list[Any] = []
     ps = lm.payloads
     if ps:

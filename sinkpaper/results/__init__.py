@@ -1,5 +1,11 @@
 """Stored runs as typed records, summaries over seeds, and text generated from them.
 
+- this package: :class:`RunRecord` (a stored run without the payload's nesting), the README / config blocks;
+- :mod:`.sweeps`: a family's stored sweep (what is missing said plainly), the real-LM sweep of a chapter, the
+  one metric vocabulary over a stored run, and the summaries over seeds (mean, spread, where the sink peaks);
+- :mod:`.curves`: a run over training (chart rows, when the sink emerged, the raw weights behind the proxy);
+- :mod:`.numbers`: how a number is written (one formatter set).
+
 A figure that the README or a config comment quotes (the text profile's recipe, its emergence curve, the seeds'
 spread, fp32 against bf16, the evaluation's share) is never typed by hand: `python -m sinkpaper report --write`
 regenerates the marked blocks from the results store and from the other stored measurements (`measured`: the
@@ -8,13 +14,13 @@ committed blocks equal what the stored files give today.
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..train.store import DEFAULT_STORE, read_result
 from ..train.sweep import sweep_configs
-
+from .numbers import fmt_spread
+from .sweeps import spread
 
 @dataclass
 class RunRecord:
@@ -55,15 +61,6 @@ def runs(config: str | Path, profile: str, points: list[str] | None = None, seed
         if payload is not None:
             out.append(RunRecord.from_payload(payload, point))
     return out
-
-
-def spread(values: list[float]) -> dict:
-    """mean, min, max and n of a list of numbers (the book's "mean [min, max] over seeds")."""
-    return {"mean": statistics.fmean(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
-def fmt_spread(s: dict, digits: int = 1) -> str:
-    return f"{s['mean']:.{digits}f} [{s['min']:.{digits}f}, {s['max']:.{digits}f}]"
 
 
 def emergence(records: list[RunRecord]) -> list[dict]:

@@ -1,0 +1,124 @@
+"""The tables the chapters build from stored (and live) runs: THE per-point table of a sweep (:func:`points_table`),
+when the sink emerged per seed, the paper's rows of a Section-7 family, and the raw weights of the proxy runs.
+Numbers come from :mod:`sinkpaper.results` (one metric vocabulary, one formatter set); the rows display as
+:class:`.figures.Table`."""
+from __future__ import annotations
+
+import statistics
+from typing import Any, Mapping, Sequence
+
+from .. import paper as registry
+from ..metrics import excess_alpha
+from ..results.curves import first_reaching, transient
+from ..results.numbers import MISSING, fmt_spread
+from ..results.sweeps import point_of, uniform_floor, values_of
+from .figures import Table
+
+
+def points_table(payloads: Sequence[dict], points: Sequence[Any], ks: Sequence[int] = (1,), *,
+                 changes: Mapping[str, str] | None = None, paper: Mapping[str, str] | bool | None = None,
+                 names: Mapping[str, str] | None = None, uniform: bool = False, sink_star: bool | None = None,
+                 held_out: bool = False) -> Table:
+    """One row per point of ``points`` that has runs, in that order (points without runs are left out): the
+    point, what changes, the seeds, Sink_k % for each k of ``ks`` as mean [min, max] over seeds (marked * where
+    it is the |w| / sum |w| proxy), Sink* % on the bias or extra position, alpha_1, the loss, tokens seen and the
+    paper's number.
+
+    * ``points``: point names, or :class:`sinkpaper.book.points.Point`s (a Point says what it changes);
+    * ``changes``: {point: what changes} (a Point's own by default; no column for names without it);
+    * ``paper``: {point: the paper's number}, or True for the registry's (:func:`sinkpaper.paper.paper_text`);
+    * ``names``: {point: the name its runs have in ``payloads``} (e.g. the miniature's "recipe" for the default);
+    * ``uniform``: the uniform floor of alpha_1 under the point's mask and the excess over it;
+    * ``sink_star``: the Sink* column (by default: when a run of a shown point has one);
+    * ``held_out``: the held-out loss (mean [min, max]; the last training loss for runs stored without one)
+      instead of the last training loss (mean).
+
+    Tokens seen get a column only where the points differ (else the provenance line says it once)."""
+    names = dict(names or {})
+    shown = []                                  # (point, its name, its runs' name, its runs), for points with runs
+    for pt in points:
+        name = getattr(pt, "name", pt)
+        run_name = names.get(name, name)
+        ps = [p for p in payloads if point_of(p) == run_name]
+        if ps:
+            shown.append((pt, name, run_name, ps))
+    if sink_star is None:
+        sink_star = any(p["result"].get("sink_star") is not None for *_, ps in shown for p in ps)
+    rows = []
+    for pt, name, run_name, ps in shown:
+        row = {"point": run_name}
+        what = changes.get(name, "") if changes is not None else getattr(pt, "what", None)
+        if what is not None:
+            row["what changes"] = what
+        row["seeds"] = ",".join(str(s) for s in sorted(p["config"]["run"]["seed"] for p in ps))
+        proxy = "*" if any(p["result"].get("proxy") for p in ps) else ""
+        for k in ks:
+            row[f"Sink_{k} %"] = fmt_spread(values_of(ps, run_name, f"Sink_{k}")) + proxy
+        if sink_star:
+            row["Sink* % (bias position)"] = fmt_spread(values_of(ps, run_name, "Sink*"))
+        a1 = statistics.fmean(values_of(ps, run_name, "alpha_1"))
+        row["alpha_1"] = round(a1, 3)
+        if uniform:
+            u = uniform_floor(ps[0]["config"])
+            row["uniform alpha_1"] = round(u, 3)
+            row["excess"] = round(excess_alpha(a1, u), 3) + 0.0  # no "-0.0"
+        if held_out:
+            val = values_of(ps, run_name, "val_loss")
+            loss = val or values_of(ps, run_name, "loss")
+            row["held-out loss" if val else "loss"] = fmt_spread(loss, 3) if loss else None
+        else:
+            row["loss"] = round(statistics.fmean(values_of(ps, run_name, "loss")), 3)
+        row["tokens"] = f"{ps[0]['result']['tokens_seen']:,}"
+        if paper is True:
+            row["paper"] = registry.paper_text(name)
+        elif paper:
+            row["paper"] = paper.get(name, MISSING)
+        rows.append(row)
+    if len({r["tokens"] for r in rows}) == 1:   # the same for every point: the provenance line says it once
+        rows = [{k: v for k, v in r.items() if k != "tokens"} for r in rows]
+    return Table(rows)
+
+
+def emergence_table(payloads: Sequence[dict], order: Sequence[str], ks: Mapping[str, int] | None = None,
+                    threshold: float = 50.0) -> Table:
+    """Per point and seed: the step (and tokens) at which Sink_k first reached ``threshold`` %, or 'not within
+    N steps'. ``ks`` maps a point to the position k to follow (default 1)."""
+    rows = []
+    for point in order:
+        for p in sorted((p for p in payloads if point_of(p) == point), key=lambda p: p["config"]["run"]["seed"]):
+            k = (ks or {}).get(point, 1)
+            e = first_reaching(p["curve"], k, threshold)
+            never = f"not within {p['result']['step']}"
+            rows.append({"point": point, "seed": p["config"]["run"]["seed"], "k": k,
+                         f"first step with Sink_k >= {threshold:g} %": e["step"] if e else never,
+                         "tokens seen then": e["tokens"] if e else None,
+                         "final Sink_k %": round(p["result"]["sink_k"][str(k)], 1)})
+    return Table(rows)
+
+
+def paper_table(points: Sequence[Any], not_run: Sequence[Any] = ()) -> Table:
+    """The paper's numbers for a family (:class:`sinkpaper.book.points.Point`s), the points this book runs first,
+    then the paper's other rows."""
+    rows = [{"point": p.name, "what changes": p.what, "the paper (%)": p.paper, "in our sweep": "yes"} for p in points]
+    rows += [{"point": p.name, "what changes": p.what, "the paper (%)": p.paper, "in our sweep": "no"} for p in not_run]
+    return Table(rows)
+
+
+def transient_table(runs: Sequence[tuple[str, Mapping]]) -> Table:
+    """One row per (label, payload) with raw weights: the raw weights on token 1 and on the other keys at the
+    first evaluation, at the proxy's peak (its step and Sink*_1) and at the end, with the final row sum."""
+    rows = []
+    for label, p in runs:
+        t = transient(p)
+        if t is None:
+            continue
+        f, k, e = t["first"], t["peak"], t["final"]
+        g = lambda v: float(f"{v:.3g}")  # noqa: E731
+        rows.append({"run": label, "first: token 1 / others": f"{g(f['raw weight on token 1'])} / "
+                                                              f"{g(f['raw weight on other keys'])}",
+                     "proxy peak: step": k["step"], "peak Sink*_1 %": round(k["proxy Sink*_1 %"], 1),
+                     "at peak: token 1 / others": f"{g(k['raw weight on token 1'])} / "
+                                                  f"{g(k['raw weight on other keys'])}",
+                     "end: token 1 / others": f"{g(e['raw weight on token 1'])} / {g(e['raw weight on other keys'])}",
+                     "end: row sum": g(e["raw row sum"]), "end: Sink*_1 %": round(e["proxy Sink*_1 %"], 1)})
+    return Table(rows)

@@ -1,0 +1,43 @@
+"""How a number is written in the book's prose and tables and in the generated README blocks: one formatter set.
+A missing number (None, NaN) is written "—" by every one of them."""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Mapping, Sequence
+
+MISSING = "—"
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt(x: float | None, digits: int = 1, unit: str = " %") -> str:
+    """Fixed decimals and a unit: fmt(87.5) = '87.5 %', fmt(0.1234, 3, '') = '0.123'."""
+    return MISSING if _missing(x) else f"{x:.{digits}f}{unit}"
+
+
+def sig(x: float | None, digits: int = 3) -> str:
+    """Significant digits, for prose: sig(0.07412) = '0.0741'."""
+    return MISSING if _missing(x) else f"{x:.{digits}g}"
+
+
+def span(values: Sequence[float], digits: int = 2) -> str:
+    """'a-b' (min-max) for prose, or one number when they round to the same."""
+    lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def fmt_spread(values: Sequence[float] | Mapping, digits: int = 1) -> str:
+    """Numbers over seeds as 'mean [min, max]'; one number alone when there is one; '—' when there is none.
+    ``values`` is the numbers, or their :func:`sinkpaper.results.sweeps.spread`."""
+    if isinstance(values, Mapping):
+        mean, lo, hi, n = values["mean"], values["min"], values["max"], values["n"]
+    elif not values:
+        return MISSING
+    else:
+        mean, lo, hi, n = statistics.fmean(values), min(values), max(values), len(values)
+    if n == 1:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
