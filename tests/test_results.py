@@ -241,3 +241,42 @@ def test_dtype_check_and_eval_share_blocks(tmp_path):
     assert "Not stored yet: dtype_fp32 seed 1." in lines
     share = eval_share_lines(tmp_path, cfg)
     assert "seed 0 1.0 %; seed 1 2.0 %; seed 2 3.0 %; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]
+
+
+def _store_curve_run(store, config, point, seed, curve, **prov):
+    """A stored text-profile run of `config`/`point` whose evaluations are `curve`: (step, Sink_1, wall s)."""
+    from sinkpaper.train.store import write_result
+    from sinkpaper.train.sweep import sweep_configs
+    [(_, _, cfg)] = sweep_configs(REPO / config, "text", [point], [seed])
+    evals = [{"step": s, "tokens": 4096 * s, "sink_k": {"1": v}, "alpha_1_mean": v / 200, "val_loss": 5.0,
+              "wall_seconds": w} for s, v, w in curve]
+    write_result(store, cfg, {"sink_k": {"1": curve[-1][1]}, "alpha_1_mean": 0.1, "val_loss": 5.1, "provenance": {
+        "hardware": "CPU test, 2 threads", "dtype": "bf16", "compiled": True, "code_version": "v1", "threads": 2,
+        "computed_at": "2000-01-01 00:00 UTC", "wall_seconds": curve[-1][2], "tokens_seen": 4096 * curve[-1][0],
+        **prov}}, curve=evals)
+
+
+def test_new_seed_block_finds_the_first_evaluation_above_20_percent(tmp_path):
+    from sinkpaper.results.text_runs import new_seed_lines
+    assert new_seed_lines(tmp_path)[0].startswith("No base run with a new seed is stored")
+    _store_curve_run(tmp_path, "configs/optimization.yaml", "default", 0, [(100, 90.0, 60.0)])  # a sweep seed: ignored
+    _store_curve_run(tmp_path, "configs/optimization.yaml", "default", 7,
+                     [(100, 5.0, 60.0), (200, 20.0, 120.0), (300, 26.5, 180.0), (400, 12.0, 240.0)])
+    [line] = new_seed_lines(tmp_path)
+    assert line.startswith("Seed 7 (CPU test, 2 threads, bf16")
+    assert "Sink_1 first above 20 % at step 300 (1,228,800 tokens): 26.5 %, 3.0 min into training" in line  # 20.0 is not above
+    assert "highest 26.5 % at step 300; final Sink_1 12.0 %" in line
+    _store_curve_run(tmp_path, "configs/optimization.yaml", "default", 8, [(100, 1.0, 60.0), (200, 19.9, 120.0)])
+    assert "Seed 8 " in new_seed_lines(tmp_path)[1] and "Sink_1 never above 20 %" in new_seed_lines(tmp_path)[1]
+
+
+def test_nobos_search_block_lists_stored_and_missing_points(tmp_path):
+    from sinkpaper.results.text_runs import nobos_search_lines
+    assert nobos_search_lines(tmp_path)[0] == "No run of the search is stored yet."
+    _store_curve_run(tmp_path, "configs/text_nobos.yaml", "nobos_lr_x2", 0, [(100, 0.0, 60.0), (200, 3.0, 2400.0)])
+    lines = nobos_search_lines(tmp_path)
+    row = next(x for x in lines if x.startswith("| nobos_lr_x2 |"))
+    assert "| optim.lr 0.04, optim.steps 7500 |" not in row and "| lr 0.04, steps 7500 |" in row
+    assert "| 3.0 (200) | 0.015 | 3.0 | 5.100 | 40 min, 2 |" in row
+    assert "Best so far: nobos_lr_x2, highest Sink_1 3.0 %." in lines[-1]
+    assert "Not stored yet: nobos_steps_x3, nobos_layers_4" in lines[-1]

@@ -42,7 +42,8 @@ class RunRecord:
     def from_payload(cls, payload: dict, point: str | None = None) -> "RunRecord":
         r = payload["result"]
         curve = [{"step": c["step"], "tokens": c.get("tokens"), "sink_1": c["sink_k"]["1"],
-                  "alpha_1": c.get("alpha_1_mean"), "val_loss": c.get("val_loss")}
+                  "alpha_1": c.get("alpha_1_mean"), "val_loss": c.get("val_loss"),
+                  "wall_seconds": c.get("wall_seconds")}
                  for c in payload.get("curve", []) if "sink_k" in c]
         return cls(point=point, seed=int(payload["config"]["run"]["seed"]),
                    sink={int(k): float(v) for k, v in r["sink_k"].items()}, alpha_1=float(r["alpha_1_mean"]),
@@ -223,13 +224,15 @@ def timing_lines(directory: str | Path = TIMINGS) -> list[str]:
 def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[str, list[str]]:
     """Every generated block, by name (stored files other than the store are read under `root`)."""
     from . import measured as M
+    from . import text_runs as T
     root = Path(root)
     return {"text-profile": text_profile_summary(store), "timings": timing_lines(root / TIMINGS),
             "training-bench": M.training_bench_lines(root=root), "thread-scaling": M.thread_scaling_lines(root=root),
             "dtype-check": dtype_check_lines(store), "eval-share": eval_share_lines(store),
             "long-context-bench": M.long_context_bench_lines(root=root),
             "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
-            "corpus": M.corpus_lines(root=root)}
+            "corpus": M.corpus_lines(root=root), "text-new-seed": T.new_seed_lines(store),
+            "text-nobos": T.nobos_search_lines(store)}
 
 
 def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:

@@ -1,0 +1,76 @@
+"""Text-profile runs outside the main sweep, read from the results store: the base run with seeds the sweep never
+used (issue 15: does the sink emerge within 15 minutes for a new seed?), and the search for a recipe in which the
+sink emerges without a fixed first token (configs/text_nobos.yaml)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..train.store import DEFAULT_STORE, read_result
+from ..train.sweep import sweep_configs
+from . import RunRecord, runs
+
+EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (issue 15's acceptance)
+
+
+def _first_above(rec: RunRecord, threshold: float) -> dict | None:
+    return next((c for c in rec.curve if c["sink_1"] > threshold), None)
+
+
+def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
+                   point: str = "default", sweep_seeds=(0, 1, 2), seeds=range(3, 100)) -> list[str]:
+    """The stored base runs whose seed the sweep does not use: when Sink_1 first exceeds EMERGED %, in steps,
+    tokens and the trainer's wall seconds (from the start of training), and where it ends."""
+    recs = [r for r in runs(config, "text", [point], [s for s in seeds if s not in sweep_seeds], store)]
+    if not recs:
+        return [f"No base run with a new seed is stored: run `python -m sinkpaper train --config {config} "
+                f"--profile text --set run.seed=7 --set run.threads=2 --out runs/new-seed`."]
+    lines = []
+    for r in recs:
+        p, hit = r.provenance, _first_above(r, EMERGED)
+        peak = max(r.curve, key=lambda c: c["sink_1"])
+        when = (f"Sink_1 first above {EMERGED:.0f} % at step {hit['step']} ({hit['tokens']:,} tokens): "
+                f"{hit['sink_1']:.1f} %, {hit['wall_seconds'] / 60:.1f} min into training"
+                if hit else f"Sink_1 never above {EMERGED:.0f} %")
+        lines.append(f"Seed {r.seed} ({p.get('hardware')}, {p.get('dtype')}, compiled {p.get('compiled')}, code "
+                     f"{p.get('code_version')}, computed {p.get('computed_at')}, loaded from the store): {when}; "
+                     f"highest {peak['sink_1']:.1f} % at step {peak['step']}; final Sink_1 {r.sink[1]:.1f} %, "
+                     f"alpha_1 {r.alpha_1:.3f}, held-out loss {r.val_loss:.3f}, run {p.get('wall_seconds', 0) / 60:.1f} "
+                     f"min in all.")
+    return lines
+
+
+def _knobs(config: str | Path, point: str) -> str:
+    """What a search point changes against the text profile's base (from the family's YAML)."""
+    import yaml
+    spec = yaml.safe_load(Path(config).read_text())["sweep"][point]
+    return ", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in spec.items() if k != "data.fixed_token")
+
+
+def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/text_nobos.yaml",
+                       seed: int = 0) -> list[str]:
+    """One row per point of the no-fixed-token search: what it changes, tokens, the highest Sink_1 and alpha_1
+    over training and where, the final values and the wall time; points not stored yet are named."""
+    lines = ["| point | changes (no fixed first token) | tokens | highest Sink_1 % (step) | highest mean alpha_1 "
+             "| final Sink_1 % | held-out loss | wall, threads |", "|---|---|---|---|---|---|---|---|"]
+    missing, best = [], None
+    for point, _seed, cfg in sweep_configs(config, "text", None, [seed]):
+        payload = read_result(store, cfg)
+        if payload is None:
+            missing.append(point)
+            continue
+        r = RunRecord.from_payload(payload, point)
+        peak = max(r.curve, key=lambda c: c["sink_1"])
+        a_peak = max(c["alpha_1"] for c in r.curve)
+        p = r.provenance
+        lines.append(f"| {point} | {_knobs(config, point)} | {p.get('tokens_seen', 0):,} | {peak['sink_1']:.1f} "
+                     f"({peak['step']}) | {a_peak:.3f} | {r.sink[1]:.1f} | {r.val_loss:.3f} | "
+                     f"{p.get('wall_seconds', 0) / 60:.0f} min, {p.get('threads')} |")
+        if best is None or peak["sink_1"] > best[1]:
+            best = (point, peak["sink_1"])
+    if len(lines) == 2:
+        lines = ["No run of the search is stored yet."]
+    lines.append("")
+    lines.append(f"Seed {seed}, text profile, each point within about 60 minutes of one thread. "
+                 + (f"Best so far: {best[0]}, highest Sink_1 {best[1]:.1f} %. " if best else "")
+                 + ("Not stored yet: " + ", ".join(missing) + "." if missing else "Every point is stored."))
+    return lines
