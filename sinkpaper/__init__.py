@@ -11,7 +11,8 @@ circle exists):
      train.run: open a run directory)
   <- results (stored runs as typed records, generated README blocks; results.sweeps: a family's stored sweep,
      the real-LM sweep a chapter reads or trains, the one metric vocabulary and the summaries over seeds;
-     results.curves: a run over training; results.numbers: the formatter set)
+     results.curves: a run over training; results.numbers: the formatter set; results.measured and
+     results.text_runs: the blocks read from stored measurements and from runs outside the main sweep)
   <- paper (the paper's numbers typed once, its claims and their rules; the listing reads chapter records and
      the results store)
   <- cli (`python -m sinkpaper ...`: parses and dispatches) and book (presentation: the only place altair and
