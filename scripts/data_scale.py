@@ -161,6 +161,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", type=float, nargs="+", default=[2e6, 2e7], help="corpus sizes in tokens")
     ap.add_argument("--tokenizer", default="word", help="'word' (made here) or a tokenizer.json")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--json", default=None, help="also write the rows with provenance here (atomically), e.g. "
+                    "results/data/token-file-memory.json")
     a = ap.parse_args(argv)
     work = Path(a.workdir or tempfile.mkdtemp(prefix="sinkpaper-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -170,7 +172,8 @@ def main(argv=None) -> int:
     else:
         tok = Path(a.tokenizer)
         words = word_tokenizer(work / "words.json")
-    print(f"load on this machine while measuring: {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} cores)")
+    load_before = os.getloadavg()
+    print(f"load on this machine while measuring: {load_before[0]:.1f} (1-minute average, {os.cpu_count()} cores)")
     rows = []
     for size in a.sizes:
         n = int(size)
@@ -194,6 +197,18 @@ def main(argv=None) -> int:
               f"(private +{r['load_private_mib']:.1f}, mapped file pages +{r['load_mapped_mib']:.1f}); tokens x 4 "
               f"bytes = {r['int32_mib']:.0f} MiB; build {r['build_s']:.1f} s = {r['rate_tok_s'] / 1e6:.2f} M tokens/s")
     print(json.dumps(rows, indent=1))
+    if a.json:
+        sys.path.insert(0, str(REPO))
+        from sinkpaper import provenance
+        from sinkpaper.files import atomic_write_text
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(a.json, json.dumps({
+            "provenance": {**provenance.stamp(None, cpu=provenance.cpu_model(), cores=os.cpu_count()),
+                           "load_before": [round(x, 2) for x in load_before],
+                           "load_after": [round(x, 2) for x in os.getloadavg()],
+                           "tokenizer": a.tokenizer, "note": os.environ.get("NOTE", "")},
+            "rows": rows}, indent=1) + "\n")
+        print(f"wrote {a.json}")
     return 0
 
 

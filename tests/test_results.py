@@ -280,3 +280,21 @@ def test_nobos_search_block_lists_stored_and_missing_points(tmp_path):
     assert "| 3.0 (200) | 0.015 | 3.0 | 5.100 | 40 min, 2 |" in row
     assert "Best so far: nobos_lr_x2, highest Sink_1 3.0 %." in lines[-1]
     assert "Not stored yet: nobos_steps_x3, nobos_layers_4" in lines[-1]
+
+
+def test_data_memory_block(tmp_path):
+    from sinkpaper.results.measured import data_memory_lines
+    assert data_memory_lines(root=tmp_path)[0].startswith("Token-file memory: not measured yet")
+    row = lambda n, b, p: {"tokens": n, "rss_before_mib": 300.0, "build_growth_mib": b, "load_growth_mib": 1.0,  # noqa: E731
+                           "load_private_mib": p, "load_mapped_mib": 2.0, "int32_mib": 4 * n / 2 ** 20,
+                           "build_s": n / 2e6, "rate_tok_s": 2e6}
+    _write(tmp_path / "results/data/token-file-memory.json", {
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "tokenizer": "word", "cpu": "CPU test", "cores": 2,
+                       "torch": "t", "code_version": "v1", "load_before": [1.0, 1.0, 1.0], "load_after": [2.0, 2.0, 2.0],
+                       "note": "quiet"},
+        "rows": [row(2_000_000, 25.0, 0.0), row(20_000_000, 28.5, 0.5)]})
+    lines = data_memory_lines(root=tmp_path)
+    assert "load average 1.0, 1.0, 1.0 before and 2.0, 2.0, 2.0 after; quiet." in lines[0]
+    assert "| 20,000,000 | +28.5 MiB | +0.5 MiB | +2.0 MiB | 76 MiB | 10 s |" in lines
+    assert lines[-1] == ("From 2,000,000 to 20,000,000 tokens (10x) the build's peak growth changes by +3.5 MiB and "
+                         "loading's private memory by +0.5 MiB, against 69 MiB more int32 tokens.")

@@ -250,3 +250,35 @@ def corpus_lines(path: str | Path = CORPUS_SIDECAR, root: str | Path = ".") -> l
         lines.append(f"Training tokens of its {len(src)} sources: " + ", ".join(
             f"{k} {v / 1e6:.2f}M" for k, v in sorted(src.items(), key=lambda kv: -kv[1])) + ".")
     return lines
+
+
+# ------------------------------------------------------------------------------------- token-file memory
+DATA_MEMORY = "results/data/token-file-memory.json"
+
+
+def data_memory_lines(path: str | Path = DATA_MEMORY, root: str | Path = ".") -> list[str]:
+    """The token-file pipeline's memory at two or more corpus sizes (`scripts/data_scale.py --json PATH`): the
+    streamed build's peak RSS growth and loading + 50 batches' (private, mapped file pages), against what the
+    tokens would take held whole as int32; and whether the growth stays flat while the corpus grows."""
+    r = _load(path, root)
+    if r is None:
+        return [f"Token-file memory: not measured yet (no `{path}`; `python scripts/data_scale.py --sizes 2e6 2e7 "
+                f"--json {path}` measures it)."]
+    pv, rows = r["provenance"], r["rows"]
+    lines = [f"Measured {pv['computed_at']} (`{path}`, `scripts/data_scale.py`, tokenizer {pv['tokenizer']}): "
+             f"{pv['cpu']}, {pv['cores']} cores, torch {pv['torch']}, code {pv['code_version']}, load average "
+             f"{_load_avg(pv['load_before'])} before and {_load_avg(pv['load_after'])} after"
+             + (f"; {pv['note']}" if pv.get("note") else "") + ". Each measurement is a fresh process; growth is "
+             "over its RSS after imports.", "",
+             "| corpus tokens | build: peak RSS growth | load + 50 batches: private | mapped file pages | "
+             "tokens held as int32 | build time |", "|---|---|---|---|---|---|"]
+    for x in rows:
+        lines.append(f"| {x['tokens']:,} | +{x['build_growth_mib']:.1f} MiB | +{x['load_private_mib']:.1f} MiB | "
+                     f"+{x['load_mapped_mib']:.1f} MiB | {x['int32_mib']:.0f} MiB | {x['build_s']:.0f} s |")
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        lines += ["", f"From {a['tokens']:,} to {b['tokens']:,} tokens ({b['tokens'] / a['tokens']:.0f}x) the build's "
+                  f"peak growth changes by {b['build_growth_mib'] - a['build_growth_mib']:+.1f} MiB and loading's "
+                  f"private memory by {b['load_private_mib'] - a['load_private_mib']:+.1f} MiB, against "
+                  f"{b['int32_mib'] - a['int32_mib']:.0f} MiB more int32 tokens."]
+    return lines
