@@ -162,14 +162,14 @@ no_bos = sweeps.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_t
 NB = {pt: {key: sweeps.mean_of(no_bos.payloads, pt, key) for key in KEYS}
       for pt in ("sink_token_no_bos", "k_bias_no_bos", "no_fixed_token")}
 if NB["no_fixed_token"]["Sink_1"] is not None:
-    nb = NB["no_fixed_token"]["Sink_1"]
-    lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {len(no_bos.payloads)} seed(s)): Sink_1 {nb:.1f} %, "
+    nb, n_nb = NB["no_fixed_token"]["Sink_1"], len(no_bos.by_point().get("no_fixed_token", []))
+    lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {n_nb} seed(s)): Sink_1 {nb:.1f} %, "
                  f"α_1 {NB['no_fixed_token']['alpha_1']:.3f}"
                  + (" — without a fixed first token the miniature grows no sink." if nb < paper.NO_SINK else "."))
 for pt, label, bias in (("sink_token_no_bos", "Sink token, no fixed BOS", "the sink token"),
                         ("k_bias_no_bos", "K bias, no fixed BOS", "the K bias")):
     if NB[pt]["Sink*"] is not None:
-        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on the {label.split(',')[0].lower()}, "
+        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on {bias}, "
                      f"Sink_1 {NB[pt]['Sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f}), with no BOS to compete"
                      + prose.bias_share(NB[pt]["Sink*"], NB[pt]["Sink_1"], token_1="token 1", bias=bias))
 st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
