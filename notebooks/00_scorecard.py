@@ -30,7 +30,8 @@
 # * **real text (CPU)**: the Sections 4-7 sweeps trained on the offline text corpus on a CPU (the `text`
 #   profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
 # * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
-#   on a CPU), read from the results store. It shows the same mechanism at a tiny scale; it replaces nothing.
+#   on a CPU), read from the results store. It is an analogue at a tiny scale, shown beside the other two; it
+#   replaces neither.
 #
 # The verdicts are *agrees*, *disagrees*, *not comparable* (a value in the band between the rule's
 # thresholds, or a control with nothing to compare) and *no result* (not run, not stored, or stored under an

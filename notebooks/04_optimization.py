@@ -27,11 +27,12 @@
 # 4. **Batch size matters little**: 0.25M / 0.5M / 1M / 2M tokens per step → 16.45 / 17.19 / 18.18 / 16.19 %.
 #
 # This page shows each of these two ways: the real-text runs of `configs/optimization.yaml` (read from the
-# results store when they are there) and the same directions *in miniature*, on a synthetic task where a sink
-# grows in minutes on a laptop CPU (each run prints its wall time). It ends with the mechanism: what the sink head of the miniature does, measured.
+# results store when they are there) and the same directions *in miniature*, on a synthetic task small enough
+# to train in minutes on a CPU (each run prints its wall time and its Sink_1). It ends with the mechanism: what
+# the heads of the miniature do, measured.
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "recipe"  # miniature point trained live: recipe | lr_x0.3 | lr_x3 | lr_x0.5_steps_x2
@@ -57,7 +58,7 @@ run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=minia
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]
-# ## Real language models: the optimization sweep
+# ## Real text: the optimization sweep
 #
 # `configs/optimization.yaml` holds the paper's points as scale factors on the base run: LR × 0.25 … × 2,
 # steps × 0.5 … × 4 and batch × 0.25 … × 2, plus `dtype_fp32` (our bf16 trainer against fp32: a check of
@@ -73,7 +74,7 @@ lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], maps=["default", "lr_x0.5"])
 
 # %% [markdown]
-# ## Live, in miniature: a sink grows in minutes
+# ## Live, in miniature: one run, trained now
 #
 # The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
 # of Guo et al. (2024), as in `configs/miniature.yaml`. Sequences are 64 tokens after a fixed BOS; tokens
@@ -283,7 +284,7 @@ display(Markdown(
 # opt_emergence` shows the values). For the real-text runs the order is the other way round: these rules were
 # in `sinkpaper.paper` by 2026-11-25 02:35 (the last change relabelled the LR rule's points), before the first
 # `text`-profile run was computed (03:22, by its stored provenance). The miniature's Sink_1 counts heads and
-# saturates at 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
+# cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
 
 # %% tags=["hide-input"]
 display(figures.Table(paper.rows(["opt_emergence", "opt_lr", "opt_lr_steps", "opt_batch"])))

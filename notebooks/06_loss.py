@@ -30,7 +30,7 @@
 # shows, next to Sink_1, the uniform floor of α_1 under each point's mask and the *excess* of α_1 over it.
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0 | wd_0.1 | recipe | wd_1 | wd_2 | wd_5
@@ -41,7 +41,7 @@ live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, metrics, paper
-from sinkpaper.book import experiments, figures, parameters, realtext, tables
+from sinkpaper.book import experiments, figures, parameters, prose, realtext, tables
 from sinkpaper.results import curves, sweeps
 from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
@@ -75,10 +75,10 @@ for label, mask in (("causal", {}), ("prefix 4", {"prefix": 4}), ("prefix 5", {"
 display(figures.Table(floors))
 
 # %% [markdown]
-# ## Real language models: the loss sweep
+# ## Real text: the loss sweep
 #
 # `configs/loss.yaml`: weight decay 0 … 5 (the base run uses 0.1), prefix LM with p = 5 and 20, sliding
-# windows of 4, 16 and 64 keys. At the `cpu` profile the real-text runs trained on this CPU (the `text`
+# windows of 4, 16 and 64 keys. At the `cpu` profile the real-text runs trained on a CPU (the `text`
 # profile, whose base run uses weight decay 0.5: `wd_0.5` is the base run there) are read from the store, and
 # the missing ones listed; at `gpu` or `paper` they are trained.
 
@@ -93,7 +93,7 @@ realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2), base=BASE, curves=["wd_0", BASE
               table=tables.points_table(lm.payloads, ORDER, ks=(1, 2), paper=PAPER, uniform=True, held_out=True))
 if any(sweeps.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
     display(figures.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
-                                           f"Real LM ({lm.profile} profile): Sink_k by position, prefix LM"))
+                                           f"Real text ({lm.profile} profile): Sink_k by position, prefix LM"))
 
 # %% [markdown]
 # ## Live, in miniature
@@ -151,8 +151,8 @@ display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0
 # %% [markdown]
 # ## Weight decay, in miniature
 #
-# Three seeds per point. Sink_1 saturates at 100 % in a 4-head model, so the second chart shows the mean α_1,
-# which does not.
+# Three seeds per point. Sink_1 counts heads, so in a 4-head model it can read 100 % at several points; the
+# second chart shows the mean α_1, which can still tell them apart.
 
 # %% tags=["hide-input"]
 WD = {"wd_0": 0.0, "wd_0.1": 0.1, "recipe": 0.5, "wd_1": 1.0, "wd_2": 2.0, "wd_5": 5.0}
@@ -200,12 +200,13 @@ mx = {p: sweeps.mean_of(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
 if live_point in MASK_ORDER and live_point not in mini.by_point():  # not stored yet: the live run stands in
     mx[live_point] = sweeps.metric_of(live.payload, "excess alpha_1")
 top_k, top_sink = sweeps.peak_position(mini.payloads, "prefix_4")  # where prefix_4's sink sits, k = 1..10
+prefix_len = next((sweeps.metric_of(p, "prefix length") for p in mini.by_point().get("prefix_4", [])), None)
 lines = [f"- {p}: excess α_1 {sig(mx[p])}" + (" (from the live run)" if p == live_point and p not in mini.by_point()
                                               else "") for p in MASK_ORDER if mx[p] is not None]
 if top_k is not None:
     lines.append(f"- prefix_4: the largest Sink_k over k = 1..10 is at position {top_k} ({top_sink:.1f} % mean, "
-                 f"{span(sweeps.values_of(mini.payloads, 'prefix_4', f'Sink_{top_k}'), 1)} over seeds), inside the "
-                 "prefix of 4")
+                 f"{span(sweeps.values_of(mini.payloads, 'prefix_4', f'Sink_{top_k}'), 1)} over seeds)"
+                 + (f", {where}" if (where := prose.prefix_peak(top_k, prefix_len)) else ""))
 display(Markdown("Measured:\n" + "\n".join(lines)))
 
 # %% [markdown]

@@ -34,7 +34,7 @@
 # trained live.
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 
 # %%
@@ -52,19 +52,22 @@ ORDER = [p.name for p in POINTS]
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]
-# ## Real language models: the architecture sweep
+# ## Real text: the architecture sweep
 #
 # Each point of `configs/architecture.yaml` changes one thing against the base run (RoPE, RMSNorm pre-norm,
 # SwiGLU, heads concatenated: 8 in the paper's model, 4 at the `text` profile, whose `heads_4` point is its base
 # run). At the `cpu` profile this page trains none of them; it reads the real-text CPU runs of the family from
 # the results store, and says so when there are none. At `gpu` or `paper` it trains whatever the store lacks.
+# `heads_add` is one reading of the paper's "heads added instead of concatenated", for which the paper gives no
+# exact form: each head's values are d_model wide and the heads' outputs are summed before the output
+# projection (`model.head_combine: add`).
 
 # %% tags=["hide-input"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base=ORDER[0],
               curves=ORDER[:4], maps=ORDER[:2])
 if lm.payloads:
-    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 per variant"))
+    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 per variant"))
 
 # %% [markdown]
 # ### The paper's numbers

@@ -32,10 +32,10 @@
 # of it (Sink* 32.18 %, Sink_1 4.74 %).
 #
 # This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
-# there) and the same biases **in miniature**, where a sink grows in minutes.
+# there) and the same biases **in miniature**, where one run takes minutes.
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
@@ -63,21 +63,23 @@ MINI_NAMES = {"none": "recipe"}  # the miniature's default point is its recipe
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]
-# ## Real language models: the biases sweep
+# ## Real text: the biases sweep
 #
 # Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page trains none
 # of them; it reads the real-text CPU runs of the family from the results store, and says so when there are
 # none. At `gpu` or `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's
 # v' = [1, 0, …, 0] row, `k_bias_fixed_5v1` / `k_bias_fixed_20v1` its 5 v' / 20 v' rows (at 20 v' the paper's
 # sink returns to token 1), `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v'' rows, and `k_bias_dims_1` …
-# `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32 dimensions).
+# `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32 dimensions). The paper gives no
+# exact form for a k* in d_a dimensions; ours is one reading of it: k* is learned in the head's first d_a
+# dimensions and the others stay 0 (`model.k_bias_dims`).
 
 # %% tags=["hide-input"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="none",
               curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"])
 if lm.payloads:
-    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink* and Sink_1",
+    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink* and Sink_1",
                                 value=("Sink*", "Sink_1"), width=320))
 
 # %% [markdown]
@@ -90,15 +92,15 @@ if lm.payloads:
 display(tables.paper_table(POINTS, points.BIASES_NOT_RUN))
 
 # %% [markdown]
-# ## Live, in miniature: the bias takes the sink
+# ## Live, in miniature: a bias next to the BOS
 #
-# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
-# of Guo et al. (2024), `configs/miniature.yaml`. Sequences are a fixed BOS then 64 tokens following a
-# fixed bigram table, except that after one of 3 *trigger* tokens the next token copies the token before the
-# trigger. A 1-layer, 4-head, d = 64 model trains for 1500 steps (the live run prints its time); with nothing
-# added, its 4 heads all park their attention on the BOS (the `recipe` point). The bias points add the
-# paper's biases to that recipe. One point is trained now, from scratch; the table and chart after it are
-# the stored runs of every bias point over three seeds.
+# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task of Guo
+# et al. (2024), `configs/miniature.yaml`. Sequences are a fixed BOS then 64 tokens following a fixed bigram table,
+# except that after one of 3 *trigger* tokens the next token copies the token before the trigger. A 1-layer, 4-head,
+# d = 64 model trains for 1500 steps (the live run prints its time); with nothing added (the `recipe` point) the BOS
+# is the one fixed token its heads can park on, and the stored table below gives its Sink_1. The bias points add the
+# paper's biases to that recipe. One point is trained now, from scratch; the table and chart after it are the stored
+# runs of every bias point over three seeds.
 
 # %% tags=["hide-input"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
@@ -128,7 +130,7 @@ display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payloa
 
 # %% [markdown]
 # The stored miniature sweep: every bias point of `configs/miniature.yaml`, three seeds each (mean [min, max]
-# over seeds). The `paper` column is the paper's real-LM number for the same bias, for orientation.
+# over seeds). The `paper` column is the paper's number (its 60M model) for the same bias, for orientation.
 
 # %% tags=["hide-input"]
 if mini.payloads:
@@ -140,12 +142,12 @@ if mini.missing:
     display(Markdown(mini.missing_text()))
 
 # %% [markdown]
-# ### The fixed BOS stays a second sink next to a learnable sink token
+# ### A fixed BOS next to a learnable sink token
 #
 # The paper's runs have no BOS: their windows start at an arbitrary token, so a learnable sink token has no
-# rival. The miniature has one, because it needs a fixed first token to grow a sink at all (its
-# `no_fixed_token` point, the recipe without the BOS, is shown first below). The numbers, computed from the
-# stored runs, show what happens when a bias meets a fixed BOS.
+# rival. The miniature has one, because its recipe starts every sequence with a fixed BOS; whether it grows a
+# sink without one is its `no_fixed_token` point (the recipe without the BOS), shown first below. The numbers,
+# computed from the stored runs, show what happens when a bias meets a fixed BOS.
 
 # %% tags=["hide-input"]
 mp = mini.payloads + ([live.payload] if not stored_live else [])
@@ -160,16 +162,16 @@ no_bos = sweeps.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_t
 NB = {pt: {key: sweeps.mean_of(no_bos.payloads, pt, key) for key in KEYS}
       for pt in ("sink_token_no_bos", "k_bias_no_bos", "no_fixed_token")}
 if NB["no_fixed_token"]["Sink_1"] is not None:
-    nb = NB["no_fixed_token"]["Sink_1"]
-    lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {len(no_bos.payloads)} seed(s)): Sink_1 {nb:.1f} %, "
+    nb, n_nb = NB["no_fixed_token"]["Sink_1"], len(no_bos.by_point().get("no_fixed_token", []))
+    lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {n_nb} seed(s)): Sink_1 {nb:.1f} %, "
                  f"α_1 {NB['no_fixed_token']['alpha_1']:.3f}"
                  + (" — without a fixed first token the miniature grows no sink." if nb < paper.NO_SINK else "."))
-for pt, label in (("sink_token_no_bos", "Sink token, no fixed BOS"), ("k_bias_no_bos", "K bias, no fixed BOS")):
+for pt, label, bias in (("sink_token_no_bos", "Sink token, no fixed BOS", "the sink token"),
+                        ("k_bias_no_bos", "K bias, no fixed BOS", "the K bias")):
     if NB[pt]["Sink*"] is not None:
-        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on the {label.split(',')[0].lower()}, "
-                     f"Sink_1 {NB[pt]['Sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f})"
-                     + (" — with no BOS to compete, it takes the whole sink." if NB[pt]["Sink*"] >= paper.SINK
-                        and NB[pt]["Sink_1"] < paper.NO_SINK else "."))
+        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on {bias}, "
+                     f"Sink_1 {NB[pt]['Sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f}), with no BOS to compete"
+                     + prose.bias_share(NB[pt]["Sink*"], NB[pt]["Sink_1"], token_1="token 1", bias=bias))
 st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
 if st["Sink_1"] is not None and st["Sink*"] is not None:
     both = st["Sink_1"] >= paper.SINK and st["Sink*"] >= paper.SINK
@@ -184,8 +186,9 @@ if st["Sink_1"] is not None and st["Sink*"] is not None:
            "the two fixed positions instead of moving it." if both else ""))
 if kb["Sink_1"] is not None and kv["Sink_1"] is not None:
     lines.append(f"- **K bias / KV biases**: Sink* {fmt(kb['Sink*'])} / {fmt(kv['Sink*'])}, "
-                 f"Sink_1 {fmt(kb['Sink_1'])} / {fmt(kv['Sink_1'])}, α_1 {kb['alpha_1']:.3f} / "
-                 f"{kv['alpha_1']:.3f}: the bias takes the whole sink and the BOS, though present, keeps none.")
+                 f"Sink_1 {fmt(kb['Sink_1'])} / {fmt(kv['Sink_1'])}, α_1 {kb['alpha_1']:.3f} / {kv['alpha_1']:.3f}"
+                 + prose.biases_share({"K bias": (kb["Sink*"], kb["Sink_1"]), "KV biases": (kv["Sink*"], kv["Sink_1"])},
+                                      present=True))
 if vb["Sink_1"] is not None:
     lines.append(f"- **V bias** (v* added after the softmax): Sink_1 {vb['Sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f})"
                  + (" — the sink stays on the BOS, as in the paper." if vb["Sink_1"] >= paper.SINK else ".")

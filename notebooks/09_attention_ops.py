@@ -40,7 +40,7 @@
 # say what that transient is.
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM runs from the results store; gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "sigmoid"  # miniature point trained live: sigmoid | sigmoid_norm | elu | elu_norm | softpick | recipe
@@ -68,7 +68,7 @@ MINI_NAMES = {"softmax": "recipe"}  # the miniature's default point is its recip
 display(Markdown(figures.provenance_line(run_stamp)))
 
 # %% [markdown]
-# ## Real language models: the attention-operation sweep
+# ## Real text: the attention-operation sweep
 #
 # Each point of `configs/attention.yaml` changes the operation of the base run. At the `cpu` profile this page
 # trains none of them; it reads the real-text CPU runs of the family from the results store, and says so when
@@ -80,12 +80,12 @@ lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="softmax",
               curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"])
 if lm.payloads:
-    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real LM ({lm.profile} profile): Sink_1 "
+    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 "
                                 "(Sink*_1 for sigmoid, elu, kernel)"))
     lm_raw = [r for p in lm.payloads for r in curves.raw_curve_rows(p)]
     if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training
         display(figures.alt.hconcat(
-            figures.curve_chart(lm_raw, "proxy Sink*_1 %", "Real LM: proxy Sink*_1", width=300, x="step", zero=True),
+            figures.curve_chart(lm_raw, "proxy Sink*_1 %", "Real text: proxy Sink*_1", width=300, x="step", zero=True),
             figures.curve_chart(lm_raw, "raw weight on token 1", "raw weight on token 1", width=300, x="step",
                                 log_y=True),
             figures.curve_chart(lm_raw, "raw weight on other keys", "raw weight on other keys", width=300, x="step",
@@ -124,15 +124,16 @@ display(Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.
                  f"{paper.paper_value('softmax_1b: loss'):.2f})."))
 
 # %% [markdown]
-# ## Live, in miniature: change the operation, lose the sink
+# ## Live, in miniature: change the operation
 #
-# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
-# of Guo et al. (2024), `configs/miniature.yaml` — a fixed BOS then 64 tokens that follow a fixed bigram
-# table, except that after one of 3 *trigger* tokens the next token copies the token before the trigger. A
-# 1-layer, 4-head, d = 64 model trains for 1500 steps (the live run prints its time); with softmax (the `recipe`
-# point) all 4 heads park their attention on the BOS. One point is trained now, from scratch; the table and
-# chart after it are the stored runs of every operation point over three seeds (mean [min, max] over seeds;
-# the `paper` column is the paper's real-LM number for the same operation, for orientation).
+# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task of Guo
+# et al. (2024), `configs/miniature.yaml` — a fixed BOS then 64 tokens that follow a fixed bigram table, except that
+# after one of 3 *trigger* tokens the next token copies the token before the trigger. A 1-layer, 4-head, d = 64
+# model trains for 1500 steps (the live run prints its time); with softmax (the `recipe` point) the BOS is the one
+# fixed token its heads can park on, and the `recipe` row below gives its Sink_1. One point is trained now, from
+# scratch; the table and chart after it are the stored runs of every operation point over three seeds (mean [min,
+# max] over seeds; the `paper` column is the paper's number (its 60M model) for the same operation, for
+# orientation).
 
 # %% tags=["hide-input"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
@@ -157,7 +158,7 @@ if mini.missing:
     display(Markdown(mini.missing_text()))
 
 # %% [markdown]
-# ## What sigmoid's early "sink" is: the raw weights next to the proxy
+# ## The proxy over training, next to the raw weights
 #
 # For sigmoid (and elu + 1) without normalization the trainer records, at every evaluation, the proxy the
 # paper scores and what the proxy is made of: the mean **raw** weight σ(q·k) on token 1 (from the queries after

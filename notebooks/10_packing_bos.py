@@ -25,8 +25,8 @@
 #    packed window) keeps the sink on the first token that every query of a document sees;
 # 3. a model **trained with a BOS depends on it**: run without it at inference, its sink changes.
 #
-# This page checks the three on real language models trained with each packing (`configs/packing.yaml`;
-# real-text runs read from the results store when they are there), in miniature (the synthetic
+# This page checks the three on our models trained on real text with each packing (`configs/packing.yaml`,
+# read from the results store when they are there), in miniature (the synthetic
 # Bigram-Backcopy task, trained live on the CPU), and on two pretrained models that install offline, measured
 # with and without their BOS.
 #
@@ -34,7 +34,7 @@
 # Sink_k^ε is the percentage of (layer, head) pairs with α_k > ε = 0.3, on T = 64 tokens.
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the real-LM packing runs from the results store; gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
 model = "smollm2-135m,gemma3-270m"  # pretrained models: comma-separated offline names or Hugging Face ids (e.g. gpt2-xl)
 n_samples = 50  # natural-text windows per (model, BOS) setting; the paper uses 100 (50 keeps the chapter near its budget)
 seq_len = 64  # T, BOS included; the paper uses 64
@@ -84,7 +84,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 display(Markdown(paper.bos_statement(["pack_bos_inference"])))
 
 # %% [markdown]
-# ## Real language models trained with each packing
+# ## Real text: models trained with each packing
 #
 # `configs/packing.yaml` has four points on top of the family's base run: `causal` (the paper's packing:
 # windows cut at arbitrary offsets, no BOS, attention across the documents of a window), `doc_mask`
@@ -104,10 +104,10 @@ PAPER = {"causal": f"Gu et al. default: Sink_1 {paper.paper_value('default'):.2f
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 if lm.payloads:
     display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
-    display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real LM ({lm.profile} profile): Sink_1 per packing"))
+    display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"))
     display(Markdown(figures.provenance_line(lm.provenance())))
 if lm.missing.missing:
-    display(Markdown(lm.missing_text() + " Until then this section has no real-LM number of ours for the packing "
+    display(Markdown(lm.missing_text() + " Until then this section has no real-text number of ours for the packing "
                      "variants; the pretrained models below are the real-LM evidence for the BOS question."))
 
 # %% [markdown]
@@ -126,11 +126,11 @@ if profile != "cpu":
         display(Markdown(f"`{bos_dir}` holds no checkpoint (the run came from the results store, which keeps "
                          "metrics, not weights): retrain it there to measure it without its BOS."))
 else:
-    display(Markdown("At the `cpu` profile nothing is trained on real text, so there is no real-LM model trained "
+    display(Markdown("At the `cpu` profile nothing is trained on real text, so there is no real-text model trained "
                      "with a fixed BOS to run without it; the miniature and the pretrained models below answer it."))
 
 # %% [markdown]
-# ## In miniature: a fixed BOS takes the sink, and the model then depends on it
+# ## In miniature: a fixed BOS, and the model without it
 #
 # The synthetic analogue (Bigram-Backcopy, Guo et al. 2024: bigram text with trigger tokens whose successor
 # copies the token before the trigger; a 1-layer, 4-head, d = 64 model trained in minutes on two CPU

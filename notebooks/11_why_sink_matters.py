@@ -116,9 +116,9 @@ display(Markdown(figures.provenance_line({
 # %% [markdown]
 # **The text.** `text_path` defaults to `/usr/share/common-licenses/GPL-3`, the GNU General Public License
 # version 3: about 35,000 characters of English prose that every Debian and Ubuntu system ships (package
-# `base-files`), so this page needs no download. It is a famous document, certainly present in the models'
-# training data many times over, so the absolute perplexities are low; what this page compares is the same
-# text under three caches, which that does not bias. Any long plain-text file works (`-p text_path ...`).
+# `base-files`), so this page needs no download. It is a famous document, likely present in the models'
+# training data, so its absolute perplexities may be lower than on unseen text; what this page compares is the
+# same text under three caches, which that does not bias. Any long plain-text file works (`-p text_path ...`).
 
 # %% [markdown]
 # ## Which BOS setting the verdicts use, and why

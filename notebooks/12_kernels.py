@@ -115,11 +115,11 @@ display(Markdown(figures.provenance_line({**run_stamp, "shape [B, H, T, D]": lis
                                           "seed": seed})))
 
 # %% [markdown]
-# ## The sink metric from `column_stats` equals the metric from the maps
+# ## The sink metric from `column_stats` against the metric from the maps
 #
 # Small random models (`sinkpaper.models`, 2 layers, 2 heads) traced twice: from the attention maps (as the
-# paper) and with `method="kernel"`, which keeps no T x T map and reads α_k from `column_stats`. Same α_k to
-# fp32 rounding, hence the same Sink_k.
+# paper) and with `method="kernel"`, which keeps no T x T map and reads α_k from `column_stats`. The two
+# routes should give the same α_k up to fp32 rounding, hence the same Sink_k; the count below says whether they do.
 
 # %% tags=["hide-input"]
 agreement = kc.metric_agreement(seed=seed, device=device)

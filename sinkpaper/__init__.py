@@ -10,7 +10,7 @@ circle exists):
   <- data (token files, packing, the offline corpus by job) + train (trainer, sweeps, the results store,
      train.run: open a run directory)
   <- results (stored runs as typed records, generated README blocks; results.sweeps: a family's stored sweep,
-     the real-LM sweep a chapter reads or trains, the one metric vocabulary and the summaries over seeds;
+     the real-text sweep a chapter reads or trains, the one metric vocabulary and the summaries over seeds;
      results.curves: a run over training; results.numbers: the formatter set; results.measured and
      results.text_runs: the blocks read from stored measurements and from runs outside the main sweep)
   <- paper (the paper's numbers typed once, its claims and their rules; the listing reads chapter records and

@@ -113,3 +113,47 @@ def test_live_vs_stored():
     other = payload("k_bias", 0, 0.0, sink_star=50.0, alpha_1=0.001)
     assert "**differs**" in prose.live_vs_stored(live, [other])
     assert prose.live_vs_stored(live, [payload("k_bias", 1, 0.0)]) is None
+
+
+@pytest.mark.parametrize("star, s1, expected", [
+    (100.0, 0.0, ": the bias takes the whole sink and the BOS keeps none."),
+    (96.0, 3.0, ": the bias takes the whole sink and the BOS keeps almost none."),
+    (60.0, 0.0, ": the bias holds the sink in part of the heads (Sink* below 95 %) and the BOS keeps almost none."),
+    (100.0, 30.0, ": both the bias and the BOS are sinks."),
+    (0.0, 100.0, ": the sink stays on the BOS; the bias takes none of it."),
+    (100.0, 7.0, "."),   # neither "takes the whole sink" (Sink_1 above 5 %) nor a sink on the BOS
+    (3.0, 3.0, "."),
+    (None, 0.0, "."),
+])
+def test_bias_share_follows_the_numbers(star, s1, expected):
+    assert prose.bias_share(star, s1) == expected
+
+
+def test_bias_share_whole_sink_needs_both_thresholds():
+    # the chapter used to print "takes the whole sink" whatever the numbers; now each side of each bar is checked
+    assert "whole sink" in prose.bias_share(prose.WHOLE, paper.NO_SINK)
+    assert "whole sink" not in prose.bias_share(prose.WHOLE - 0.1, 0.0)
+    assert "whole sink" not in prose.bias_share(100.0, paper.NO_SINK + 0.1)
+    assert prose.bias_share(100.0, 0.0, "token 1", bias="the sink token") == (
+        ": the sink token takes the whole sink and token 1 keeps none.")
+    assert ", though present, keeps none" in prose.bias_share(100.0, 0.0, present=True)
+
+
+def test_biases_share_one_clause_when_they_agree_else_one_each():
+    same = prose.biases_share({"K bias": (100.0, 0.0), "KV biases": (100.0, 0.0)}, present=True)
+    assert same == ": the bias takes the whole sink and the BOS, though present, keeps none."
+    split = prose.biases_share({"K bias": (100.0, 0.0), "KV biases": (0.0, 100.0)})
+    assert split == ("; K bias: the bias takes the whole sink and the BOS keeps none; KV biases: the sink stays on "
+                     "the BOS; the bias takes none of it.")
+    assert prose.biases_share({"K bias": (100.0, 0.0), "KV biases": (3.0, 3.0)}) == (
+        "; K bias: the bias takes the whole sink and the BOS keeps none.")
+    assert prose.biases_share({}) == "."
+
+
+def test_prefix_peak_says_where_the_sink_sits():
+    assert prose.prefix_peak(3, 4) == "inside the prefix of 4, on a position other than the first"
+    assert prose.prefix_peak(5, 4) == "outside the prefix of 4"
+    first = prose.prefix_peak(1, 4)
+    assert first.startswith("inside the prefix of 4, but on its first position") and "ordinary" in first
+    assert prose.prefix_peak(4, 4).startswith("inside")
+    assert prose.prefix_peak(None, 4) == "" and prose.prefix_peak(2, None) == ""

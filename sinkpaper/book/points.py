@@ -36,7 +36,7 @@ ARCHITECTURE: tuple[Point, ...] = (
     Point("ffn_gelu", "FFN GeLU"),
     Point("ffn_geglu", "FFN GeGLU"),
     Point("heads_1", "1 head"),
-    Point("heads_add", "heads added instead of concatenated"),
+    Point("heads_add", "heads added instead of concatenated (our reading: d_model-wide values, summed)"),
     Point("ffn_swish", "FFN Swish"), Point("ffn_reglu", "FFN ReGLU"),
     Point("heads_2", "2 heads"), Point("heads_4", "4 heads"), Point("heads_8", "8 heads"),
 )
@@ -60,7 +60,7 @@ BIASES: tuple[Point, ...] = (
     Point("k_bias", "learnable k*, v* = 0"),
     Point("v_bias", "learnable v* added after the softmax (the paper's control)"),
     Point("k_bias_fixed_v", "learnable k*, fixed v* = v' = [1, 0, ..., 0]"),
-    Point("k_bias_dims_1", "k* learned in 1 of the head's dimensions (d_a = 1), v* = 0"),
+    Point("k_bias_dims_1", "k* learned in the first of the head's dimensions (d_a = 1; our reading), v* = 0"),
 )
 # The paper's other fixed-v*, shared and d_a rows (claims bias_fixed_v_large, bias_shared, bias_low_dim_more).
 BIASES_MORE: tuple[Point, ...] = (

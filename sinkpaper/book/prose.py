@@ -1,11 +1,12 @@
 """Sentences the chapters write from stored and live runs, each chosen by the numbers: how our runs differ from
-the paper's setting, whether a live run reproduces the stored one, when a sink first formed, and what the raw
-weights of an operator without normalization say about the proxy's early transient."""
+the paper's setting, whether a live run reproduces the stored one, when a sink first formed, what the raw
+weights of an operator without normalization say about the proxy's early transient, where a bias leaves the
+sink, and where a prefix-LM run's sink sits."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..paper import SINK
+from ..paper import NO_SINK, SINK
 from ..results.curves import reaching_steps, transient
 from ..results.numbers import span
 from ..results.sweeps import point_of
@@ -101,3 +102,56 @@ def transient_note(payloads: Sequence[Mapping]) -> str:
     return (f"in {len(hits)} of {len(ts)} run(s) the proxy peaked early at Sink*_1 {rng(sink, '.0f')} % (step "
             f"{', '.join(map(str, steps))}; raw weight on token 1 then {rng(w1, '.2f')}); at the end it reads "
             f"{rng(finals, '.0f')} %")
+
+
+WHOLE = 95.0  # Sink* at or above this (with Sink_1 at or below NO_SINK): "the bias takes the whole sink"
+
+
+def bias_share(sink_star: float | None, sink_1: float | None, token_1: str = "the BOS", present: bool = False,
+               bias: str = "the bias") -> str:
+    """The clause that says where a bias run's sink sits, from its Sink* (the bias position, named ``bias``) and
+    Sink_1 (token 1, named ``token_1``; ``present``: it is a fixed token the bias competes with), both in %,
+    ending with a full stop:
+
+    * ": the bias takes the whole sink and <token_1> keeps none" only when Sink* >= 95 % and Sink_1 <= 5 %
+      ("almost none" when Sink_1 is above 0);
+    * ": the bias holds the sink in part of the heads …" when Sink* >= SINK but below 95 % and Sink_1 < 5 %;
+    * ": both the bias and <token_1> are sinks" when both are at least SINK;
+    * ": the sink stays on <token_1>; the bias takes none of it" when Sink* < 5 % and Sink_1 >= SINK;
+    * "." otherwise, or when a value is missing (the numbers beside it say the rest)."""
+    if sink_star is None or sink_1 is None:
+        return "."
+    keeps = f"{token_1}{', though present,' if present else ''} keeps"
+    if sink_star >= WHOLE and sink_1 <= NO_SINK:
+        return f": {bias} takes the whole sink and {keeps} {'none' if sink_1 == 0 else 'almost none'}."
+    if sink_star >= SINK and sink_1 < NO_SINK:
+        return f": {bias} holds the sink in part of the heads (Sink* below {WHOLE:g} %) and {keeps} almost none."
+    if sink_star >= SINK and sink_1 >= SINK:
+        return f": both {bias} and {token_1} are sinks."
+    if sink_star < NO_SINK and sink_1 >= SINK:
+        return f": the sink stays on {token_1}; {bias} takes none of it."
+    return "."
+
+
+def biases_share(shares: Mapping[str, tuple[float | None, float | None]], token_1: str = "the BOS",
+                 present: bool = False) -> str:
+    """:func:`bias_share` for several biases named in one sentence (label -> (Sink*, Sink_1)): one clause when
+    they all read the same, else one per bias that has one ("; K bias: …; KV biases: ….")."""
+    clauses = {label: bias_share(star, s1, token_1, present) for label, (star, s1) in shares.items()}
+    if len(set(clauses.values())) <= 1:
+        return next(iter(clauses.values()), ".")
+    return "".join(f"; {label}{c[:-1]}" for label, c in clauses.items() if c != ".") + "."
+
+
+def prefix_peak(k: int | None, prefix: int | None) -> str:
+    """Where a prefix-LM run's largest Sink_k sits relative to its prefix of ``prefix`` positions (BOS
+    included): inside or outside it, and, at position 1, that an ordinary first-token sink sits there too.
+    "" when there is no peak or no prefix."""
+    if k is None or prefix is None:
+        return ""
+    if k > prefix:
+        return f"outside the prefix of {prefix}"
+    if k == 1:
+        return (f"inside the prefix of {prefix}, but on its first position, where an ordinary first-token sink "
+                "sits too (so it does not show the sink moving onto the prefix)")
+    return f"inside the prefix of {prefix}, on a position other than the first"

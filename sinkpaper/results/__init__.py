@@ -1,7 +1,7 @@
 """Stored runs as typed records, summaries over seeds, and text generated from them.
 
 - this package: :class:`RunRecord` (a stored run without the payload's nesting), the README / config blocks;
-- :mod:`.sweeps`: a family's stored sweep (what is missing said plainly), the real-LM sweep of a chapter, the
+- :mod:`.sweeps`: a family's stored sweep (what is missing said plainly), the real-text sweep of a chapter, the
   one metric vocabulary over a stored run, and the summaries over seeds (mean, spread, where the sink peaks);
 - :mod:`.curves`: a run over training (chart rows, when the sink emerged, the raw weights behind the proxy);
 - :mod:`.numbers`: how a number is written (one formatter set).

@@ -1,5 +1,5 @@
 """A family's sweep as the chapters read it: the stored runs of a config's points x seeds (what is missing said
-plainly), the real-LM sweep of a chapter (read from the store at the cpu profile, trained at gpu / paper), one
+plainly), the real-text sweep of a chapter (read from the store at the cpu profile, trained at gpu / paper), one
 metric vocabulary over a stored run, and the summaries over seeds.
 
 A payload (stored or live) has the results store's shape: ``{"name", "hash", "profile", "config", "result",
@@ -108,10 +108,10 @@ def payloads_provenance(payloads: Sequence[dict], loaded: bool) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------------------- real-LM sweeps
+# ----------------------------------------------------------------------------------------- real-text sweeps
 @dataclass
 class LMSweep:
-    """The real-LM runs of a family at the profile a chapter reads or trains: ``payloads`` (found or trained),
+    """The real-text runs of a family at the profile a chapter reads or trains: ``payloads`` (found or trained),
     ``missing`` (the StoredSweep of what is still absent) and which of the payloads were computed now."""
 
     config: str
