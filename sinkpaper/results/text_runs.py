@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..train.store import DEFAULT_STORE, read_result
 from ..train.sweep import sweep_configs
-from . import RunRecord, runs
+from .records import RunRecord, runs
 
 EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (issue 15's acceptance)
 
