@@ -255,3 +255,14 @@ def test_claims_belong_to_toc_chapters():
 def test_the_old_module_names_the_new_one():
     with pytest.raises(ImportError, match="moved to sinkpaper.paper"):
         import sinkpaper.book.claims  # noqa: F401
+
+
+def test_chapter_rows_drop_a_scale_none_of_their_claims_ran():
+    """Sections 4-7 are not run at the paper's own scale: their chapter tables lose the two real-LM columns (so
+    the table fits the page); a scale that one of the claims ran keeps its columns for every row."""
+    sec4 = paper.rows(["opt_emergence", "opt_lr"])
+    assert all("ours (real LMs)" not in r and "verdict (real LMs)" not in r for r in sec4)
+    assert all("verdict (miniature)" in r and "verdict (real text (CPU))" in r for r in sec4)
+    mixed = paper.rows(["opt_emergence", "t1_natural"])
+    assert all("verdict (real LMs)" in r and "verdict (miniature)" in r for r in mixed)
+    assert paper.row("opt_emergence")["verdict (real LMs)"] == "no result (not run)"   # the scorecard's row keeps it
