@@ -206,7 +206,7 @@ def test_streaming_memory_does_not_grow_with_the_corpus(tmp_path):
     sc = _scale()
     tok = tmp_path / "tokenizer.json"
     words = sc.word_tokenizer(tok)
-    sizes = (2_000_000, 6_000_000)   # ~15 s of tokenization on 2 loaded cores (0.5-0.7 M tokens/s); 2M: past warm-up
+    sizes = (2_000_000, 8_000_000)   # ~20 s of tokenization on 2 loaded cores (0.5-0.7 M tokens/s); 2M: past warm-up
     build, load = {}, {}
     for n in sizes:
         sc.make_corpus(tmp_path / f"c{n}.jsonl", words, n + n // 50 + 1000)
@@ -214,14 +214,17 @@ def test_streaming_memory_does_not_grow_with_the_corpus(tmp_path):
         load[n] = sc.measure("load", tmp_path / f"c{n}.jsonl", tok, n, tmp_path / f"cache-{n}", steps=20)
         assert build[n]["n_train"] == load[n]["n_train"] == n
     small, large = sizes
-    extra_int32 = 4 * (large - small) / 1024   # KiB the larger corpus would add held whole as int32 (16 MB)
+    extra_int32 = 4 * (large - small) / 1024   # KiB the larger corpus would add held whole as int32 (24 MB)
     mib = {n: {"build peak": round(build[n]["growth_kib"] / 1024, 1), "load peak": round(load[n]["growth_kib"] / 1024, 1),
                "load private": round(load[n]["rssanon_growth_kib"] / 1024, 1),
                "load mapped file": round(load[n]["rssfile_growth_kib"] / 1024, 1)} for n in sizes}
     print(f"peak RSS growth over the RSS after imports, MiB: {mib}")
-    assert build[large]["growth_kib"] - build[small]["growth_kib"] < 0.25 * extra_int32, mib
+    # Held in memory, the larger corpus adds at least extra_int32 (24 MB; the old path twice that). The bound is
+    # half of it: the fixed buffers (tokenizer batches, allocator arenas) vary by ~4 MiB between runs, which
+    # made a quarter of a 16 MB gap fail at random.
+    assert build[large]["growth_kib"] - build[small]["growth_kib"] < 0.5 * extra_int32, mib
     assert build[large]["growth_kib"] < 96 * 1024, mib                     # fixed buffers only
-    assert load[large]["rssanon_growth_kib"] - load[small]["rssanon_growth_kib"] < 0.25 * extra_int32, mib
+    assert load[large]["rssanon_growth_kib"] - load[small]["rssanon_growth_kib"] < 0.5 * extra_int32, mib
     # the mapped pages a rank holds: at most 64 KiB of fault-around per window read (20 x 16 windows here)
     assert load[large]["rssfile_growth_kib"] < 20 * 16 * 2 * 64, mib
 
