@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..moved import moved_names
 from ..results.curves import curve_rows  # noqa: F401 (moved; re-exported for one release)
 from ..results.sweeps import StoredSweep, payloads_provenance, point_of, stored_sweep  # noqa: F401 (moved; idem)
 from ..train import config as train_config
@@ -73,8 +74,5 @@ def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | No
     return rows
 
 
-def __getattr__(name: str):
-    if name == "sink_at":
-        raise AttributeError("sinkpaper.book.experiments.sink_at is gone: use sinkpaper.results.sweeps.spread("
-                             "sinkpaper.results.sweeps.values_of(payloads, point, f'Sink_{k}'))")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"sink_at": "sinkpaper.results.sweeps.spread(sinkpaper.results.sweeps.values_of("
+                                                "payloads, point, f'Sink_{k}'))"}, verb="is gone: use")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..moved import moved_names
 from ..paper import SINK, paper_text  # noqa: F401
 from ..results.curves import RAW_KEYS, raw_curve_rows, transient  # noqa: F401
 from ..results.numbers import fmt  # noqa: F401
@@ -43,8 +44,4 @@ _UNIFIED = {
     "MINIATURE_DEFAULT": "the miniature's default point, 'recipe' (it had no caller)",
 }
 
-
-def __getattr__(name: str):
-    if name in _UNIFIED:
-        raise AttributeError(f"sinkpaper.book.section7.{name} moved: use {_UNIFIED[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, _UNIFIED)

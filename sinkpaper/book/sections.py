@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..moved import moved_names
 from ..mechanism import head_map, pick_sequence, trigger_cells  # noqa: F401
 from ..metrics import excess_alpha, uniform_alpha  # noqa: F401
 from ..results.numbers import sig, span  # noqa: F401
@@ -36,8 +37,4 @@ _UNIFIED = {
     "sink_curve_rows": "sinkpaper.results.curves.curve_rows(payload, label, (f'Sink_{k}',))",
 }
 
-
-def __getattr__(name: str):
-    if name in _UNIFIED:
-        raise AttributeError(f"sinkpaper.book.sections.{name} moved: use {_UNIFIED[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, _UNIFIED)

@@ -33,6 +33,7 @@ Command line (`sinkpaper.cli`):
 """
 from __future__ import annotations
 
+from ..moved import moved_names
 from .archives import Archive, Member, SourceUnavailableError, fetch_archive, iter_members
 from .build import (DEFAULT_MAX_MIB, MIN_DEDUP_PARAGRAPH, Deduplicator, build_all, build_corpus, dedup_key, describe,
                     export_tokens, is_validation, iter_corpus, read_manifest, write_manifest, write_sample)
@@ -58,10 +59,7 @@ class MovedError(ImportError):
     """A name that left this module; the message says where it went."""
 
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        raise MovedError(f"sinkpaper.data.corpus.{name} moved: {_MOVED[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, _MOVED, verb="moved:", error=MovedError)
 
 
 __all__ = [
