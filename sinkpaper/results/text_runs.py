@@ -20,7 +20,7 @@ def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "conf
                    point: str = "default", sweep_seeds=(0, 1, 2), seeds=range(3, 100)) -> list[str]:
     """The stored base runs whose seed the sweep does not use: when Sink_1 first exceeds EMERGED %, in steps,
     tokens and the trainer's wall seconds (from the start of training), and where it ends."""
-    recs = [r for r in runs(config, "text", [point], [s for s in seeds if s not in sweep_seeds], store)]
+    recs = runs(config, "text", [point], [s for s in seeds if s not in sweep_seeds], store)
     if not recs:
         return [f"No base run with a new seed is stored: run `python -m sinkpaper train --config {config} "
                 f"--profile text --set run.seed=7 --set run.threads=2 --out runs/new-seed`."]
@@ -39,10 +39,8 @@ def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "conf
     return lines
 
 
-def _knobs(config: str | Path, point: str) -> str:
-    """What a search point changes against the text profile's base (from the family's YAML)."""
-    import yaml
-    spec = yaml.safe_load(Path(config).read_text())["sweep"][point]
+def _knobs(spec: dict) -> str:
+    """What a search point changes against the text profile's base (its entry in the family's YAML)."""
     return ", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in spec.items() if k != "data.fixed_token")
 
 
@@ -52,6 +50,8 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
     over training and where, the final values and the wall time; points not stored yet are named."""
     lines = ["| point | changes (no fixed first token) | tokens | highest Sink_1 % (step) | highest mean alpha_1 "
              "| final Sink_1 % | held-out loss | wall, threads |", "|---|---|---|---|---|---|---|---|"]
+    import yaml
+    specs = yaml.safe_load(Path(config).read_text())["sweep"]
     missing, best = [], None
     for point, _seed, cfg in sweep_configs(config, "text", None, [seed]):
         payload = read_result(store, cfg)
@@ -62,7 +62,7 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
         peak = max(r.curve, key=lambda c: c["sink_1"])
         a_peak = max(c["alpha_1"] for c in r.curve)
         p = r.provenance
-        lines.append(f"| {point} | {_knobs(config, point)} | {p.get('tokens_seen', 0):,} | {peak['sink_1']:.1f} "
+        lines.append(f"| {point} | {_knobs(specs[point])} | {p.get('tokens_seen', 0):,} | {peak['sink_1']:.1f} "
                      f"({peak['step']}) | {a_peak:.3f} | {r.sink[1]:.1f} | {r.val_loss:.3f} | "
                      f"{p.get('wall_seconds', 0) / 60:.0f} min, {p.get('threads')} |")
         if best is None or peak["sink_1"] > best[1]:
