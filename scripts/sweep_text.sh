@@ -6,10 +6,16 @@
 # trained twice, a killed worker's run is taken over (from its last checkpoint) by the next sweep, and stored
 # runs are skipped. `python -m sinkpaper sweep --status --profile text --config configs/*.yaml` shows where
 # it stands. One thread per run (the text profile's run.threads), so WORKERS runs use WORKERS cores.
+# SWEEP_ARGS adds arguments to every sweep; on a lent GPU machine (scripts/device_text_sweep.sh):
+#   SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going"
+# run.device and run.compile are bookkeeping: the runs keep the text profile's config hashes, and each stored
+# run's provenance names the hardware it ran on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 WORKERS=${WORKERS:-2}
+STAGGER=${STAGGER:-20}   # seconds between worker starts
+read -r -a EXTRA <<< "${SWEEP_ARGS:-}"
 SEEDS=${SEEDS:-"0 1 2"}
 mkdir -p runs/text
 # The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
@@ -20,9 +26,10 @@ FIRST="default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 f
 for i in $(seq 1 "$WORKERS"); do
   # shellcheck disable=SC2086  # word splitting of the lists is intended
   (
-    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points $FIRST --seeds $SEEDS --out runs/text || true
-    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out runs/text
+    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points $FIRST --seeds $SEEDS --out runs/text \
+      "${EXTRA[@]}" || true
+    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out runs/text "${EXTRA[@]}"
   ) > "runs/text/worker-$i.log" 2>&1 &
-  sleep 20   # let the first worker claim its run before the next one looks
+  sleep "$STAGGER"   # let each worker claim its run before the next one looks
 done
 wait

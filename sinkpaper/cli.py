@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--out", help="run directories: OUT/<family>/<point>/seed-<N>-<hash> (required unless --status)")
     w.add_argument("--store", default=None, help="results store (default results/store)")
     w.add_argument("--status", action="store_true", help="print done / running / left per family and exit")
+    w.add_argument("--keep-going", action="store_true",
+                   help="a run that fails (not one that diverges: that is recorded) is logged and left unstored, "
+                        "and the sweep goes on to the next run")
     r = sub.add_parser("store", help="the results store: list stale runs, or rename runs to the current key scheme")
     r.add_argument("action", choices=["stale", "migrate"],
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
@@ -227,7 +230,7 @@ def run_sweep_command(a) -> int:
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
     payloads = run_sweep(a.config, a.profile, a.out, store, points=a.points, seeds=a.seeds,
-                         overrides=T.parse_sets(a.set), progress=False, log=log)
+                         overrides=T.parse_sets(a.set), progress=False, log=log, keep_going=a.keep_going)
     print(format_summary(summarize(payloads)))
     return 0
 

@@ -110,3 +110,24 @@ def test_a_profile_maps_a_point_onto_its_own_base(tmp_path):
     path.write_text(json.dumps({**TINY, "profiles": {"text": {"sweep": {"no_such_point": {}}}}}))
     with pytest.raises(ValueError, match="unknown point.*no_such_point.*valid: wd_0, sigmoid"):
         load(path, "text")
+
+
+def test_keep_going_logs_a_failing_run_releases_its_claim_and_trains_the_rest(family, tmp_path, monkeypatch):
+    import sinkpaper.train.sweep as S
+    real = S.train
+
+    def train(cfg, *a, **k):   # one point breaks mid-run (a bug, an out-of-memory): not a divergence
+        if cfg.name == "tiny/wd_0":
+            raise RuntimeError("boom")
+        return real(cfg, *a, **k)
+    monkeypatch.setattr(S, "train", train)
+    store = tmp_path / "store"
+    with pytest.raises(RuntimeError, match="boom"):   # the default stops at the first failure
+        run_sweep(family, "cpu", tmp_path / "runs", store, seeds=[0], progress=False)
+    assert not list((store / ".claims").glob("*.json"))
+    lines = []
+    done = run_sweep(family, "cpu", tmp_path / "runs", store, seeds=[0], progress=False, log=lines.append,
+                     keep_going=True)
+    assert [p["name"] for p in done] == ["tiny/sigmoid"]
+    assert any(line.startswith("failed tiny/wd_0") and "boom" in line for line in lines)
+    assert not list((store / ".claims").glob("*.json")) and not (store / "diverged").exists()

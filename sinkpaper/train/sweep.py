@@ -151,10 +151,11 @@ def run_dir(out: str | Path, run: PlannedRun) -> Path:
 
 
 def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, points=None, seeds=(0,),
-              overrides=None, progress: bool = True, log=None) -> list[dict]:
+              overrides=None, progress: bool = True, log=None, keep_going: bool = False) -> list[dict]:
     """Train every run the store does not hold and no live process has claimed; returns the stored payloads
     of the runs that are done (runs left to another worker are not waited for). `config` is one path or a
-    list of family paths."""
+    list of family paths. `keep_going`: a run that raises is logged, its claim released and the sweep goes on
+    (an unattended sweep of hundreds of runs should not stop at the first broken point); by default it raises."""
     configs = [config] if isinstance(config, (str, Path)) else list(config)
     runs = plan(configs, profile, points, list(seeds), overrides)
     from .. import provenance
@@ -192,6 +193,11 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
                         r = stored["result"]
                         log(f"stored {run.label}: Sink_1 {r['sink_k']['1']:.1f}%, val loss {r['val_loss']:.3f}, "
                             f"{r['provenance'].get('wall_seconds', 0):.0f} s")
+            except Exception as e:  # noqa: BLE001 -- only with keep_going; the run is left unstored
+                if not keep_going:
+                    raise
+                if log:
+                    log(f"failed {run.label}: {type(e).__name__}: {e}")
             finally:
                 release(store, run.cfg.hash())
         elif stored is None and log:
