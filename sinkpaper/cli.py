@@ -27,7 +27,7 @@ from .probes import INPUTS
 
 
 
-KERNEL_ABOVE = 1024  # sequences longer than this default to the column-statistics route
+KERNEL_ABOVE = metrics.KERNEL_ABOVE  # sequences longer than this default to the column-statistics route
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -156,7 +156,9 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
             loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
         losses.append(float(loss) * len(b["input_ids"]))
     probe = heldout_batch(cfg, data)
-    use_kernel = device.type == "cuda" and net._kernel_supported()  # no T x T maps on the GPU
+    # the paper's maps, as on the CPU, unless the sequences are long enough that T x T maps cost real memory
+    use_kernel = (device.type == "cuda" and net._kernel_supported()
+                  and probe["input_ids"].shape[1] > metrics.KERNEL_ABOVE)
 
     def trace(ids):
         docs = torch.from_numpy(document_ids(ids.cpu().numpy(), data.eos_id)).to(device) if cfg.data.doc_mask else None
