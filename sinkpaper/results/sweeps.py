@@ -14,6 +14,7 @@ prefix_lm) and ``excess alpha_1`` ((alpha_1 - u) / (1 - u), u the uniform floor 
 """
 from __future__ import annotations
 
+from collections import Counter
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,10 @@ def payloads_provenance(payloads: Sequence[dict], loaded: bool) -> dict:
         return {"runs": 0}
     provs = [p["result"]["provenance"] for p in payloads]
     stamps = sorted(pv.get("computed_at", "") for pv in provs)
-    out = {"profile": payloads[0]["profile"], "hardware": provs[0]["hardware"],
+    hw = Counter(pv["hardware"] for pv in provs)   # a sweep may mix machines (CPU and a lent GPU): name each
+    out = {"profile": payloads[0]["profile"],
+           "hardware": "; ".join(f"{h} ({n} run{'s' if n > 1 else ''})" if len(hw) > 1 else h
+                                 for h, n in sorted(hw.items())),
            "code_version": ", ".join(sorted({pv["code_version"] for pv in provs})),
            "computed_now": not loaded,
            "dtype": ", ".join(sorted({str(pv.get("dtype", p["config"]["run"].get("dtype", "fp32")))

@@ -39,6 +39,14 @@ def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "conf
     return lines
 
 
+def where(provenance: dict) -> str:
+    """Where a run trained, short: the GPU's name, or "CPU, N thread(s)"."""
+    hw, n = str(provenance.get("hardware", "?")), provenance.get("threads")
+    if not hw.startswith("CPU"):
+        return hw
+    return f"CPU, {n} thread{'s' if n != 1 else ''}" if n is not None else hw
+
+
 def _knobs(spec: dict) -> str:
     """What a search point changes against the text profile's base (its entry in the family's YAML)."""
     return ", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in spec.items() if k != "data.fixed_token")
@@ -49,7 +57,7 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
     """One row per point of the no-fixed-token search: what it changes, tokens, the highest Sink_1 and alpha_1
     over training and where, the final values and the wall time; points not stored yet are named."""
     lines = ["| point | changes (no fixed first token) | tokens | highest Sink_1 % (step) | highest mean alpha_1 "
-             "| final Sink_1 % | held-out loss | wall, threads |", "|---|---|---|---|---|---|---|---|"]
+             "| final Sink_1 % | held-out loss | wall, where |", "|---|---|---|---|---|---|---|---|"]
     import yaml
     specs = yaml.safe_load(Path(config).read_text())["sweep"]
     missing, best = [], None
@@ -64,13 +72,14 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
         p = r.provenance
         lines.append(f"| {point} | {_knobs(specs[point])} | {p.get('tokens_seen', 0):,} | {peak['sink_1']:.1f} "
                      f"({peak['step']}) | {a_peak:.3f} | {r.sink[1]:.1f} | {r.val_loss:.3f} | "
-                     f"{p.get('wall_seconds', 0) / 60:.0f} min, {p.get('threads')} |")
+                     f"{p.get('wall_seconds', 0) / 60:.0f} min, {where(p)} |")
         if best is None or peak["sink_1"] > best[1]:
             best = (point, peak["sink_1"])
     if len(lines) == 2:
         lines = ["No run of the search is stored yet."]
     lines.append("")
-    lines.append(f"Seed {seed}, text profile, each point within about 60 minutes of one thread. "
+    lines.append(f"Seed {seed}, text profile, each point within a budget of about 60 minutes of one CPU thread (a run "
+                 "trained on a lent GPU names it in the last column and took minutes there). "
                  + (f"Best so far: {best[0]}, highest Sink_1 {best[1]:.1f} %. " if best else "")
                  + ("Not stored yet: " + ", ".join(missing) + "." if missing else "Every point is stored."))
     return lines
