@@ -10,21 +10,28 @@
 #   scripts/device_text_sweep.sh collect D  tar the store entries written since `start` into D/store-<time>.tgz
 #   scripts/device_text_sweep.sh stop       end the workers (a run in flight is lost; its checkpoint stays)
 #
-# Workers: WORKERS (default 12) on the mapped families in scripts/sweep_text.sh's order, NOBOS (default 2) on
-# the no-fixed-token search (configs/text_nobos.yaml, seed 0), and one that trains the base run's seeds 0-2
-# into a separate store (runs/gpu-check/store) to compare with the same seeds trained on the CPU.
+# Workers: WORKERS (default 12) on the mapped families in scripts/sweep_text.sh's order; NOBOS (default 0) on
+# the no-fixed-token search (configs/text_nobos.yaml, seed 0; complete since the first lease); with CHECK=1,
+# one that trains the base run's seeds 0-2 into a separate store (runs/gpu-check/store) to compare with the
+# same seeds trained on the CPU (results/device/gpu-check holds the first lease's).
+# The workers write to a copy of the store under runs/ (git-ignored): the device tool copies the working tree
+# again at every call, which removes files the last call added to results/store, and a sweep that no longer
+# sees a run it stored trains it again (the first lease, 2026-11-25, lost 54 runs' time that way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-ARGS="--set run.device=cuda --set run.compile=false --keep-going"
+STORE=runs/device/store
+ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE"
 case "${1:-}" in
   start)
-    mkdir -p runs/text runs/gpu-check
+    mkdir -p runs/text runs/gpu-check "$STORE"
+    cp -n results/store/*.json "$STORE"/ 2>/dev/null || true     # what is stored already is skipped
+    [ -d results/store/diverged ] && mkdir -p "$STORE/diverged" && cp -n results/store/diverged/*.json "$STORE/diverged/" 2>/dev/null || true
     touch runs/.device-start
     # shellcheck disable=SC2086  # word splitting of ARGS is intended
-    setsid nohup "$PY" -m sinkpaper sweep --profile text --config configs/optimization.yaml --points default \
-      --seeds 0 1 2 --store runs/gpu-check/store --out runs/gpu-check $ARGS > runs/gpu-check/worker.log 2>&1 &
-    for i in $(seq 1 "${NOBOS:-2}"); do
+    [ "${CHECK:-0}" = 1 ] && setsid nohup "$PY" -m sinkpaper sweep --profile text --config configs/optimization.yaml --points default \
+      --seeds 0 1 2 --out runs/gpu-check $ARGS --store runs/gpu-check/store > runs/gpu-check/worker.log 2>&1 &
+    for i in $(seq 1 "${NOBOS:-0}"); do
       # shellcheck disable=SC2086
       setsid nohup "$PY" -m sinkpaper sweep --profile text --config configs/text_nobos.yaml --seeds 0 \
         --out runs/text $ARGS > "runs/text/nobos-$i.log" 2>&1 &
@@ -36,7 +43,7 @@ case "${1:-}" in
   collect)
     out=${2:?collect needs a directory}
     name="$out/store-$(date -u +%H%M%S).tgz"
-    find results/store runs/gpu-check/store -name '*.json' -newer runs/.device-start -not -path '*/.claims/*' \
+    find "$STORE" runs/gpu-check/store -name '*.json' -newer runs/.device-start -not -path '*/.claims/*' \
       -print0 2>/dev/null | tar czf "$name" --null -T -
     echo "$(tar tzf "$name" | wc -l) store files in $name" ;;
   stop)

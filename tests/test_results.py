@@ -277,9 +277,26 @@ def test_nobos_search_block_lists_stored_and_missing_points(tmp_path):
     lines = nobos_search_lines(tmp_path)
     row = next(x for x in lines if x.startswith("| nobos_lr_x2 |"))
     assert "| optim.lr 0.04, optim.steps 7500 |" not in row and "| lr 0.04, steps 7500 |" in row
-    assert "| 3.0 (200) | 0.015 | 3.0 | 5.100 | 40 min, 2 |" in row
+    assert "| 3.0 (200) | 0.015 | 3.0 | 5.100 | 40 min, CPU, 2 threads |" in row
     assert "Best so far: nobos_lr_x2, highest Sink_1 3.0 %." in lines[-1]
     assert "Not stored yet: nobos_steps_x3, nobos_layers_4" in lines[-1]
+
+
+def test_device_check_block_compares_gpu_seeds_with_the_cpu_seeds_spread(tmp_path):
+    from sinkpaper.results import device_check_lines
+    cpu, gpu = tmp_path / "store", tmp_path / "check"
+    assert device_check_lines(cpu, tmp_path, "check")[0].startswith("No GPU run of the base recipe is stored")
+    for seed, s1 in ((0, 20.0), (1, 40.0)):
+        _store_curve_run(cpu, "configs/optimization.yaml", "default", seed, [(100, s1, 60.0)])
+    # a GPU run inside the main store counts as GPU-trained, and is not taken as a CPU reference seed
+    _store_curve_run(cpu, "configs/optimization.yaml", "default", 2, [(100, 99.0, 6.0)], hardware="GPU test")
+    _store_curve_run(gpu, "configs/optimization.yaml", "default", 0, [(100, 30.0, 6.0)], hardware="GPU test")
+    _store_curve_run(gpu, "configs/optimization.yaml", "default", 1, [(100, 45.0, 6.0)], hardware="GPU test")
+    lines = device_check_lines(cpu, tmp_path, "check")
+    assert ("Sink_1: 1 of 2 stored GPU seeds fall within the CPU seeds' [20.0, 40.0] (seed 0 30.0 inside, "
+            "seed 1 45.0 outside).") in lines
+    assert sum(line.startswith("| CPU test") for line in lines) == 2
+    assert "Of the 3 text-profile runs in the results store, 1 were trained on a GPU and 2 on the CPU" in lines[-1]
 
 
 def test_data_memory_block(tmp_path):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..train.store import DEFAULT_STORE
+from ..train.store import DEFAULT_STORE, list_results
 from ..train.sweep import sweep_configs
 from .numbers import fmt_spread
 from .records import RunRecord, emergence, runs
@@ -66,6 +66,53 @@ def _point_label(config: str | Path, point: str, recs: list[RunRecord]) -> str:
     return f"{Path(config).stem}/{point}" + (f" ({', '.join(dtypes)})" if dtypes else "")
 
 
+def within_lines(ref: list[RunRecord], oth: list[RunRecord], reference: str, other: str) -> list[str]:
+    """How many of the `other` runs' final Sink_1 and held-out loss fall within the `reference` runs' [min, max]
+    over seeds, per seed (the rule of issue 14's dtype check, fixed before its runs)."""
+    if not (ref and oth):
+        return []
+    lines = []
+    for name, get, d in (("Sink_1", lambda r: r.sink[1], 1), ("held-out loss", lambda r: r.val_loss, 3)):
+        lo, hi = min(map(get, ref)), max(map(get, ref))
+        inside = [r for r in oth if lo <= get(r) <= hi]
+        lines.append(f"{name}: {len(inside)} of {len(oth)} stored {other} seeds fall within the {reference} "
+                     f"seeds' [{lo:.{d}f}, {hi:.{d}f}] ("
+                     + ", ".join(f"seed {r.seed} {get(r):.{d}f} {'inside' if lo <= get(r) <= hi else 'outside'}"
+                                 for r in oth) + ").")
+    return lines
+
+
+DEVICE_CHECK = "results/device/gpu-check"   # the base recipe's seeds trained again on a lent GPU (own store)
+
+
+def device_check_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".", check: str = DEVICE_CHECK,
+                       config: str | Path = "configs/optimization.yaml", point: str = "default",
+                       seeds=(0, 1, 2)) -> list[str]:
+    """The text profile's base run trained on the CPU (the results store) and again, same config hashes, on a
+    lent GPU (its own store, `root`/`check`): per seed, and whether the GPU seeds fall within the CPU seeds'
+    spread. Runs of the main store trained on a GPU are counted, so a reader knows how much rests on this."""
+    cpu = [r for r in runs(config, "text", [point], seeds, store) if str(r.provenance.get("hardware")).startswith("CPU")]
+    check_store = Path(root) / check
+    gpu = runs(config, "text", [point], seeds, check_store) if check_store.is_dir() else []
+    if not gpu:
+        return [f"No GPU run of the base recipe is stored in `{check}`."]
+    lines = ["| trained on | seed | final Sink_1 % | mean alpha_1 | held-out loss | wall |", "|---|---|---|---|---|---|"]
+    for r in cpu + gpu:
+        p = r.provenance
+        lines.append(f"| {p.get('hardware')} | {r.seed} | {r.sink[1]:.1f} | {r.alpha_1:.3f} | {r.val_loss:.3f} | "
+                     f"{p.get('wall_seconds', 0) / 60:.1f} min |")
+    lines.append("")
+    lines += within_lines(cpu, gpu, "CPU", "GPU")
+    hw = [str(p["result"]["provenance"].get("hardware")) for p in list_results(store) if p.get("profile") == "text"]
+    on_gpu = sum(not h.startswith("CPU") for h in hw)
+    pv = gpu[0].provenance
+    lines.append(f"GPU runs: {pv.get('hardware')}, torch {pv.get('torch')}, {pv.get('dtype')}, "
+                 f"compiled {pv.get('compiled')}, code {pv.get('code_version')}, computed {pv.get('computed_at')}, "
+                 f"loaded from `{check}`. Of the {len(hw)} text-profile runs in the results store, {on_gpu} "
+                 f"were trained on a GPU and {len(hw) - on_gpu} on the CPU; each names its hardware.")
+    return lines
+
+
 def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
                       reference: str = "default", other: str = "dtype_fp32", seeds=(0, 1, 2)) -> list[str]:
     """Issue 14's science check at the text profile's base recipe: the final Sink_1 and held-out loss of the
@@ -86,15 +133,7 @@ def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "c
                      + ", ".join(f"{r.val_loss:.3f}" for r in rs)
                      + f" | {fmt_spread(spread([r.val_loss for r in rs]), 3)} |")
     lines.append("")
-    ref, oth = recs[reference], recs[other]
-    if ref and oth:
-        for name, get, d in (("Sink_1", lambda r: r.sink[1], 1), ("held-out loss", lambda r: r.val_loss, 3)):
-            lo, hi = min(map(get, ref)), max(map(get, ref))
-            inside = [r for r in oth if lo <= get(r) <= hi]
-            lines.append(f"{name}: {len(inside)} of {len(oth)} stored {other} seeds fall within the {reference} "
-                         f"seeds' [{lo:.{d}f}, {hi:.{d}f}] ("
-                         + ", ".join(f"seed {r.seed} {get(r):.{d}f} {'inside' if lo <= get(r) <= hi else 'outside'}"
-                                     for r in oth) + ").")
+    lines += within_lines(recs[reference], recs[other], reference, other)
     missing = [f"{pt} seed {s}" for pt, rs in recs.items() for s in seeds if s not in {r.seed for r in rs}]
     lines.append("Not stored yet: " + ("; ".join(missing) if missing else "none") + ".")
     every = [r for rs in recs.values() for r in rs]
@@ -180,7 +219,7 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "long-context-bench": M.long_context_bench_lines(root=root),
             "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
             "corpus": M.corpus_lines(root=root), "data-memory": M.data_memory_lines(root=root), "text-new-seed": T.new_seed_lines(store),
-            "text-nobos": T.nobos_search_lines(store)}
+            "text-nobos": T.nobos_search_lines(store), "device-check": device_check_lines(store, root)}
 
 
 def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:
