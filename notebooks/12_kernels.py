@@ -26,7 +26,10 @@
 #    `column_stats`' α_k against fp64 PyTorch references (the same eager operator the models run), and the
 #    Sink_k of small models measured both ways. On a machine without a GPU the kernels run under the
 #    **Triton interpreter** on the CPU (bit-level semantics of the kernel program, at small shapes); on a GPU
-#    they run compiled, at larger shapes.
+#    they run compiled, at larger shapes. The interpreter cannot see what only the GPU compiler refuses, so
+#    the test suite also compiles every kernel variant to an H100 (sm_90) binary on the CPU
+#    (`python -m sinkpaper.kernels.gpu_compile`): the first H100 lent to this project found such a bug (a
+#    global that was not a `tl.constexpr`), now fixed. No GPU run of the kernels is stored yet.
 # 2. **Speed and memory**, from `python -m sinkpaper bench kernels` on a GPU: ratios against PyTorch's SDPA
 #    (flash and cuDNN back-ends), FlexAttention and eager attention, all measured in one run on one device.
 #
@@ -184,4 +187,5 @@ else:
 # python -m sinkpaper.book run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
 # mkdir -p results/kernels && python -m sinkpaper bench kernels --json results/kernels/h100.json   # on a GPU
 # TRITON_INTERPRET=1 python -m pytest tests/test_kernels.py   # the full correctness suite on the CPU
+# python -m sinkpaper.kernels.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
 # ```

@@ -155,10 +155,11 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (n - 1).bit_length())
 
 
-def _blocks(kind: str, D: int) -> dict:
+def _blocks(kind: str, D: int, interpret: bool | None = None) -> dict:
     """Tile sizes and launch options. The interpreter gets small tiles (it pays per tile operation);
-    on GPU, FlashAttention-2-like shapes (forward / dQ: 128 rows x 64 keys; dK/dV: 64 keys x 64 rows)."""
-    if _INTERPRET:
+    on GPU, FlashAttention-2-like shapes (forward / dQ: 128 rows x 64 keys; dK/dV: 64 keys x 64 rows).
+    `interpret` (default: whether this process interprets) lets the GPU compile check ask for the GPU's."""
+    if _INTERPRET if interpret is None else interpret:
         return {"BLOCK_M": 32, "BLOCK_N": 32}
     if D > 128:  # keep the fp32 accumulators in registers
         return {"BLOCK_M": 32 if kind in ("dkdv", "stats") else 64,
