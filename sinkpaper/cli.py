@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--id", metavar="NAME", help="one claim only")
     c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
     c.add_argument("--store", default=None, help="results store (default results/store)")
+    c.add_argument("--markdown", metavar="SCALE", help="one scale as a Markdown table, ours as mean [min, max] "
+                   "over seeds (scales: real LMs, real text (CPU), miniature)")
     _add_data_parser(sub)
     return p
 
@@ -392,9 +394,15 @@ def run_claims(a) -> int:
     if a.id is not None and a.id not in ids:
         print(f"sinkpaper: error: unknown claim {a.id!r}; valid: {', '.join(ids)}", file=sys.stderr)
         return 2
+    if a.markdown is not None and a.markdown not in paper.SCALES:
+        print(f"sinkpaper: error: unknown scale {a.markdown!r}; valid: {', '.join(paper.SCALES)}", file=sys.stderr)
+        return 2
     records = paper.load_records(a.records)
     store = a.store or paper.STORE
     entries = [paper.entry(c, records, store) for c in paper.CLAIMS if a.id in (None, c.id)]
+    if a.markdown is not None:
+        print(paper.markdown_table(entries, a.markdown))
+        return 0
     print(json.dumps(entries if a.id is None else entries[0], indent=1) if a.json else paper.text_table(entries))
     return 0
 

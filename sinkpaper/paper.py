@@ -1124,6 +1124,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
     from .results.sweeps import metric_of   # the one metric vocabulary over a stored run
 
     values: dict[str, float | None] = {}
+    seeds: dict[str, list[float]] = {}     # every seed's value, in m.seeds order: the spread behind each mean
     status, prov, stale = "found", [], []
     for label, spec in m.points.items():
         point, metric = spec[0], spec[1]
@@ -1139,6 +1140,8 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                     got.append(float(v))
                 prov.append(payload["hash"])
         values[label] = statistics.fmean(got) if got and len(got) == len(m.seeds) else None
+        if values[label] is not None:
+            seeds[label] = got
     if stale:
         status = STALE
     elif all(v is None for v in values.values()):
@@ -1151,7 +1154,8 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
     pts = ", ".join(f"{k}={sp[0]}" + ("" if sp[1] == "Sink_1" else f" {sp[1]}")
                     + (f" ({sp[2]})" if len(sp) > 2 else "") for k, sp in m.points.items())
     return {"measurement": f"store {m.config} @{profile}, seeds {','.join(map(str, m.seeds))}: {pts}",
-            "values": values if status != STALE else {}, "status": status, "stale": stale,
+            "values": values if status != STALE else {}, "seed_values": seeds if status != STALE else {},
+            "status": status, "stale": stale,
             "runs": sorted(set(prov)), "note": note}
 
 
@@ -1270,6 +1274,31 @@ def counts(entries: Sequence[Mapping], scale: str) -> dict[str, int]:
         v = e["results"][scale]["verdict"]
         out[v] = out.get(v, 0) + 1
     return out
+
+
+def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
+    """One scale of the listing as a Markdown table: each claim the scale tests (listed, not "not run"), the
+    paper's numbers, ours as mean [min, max] over the seeds (where the scale stores seeds), the verdict, and
+    what is not stored yet. The closing notes quote it."""
+    from .results.numbers import fmt
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+    lines = [f"| claim | section | paper | ours ({scale}): mean [min, max] over seeds | verdict |",
+             "|---|---|---|---|---|"]
+    tested = [e for e in entries if e["results"][scale].get("status") != NOT_RUN]
+    for e in tested:
+        r = e["results"][scale]
+        seeds = r.get("seed_values") or {}
+        ours = "; ".join(f"{k} {fmt(v, 1, '')}" + (f" [{min(seeds[k]):.1f}, {max(seeds[k]):.1f}]"
+                                                   if len(seeds.get(k, ())) > 1 else "")
+                         for k, v in r["values"].items()) or r["measurement"]
+        left = f" (not stored yet: {r['status']})" if r.get("status") in ("missing", "incomplete") else ""
+        lines.append(f"| `{e['id']}`: {e['claim']} | {e['section']} | {fmt_values(e['paper']['values'], 1)} | "
+                     f"{ours}{left} | {verdict_text(r)} |")
+    n = counts(tested, scale)
+    lines += ["", f"{len(tested)} claims tested at {scale}: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
+    return "\n".join(lines)
 
 
 def text_table(entries: Sequence[Mapping]) -> str:

@@ -198,9 +198,9 @@ def test_miniature_results_come_from_the_store(listing):
     # the real-text CPU scale reads the "text" profile: a claim whose runs are all stored has the rule's verdict
     # on them, the others none (the sweep stores its runs over several sessions)
     for e in listing:
-        t = e["results"]["real text (CPU)"]
-        if t["status"] == "found":
-            assert t["verdict"] == paper.claim(e["id"]).rule.apply(t["values"]), e["id"]
+        t, rule = e["results"]["real text (CPU)"], paper.claim(e["id"]).rule
+        if t["status"] == "found" and rule is not None:     # a claim without a rule is shown, never judged
+            assert t["verdict"] == rule.apply(t["values"]), e["id"]
         else:
             assert t["verdict"] == paper.NO_RESULT, e["id"]
 
@@ -266,3 +266,22 @@ def test_chapter_rows_drop_a_scale_none_of_their_claims_ran():
     mixed = paper.rows(["opt_emergence", "t1_natural"])
     assert all("verdict (real LMs)" in r and "verdict (miniature)" in r for r in mixed)
     assert paper.row("opt_emergence")["verdict (real LMs)"] == "no result (not run)"   # the scorecard's row keeps it
+
+
+def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does_not_test(listing):
+    table = paper.markdown_table(listing, "real text (CPU)")
+    rows = [ln for ln in table.splitlines() if ln.startswith("| `")]
+    tested = [e for e in listing if e["results"]["real text (CPU)"]["status"] != paper.NOT_RUN]
+    assert len(rows) == len(tested) and not any("`t1_natural`" in r for r in rows)   # a real-LM-only claim
+    by = {e["id"]: e["results"]["real text (CPU)"] for e in tested}
+    for e_id, r in by.items():
+        for label, seeds in r.get("seed_values", {}).items():   # the mean is the seeds' mean, [min, max] theirs
+            assert r["values"][label] == pytest.approx(sum(seeds) / len(seeds)), (e_id, label)
+            if len(seeds) > 1:
+                row = next(x for x in rows if f"`{e_id}`" in x)
+                assert f"{label} {r['values'][label]:.1f} [{min(seeds):.1f}, {max(seeds):.1f}]" in row
+    assert table.splitlines()[-1].startswith(f"{len(tested)} claims tested at real text (CPU): ")
+    with pytest.raises(ValueError, match="valid: real LMs, real text"):
+        paper.markdown_table(listing, "gpu")
+    bad = _cli("--markdown", "gpu")
+    assert bad.returncode == 2 and bad.stdout == "" and "unknown scale 'gpu'; valid: real LMs" in bad.stderr
