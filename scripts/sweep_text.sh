@@ -4,8 +4,10 @@
 #   nohup bash scripts/sweep_text.sh > runs/text/sweep.log 2>&1 &
 # WORKERS (default 2) processes share one results store: each run is claimed before it trains, so no run is
 # trained twice, a killed worker's run is taken over (from its last checkpoint) by the next sweep, and stored
-# runs are skipped. `python -m sinkpaper sweep --status --profile text --config configs/*.yaml` shows where
-# it stands. One thread per run (the text profile's run.threads), so WORKERS runs use WORKERS cores.
+# runs are skipped. Where it stands (the families mapped onto the text profile):
+#   python -m sinkpaper sweep --status --profile text \
+#     --config configs/{optimization,loss,data,biases,attention,packing,architecture}.yaml
+# One thread per run (the text profile's run.threads), so WORKERS runs use WORKERS cores.
 # SWEEP_ARGS adds arguments to every sweep; on a lent GPU machine (scripts/device_text_sweep.sh):
 #   SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going"
 # run.device and run.compile are bookkeeping: the runs keep the text profile's config hashes, and each stored
