@@ -27,8 +27,11 @@
 # * **real LMs**: the offline pretrained models (SmolLM2-135M, Gemma-3-270M, or any model id passed to a
 #   chapter), measured when the chapter ran (Sections 3, 10 and 11). The Sections 4-7 experiments at the
 #   paper's scale (60M parameters, ~21B tokens) are not run: those rows read *no result (not run)*.
-# * **real text (CPU)**: the Sections 4-7 sweeps trained on the offline text corpus on a CPU (the `text`
-#   profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
+# * **real text (CPU)**: the Sections 4-7 sweeps on the offline text corpus at a scale a CPU can train (the
+#   `text` profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
+#   Most stored runs were trained with that same recipe on a GPU lent to the project for half an hour (their
+#   seeds agree with the CPU-trained ones, README "Trained on a lent GPU too"); each run's provenance, shown
+#   when you hover a cell, names the machine it trained on.
 # * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
 #   on a CPU), read from the results store. It is an analogue at a tiny scale, shown beside the other two; it
 #   replaces neither.

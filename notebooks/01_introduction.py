@@ -141,7 +141,7 @@ display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=pro
 #
 # | profile | meant for | what it does |
 # |---|---|---|
-# | `cpu` | any laptop | measures the pretrained models of Section 3 for real; for the training chapters, reads the stored real-text CPU runs (the `text` profile) and trains the synthetic miniature live |
+# | `cpu` | any laptop | measures the pretrained models of Section 3 for real; for the training chapters, reads the stored real-text runs at CPU scale (the `text` profile) and trains the synthetic miniature live |
 # | `text` | 2 CPU cores, hours a run pair (or a lent GPU, minutes) | not a chapter profile: the real-text sweeps of Sections 4-7 at CPU scale (2 layers x 4 heads, d 128, context 64, a fixed first token), trained with `scripts/sweep_text.sh` into the results store; most stored runs were trained on a lent H100 with the same recipe, and each run's provenance names its hardware |
 # | `gpu` | one GPU | trains the Sections 4-7 sweeps on a GPU and stores them; the profile has never been calibrated and no run of it is stored |
 # | `paper` | a cluster | the paper's own settings (60M model, 2048 tokens, 20k steps) |

@@ -63,7 +63,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # `configs/optimization.yaml` holds the paper's points as scale factors on the base run: LR × 0.25 … × 2,
 # steps × 0.5 … × 4 and batch × 0.25 … × 2, plus `dtype_fp32` (our bf16 trainer against fp32: a check of
 # our speed-up, not a point of the paper). At the `cpu` profile this page trains none of them: it reads the
-# real-text runs that `scripts/sweep_text.sh` trained on a CPU (the `text` profile) from the results store,
+# real-text runs of the `text` profile (CPU scale; `scripts/sweep_text.sh`) from the results store,
 # and lists the ones still missing. At `gpu` or `paper` it trains whatever the store lacks.
 
 # %% tags=["hide-input"]
@@ -271,7 +271,7 @@ display(Markdown(
 # ## Paper vs this run
 #
 # One row per claim, from `sinkpaper.paper` (`python -m sinkpaper claims`): the paper's numbers, the rule in
-# one sentence, and our numbers with the rule's verdict at each scale (real-text CPU runs and the miniature,
+# one sentence, and our numbers with the rule's verdict at each scale (real-text runs at CPU scale and the miniature,
 # both read from the results store; the live run above is not scored). For the miniature the rules were not
 # fixed before looking: the git history shows the miniature runs they score committed first (2026-11-22 22:44
 # to 11-23 00:36), the rules after them (11-23 01:25), and this chapter's wording changed 27 minutes later to

@@ -63,7 +63,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # stream (the paper's amount of unique data); `fixed_posK` replaces the input at position K with one fixed
 # token (the BOS id); `random_first` draws position 1 uniformly from the vocabulary (the paper's x1 ~ U(V)),
 # `random_first_two` positions 1 and 2, `random_second` only position 2; they add nothing. At the `cpu`
-# profile the real-text runs trained on a CPU (the `text` profile) are read from the store, and the missing
+# profile the real-text runs at CPU scale (the `text` profile) are read from the store, and the missing
 # ones listed; at `gpu` or `paper` they are trained. The
 # `text` profile's base run fixes the first token, so there `fixed_pos1` *is* the base run and
 # `no_fixed_token` is the paper's default packing.

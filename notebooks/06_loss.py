@@ -78,7 +78,7 @@ display(figures.Table(floors))
 # ## Real text: the loss sweep
 #
 # `configs/loss.yaml`: weight decay 0 … 5 (the base run uses 0.1), prefix LM with p = 5 and 20, sliding
-# windows of 4, 16 and 64 keys. At the `cpu` profile the real-text runs trained on a CPU (the `text`
+# windows of 4, 16 and 64 keys. At the `cpu` profile the real-text runs at CPU scale (the `text`
 # profile, whose base run uses weight decay 0.5: `wd_0.5` is the base run there) are read from the store, and
 # the missing ones listed; at `gpu` or `paper` they are trained.
 

@@ -56,7 +56,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 #
 # Each point of `configs/architecture.yaml` changes one thing against the base run (RoPE, RMSNorm pre-norm,
 # SwiGLU, heads concatenated: 8 in the paper's model, 4 at the `text` profile, whose `heads_4` point is its base
-# run). At the `cpu` profile this page trains none of them; it reads the real-text CPU runs of the family from
+# run). At the `cpu` profile this page trains none of them; it reads the family's real-text runs at CPU scale from
 # the results store, and says so when there are none. At `gpu` or `paper` it trains whatever the store lacks.
 # `heads_add` is one reading of the paper's "heads added instead of concatenated", for which the paper gives no
 # exact form: each head's values are d_model wide and the heads' outputs are summed before the output

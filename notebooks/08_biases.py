@@ -66,7 +66,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # ## Real text: the biases sweep
 #
 # Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page trains none
-# of them; it reads the real-text CPU runs of the family from the results store, and says so when there are
+# of them; it reads the family's real-text runs at CPU scale from the results store, and says so when there are
 # none. At `gpu` or `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's
 # v' = [1, 0, …, 0] row, `k_bias_fixed_5v1` / `k_bias_fixed_20v1` its 5 v' / 20 v' rows (at 20 v' the paper's
 # sink returns to token 1), `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v'' rows, and `k_bias_dims_1` …

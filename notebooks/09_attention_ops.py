@@ -71,7 +71,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # ## Real text: the attention-operation sweep
 #
 # Each point of `configs/attention.yaml` changes the operation of the base run. At the `cpu` profile this page
-# trains none of them; it reads the real-text CPU runs of the family from the results store, and says so when
+# trains none of them; it reads the family's real-text runs at CPU scale from the results store, and says so when
 # there are none. At `gpu` or `paper` it trains whatever the store lacks. Numbers marked * are the proxy
 # (Sink*_1).
 

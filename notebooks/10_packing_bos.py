@@ -89,7 +89,7 @@ display(Markdown(paper.bos_statement(["pack_bos_inference"])))
 # `configs/packing.yaml` has four points on top of the family's base run: `causal` (the paper's packing:
 # windows cut at arbitrary offsets, no BOS, attention across the documents of a window), `doc_mask`
 # (intra-document masking: a token sees only the earlier tokens of its own document), `bos` (a fixed BOS
-# at position 1 of every window) and `bos_doc_mask` (both). At the `cpu` profile the real-text CPU runs are
+# at position 1 of every window) and `bos_doc_mask` (both). At the `cpu` profile the real-text runs at CPU scale are
 # read from the store (the page lists the ones still missing); at `gpu` or `paper` they are trained.
 
 # %% tags=["hide-input"]
