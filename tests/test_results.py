@@ -315,3 +315,18 @@ def test_data_memory_block(tmp_path):
     assert "| 20,000,000 | +28.5 MiB | +0.5 MiB | +2.0 MiB | 76 MiB | 10 s |" in lines
     assert lines[-1] == ("From 2,000,000 to 20,000,000 tokens (10x) the build's peak growth changes by +3.5 MiB and "
                          "loading's private memory by +0.5 MiB, against 69 MiB more int32 tokens.")
+
+
+def test_sweep_progress_block_counts_distinct_runs_and_names_what_is_missing(tmp_path):
+    from sinkpaper.results.text_runs import TEXT_FAMILIES, sweep_progress_lines
+    lines = sweep_progress_lines(tmp_path)
+    assert lines[-1].startswith("Distinct runs stored: 0 of ") and "(0 %)" in lines[-1]
+    _store_run(tmp_path, "lr_x2", 1, 30.0, 5.0)
+    lines = sweep_progress_lines(tmp_path)
+    row = next(x for x in lines if x.startswith("| optimization |"))
+    assert "lr_x2 (0, 2)" in row and "lr_x0.5 (0, 1, 2)" in row
+    assert lines[-1].startswith("Distinct runs stored: 1 of ")
+    # the script that trains them sweeps the same families, in the same order
+    script = (REPO / "scripts/sweep_text.sh").read_text()
+    listed = script.split('FAMILIES="', 1)[1].split('"', 1)[0].split()
+    assert tuple(listed) == TEXT_FAMILIES

@@ -6,8 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..train.store import DEFAULT_STORE, read_result
-from ..train.sweep import sweep_configs
+from ..train.sweep import plan, sweep_configs
 from .records import RunRecord, runs
+
+# The families mapped onto the text profile, in the sweep's order (scripts/sweep_text.sh lists the same; a test
+# holds the two equal). The miniature, calibration and text_nobos families are not among them.
+TEXT_FAMILIES = tuple(f"configs/{f}.yaml" for f in
+                      ("optimization", "loss", "data", "biases", "attention", "packing", "architecture"))
 
 EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (issue 15's acceptance)
 
@@ -82,4 +87,30 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
                  "trained on a lent GPU names it in the last column and took minutes there). "
                  + (f"Best so far: {best[0]}, highest Sink_1 {best[1]:.1f} %. " if best else "")
                  + ("Not stored yet: " + ", ".join(missing) + "." if missing else "Every point is stored."))
+    return lines
+
+
+def sweep_progress_lines(store: str | Path = DEFAULT_STORE, families=TEXT_FAMILIES, seeds=(0, 1, 2)) -> list[str]:
+    """How much of the text-profile mapping is stored: per family, its distinct runs (point x seed) stored and
+    not, the points not fully stored with their missing seeds, and the total over distinct runs (a family's
+    base is another family's point: one run). Runs in flight count as not stored."""
+    lines = ["| family | runs | stored | not stored | points not fully stored (missing seeds) |", "|---|---|---|---|---|"]
+    seen: dict[str, bool] = {}
+    for config in families:
+        missing: dict[str, list[int]] = {}
+        hashes = set()
+        for run in plan([config], "text", None, list(seeds)):
+            h = run.cfg.hash()
+            if h in hashes:
+                continue
+            hashes.add(h)
+            seen[h] = seen.get(h) or read_result(store, run.cfg) is not None
+            if not seen[h]:
+                missing.setdefault(run.point or "base", []).append(run.seed)
+        n_left = sum(map(len, missing.values()))
+        lines.append(f"| {Path(config).stem} | {len(hashes)} | {len(hashes) - n_left} | {n_left} | "
+                     + (", ".join(f"{p} ({', '.join(map(str, s))})" for p, s in missing.items()) or "none") + " |")
+    done = sum(seen.values())
+    lines += ["", f"Distinct runs stored: {done} of {len(seen)} ({100 * done / max(len(seen), 1):.0f} %), "
+              f"seeds {', '.join(map(str, seeds))} of every point."]
     return lines
