@@ -1293,7 +1293,7 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
         ours = "; ".join(f"{k} {fmt(v, 1, '')}" + (f" [{min(seeds[k]):.1f}, {max(seeds[k]):.1f}]"
                                                    if len(seeds.get(k, ())) > 1 else "")
                          for k, v in r["values"].items()) or r["measurement"]
-        left = f" (not stored yet: {r['status']})" if r.get("status") in ("missing", "incomplete") else ""
+        left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
         lines.append(f"| `{e['id']}`: {e['claim']} | {e['section']} | {fmt_values(e['paper']['values'], 1)} | "
                      f"{ours}{left} | {verdict_text(r)} |")
     n = counts(tested, scale)

@@ -218,8 +218,9 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "dtype-check": dtype_check_lines(store), "eval-share": eval_share_lines(store),
             "long-context-bench": M.long_context_bench_lines(root=root),
             "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
-            "corpus": M.corpus_lines(root=root), "data-memory": M.data_memory_lines(root=root), "text-new-seed": T.new_seed_lines(store),
-            "text-nobos": T.nobos_search_lines(store), "text-sweep": T.sweep_progress_lines(store), "device-check": device_check_lines(store, root)}
+            "corpus": M.corpus_lines(root=root), "data-memory": M.data_memory_lines(root=root),
+            "text-new-seed": T.new_seed_lines(store), "text-nobos": T.nobos_search_lines(store),
+            "text-sweep": T.sweep_progress_lines(store), "device-check": device_check_lines(store, root)}
 
 
 def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:

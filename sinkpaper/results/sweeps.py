@@ -14,8 +14,8 @@ prefix_lm) and ``excess alpha_1`` ((alpha_1 - u) / (1 - u), u the uniform floor 
 """
 from __future__ import annotations
 
-from collections import Counter
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence

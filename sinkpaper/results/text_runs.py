@@ -1,6 +1,6 @@
-"""Text-profile runs outside the main sweep, read from the results store: the base run with seeds the sweep never
-used (issue 15: does the sink emerge within 15 minutes for a new seed?), and the search for a recipe in which the
-sink emerges without a fixed first token (configs/text_nobos.yaml)."""
+"""The text profile in the results store, beyond the chapters' tables: how much of the mapped sweep is stored,
+the base run with seeds the sweep never used (issue 15: does the sink emerge within 15 minutes for a new seed?),
+and the search for a recipe in which the sink emerges without a fixed first token (configs/text_nobos.yaml)."""
 from __future__ import annotations
 
 from pathlib import Path
