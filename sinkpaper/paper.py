@@ -22,6 +22,7 @@ here is a result of ours. It is library code under the book: no plotting or widg
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -1096,7 +1097,6 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
     STALE. A run is stale when the store holds the same point, profile and seed under a different result-changing
     config (an older definition); it is never read as a current result. (The store's own staleness check, when it
     lands, belongs here and nowhere else.)"""
-    from .train.config import identity
     from .train.store import read_result
     from .train.sweep import sweep_configs
 
@@ -1108,13 +1108,30 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
     if payload is not None:
         return payload, "found"
     want = cfg.identity()
-    for p in sorted(Path(store).glob("*.json")) if Path(store).is_dir() else []:
-        old = json.loads(p.read_text())
-        if (old.get("name") == cfg.name and old.get("profile") == profile
-                and old.get("config", {}).get("run", {}).get("seed") == seed
-                and identity(old.get("config", {})) != want):
-            return None, STALE
+    if any(ident != want for ident in _stored_identities(store).get((cfg.name, profile, seed), ())):
+        return None, STALE
     return None, "missing"
+
+
+def _stored_identities(store: str) -> dict[tuple, list]:
+    """(name, profile, seed) -> the result-changing identity of every run stored under it; read once per version
+    of the store folder (its modification time changes when a run is added or removed; the store writes a run
+    by renaming a finished file into place, never in place)."""
+    d = Path(store)
+    if not d.is_dir():
+        return {}
+    return _identities_of(str(d.resolve()), d.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _identities_of(store: str, mtime_ns: int) -> dict[tuple, list]:
+    from .train.config import identity
+    out: dict[tuple, list] = {}
+    for p in sorted(Path(store).glob("*.json")):
+        old = json.loads(p.read_text())
+        key = (old.get("name"), old.get("profile"), old.get("config", {}).get("run", {}).get("seed"))
+        out.setdefault(key, []).append(identity(old.get("config", {})))
+    return out
 
 
 PROFILE_OF = {"real text (CPU)": "text", "miniature": "cpu"}

@@ -367,3 +367,23 @@ def test_torchrun_ddp_matches_one_process(tmp_path):
     m2 = json.loads((tmp_path / "two" / "kv_bias" / "metrics.json").read_text())
     assert m1["tokens_seen"] == m2["tokens_seen"]
     assert m2["val_loss"] == pytest.approx(m1["val_loss"], abs=1e-4)
+
+
+def test_config_files_are_read_again_when_they_change(tmp_path):
+    """Parsing is cached by the file's text: an edited family or included base is seen at once, and a caller
+    that changes the returned dict does not change the next one."""
+    from sinkpaper.train.config import read_yaml
+    base, fam = tmp_path / "base.yaml", tmp_path / "fam.yaml"
+    base.write_text("optim: {lr: 0.1}\n")
+    fam.write_text("include: base.yaml\nname: fam\nsweep: {a: {optim.lr: 0.2}}\n")
+    first = read_yaml(fam)
+    assert first["optim"]["lr"] == 0.1 and first["sweep"] == {"a": {"optim.lr": 0.2}}
+    first["sweep"]["b"] = {}
+    assert "b" not in read_yaml(fam)["sweep"]
+    base.write_text("optim: {lr: 0.3}\n")                   # same size, maybe the same mtime tick
+    fam.write_text("include: base.yaml\nname: fam\nsweep: {c: {optim.lr: 0.2}}\n")
+    again = read_yaml(fam)
+    assert again["optim"]["lr"] == 0.3 and list(again["sweep"]) == ["c"]
+    fam.write_text("name: [unclosed\n")
+    with pytest.raises(ValueError, match=r"fam\.yaml line 2: not valid YAML"):
+        read_yaml(fam)
