@@ -9,6 +9,9 @@
 #   scripts/device_text_sweep.sh start      launch the workers in their own process session, return at once
 #   scripts/device_text_sweep.sh collect D  tar the store entries written since `start` into D/store-<time>.tgz
 #   scripts/device_text_sweep.sh stop       end the workers (a run in flight is lost; its checkpoint stays)
+# Back here, with the tarballs the tool returned (never overwriting a stored run), then regenerate and commit:
+#   for t in store-*.tgz; do tar xzf "$t" -C /tmp/device; done
+#   cp -n /tmp/device/runs/device/store/*.json results/store/ && python -m sinkpaper report --write
 #
 # Workers: WORKERS (default 12) on the mapped families in scripts/sweep_text.sh's order; NOBOS (default 0) on
 # the no-fixed-token search (configs/text_nobos.yaml, seed 0; complete since the first lease); with CHECK=1,
