@@ -242,7 +242,10 @@ def test_scorecard_counts_and_rows_follow_the_listing(listing):
     assert page.count('<tr id="claim-') == len(listing)
     for e in listing:
         row = re.search(rf'<tr id="claim-{re.escape(e["id"])}">(.*?)</tr>', page, re.S).group(1)
-        assert f'href="{e["chapter"]}.html"' in row
+        if re.fullmatch(r"\d\d_\w+", e["chapter"]):
+            assert f'href="{e["chapter"]}.html"' in row
+        else:   # "not run": no chapter page exists to link to
+            assert "href=" not in row.split("</details>")[-1] and "no chapter runs it" in row
         verdicts = re.findall(r'<span class="v ([a-z-]+)">', row)
         assert verdicts == [e["results"][s]["verdict"].replace(" ", "-") for s in scorecard.SCALES]
         assert len(re.search(r"<summary>(.*?)</summary>", row).group(1)) <= scorecard.SHORT_CLAIM + 10
@@ -263,3 +266,5 @@ def test_scorecard_values_are_compact_and_escaped():
     page = scorecard.Scorecard([entry])._repr_html_()
     assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page and 'm &quot;q&quot; &lt;x&gt;' in page
     assert "provenance: profile=cpu" in page
+    nowhere = scorecard.Scorecard([{**entry, "chapter": "not run"}])._repr_html_()
+    assert 'href="not run.html"' not in nowhere and 'title="not run: no chapter runs it">\u2014</span>' in nowhere

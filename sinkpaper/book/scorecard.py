@@ -15,6 +15,7 @@ the page's width and wraps every cell, so it never scrolls sideways.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -182,8 +183,10 @@ def table_html(entries: Sequence[Mapping], href: str = "{chapter}.html") -> str:
     body = []
     for e in entries:
         chapter = str(e.get("chapter", ""))
-        link = (f'<a href="{_e(href.format(chapter=chapter))}" title="{_e(chapter)}">{_e(chapter[:2] or chapter)}</a>'
-                if chapter else "")
+        # a claim no chapter runs (chapter "not run") links nowhere: a dash that says so, not a page that is absent
+        link = (f'<a href="{_e(href.format(chapter=chapter))}" title="{_e(chapter)}">{_e(chapter[:2])}</a>'
+                if re.fullmatch(r"\d\d_\w+", chapter) else
+                f'<span title="{_e(chapter or "no chapter")}: no chapter runs it">\u2014</span>')
         body.append(
             f'<tr id="claim-{_e(e.get("id", ""))}"><td><details><summary>{_e(short_claim(str(e.get("claim", ""))))}'
             f"</summary><div>{_detail(e)}</div></details></td>{_paper_cell(e)}"
