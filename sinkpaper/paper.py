@@ -1310,9 +1310,12 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
     for e in tested:
         r = e["results"][scale]
         seeds = r.get("seed_values") or {}
-        ours = "; ".join(f"{k} {fmt(v, 1, '')}" + (f" [{min(seeds[k]):.1f}, {max(seeds[k]):.1f}]"
-                                                   if len(seeds.get(k, ())) > 1 else "")
-                         for k, v in r["values"].items()) or r["measurement"]
+
+        def cell(k, v):
+            d = 3 if "alpha" in k else 1       # alpha_1 and its excess are fractions; the rest are percentages
+            spread = f" [{min(seeds[k]):.{d}f}, {max(seeds[k]):.{d}f}]" if len(seeds.get(k, ())) > 1 else ""
+            return f"{k} {fmt(v, d, '')}{spread}"
+        ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or r["measurement"]
         left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
         lines.append(f"| `{e['id']}`: {e['claim']} | {e['section']} | {fmt_values(e['paper']['values'], 1)} | "
                      f"{ours}{left} | {verdict_text(r)} |")

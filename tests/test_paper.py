@@ -279,7 +279,8 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
             assert r["values"][label] == pytest.approx(sum(seeds) / len(seeds)), (e_id, label)
             if len(seeds) > 1:
                 row = next(x for x in rows if f"`{e_id}`" in x)
-                assert f"{label} {r['values'][label]:.1f} [{min(seeds):.1f}, {max(seeds):.1f}]" in row
+                d = 3 if "alpha" in label else 1
+                assert f"{label} {r['values'][label]:.{d}f} [{min(seeds):.{d}f}, {max(seeds):.{d}f}]" in row
     assert table.splitlines()[-1].startswith(f"{len(tested)} claims tested at real text (CPU): ")
     with pytest.raises(ValueError, match="valid: real LMs, real text"):
         paper.markdown_table(listing, "gpu")
