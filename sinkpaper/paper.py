@@ -1317,8 +1317,9 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
             return f"{k} {fmt(v, d, '')}{spread}"
         ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or r["measurement"]
         left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
-        lines.append(f"| `{e['id']}`: {e['claim']} | {e['section']} | {fmt_values(e['paper']['values'], 1)} | "
-                     f"{ours}{left} | {verdict_text(r)} |")
+        cells = (f"`{e['id']}`: {e['claim']}", e["section"], fmt_values(e["paper"]["values"], 1), ours + left,
+                 verdict_text(r))
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")   # "max(|row sum|, 1)"
     n = counts(tested, scale)
     lines += ["", f"{len(tested)} claims tested at {scale}: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
     return "\n".join(lines)

@@ -3,6 +3,7 @@ vocabulary, chapter records and the results store read the same way, and the `cl
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -282,6 +283,7 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
                 d = 3 if "alpha" in label else 1
                 assert f"{label} {r['values'][label]:.{d}f} [{min(seeds):.{d}f}, {max(seeds):.{d}f}]" in row
     assert table.splitlines()[-1].startswith(f"{len(tested)} claims tested at real text (CPU): ")
+    assert all(len(re.findall(r"(?<!\\)\|", r)) == 6 for r in rows)   # 5 cells: a "|" in a claim is escaped
     with pytest.raises(ValueError, match="valid: real LMs, real text"):
         paper.markdown_table(listing, "gpu")
     bad = _cli("--markdown", "gpu")
