@@ -24,6 +24,7 @@ FP32_POINTERS = ("S0", "V0", "Stat", "Delta", "Alpha")
 SCALARS = {"H": "i32", "T": "i32", "W": "i32", "scale": "fp32", "sig_bias": "fp32", "softpick_eps": "fp32"}
 DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 KINDS = {"attn_fwd": "fwd", "attn_bwd_dkdv": "dkdv", "attn_bwd_dq": "dq", "column_stats_kernel": "stats"}
+FLAGS = {"HAS_DOC": False, "HAS_SINK": False, "HAS_V0": False, "WRITE_OUT": True, "WRITE_STAT": True}  # defaults
 
 
 def signature(fn, dtype: str) -> dict[str, str]:
@@ -57,7 +58,7 @@ def variants():
         if name != "column_stats_kernel":
             const.update(DV=D, BLOCK_DV=api._pow2(D))
         if name == "attn_fwd":
-            const.update(HAS_SINK=False, HAS_V0=False, WRITE_OUT=True, WRITE_STAT=True)
+            const.update({k: v for k, v in FLAGS.items() if k != "HAS_DOC"})
         const.update(flags)
         out.append((name, dtype, const, opts))
     for op in OPS.values():
@@ -106,9 +107,8 @@ def check(arch: int = ARCH, log=print) -> list[str]:
     failures, t0 = [], time.perf_counter()
     todo = variants()
     for name, dtype, const, opts in todo:
-        label = f"{name} {dtype} " + " ".join(f"{k}={v}" for k, v in const.items() if k in ("D", "OP", "MASK")
-                                               or (k.startswith(("HAS_", "WRITE_")) and v != (k == "WRITE_OUT"
-                                                                                            or k == "WRITE_STAT")))
+        label = f"{name} {dtype} " + " ".join(f"{k}={v}" for k, v in const.items()
+                                               if k in ("D", "OP", "MASK") or FLAGS.get(k, v) != v)
         try:
             compile_kernel(getattr(tk, name), dtype, const, opts, arch)
         except Exception as e:  # noqa: BLE001 -- every failure is reported, not only the first
