@@ -9,6 +9,12 @@
 #   scripts/device_text_sweep.sh start      launch the workers in their own process session, return at once
 #   scripts/device_text_sweep.sh collect D  tar the store entries written since `start` into D/store-<time>.tgz
 #   scripts/device_text_sweep.sh stop       end the workers (a run in flight is lost; its checkpoint stays)
+# Provenance: the device's copy of the repository carries a stale .git, so the workers run with GIT_DIR unset
+# to a path that does not exist, and the code version comes from sinkpaper/_version.py. Write that file here
+# from a clean, committed checkout and carry it (device tool: carry [".devgpu"]; .devgpu is git-ignored locally):
+#   mkdir -p .devgpu && printf '__version__ = version = "%s"\n' \
+#     "$(python -c 'from sinkpaper.provenance import code_version; print(code_version())')" > .devgpu/_version.py
+# Without it the runs say "+commit-unknown" rather than name a wrong commit.
 # Back here, with the tarballs the tool returned (never overwriting a stored run), then regenerate and commit:
 #   for t in store-*.tgz; do tar xzf "$t" -C /tmp/device; done
 #   cp -n /tmp/device/runs/device/store/*.json results/store/ && python -m sinkpaper report --write
@@ -29,7 +35,11 @@ case "${1:-}" in
   start)
     mkdir -p runs/text runs/gpu-check "$STORE"
     cp -n results/store/*.json "$STORE"/ 2>/dev/null || true     # what is stored already is skipped
-    [ -d results/store/diverged ] && mkdir -p "$STORE/diverged" && cp -n results/store/diverged/*.json "$STORE/diverged/" 2>/dev/null || true
+    if [ -d results/store/diverged ]; then
+      mkdir -p "$STORE/diverged" && cp -n results/store/diverged/*.json "$STORE/diverged/" 2>/dev/null || true
+    fi
+    export GIT_DIR=/nonexistent                                      # see "Provenance" above
+    if [ -f .devgpu/_version.py ]; then cp .devgpu/_version.py sinkpaper/_version.py; fi
     touch runs/.device-start
     # shellcheck disable=SC2086  # word splitting of ARGS is intended
     [ "${CHECK:-0}" = 1 ] && setsid nohup "$PY" -m sinkpaper sweep --profile text --config configs/optimization.yaml --points default \
