@@ -94,6 +94,11 @@ def hardware(device: str | torch.device | None = None) -> str:
     return f"CPU {cpu_model()}, {torch.get_num_threads()} threads"
 
 
+def on_cpu(provenance: dict) -> bool:
+    """Did the result with this provenance run on a CPU? (`hardware` above names a CPU "CPU <model>, ...")."""
+    return str(provenance.get("hardware", "")).startswith("CPU")
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_model() -> str:
     """The CPU's model name (/proc/cpuinfo on Linux), else what platform knows."""

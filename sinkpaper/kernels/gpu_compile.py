@@ -22,7 +22,6 @@ import time
 ARCH = 90                       # sm_90: the H100 and H200 this project's GPU notes and benchmarks name
 FP32_POINTERS = ("S0", "V0", "Stat", "Delta", "Alpha")
 SCALARS = {"H": "i32", "T": "i32", "W": "i32", "scale": "fp32", "sig_bias": "fp32", "softpick_eps": "fp32"}
-DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 KINDS = {"attn_fwd": "fwd", "attn_bwd_dkdv": "dkdv", "attn_bwd_dq": "dq", "column_stats_kernel": "stats"}
 FLAGS = {"HAS_DOC": False, "HAS_SINK": False, "HAS_V0": False, "WRITE_OUT": True, "WRITE_STAT": True}  # defaults
 
@@ -39,7 +38,7 @@ def signature(fn, dtype: str) -> dict[str, str]:
         elif p.name == "DOC":
             sig[p.name] = "*i32"
         else:
-            sig[p.name] = "*fp32" if p.name in FP32_POINTERS else f"*{DTYPES[dtype]}"
+            sig[p.name] = "*fp32" if p.name in FP32_POINTERS else f"*{dtype}"   # bf16 | fp16 | fp32: Triton's names
     return sig
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..provenance import on_cpu
 from ..train.store import DEFAULT_STORE, list_results
 from ..train.sweep import sweep_configs
 from .numbers import fmt_spread
@@ -91,7 +92,7 @@ def device_check_lines(store: str | Path = DEFAULT_STORE, root: str | Path = "."
     """The text profile's base run trained on the CPU (the results store) and again, same config hashes, on a
     lent GPU (its own store, `root`/`check`): per seed, and whether the GPU seeds fall within the CPU seeds'
     spread. Runs of the main store trained on a GPU are counted, so a reader knows how much rests on this."""
-    cpu = [r for r in runs(config, "text", [point], seeds, store) if str(r.provenance.get("hardware")).startswith("CPU")]
+    cpu = [r for r in runs(config, "text", [point], seeds, store) if on_cpu(r.provenance)]
     check_store = Path(root) / check
     gpu = runs(config, "text", [point], seeds, check_store) if check_store.is_dir() else []
     if not gpu:
@@ -103,8 +104,8 @@ def device_check_lines(store: str | Path = DEFAULT_STORE, root: str | Path = "."
                      f"{p.get('wall_seconds', 0) / 60:.1f} min |")
     lines.append("")
     lines += within_lines(cpu, gpu, "CPU", "GPU")
-    hw = [str(p["result"]["provenance"].get("hardware")) for p in list_results(store) if p.get("profile") == "text"]
-    on_gpu = sum(not h.startswith("CPU") for h in hw)
+    hw = [p["result"]["provenance"] for p in list_results(store) if p.get("profile") == "text"]
+    on_gpu = sum(not on_cpu(pv) for pv in hw)
     pv = gpu[0].provenance
     lines.append(f"GPU runs: {pv.get('hardware')}, torch {pv.get('torch')}, {pv.get('dtype')}, "
                  f"compiled {pv.get('compiled')}, code {pv.get('code_version')}, computed {pv.get('computed_at')}, "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..provenance import on_cpu
+from ..train.config import read_yaml
 from ..train.store import DEFAULT_STORE, read_result
 from ..train.sweep import plan, sweep_configs
 from .records import RunRecord, runs
@@ -47,7 +49,7 @@ def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "conf
 def where(provenance: dict) -> str:
     """Where a run trained, short: the GPU's name, or "CPU, N thread(s)"."""
     hw, n = str(provenance.get("hardware", "?")), provenance.get("threads")
-    if not hw.startswith("CPU"):
+    if not on_cpu(provenance):
         return hw
     return f"CPU, {n} thread{'s' if n != 1 else ''}" if n is not None else hw
 
@@ -63,8 +65,7 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
     over training and where, the final values and the wall time; points not stored yet are named."""
     lines = ["| point | changes (no fixed first token) | tokens | highest Sink_1 % (step) | highest mean alpha_1 "
              "| final Sink_1 % | held-out loss | wall, where |", "|---|---|---|---|---|---|---|---|"]
-    import yaml
-    specs = yaml.safe_load(Path(config).read_text())["sweep"]
+    specs = read_yaml(config)["sweep"]
     missing, best = [], None
     for point, _seed, cfg in sweep_configs(config, "text", None, [seed]):
         payload = read_result(store, cfg)
