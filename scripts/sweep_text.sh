@@ -23,13 +23,17 @@ mkdir -p runs/text
 # The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
 FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/biases.yaml configs/attention.yaml
           configs/packing.yaml configs/architecture.yaml"
-FIRST="default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3 no_fixed_token
-       random_first kv_bias k_bias sink_token v_bias sigmoid sigmoid_norm elu kernel_elu causal bos"
+# FIRST runs point by point in the order given (a single sweep would go family by family); the environment can
+# override it, e.g. to finish the points that decide a claim before the rest of their family.
+FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3
+       no_fixed_token random_first kv_bias k_bias sink_token v_bias sigmoid sigmoid_norm elu kernel_elu causal bos"}
 for i in $(seq 1 "$WORKERS"); do
   # shellcheck disable=SC2086  # word splitting of the lists is intended
   (
-    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points $FIRST --seeds $SEEDS --out runs/text \
-      "${EXTRA[@]}" || true
+    for point in $FIRST; do
+      "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points "$point" --seeds $SEEDS --out runs/text \
+        "${EXTRA[@]}" || true
+    done
     "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out runs/text "${EXTRA[@]}"
   ) > "runs/text/worker-$i.log" 2>&1 &
   sleep "$STAGGER"   # let each worker claim its run before the next one looks
