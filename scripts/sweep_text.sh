@@ -4,7 +4,10 @@
 #   nohup bash scripts/sweep_text.sh > runs/text/sweep.log 2>&1 &
 # WORKERS (default 2) processes share one results store: each run is claimed before it trains, so no run is
 # trained twice, a killed worker's run is taken over (from its last checkpoint) by the next sweep, and stored
-# runs are skipped. Where it stands (the families mapped onto the text profile):
+# runs are skipped. The checkpoints live under runs/, which is not committed: on a new machine (a new session's
+# checkout) the runs that were in flight start over. So a session that ends at a known time starts no run it
+# cannot finish: SWEEP_ARGS="--start-before 2026-11-25T20:05" (UTC), one run's length before the end.
+# Where it stands (the families mapped onto the text profile):
 #   python -m sinkpaper sweep --status --profile text \
 #     --config configs/{optimization,loss,data,biases,attention,packing,architecture}.yaml
 # One thread per run (the text profile's run.threads), so WORKERS runs use WORKERS cores.

@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--keep-going", action="store_true",
                    help="a run that fails (not one that diverges: that is recorded) is logged and left unstored, "
                         "and the sweep goes on to the next run")
+    w.add_argument("--start-before", metavar="TIME",
+                   help="start no run at or after this ISO 8601 time (UTC when no offset), e.g. the end of the "
+                        "machine's lease less one run: a run the machine cannot finish is not begun")
     r = sub.add_parser("store", help="the results store: list stale runs, or rename runs to the current key scheme")
     r.add_argument("action", choices=["stale", "migrate"],
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
@@ -221,18 +224,20 @@ def run_report(a) -> int:
 
 def run_sweep_command(a) -> int:
     from . import train as T
-    from .train.sweep import format_status, format_summary, run_sweep, status, summarize
+    from .train.sweep import format_status, format_summary, parse_start_before, run_sweep, status, summarize
     store = a.store or T.DEFAULT_STORE
     if a.status:
         print(format_status(status(a.config, a.profile, store, a.seeds)))
         return 0
     if not a.out:
         raise ValueError("sweep needs --out DIR for the run directories (or --status)")
+    start_before = parse_start_before(a.start_before) if a.start_before else None
 
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
     payloads = run_sweep(a.config, a.profile, a.out, store, points=a.points, seeds=a.seeds,
-                         overrides=T.parse_sets(a.set), progress=False, log=log, keep_going=a.keep_going)
+                         overrides=T.parse_sets(a.set), progress=False, log=log, keep_going=a.keep_going,
+                         start_before=start_before)
     print(format_summary(summarize(payloads)))
     return 0
 

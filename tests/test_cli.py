@@ -105,6 +105,8 @@ NO_CUDA = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="th
     (["train", "--config", "no_such_family", "--out", "OUT"],
      "valid: a YAML file, or one of the experiment families architecture, attention"),
     (["store", "tidy"], "invalid choice: 'tidy' (choose from "),
+    (["sweep", "--config", "miniature", "--start-before", "tonight", "--out", "OUT"],
+     "--start-before 'tonight' is not an ISO 8601 date and time"),
 ])
 def test_user_mistakes_exit_2_with_one_line_before_any_compute(args, msg, tmp_path):
     """Run from an empty directory: `--config optimization` is found among the shipped configs, and nothing is

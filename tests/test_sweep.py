@@ -131,3 +131,24 @@ def test_keep_going_logs_a_failing_run_releases_its_claim_and_trains_the_rest(fa
     assert [p["name"] for p in done] == ["tiny/sigmoid"]
     assert any(line.startswith("failed tiny/wd_0") and "boom" in line for line in lines)
     assert not list((store / ".claims").glob("*.json")) and not (store / "diverged").exists()
+
+
+def test_start_before_begins_no_run_after_it_and_still_reads_the_stored_ones(family, tmp_path):
+    from datetime import datetime, timedelta, timezone
+    from sinkpaper.train.sweep import parse_start_before
+    store = tmp_path / "store"
+    done = run_sweep(family, "cpu", tmp_path / "runs", store, points=["wd_0"], seeds=[0], progress=False,
+                     start_before=datetime.now(timezone.utc) + timedelta(hours=1))
+    assert len(done) == 1                                                # before the time: trained
+    lines = []
+    past = datetime.now(timezone.utc) - timedelta(seconds=1)
+    done = run_sweep(family, "cpu", tmp_path / "runs", store, seeds=[0], progress=False, log=lines.append,
+                     start_before=past)
+    assert [p["name"] for p in done] == ["tiny/wd_0"]                   # the stored run is still read
+    assert lines == [f"not starting tiny/sigmoid seed 0: it is past {past.isoformat(timespec='minutes')}"]
+    assert not (tmp_path / "runs" / "tiny" / "sigmoid").exists() and not list((store / ".claims").glob("*.json"))
+    assert status([family], "cpu", store, seeds=[0])[0]["left"] == 1
+    assert parse_start_before("2026-11-25T20:05") == datetime(2026, 11, 25, 20, 5, tzinfo=timezone.utc)
+    assert parse_start_before("2026-11-25T21:05+01:00") == datetime(2026, 11, 25, 20, 5, tzinfo=timezone.utc)
+    with pytest.raises(ValueError, match="not an ISO 8601 date and time"):
+        parse_start_before("20h05")

@@ -9,6 +9,9 @@ Safety:
   it, a claim whose process is gone (killed sweep) is taken over, and the store file itself is only written
   atomically by the process that holds the claim. So two workers never train the same run, and a killed
   sweep loses at most the steps since the run's last checkpoint.
+- checkpoints live in the run directories (not committed): a sweep stopped with its machine (a session's end)
+  starts its runs in flight over on the next machine. `start_before` keeps a worker from starting a run after
+  a given time, so that it does not begin what the machine's remaining time cannot finish.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import socket
 import statistics
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .config import load, sweep_points
@@ -150,12 +154,25 @@ def run_dir(out: str | Path, run: PlannedRun) -> Path:
     return Path(out) / run.family / (run.point or "base") / f"seed-{run.seed}-{run.cfg.hash()}"
 
 
+def parse_start_before(text: str) -> datetime:
+    """An ISO 8601 time ('2026-11-25T20:05', a date and time; UTC when no offset is given) as an aware
+    datetime; a clear ValueError otherwise."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--start-before {text!r} is not an ISO 8601 date and time "
+                         "(e.g. 2026-11-25T20:05 or 2026-11-25T20:05+00:00; UTC when no offset)") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
 def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, points=None, seeds=(0,),
-              overrides=None, progress: bool = True, log=None, keep_going: bool = False) -> list[dict]:
+              overrides=None, progress: bool = True, log=None, keep_going: bool = False,
+              start_before: datetime | None = None) -> list[dict]:
     """Train every run the store does not hold and no live process has claimed; returns the stored payloads
     of the runs that are done (runs left to another worker are not waited for). `config` is one path or a
     list of family paths. `keep_going`: a run that raises is logged, its claim released and the sweep goes on
-    (an unattended sweep of hundreds of runs should not stop at the first broken point); by default it raises."""
+    (an unattended sweep of hundreds of runs should not stop at the first broken point); by default it raises.
+    `start_before` (an aware datetime): no run starts training at or after it; stored runs are still read."""
     configs = [config] if isinstance(config, (str, Path)) else list(config)
     runs = plan(configs, profile, points, list(seeds), overrides)
     from .. import provenance
@@ -171,7 +188,11 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
             if bar is not None:
                 bar.update(1)
             continue
-        if stored is None and claim(store, run.cfg.hash(), run.cfg.name, run.seed):
+        late = stored is None and start_before is not None and datetime.now(timezone.utc) >= start_before
+        if late:
+            if log:
+                log(f"not starting {run.label}: it is past {start_before.isoformat(timespec='minutes')}")
+        elif stored is None and claim(store, run.cfg.hash(), run.cfg.name, run.seed):
             try:
                 stored = read_result(store, run.cfg)   # another worker may have finished it meanwhile
                 if stored is None:
