@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Commit the runs the background sweeps stored since the last commit, with the README and configs/_base.yaml
+# blocks regenerated from the store, and a message naming each run and where it trained. Run it whenever a
+# sweep worker logs "stored ..." (a session's sweeps end with the session: what is not committed is lost).
+#   bash scripts/commit_store.sh ["what else ran beside the sweeps"]
+# It commits results/store, README.md and configs/_base.yaml as they are in the working tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+mapfile -t new < <(git status --porcelain --untracked-files=all -- results/store | awk '$2 ~ /\.json$/ {print $2}')
+if [ "${#new[@]}" = 0 ]; then echo "no new runs in results/store"; exit 0; fi
+summary=$("$PY" - "${new[@]}" <<'EOF'
+import json, sys
+runs = []
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    pv = d.get("result", {}).get("provenance", {})
+    runs.append(f"{d['name']} seed {d['config']['run']['seed']} ({d['profile']}; {pv.get('hardware', '?')}, "
+                f"{pv.get('threads', '?')} thread(s), {pv.get('dtype', '?')}, {pv.get('wall_seconds', 0) / 60:.0f} min)")
+print(f"{len(runs)} new run(s): " + "; ".join(sorted(runs)))
+EOF
+)
+"$PY" -m sinkpaper report --write > /dev/null
+git add results/store README.md configs/_base.yaml
+git commit -q -m "Results store: $summary${1:+. $1}; README and _base.yaml blocks regenerated from the store"
+git log --oneline -1
