@@ -15,8 +15,9 @@ runs = []
 for path in sys.argv[1:]:
     d = json.load(open(path))
     pv = d.get("result", {}).get("provenance", {})
+    # the hardware string names the CPU's threads already ('CPU AMD EPYC, 1 threads')
     runs.append(f"{d['name']} seed {d['config']['run']['seed']} ({d['profile']}; {pv.get('hardware', '?')}, "
-                f"{pv.get('threads', '?')} thread(s), {pv.get('dtype', '?')}, {pv.get('wall_seconds', 0) / 60:.0f} min)")
+                f"{pv.get('dtype', '?')}, {pv.get('wall_seconds', 0) / 60:.0f} min)")
 print(f"{len(runs)} new run(s): " + "; ".join(sorted(runs)))
 EOF
 )
