@@ -2,6 +2,7 @@
 # Time one of the README's two commands from a fresh clone and store the result in results/timings/<name>.json
 # (the README's table is generated from it: python -m sinkpaper report --write).
 #   bash scripts/time_command.sh make-test      # or make-book
+# TIMING_NOTE says what else ran on the machine meanwhile (stored with the time, shown in the README).
 set -euo pipefail
 name=${1:?usage: scripts/time_command.sh make-test|make-book}
 case "$name" in make-test) target=test ;; make-book) target=book ;; *) echo "unknown: $name (make-test|make-book)" >&2; exit 2 ;; esac
@@ -15,7 +16,7 @@ status=0
 end=$(date +%s.%N)
 commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
 secs=$(python3 -c "print($end - $start)")
-note=""; [ "$status" != 0 ] && note="exited $status"
+note=${TIMING_NOTE:-}; [ "$status" != 0 ] && note="exited $status${note:+; $note}"
 PYTHONPATH="$root" "$root/.venv/bin/python" -c "from sinkpaper.results import record_timing; print(record_timing('$name', $secs, 'make $target', '$note', '$root/results/timings', '$commit'))"
 rm -rf "$work"
 exit "$status"
