@@ -17,6 +17,9 @@ end=$(date +%s.%N)
 commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
 secs=$(python3 -c "print($end - $start)")
 note=${TIMING_NOTE:-}; [ "$status" != 0 ] && note="exited $status${note:+; $note}"
-PYTHONPATH="$root" "$root/.venv/bin/python" -c "from sinkpaper.results import record_timing; print(record_timing('$name', $secs, 'make $target', '$note', '$root/results/timings', '$commit'))"
+# the values travel as arguments, not inside the Python source: a note may hold any quote
+PYTHONPATH="$root" "$root/.venv/bin/python" -c "import sys; from sinkpaper.results import record_timing
+print(record_timing(sys.argv[1], float(sys.argv[2]), *sys.argv[3:]))" \
+  "$name" "$secs" "make $target" "$note" "$root/results/timings" "$commit"
 rm -rf "$work"
 exit "$status"
