@@ -26,10 +26,9 @@ mkdir -p runs/text
 # The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
 FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/biases.yaml configs/attention.yaml
           configs/packing.yaml configs/architecture.yaml"
-# FIRST runs point by point in the order given (a single sweep would go family by family); the environment can
-# override it, e.g. to finish the points that decide a claim before the rest of their family.
-# After the base and the main directions: the points that complete a claim with the fewest runs (one point
-# each: post-norm, softpick; then document masks, heads, softmax sums, kernels, positional encodings, FFNs).
+# FIRST runs point by point in the order given (a single sweep would go family by family), and the environment
+# can set it. After the base and the main directions come the points that complete a claim in the fewest runs
+# (post-norm, softpick; then document masks, heads, softmax sums, kernels, positional encodings, FFNs).
 FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3
        no_fixed_token random_first kv_bias k_bias sink_token v_bias sigmoid sigmoid_norm elu kernel_elu causal bos
        post_norm softpick doc_mask bos_doc_mask heads_8 heads_2 heads_1 heads_add softmax_sum_2 softmax_sum_0.1
