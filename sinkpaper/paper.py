@@ -1197,6 +1197,10 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = ST
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
         out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition"
+    elif out["status"] in ("missing", "incomplete"):
+        # a rule judges the whole set of runs it was fixed for, never the part stored so far: one failing point
+        # would otherwise read "disagrees" before the points that could change the picture are in
+        out["verdict"] = NO_RESULT
     elif c.rule is None:
         out["verdict"] = NO_RESULT
     else:

@@ -222,6 +222,22 @@ def test_a_stale_stored_run_reads_stale_and_never_counts(tmp_path):
     assert paper.verdict_text(r) == f"{paper.NO_RESULT} ({paper.STALE})"
 
 
+def test_a_claim_with_runs_left_to_store_has_no_verdict_yet(tmp_path):
+    # the document-mask claim needs doc_mask and bos_doc_mask at 3 seeds; with doc_mask stored (no sink at this
+    # scale) and one bos_doc_mask seed taken out, the rule on the part would say "disagrees": it must say nothing
+    store = tmp_path / "store"
+    shutil.copytree(REPO / "results/store", store)
+    for p in store.glob("*.json"):
+        run = json.loads(p.read_text())
+        if (run.get("name"), run.get("profile"), run["config"]["run"]["seed"]) == ("bos_doc_mask", "text", 1):
+            p.unlink()
+    c = paper.claim("pack_doc_mask")
+    r = paper.result(c, "real text (CPU)", {}, str(store))
+    assert r["status"] == "incomplete" and r["values"]["doc_mask"] is not None and r["values"]["bos_doc_mask"] is None
+    assert c.rule.apply(r["values"]) == paper.DISAGREES     # what a verdict on the part would have said
+    assert r["verdict"] == paper.NO_RESULT and paper.verdict_text(r) == paper.NO_RESULT
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "sinkpaper", "claims", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
