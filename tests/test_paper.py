@@ -227,10 +227,12 @@ def test_a_claim_with_runs_left_to_store_has_no_verdict_yet(tmp_path):
     # scale) and one bos_doc_mask seed taken out, the rule on the part would say "disagrees": it must say nothing
     store = tmp_path / "store"
     shutil.copytree(REPO / "results/store", store)
-    for p in store.glob("*.json"):
-        run = json.loads(p.read_text())
-        if (run.get("name"), run.get("profile"), run["config"]["run"]["seed"]) == ("bos_doc_mask", "text", 1):
-            p.unlink()
+    def key(path):
+        run = json.loads(path.read_text())
+        return run["name"], run["profile"], run["config"]["run"]["seed"]
+    taken = [p for p in store.glob("*.json") if key(p) == ("packing/bos_doc_mask", "text", 1)]
+    assert len(taken) == 1          # the run is in the committed store, so the part below is a real part
+    taken[0].unlink()
     c = paper.claim("pack_doc_mask")
     r = paper.result(c, "real text (CPU)", {}, str(store))
     assert r["status"] == "incomplete" and r["values"]["doc_mask"] is not None and r["values"]["bos_doc_mask"] is None
