@@ -106,22 +106,21 @@ if lm.payloads:
     display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
     display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"))
     display(Markdown(figures.provenance_line(lm.provenance())))
-    # the document-mask claim reads doc_mask alone; its control (the same packing without the mask) says whether
-    # "no sink with the mask" is the mask's doing or this scale's
+    # the document-mask claim reads doc_mask and bos_doc_mask; the control without the mask (causal) says whether
+    # "no sink with the mask" is the mask's doing or this scale's. Words from the rules' one sink classification.
     pm = {p: sweeps.mean_of(lm.payloads, p) for p in ORDER}
-
-    def sink_word(v):
-        return ("a sink" if v >= paper.SINK else "no sink" if v < paper.NO_SINK else
-                f"a Sink_1 between the thresholds of {paper.NO_SINK:g} and {paper.SINK:g} %")
+    SINK_WORD = {paper.AGREES: "a sink", paper.DISAGREES: "no sink",
+                 paper.NOT_COMPARABLE: f"a Sink_1 between the thresholds of {paper.NO_SINK:g} and {paper.SINK:g} %"}
     if all(v is not None for v in pm.values()):
+        word = {p: SINK_WORD[paper.sink_verdict(v)] for p, v in pm.items()}
         control = (" The same packing without the mask has none either (`causal`), so at this scale the runs cannot "
                    "tell whether the mask takes a sink away: without a fixed first token none forms here at all."
-                   if pm["causal"] < paper.NO_SINK and pm["doc_mask"] < paper.NO_SINK else "")
+                   if paper.no_sink_verdict(pm["causal"]) == paper.no_sink_verdict(pm["doc_mask"]) == paper.AGREES
+                   else "")
         display(Markdown(
             "Measured (mean Sink_1 over seeds): " + "; ".join(f"`{p}` {sig(pm[p])} %" for p in ORDER) + ". "
-            + f"With a fixed BOS and the intra-document mask the BOS has {sink_word(pm['bos_doc_mask'])} "
-              f"(`bos_doc_mask`); without a BOS, the window's first token has {sink_word(pm['doc_mask'])} "
-              f"(`doc_mask`)." + control))
+            + f"With a fixed BOS and the intra-document mask the BOS has {word['bos_doc_mask']} (`bos_doc_mask`); "
+              f"without a BOS, the window's first token has {word['doc_mask']} (`doc_mask`)." + control))
 if lm.missing.missing:
     display(Markdown(lm.missing_text() + " Until then this section has no real-text number of ours for the packing "
                      "variants; the pretrained models below are the real-LM evidence for the BOS question."))
