@@ -28,12 +28,13 @@ FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/
           configs/packing.yaml configs/architecture.yaml"
 # FIRST runs point by point in the order given (a single sweep would go family by family), and the environment
 # can set it. After the base and the main directions come the points that complete a claim in the fewest runs
-# (post-norm, softpick; then document masks, heads, softmax sums, kernels, positional encodings, FFNs).
+# (post-norm, softpick; then document masks, heads, the swish/ReGLU FFNs (6 runs complete a claim), softmax sums,
+# kernels, the other FFNs, positional encodings (15 runs for one claim)).
 FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd_1 wd_2 fixed_pos2 fixed_pos3
        no_fixed_token random_first kv_bias k_bias sink_token v_bias sigmoid sigmoid_norm elu kernel_elu causal bos
-       post_norm softpick doc_mask bos_doc_mask heads_8 heads_2 heads_1 heads_add softmax_sum_2 softmax_sum_0.1
-       softmax_sum_0.05 kernel_identity_z1 kernel_mlp_maxabs kernel_mlp_z1 pos_nope pos_absolute pos_learnable
-       pos_relative pos_alibi ffn_relu ffn_gelu ffn_geglu ffn_swish ffn_reglu"}
+       post_norm softpick doc_mask bos_doc_mask heads_8 heads_2 heads_1 heads_add ffn_swish ffn_reglu softmax_sum_2
+       softmax_sum_0.1 softmax_sum_0.05 kernel_identity_z1 kernel_mlp_maxabs kernel_mlp_z1 ffn_relu ffn_gelu ffn_geglu
+       pos_nope pos_absolute pos_learnable pos_relative pos_alibi"}
 for i in $(seq 1 "$WORKERS"); do
   # shellcheck disable=SC2086  # word splitting of the lists is intended
   (
