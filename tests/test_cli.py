@@ -69,17 +69,28 @@ def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path):
     (["--model", "smollm2-135m", "--token-file", "SHORT", "--seq-len", "64"], "fewer than --seq-len"),
     (["--model", "smollm2-135m", "--token-file", "SHORT", "--bos"], "drop --bos"),
 ])
-def test_errors_exit_2_with_one_line(args, msg, tmp_path):
+def test_errors_exit_2_with_one_line(args, msg, tmp_path, capsys):
+    """In this process (`cli.main`), except the two names that are not offline models: they go to the hub, and
+    huggingface_hub reads HF_HUB_OFFLINE when imported, so those need a fresh interpreter."""
     files = {"RAGGED": [[1, 2, 3] * 8, [1, 2] * 8], "SHORT": [[1, 2, 3] * 8]}
     for i, a in enumerate(args):
         if a in files:
             p = tmp_path / f"{a}.json"
             p.write_text(json.dumps(files[a]))
             args[i] = str(p)
-    r = run("sink", *args, env={"HF_HUB_OFFLINE": "1"})
-    assert r.returncode == 2
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    if args[:2] in (["--model", "no-org/no-model"], ["--model", "smollm2"]):
+        r = run("sink", *args, env={"HF_HUB_OFFLINE": "1"})
+        code, stderr = r.returncode, r.stderr
+    else:
+        from sinkpaper.cli import main
+        try:
+            code = main(["sink", *args])
+        except SystemExit as e:   # argparse's own errors
+            code = e.code
+        stderr = capsys.readouterr().err
+    assert code == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
     assert msg in lines[0]
 
 
@@ -87,7 +98,7 @@ def test_errors_exit_2_with_one_line(args, msg, tmp_path):
 NO_CUDA = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
 
 
-@pytest.mark.parametrize("args,msg", [
+USER_MISTAKES = [
     pytest.param(["sink", "--model", "smollm2-135m", "--device", "cuda"],
                  "--device='cuda': no CUDA device here", marks=NO_CUDA),
     (["sink", "--model", "smollm2-135m", "--device", "tpu:0"], "valid here: cpu"),
@@ -107,17 +118,39 @@ NO_CUDA = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="th
     (["store", "tidy"], "invalid choice: 'tidy' (choose from "),
     (["sweep", "--config", "miniature", "--start-before", "tonight", "--out", "OUT"],
      "--start-before 'tonight' is not an ISO 8601 date and time"),
-])
-def test_user_mistakes_exit_2_with_one_line_before_any_compute(args, msg, tmp_path):
+]
+
+
+def _assert_one_line_error(returncode, stderr, msg, tmp_path):
+    lines = stderr.strip().splitlines()
+    assert returncode == 2 and len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert lines[0].startswith("sinkpaper: error: ") and msg in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()   # nothing ran, nothing written
+
+
+@pytest.mark.parametrize("args,msg", USER_MISTAKES)
+def test_user_mistakes_exit_2_with_one_line_before_any_compute(args, msg, tmp_path, monkeypatch, capsys):
     """Run from an empty directory: `--config optimization` is found among the shipped configs, and nothing is
-    written (the run directory is never created)."""
+    written (the run directory is never created). In this process (`cli.main`), which saves a Python start per
+    case; the test below runs real `python -m sinkpaper` processes for two of them."""
+    from sinkpaper.cli import main
+
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(args)
+    except SystemExit as e:   # argparse's own errors
+        code = e.code
+    _assert_one_line_error(code, capsys.readouterr().err, msg, tmp_path)
+
+
+@pytest.mark.parametrize("args,msg", [USER_MISTAKES[4], USER_MISTAKES[9]], ids=["bad-value", "bad-choice"])
+def test_user_mistakes_in_a_real_process(args, msg, tmp_path):
+    """The same contract end to end: a fresh interpreter in an empty directory, stderr exactly one line."""
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     r = subprocess.run([sys.executable, "-m", "sinkpaper", *args], capture_output=True, text=True, cwd=tmp_path,
                        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}, timeout=600)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert lines[0].startswith("sinkpaper: error: ") and msg in lines[0], lines[0]
-    assert not (tmp_path / "out").exists()
+    _assert_one_line_error(r.returncode, r.stderr, msg, tmp_path)
 
 
 @pytest.mark.parametrize("args,msg", [

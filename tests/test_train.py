@@ -269,6 +269,8 @@ def test_every_family_sweep_trains_and_is_measured(family, tmp_path):
     path = REPO / "configs" / f"{family}.yaml"
     small = {"data.source": "random", "data.vocab_size": 64, "data.n_tokens": 50_000, "optim.steps": 3,
              "eval.every": 3, "eval.n_samples": 8, "run.checkpoint_every": 3}
+    if family == "calibration":   # the GPU calibration's models at a small batch and context: a minute less
+        small |= {"optim.batch_size": 4, "data.context": 64}
     for point in sweep_points(path):
         cfg = load(path, "cpu", small, point)
         r = train(cfg, tmp_path / point, progress=False, data=synthetic("random", vocab_size=64, n_tokens=50_000))
