@@ -55,6 +55,16 @@ def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path):
     assert abs(out["maps"]["alpha_1_mean"] - out["kernel"]["alpha_1_mean"]) < 1e-5
 
 
+def _main_in_process(argv, capsys):
+    """`python -m sinkpaper ARGV` in this process: (exit code, stderr)."""
+    from sinkpaper.cli import main
+    try:
+        code = main(argv)
+    except SystemExit as e:   # argparse's own errors
+        code = e.code
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--model", "smollm2-135m", "--method", "flash"], "invalid choice"),
     (["--model", "smollm2"], "models available offline: gemma3-270m, smollm2-135m"),
@@ -82,12 +92,7 @@ def test_errors_exit_2_with_one_line(args, msg, tmp_path, capsys):
         r = run("sink", *args, env={"HF_HUB_OFFLINE": "1"})
         code, stderr = r.returncode, r.stderr
     else:
-        from sinkpaper.cli import main
-        try:
-            code = main(["sink", *args])
-        except SystemExit as e:   # argparse's own errors
-            code = e.code
-        stderr = capsys.readouterr().err
+        code, stderr = _main_in_process(["sink", *args], capsys)
     assert code == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
@@ -133,15 +138,9 @@ def test_user_mistakes_exit_2_with_one_line_before_any_compute(args, msg, tmp_pa
     """Run from an empty directory: `--config optimization` is found among the shipped configs, and nothing is
     written (the run directory is never created). In this process (`cli.main`), which saves a Python start per
     case; the test below runs real `python -m sinkpaper` processes for two of them."""
-    from sinkpaper.cli import main
-
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     monkeypatch.chdir(tmp_path)
-    try:
-        code = main(args)
-    except SystemExit as e:   # argparse's own errors
-        code = e.code
-    _assert_one_line_error(code, capsys.readouterr().err, msg, tmp_path)
+    _assert_one_line_error(*_main_in_process(args, capsys), msg, tmp_path)
 
 
 @pytest.mark.parametrize("args,msg", [USER_MISTAKES[4], USER_MISTAKES[9]], ids=["bad-value", "bad-choice"])
