@@ -10,6 +10,8 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.sinkpaper-installed
 PROFILE ?= $(shell test -x $(BIN)/python && $(BIN)/python -c "import torch; print('gpu' if torch.cuda.is_available() else 'cpu')" 2>/dev/null || echo cpu)
 PYTEST_ARGS ?=
+# chapters `make book` executes side by side, each pinned to its share of the CPUs
+JOBS    ?= 1
 # tests/test_site.py drives this Chromium through Playwright (never a browser Playwright downloads).
 CHROMIUM ?= /usr/bin/chromium
 # Where torch comes from. Empty: the registry's default build (on Linux from PyPI: the CUDA build, which brings
@@ -63,12 +65,12 @@ test: $(STAMP) chromium
 	SINKPAPER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m sinkpaper.book run --profile $(PROFILE)
+	$(BIN)/python -m sinkpaper.book run --profile $(PROFILE) --jobs $(JOBS)
 
 # Runs every chapter, builds the site whenever at least one chapter succeeded, and exits non-zero naming the
 # failing chapters (they keep their previous executed page, if any).
 book: $(STAMP)
-	$(BIN)/python -m sinkpaper.book build --profile $(PROFILE)
+	$(BIN)/python -m sinkpaper.book build --profile $(PROFILE) --jobs $(JOBS)
 
 clean:
 	rm -rf _build book/_executed

@@ -69,6 +69,7 @@ SMOKE_PARAMS: dict[str, dict] = {
 }
 BOOK_PROFILE = "cpu"
 BOOK_CELL_TIMEOUT_S = 1200  # per cell; a chapter is ~1 minute at the cpu profile
+BOOK_JOBS = 2  # chapters executed side by side (runner --jobs), each kernel pinned to half the CPUs
 NOTEBOOKS_ENV = "SINKPAPER_TEST_NOTEBOOKS"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _TRITON_INTERPRET_SET_HERE = "TRITON_INTERPRET" in os.environ and "TRITON_INTERPRET" not in _ENV_BEFORE
@@ -85,6 +86,7 @@ class BuiltBook:
     params: dict                # stem -> the parameters it ran with besides profile (SMOKE_PARAMS)
     results: dict               # stem -> sinkpaper.book.runner.Result
     times: dict                 # stem -> seconds
+    run_seconds: float          # wall time of executing them all (BOOK_JOBS at once)
     build: subprocess.CompletedProcess
     build_seconds: float
 
@@ -203,17 +205,19 @@ def built_book(tmp_path_factory, pytestconfig) -> BuiltBook:
         if _TRITON_INTERPRET_SET_HERE:  # set above for the test process only; kernels run as under `make book`
             mp.delenv("TRITON_INTERPRET")
         log.write(f"[built_book] executing {len(selected)} notebook(s) at profile {BOOK_PROFILE} into {book_dir}")
-        # one runner call per notebook so each gets its own smoke parameters; the runner's order (scorecards last)
-        order = [p.stem for p in runner.execution_order([REPO_ROOT / "notebooks" / f"{s}.py" for s in selected])]
-        for i, stem in enumerate(order):
-            (r,) = runner.run_notebooks(BOOK_PROFILE, only=[stem], params=SMOKE_PARAMS.get(stem, {}),
-                                        timeout=BOOK_CELL_TIMEOUT_S, notebooks_dir=REPO_ROOT / "notebooks",
-                                        out_dir=book_dir, cwd=REPO_ROOT, static_assets=(i == 0), log=log)
-            results[stem] = r
-        if not order:
+        # two chapters at a time, one CPU each (BOOK_JOBS), each with its own smoke parameters; scorecards last
+        t0 = time.perf_counter()
+        if selected:
+            for r in runner.run_notebooks(BOOK_PROFILE, only=selected, timeout=BOOK_CELL_TIMEOUT_S,
+                                          notebooks_dir=REPO_ROOT / "notebooks", out_dir=book_dir, cwd=REPO_ROOT,
+                                          log=log, jobs=BOOK_JOBS,
+                                          stem_params={s: SMOKE_PARAMS[s] for s in selected if s in SMOKE_PARAMS}):
+                results[r.stem] = r
+        else:
             from sinkpaper.book.assets import write_static_assets
 
             write_static_assets(book_dir / runner.STATIC_SUBDIR)
+        run_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     build = subprocess.run([str(jb), "build", "--all", str(root)], cwd=root, capture_output=True, text=True,
                            timeout=1800)
@@ -222,7 +226,8 @@ def built_book(tmp_path_factory, pytestconfig) -> BuiltBook:
     book = BuiltBook(root=root, book_dir=book_dir, results_dir=results_dir, html_dir=root / "_build" / "html",
                      stems=stems, selected=selected, params={s: dict(SMOKE_PARAMS.get(s, {})) for s in selected},
                      results=results,
-                     times={s: r.seconds for s, r in results.items()}, build=build, build_seconds=build_seconds)
+                     times={s: r.seconds for s, r in results.items()}, run_seconds=run_seconds, build=build,
+                     build_seconds=build_seconds)
     _SESSION["built_book"] = book
     return book
 
@@ -238,5 +243,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for line in runner.format_summary(list(book.results.values())).splitlines():
         terminalreporter.write_line(line)
     total = sum(book.times.values())
-    terminalreporter.write_line(f"notebooks {total:.1f} s in all; jupyter-book build {book.build_seconds:.1f} s "
+    terminalreporter.write_line(f"notebooks {total:.1f} s in all, {book.run_seconds:.1f} s of wall time with "
+                                f"{BOOK_JOBS} at once; jupyter-book build {book.build_seconds:.1f} s "
                                 f"(exit {book.build.returncode})")

@@ -218,6 +218,60 @@ def test_scorecards_run_last_and_kernels_get_the_records_dir(tmp_path, monkeypat
     assert os.environ[runner.RESULTS_ENV] == str(preset)
 
 
+def test_jobs_run_chapters_pinned_side_by_side_and_scorecards_last(tmp_path, monkeypatch):
+    """--jobs 2: the chapters run on two threads whose kernels see disjoint CPU shares, each with its own
+    parameters; the scorecard runs after them with every CPU; the caller's own affinity is left alone."""
+    nbdir, out = tmp_path / "notebooks", tmp_path / "book"
+    nbdir.mkdir()
+    record = textwrap.dedent(
+        '''\
+        # %% tags=["parameters"]
+        profile = "cpu"
+        n = 1
+
+        # %%
+        import json, os, pathlib
+        d = pathlib.Path(os.environ["SINKPAPER_BOOK_RESULTS"])
+        seen = sorted(p.stem for p in d.glob("*.json"))
+        cpus = sorted(os.sched_getaffinity(0))
+        (d / "STEM.json").write_text(json.dumps({"seen": seen, "cpus": cpus, "n": n}))
+        ''')
+    for stem in ("a", "b", "c", "00_scorecard"):
+        (nbdir / f"{stem}.py").write_text(record.replace("STEM", stem))
+    monkeypatch.delenv(runner.RESULTS_ENV, raising=False)
+    mine = sorted(os.sched_getaffinity(0))
+    results = runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=2,
+                                   stem_params={"b": {"n": 5}})
+    assert [(r.stem, r.ok) for r in results] == [("a", True), ("b", True), ("c", True), ("00_scorecard", True)], \
+        [r.error for r in results]
+    records = {p.stem: json.loads(p.read_text()) for p in (out / "_results").glob("*.json")}
+    assert [records[s]["n"] for s in ("a", "b", "c")] == [1, 5, 1]
+    assert records["00_scorecard"]["seen"] == ["a", "b", "c"] and records["00_scorecard"]["cpus"] == mine
+    shares = {tuple(records[s]["cpus"]) for s in ("a", "b", "c")}
+    assert shares <= {tuple(share) for share in runner.cpu_shares(2)}, shares
+    if len(mine) >= 2:  # a and b start at once on the two threads: two disjoint shares, all CPUs between them
+        assert len(shares) == 2 and sorted(c for share in shares for c in share) == mine, shares
+    assert sorted(os.sched_getaffinity(0)) == mine
+
+    # mistakes are said before anything runs
+    for r in out.glob("*.ipynb"):
+        r.unlink()
+    with pytest.raises(ValueError, match="jobs must be a whole number >= 1"):
+        runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=0)
+    with pytest.raises(runner.UnknownParameterError, match="unknown notebook parameter.*nn.*b takes: n, profile"):
+        runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=2,
+                             stem_params={"b": {"nn": 5}})
+    assert not list(out.glob("*.ipynb"))
+
+
+def test_cpu_shares_deal_every_cpu_once():
+    mine = sorted(os.sched_getaffinity(0))
+    for jobs in (1, 2, 3, 64):
+        shares = runner.cpu_shares(jobs)
+        assert len(shares) == min(jobs, len(mine)) and all(shares)
+        assert sorted(c for share in shares for c in share) == mine
+
+
 def test_toc_docnames(tmp_path):
     toc = tmp_path / "_toc.yml"
     toc.write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: A\n    chapters:\n"

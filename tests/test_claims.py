@@ -56,6 +56,23 @@ def test_live_run_and_load_model_roundtrip(tmp_path):
     assert torch.isfinite(logits).all()
 
 
+def test_live_runs_of_one_point_get_a_directory_per_process(tmp_path):
+    """Chapters run side by side may train the same point: each process its own directory; those of ended
+    processes are cleared, a live one's kept."""
+    import os
+    import subprocess
+    import sys
+
+    parent = tmp_path / "recipe-seed0-abc"
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale, other = parent / f"pid{int(ended.stdout)}", parent / "pid1"  # pid 1 (init) is alive
+    for d in (stale, other, parent / f"pid{os.getpid()}"):
+        (d / "ckpt").mkdir(parents=True)
+    mine = experiments.own_dir(parent)
+    assert mine == parent / f"pid{os.getpid()}" and not mine.exists()
+    assert not stale.exists() and (other / "ckpt").is_dir()
+
+
 def test_smoke_variants_trains_every_point_on_the_committed_text_sample(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)  # the cpu profile reads data/sample/tokens.u16.xz relative to the repository
     monkeypatch.setattr(experiments, "LIVE_ROOT", str(tmp_path))

@@ -1,6 +1,10 @@
 """Fast training on the CPU (issue 14): bf16 autocast with fp32 master weights, its one-line fallback, the
 compile fallback, threads, and the bad-input errors. Correctness only; speed is measured by
 `python -m sinkpaper bench training`, never asserted here."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -65,9 +69,21 @@ def test_threads_are_set_intra_and_inter_op():
         accel.set_threads(1)
         assert torch.get_num_threads() == 1
         accel.set_threads(2)   # the inter-op setting is once per process; calling again must not raise
-        assert torch.get_num_threads() == 2
+        assert torch.get_num_threads() == min(2, accel.usable_cpus())
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
+def test_threads_are_capped_at_the_cpus_a_process_may_use():
+    """A run pinned to one CPU (taskset, a cpuset, a book chapter under --jobs) trains on one thread, whatever
+    run.threads says, and its provenance says so."""
+    code = ("import os, torch; os.sched_setaffinity(0, [sorted(os.sched_getaffinity(0))[0]]); "
+            "from sinkpaper.train import accel; from sinkpaper import provenance; accel.set_threads(8); "
+            "print(torch.get_num_threads(), accel.usable_cpus(), provenance.hardware(torch.device('cpu')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    threads, cpus, hardware = out.stdout.split(maxsplit=2)
+    assert (threads, cpus) == ("1", "1") and hardware.strip().endswith("1 threads"), out.stdout
 
 
 # ------------------------------------------------------------------------------------------------ chunked loss

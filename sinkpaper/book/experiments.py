@@ -9,6 +9,7 @@ to :mod:`sinkpaper.results.curves` (``curve_rows``, idem); ``sink_at`` became
 """
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -45,13 +46,34 @@ def live_run(config: str, profile: str = "cpu", point: str | None = None, seed: 
     (None: the point's own) cuts it short, :func:`steps_overrides`."""
     overrides = {**steps_overrides(steps), **(overrides or {})}
     cfg = train_config.load(config, profile, {**overrides, "run.seed": seed}, point)
-    run_dir = Path(out_root) / Path(config).stem / f"{point or 'base'}-seed{seed}-{cfg.hash()}"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    run_dir = own_dir(Path(out_root) / Path(config).stem / f"{point or 'base'}-seed{seed}-{cfg.hash()}")
     result = train(cfg, run_dir, progress=False)
     payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": cfg.to_dict(),
                "result": result, "curve": read_log(run_dir / "log.jsonl")}
     return LiveRun(payload, run_dir)
+
+
+def own_dir(parent: Path) -> Path:
+    """``parent/pid<this process>``, empty: this process's live run of a point. Two chapters run side by side
+    (``python -m sinkpaper.book run --jobs 2``) may train the same point, and must not delete each other's run
+    while it trains or is read. The directories of processes that have ended are removed here, so reruns do
+    not pile up."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for d in parent.glob("pid*"):
+        pid = d.name[3:]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            shutil.rmtree(d, ignore_errors=True)
+    return parent / f"pid{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | None = None, steps: int = 20,
@@ -71,6 +93,8 @@ def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | No
                      "Sink_1 %": r["sink_k"]["1"], "Sink* %": r.get("sink_star"),
                      "seconds": round(time.perf_counter() - t0, 1)})
         shutil.rmtree(run.run_dir, ignore_errors=True)
+        if not any(run.run_dir.parent.iterdir()):
+            run.run_dir.parent.rmdir()
     return rows
 
 

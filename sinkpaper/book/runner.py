@@ -1,11 +1,14 @@
 """Execute the companion notebooks with papermill and publish them where the book reads them.
 
     python -m sinkpaper.book run [--profile cpu|gpu|paper] [--only STEM ...] [-p NAME VALUE ...] [--timeout S]
+                                 [--jobs N]
     python -m sinkpaper.book build [the same options]    # run, then build the site (what `make book` does)
     python -m sinkpaper.book colab                       # write notebooks/ipynb/<stem>.ipynb (what Colab opens)
 
 * Sources are ``notebooks/*.py`` (Jupytext percent format), run in name order, except that notebooks whose
   stem contains ``scorecard`` run after all the others (they read the other chapters' records).
+* ``--jobs N`` runs up to N chapters at once, each kernel pinned (Linux) to its own share of the CPUs, so a
+  chapter's training uses only its share's threads; the scorecards then run one at a time.
 * Each notebook is executed in a fresh ``python3`` kernel running *this* interpreter, with working directory
   the repository root and parameters ``profile`` plus every ``-p NAME VALUE`` (values parsed as YAML, so
   ``-p n_samples 8`` is an int and ``-p layers [0,1]`` a list).
@@ -225,7 +228,12 @@ def toc_docnames(toc_path: str | os.PathLike) -> list[str]:
 def execution_order(sources: Sequence[Path]) -> list[Path]:
     """Name order, except that notebooks whose stem contains ``scorecard`` come last (they read the records
     every other chapter writes); among themselves they keep name order."""
-    return sorted(sources, key=lambda p: RUN_LAST_MARKER in Path(p).stem.lower())  # stable sort
+    return sorted(sources, key=runs_last)  # stable sort
+
+
+def runs_last(source: str | os.PathLike) -> bool:
+    """Whether a notebook is a scorecard (its stem contains ``scorecard``, any case)."""
+    return RUN_LAST_MARKER in Path(source).stem.lower()
 
 
 # ---------------------------------------------------------------------------------------------- execution
@@ -642,12 +650,19 @@ def run_notebooks(
     cwd: str | os.PathLike | None = None,
     static_assets: bool = True,
     log=sys.stderr,
+    jobs: int = 1,
+    stem_params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Result]:
     """Execute ``notebooks_dir/*.py`` (or the ``only`` stems) into ``out_dir``; see the module docstring.
 
     ``cwd`` (the kernels' working directory) defaults to the parent of ``notebooks_dir`` (the repository root).
-    Raises :class:`UnknownNotebookError` for an unknown stem in ``only``.
+    ``jobs`` > 1 runs that many chapters at once, each kernel pinned to its own share of this process's CPUs
+    (:func:`cpu_shares`); the scorecards still run after all the others, one at a time. ``stem_params`` adds
+    parameters for single chapters on top of ``params``. Results come back in execution order.
+    Raises :class:`UnknownNotebookError` for an unknown stem in ``only``, ``ValueError`` for ``jobs`` < 1.
     """
+    if int(jobs) != jobs or jobs < 1:
+        raise ValueError(f"jobs must be a whole number >= 1, not {jobs!r}")
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, not {profile!r}")
     notebooks_dir = Path(notebooks_dir)
@@ -655,6 +670,8 @@ def run_notebooks(
     cwd = Path(cwd) if cwd is not None else notebooks_dir.resolve().parent
     sources = execution_order(select(discover(notebooks_dir), only))
     check_parameters(sources, params or {})  # before anything runs
+    for source in sources:
+        check_parameters([source], (stem_params or {}).get(source.stem, {}))
     out_dir.mkdir(parents=True, exist_ok=True)
     if static_assets:
         from .assets import write_static_assets
@@ -664,18 +681,53 @@ def run_notebooks(
     parameters = {"profile": profile, **(params or {})}
     results_dir = results_dir_for(out_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    results = []
+
+    def one(source: Path) -> Result:
+        if log:
+            print(f"[sinkpaper.book] {source.stem}: running (profile={profile}) ...", file=log, flush=True)
+        r = run_one(source, out_dir, {**parameters, **(stem_params or {}).get(source.stem, {})}, cwd=cwd,
+                    timeout=timeout, kernel_name=kernel)
+        if log:
+            print(f"[sinkpaper.book] {source.stem}: {r.status} in {r.seconds:.1f} s"
+                  + (f" -> {r.output}" if r.output else "") + (f"\n    {r.error}" if r.error else ""),
+                  file=log, flush=True)
+        return r
+
+    chapters = [s for s in sources if not runs_last(s)]
+    scorecards = [s for s in sources if runs_last(s)]
     with _environ(RESULTS_ENV, str(results_dir)):  # the kernels inherit this process's environment
-        for source in sources:
-            if log:
-                print(f"[sinkpaper.book] {source.stem}: running (profile={profile}) ...", file=log, flush=True)
-            r = run_one(source, out_dir, parameters, cwd=cwd, timeout=timeout, kernel_name=kernel)
-            if log:
-                print(f"[sinkpaper.book] {source.stem}: {r.status} in {r.seconds:.1f} s"
-                      + (f" -> {r.output}" if r.output else "") + (f"\n    {r.error}" if r.error else ""),
-                      file=log, flush=True)
-            results.append(r)
+        results = _in_parallel(one, chapters, jobs) if jobs > 1 else [one(s) for s in chapters]
+        results += [one(s) for s in scorecards]  # they read the chapters' records, and each other's
     return results
+
+
+def cpu_shares(jobs: int) -> list[list[int]]:
+    """This process's CPUs dealt round-robin into ``min(jobs, CPUs)`` disjoint shares."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    n = max(1, min(jobs, len(cpus)))
+    return [cpus[i::n] for i in range(n)]
+
+
+def _in_parallel(fn, items: Sequence[Path], jobs: int) -> list[Result]:
+    """``[fn(x) for x in items]`` on ``jobs`` threads. Each thread pins itself to one CPU share first, so the
+    kernels it starts inherit that share: two kernels never fight over a core, and a training run inside one
+    uses no more threads than its share holds (``sinkpaper.train.accel.set_threads``). Without
+    ``os.sched_setaffinity`` (not Linux) the chapters still run side by side, unpinned."""
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    shares: queue.SimpleQueue = queue.SimpleQueue()
+    for share in cpu_shares(jobs):
+        shares.put(share)
+
+    def pin() -> None:
+        share = shares.get()
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, share)  # Linux: the calling thread only; its children inherit it
+
+    with ThreadPoolExecutor(max_workers=min(jobs, len(cpu_shares(jobs)), max(1, len(items))),
+                            initializer=pin) as pool:
+        return list(pool.map(fn, items))
 
 
 def results_dir_for(out_dir: str | os.PathLike) -> Path:
@@ -732,6 +784,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(repeatable)")
         p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                        help="per-cell execution timeout (default: none)")
+        p.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="run up to N chapters at once, each kernel pinned to its share of the CPUs "
+                            "(default 1; the scorecards still run last)")
         p.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS_DIR, help=argparse.SUPPRESS)
         p.add_argument("--out-dir", type=Path, default=OUT_DIR, help=argparse.SUPPRESS)
     build.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)  # default: parent of --out-dir
@@ -778,7 +833,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "build":
             jupyter_book()  # missing jupyter-book is said before any notebook runs
         results = run_notebooks(args.profile, only=args.only, params=params, timeout=args.timeout,
-                                notebooks_dir=args.notebooks_dir, out_dir=args.out_dir, log=sys.stderr)
+                                notebooks_dir=args.notebooks_dir, out_dir=args.out_dir, log=sys.stderr,
+                                jobs=args.jobs)
     except (ValueError, FileNotFoundError) as exc:  # unknown stem or parameter, bad YAML, no jupyter-book
         return fail(prog, str(exc))
     if not results:

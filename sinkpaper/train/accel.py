@@ -110,14 +110,21 @@ def maybe_compile(model: torch.nn.Module, device: torch.device, compile: bool) -
 _INTEROP_SET: list[int] = []
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def set_threads(n: int | None) -> None:
     """A run uses the threads it is given: intra-op = n, inter-op = 1 (the model has no parallel branches
-    to overlap, and n inter-op threads on top of n intra-op ones would oversubscribe the cores).
+    to overlap, and n inter-op threads on top of n intra-op ones would oversubscribe the cores), n capped at
+    the CPUs this process may run on (a `taskset`, a container's cpuset, a book chapter run with --jobs):
+    more threads than CPUs only wait on each other. Provenance records the threads actually used.
     `torch.set_num_interop_threads` works once per process, before any parallel work: later calls keep
     whatever was set then."""
     if not n:
         return
-    torch.set_num_threads(int(n))
+    torch.set_num_threads(min(int(n), usable_cpus()))
     if _INTEROP_SET or torch.get_num_interop_threads() == 1:
         return
     try:
