@@ -43,6 +43,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(no_slow)
 
 
+def pytest_collection_finish(session):
+    """The public-registry resolution check mostly waits on the network: start it now, beside the CPU-bound
+    tests, when it is selected and not skipped (tests/test_install.py waits for it)."""
+    for item in session.items:
+        if item.name == "test_the_pins_resolve_on_the_public_registry_alone" and not item.get_closest_marker("skip"):
+            item.module.start_pin_resolution()
+
+
 # ------------------------------------------------------------------------------------ the executed book
 # `built_book` executes EVERY notebooks/*.py once per session (the runner, profile cpu, with the smoke
 # overrides below) into a temporary copy of the book layout, then runs `jupyter-book build` on that copy.

@@ -41,28 +41,31 @@ def test_token_file_and_table(smollm2, tmp_path):
     assert "Sink_k^eps (%)" in r.stdout and "inputs=token-file" in r.stdout and "N=2  T=16" in r.stdout
 
 
-def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path):
+def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path, capsys):
+    """`--method kernel` reaches the Triton column-statistics route (in this process, under the interpreter;
+    tests/test_lms.py compares the two routes on batches of both models)."""
     tf = tmp_path / "ids.json"
-    tf.write_text(json.dumps([[2, 651, 1234, 77, 4005, 9, 310, 88, 12, 5000, 61, 7, 401, 23, 99, 8]] * 2))
+    tf.write_text(json.dumps([[2, 651, 1234, 77, 4005, 9, 310, 88, 12, 5000, 61, 7, 401, 23, 99, 8]]))
     out = {}
     for method in ("maps", "kernel"):
-        r = run("sink", "--model", "gemma3-270m", "--token-file", str(tf), "--seq-len", "16", "--method", method,
-                "--json")
-        assert r.returncode == 0, r.stderr
-        out[method] = json.loads(r.stdout)
+        code, stdout, stderr = _main_in_process(["sink", "--model", "gemma3-270m", "--token-file", str(tf),
+                                                 "--seq-len", "16", "--method", method, "--json"], capsys)
+        assert code == 0, stderr
+        out[method] = json.loads(stdout)
         assert out[method]["provenance"]["method"] == method
     assert out["maps"]["sink_k"] == out["kernel"]["sink_k"]
     assert abs(out["maps"]["alpha_1_mean"] - out["kernel"]["alpha_1_mean"]) < 1e-5
 
 
 def _main_in_process(argv, capsys):
-    """`python -m sinkpaper ARGV` in this process: (exit code, stderr)."""
+    """`python -m sinkpaper ARGV` in this process: (exit code, stdout, stderr)."""
     from sinkpaper.cli import main
     try:
         code = main(argv)
     except SystemExit as e:   # argparse's own errors
         code = e.code
-    return code, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -92,7 +95,7 @@ def test_errors_exit_2_with_one_line(args, msg, tmp_path, capsys):
         r = run("sink", *args, env={"HF_HUB_OFFLINE": "1"})
         code, stderr = r.returncode, r.stderr
     else:
-        code, stderr = _main_in_process(["sink", *args], capsys)
+        code, _, stderr = _main_in_process(["sink", *args], capsys)
     assert code == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
@@ -140,7 +143,8 @@ def test_user_mistakes_exit_2_with_one_line_before_any_compute(args, msg, tmp_pa
     case; the test below runs real `python -m sinkpaper` processes for two of them."""
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     monkeypatch.chdir(tmp_path)
-    _assert_one_line_error(*_main_in_process(args, capsys), msg, tmp_path)
+    code, _, stderr = _main_in_process(args, capsys)
+    _assert_one_line_error(code, stderr, msg, tmp_path)
 
 
 @pytest.mark.parametrize("args,msg", [USER_MISTAKES[4], USER_MISTAKES[9]], ids=["bad-value", "bad-choice"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -53,17 +54,44 @@ def _registry_env() -> dict:
 
 
 # ------------------------------------------------------------------------------------------ resolution
+_RESOLUTION: dict = {}  # the dry-run started by start_pin_resolution: its process, report and log
+
+
+def start_pin_resolution() -> None:
+    """Start the dry-run below in the background, once. It mostly waits on PyPI, so tests/conftest.py starts it
+    right after collection (when the test is selected) and the CPU-bound tests run meanwhile."""
+    import atexit
+    import tempfile
+
+    if _RESOLUTION or not _registry_reachable():
+        return
+    work = Path(tempfile.mkdtemp(prefix="sinkpaper-pins-"))
+    report, log = work / "report.json", work / "pip.log"
+    cmd = [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
+           "--index-url", PYPI, "--report", str(report), "-c", "constraints.txt", "-e", ".[test,book,train]"]
+    with open(log, "w") as out:  # a file, not a pipe: nobody reads a pipe until the test runs
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_registry_env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+
+    def cleanup() -> None:  # a session stopped early leaves no pip behind, and no session its temporary folder
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+    atexit.register(cleanup)
+    _RESOLUTION.update(proc=proc, report=report, log=log)
+
+
 @pytest.mark.slow
-def test_the_pins_resolve_on_the_public_registry_alone(tmp_path):
+def test_the_pins_resolve_on_the_public_registry_alone():
     """The README's install, as a user's machine runs it: `pip install --isolated --dry-run --ignore-installed
     -c constraints.txt -e '.[test,book,train]'` against PyPI only. Reads metadata; installs nothing."""
     if not _registry_reachable():
         pytest.skip("pypi.org is not reachable from here: the resolution check needs the public registry")
-    report = tmp_path / "report.json"
-    cmd = [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
-           "--index-url", PYPI, "--report", str(report), "-c", "constraints.txt", "-e", ".[test,book,train]"]
-    proc = subprocess.run(cmd, cwd=REPO, env=_registry_env(), capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    start_pin_resolution()  # already running when conftest started it after collection
+    proc, report, log = _RESOLUTION["proc"], _RESOLUTION["report"], _RESOLUTION["log"]
+    returncode = proc.wait(timeout=1500)
+    assert returncode == 0, log.read_text()[-6000:]
     chosen = {re.sub(r"[-_.]+", "-", i["metadata"]["name"]).lower(): i["metadata"]["version"]
               for i in json.loads(report.read_text())["install"]}
     pins = _pins()
