@@ -716,8 +716,9 @@ def _in_parallel(fn, items: Sequence[Path], jobs: int) -> list[Result]:
     import queue
     from concurrent.futures import ThreadPoolExecutor
 
+    dealt = cpu_shares(jobs)
     shares: queue.SimpleQueue = queue.SimpleQueue()
-    for share in cpu_shares(jobs):
+    for share in dealt:
         shares.put(share)
 
     def pin() -> None:
@@ -725,7 +726,7 @@ def _in_parallel(fn, items: Sequence[Path], jobs: int) -> list[Result]:
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, share)  # Linux: the calling thread only; its children inherit it
 
-    with ThreadPoolExecutor(max_workers=min(jobs, len(cpu_shares(jobs)), max(1, len(items))),
+    with ThreadPoolExecutor(max_workers=min(len(dealt), max(1, len(items))),
                             initializer=pin) as pool:
         return list(pool.map(fn, items))
 
