@@ -35,12 +35,21 @@ FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd
        post_norm softpick doc_mask bos_doc_mask heads_8 heads_2 heads_1 heads_add ffn_swish ffn_reglu softmax_sum_2
        softmax_sum_0.1 softmax_sum_0.05 kernel_identity_z1 kernel_mlp_maxabs kernel_mlp_z1 ffn_relu ffn_gelu ffn_geglu
        pos_nope pos_absolute pos_learnable pos_relative pos_alibi"}
+# QUEUE (a file of point names) replaces FIRST and is read again before each point, so points can be appended
+# while the workers run.
+QUEUE=${QUEUE:-}
+nth_point() {  # the n-th point (1-based) of the queue file, or of FIRST
+  if [ -n "$QUEUE" ]; then tr -s ' \t\n' '\n' < "$QUEUE" | grep -v '^$' | sed -n "${1}p"
+  else echo $FIRST | tr -s ' ' '\n' | sed -n "${1}p"; fi
+}
 for i in $(seq 1 "$WORKERS"); do
   # shellcheck disable=SC2086  # word splitting of the lists is intended
   (
-    for point in $FIRST; do
+    n=1
+    while point=$(nth_point "$n") && [ -n "$point" ]; do
       "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points "$point" --seeds $SEEDS --out runs/text \
         "${EXTRA[@]}" || true
+      n=$((n + 1))
     done
     "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out runs/text "${EXTRA[@]}"
   ) > "runs/text/worker-$i.log" 2>&1 &

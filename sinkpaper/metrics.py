@@ -256,7 +256,7 @@ class TraceStats:
 
 
 def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = KS) -> dict:
-    """JSON-ready summary: Sink_k (percent, keys "1".."10"), alpha_1, per-layer Sink_1, the alpha_1 matrix,
+    """JSON-ready summary: Sink_k (percent, keys "1".."10"), alpha_1, alpha_k (keys as Sink_k), per-layer Sink_1, the alpha_1 matrix,
     massive-activation ratio by layer, Sink* on the bias position (percent), and the sizes."""
     ks = [int(k) for k in ks]
     check_epsilon(epsilon)
@@ -264,6 +264,9 @@ def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = K
     return {
         "sink_k": {str(k): v for k, v in sink_rates(stats.alphas, epsilon, ks).items()},
         "alpha_1_mean": float(stats.alphas[..., 0].mean()),
+        # alpha_k averaged over samples, layers and heads, for every k of Sink_k: a sink forming at position 2 or
+        # 3 shows its onset here before any head crosses epsilon
+        "alpha_k": {str(k): float(stats.alphas[..., k - 1].mean()) for k in ks if k <= stats.alphas.shape[-1]},
         "per_layer_sink_1": per_layer_sink_rate(stats.alphas, epsilon, 1).tolist(),
         "alpha_1_matrix": alpha_matrix(stats.alphas, 1).tolist(),
         "massive_activation_ratio_by_layer": None if stats.hidden_norms is None

@@ -22,9 +22,10 @@ from typing import Any, Iterable, Mapping, Sequence
 SCALES = ("real LMs", "real text (CPU)", "miniature")
 SCALE_TITLES = {"real LMs": "real pretrained LMs", "real text (CPU)": "real text (CPU scale)",
                 "miniature": "miniature"}
-VERDICTS = ("agrees", "disagrees", "not comparable", "no result")
-MARKS = {"agrees": "\u2713 agrees", "disagrees": "\u2717 disagrees", "not comparable": "\u2248 not comparable",
-         "no result": "\u2013 no result"}
+VERDICTS = ("agrees", "disagrees", "inconclusive", "not comparable", "no result")
+MARKS = {"agrees": "\u2713 agrees", "disagrees": "\u2717 disagrees", "inconclusive": "? inconclusive",
+         "not comparable": "\u2248 not comparable", "no result": "\u2013 no result"}
+WHY = 110  # characters of an inconclusive verdict's reason shown in its cell; the whole reason is in the tooltip
 SHORT_CLAIM = 72  # characters of the claim shown in the row; the full text is in the detail
 CSS = """
 .spx-card{width:100%;max-width:100%;overflow-wrap:break-word;font-size:.86em}
@@ -39,6 +40,7 @@ CSS = """
 .spx-card .v{display:block;font-weight:600;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .spx-card .n{display:block;color:#444}
 .spx-card .agrees{color:#1a7f37} .spx-card .disagrees{color:#cf222e}
+.spx-card .inconclusive{color:#8250df} .spx-card .why{font-size:.9em;color:#6e7781}
 .spx-card .not-comparable{color:#9a6700} .spx-card .no-result{color:#6e7781;font-weight:400}
 .spx-card .sum td,.spx-card .sum th{text-align:right} .spx-card .sum td:first-child,.spx-card .sum th:first-child{text-align:left}
 """
@@ -117,6 +119,8 @@ def cell_tooltip(scale: str, result: Mapping) -> str:
     parts = [f"{SCALE_TITLES.get(scale, scale)}: {result.get('measurement', '')}"]
     if result.get("values"):
         parts.append("values: " + all_values(result["values"]))
+    if result.get("why"):
+        parts.append(f"why {result.get('verdict')}: {result['why']}")
     if result.get("status") not in (None, "found"):
         parts.append(f"status: {result['status']}")
     if result.get("setting"):
@@ -138,8 +142,11 @@ def _scale_cell(scale: str, result: Mapping) -> str:
         status = result.get("status")
         shown = {"found": "(in the detail)", "not run": "not run", "missing": "not stored yet" if "store" in str(result.get("measurement", ""))
                  else "no record"}.get(status, status or "")
+    why = str(result.get("why") or "")
+    why = why if len(why) <= WHY else why[:WHY].rsplit(" ", 1)[0] + " \u2026"
     return (f'<td title="{_e(cell_tooltip(scale, result))}"><span class="v {v.replace(" ", "-")}">'
-            f'{_e(MARKS[v])}</span><span class="n">{_e(shown)}</span></td>')
+            f'{_e(MARKS[v])}</span><span class="n">{_e(shown)}</span>'
+            + (f'<span class="n why">{_e(why)}</span>' if why else "") + "</td>")
 
 
 def _detail(e: Mapping) -> str:
@@ -217,7 +224,8 @@ class Scorecard:
                      compact_values(e.get("paper", {}).get("values")) or "qualitative"]
             for s in SCALES:
                 r = e.get("results", {}).get(s, {})
-                cells.append(f"{verdict_of(r)} {compact_values(r.get('values'))}".strip())
+                cells.append(f"{verdict_of(r)} {compact_values(r.get('values'))}".strip()
+                             + (f" ({r['why']})" if r.get("why") else ""))
             cells.append(str(e.get("chapter", "")))
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         return "\n".join(lines)

@@ -300,6 +300,14 @@ def load_once_per_node(load: Callable[[], TokenData]) -> TokenData:
     return data if leader else load()
 
 
+def unigram_loss(data: TokenData) -> float:
+    """The held-out loss (nats per token) of predicting every validation token by its frequency in the training
+    stream (add-one smoothed): what a model reaches before it uses any context. A trained model is below it."""
+    counts = np.bincount(np.asarray(data.train), minlength=data.vocab_size).astype(np.float64) + 1.0
+    logp = np.log(counts) - np.log(counts.sum())
+    return float(-logp[np.asarray(data.val)].mean())
+
+
 def load_source(source: str, **kw) -> TokenData:
     """Dispatch by name: corpus (path), random / repeat (vocab_size, n_tokens, seed), bigram_backcopy
     (vocab_size, n_triggers, concentration, data_seed, n_tokens), hf (dataset, tokenizer, n_tokens)."""

@@ -11,15 +11,20 @@ A payload (stored or live) has the results store's shape: ``{"name", "hash", "pr
 bias or extra position, %), ``alpha_1`` (mean over layers and heads), ``loss`` (the last training loss),
 ``val_loss`` (the held-out loss), ``first Sink_1`` (at the first evaluation), ``prefix length`` (the config's
 prefix_lm) and ``excess alpha_1`` ((alpha_1 - u) / (1 - u), u the uniform floor under the run's mask).
+:func:`metric_of` reads the final evaluation; :func:`plateau_of` the mean over the last evaluations (what the
+paper registry judges), and :func:`training_failure` says whether a run trained at all.
 """
 from __future__ import annotations
 
+import json
+import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..files import atomic_write_text
 from ..metrics import excess_alpha, uniform_alpha
 from ..train.store import DEFAULT_STORE, read_result, result_path, stale_results
 from ..train.sweep import sweep_configs
@@ -206,6 +211,118 @@ def metric_of(payload: Mapping, name: str) -> float | None:
     if name == "excess alpha_1":
         return excess_alpha(r["alpha_1_mean"], uniform_floor(payload["config"]))
     return value(r, name)
+
+
+class NotEnoughEvaluations(ValueError):
+    """A stored run whose curve has fewer evaluations in its plateau window than a plateau needs."""
+
+
+# metrics a single evaluation carries (the rest are of the run: its config, its first evaluation)
+_FIXED = ("first Sink_1", "prefix length")
+
+
+def evaluations(payload: Mapping) -> list[dict]:
+    """The evaluations of a run's curve (the records that carry the sink metric), in step order."""
+    return sorted((c for c in payload.get("curve", []) if "sink_k" in c), key=lambda c: c["step"])
+
+
+def _eval_value(payload: Mapping, record: Mapping, name: str) -> float | None:
+    if name == "excess alpha_1":
+        a = record.get("alpha_1_mean")
+        return None if a is None else excess_alpha(a, uniform_floor(payload["config"]))
+    return value(record, name)
+
+
+def plateau_of(payload: Mapping, name: str, fraction: float, min_evals: int) -> dict:
+    """A run's value on its plateau: the mean of ``name`` over the evaluations in the last ``fraction`` of its
+    training steps (step >= (1 - fraction) x the last step), with that window's spread: {"mean", "min", "max",
+    "n", "from_step", "to_step"}. Metrics of the run rather than of an evaluation ("first Sink_1", "prefix
+    length") come back as themselves (n 1). Raises NotEnoughEvaluations, naming the run, when the window holds
+    fewer than ``min_evals`` evaluations (a run stored without its curve has none); None-valued evaluations
+    (a metric the run does not record) give None."""
+    if name in _FIXED:
+        v = metric_of(payload, name)
+        return None if v is None else {"mean": float(v), "min": float(v), "max": float(v), "n": 1,
+                                       "from_step": None, "to_step": None}
+    evals = evaluations(payload)
+    last = evals[-1]["step"] if evals else payload.get("result", {}).get("step", 0)
+    window = [c for c in evals if c["step"] >= (1 - fraction) * last]
+    if len(window) < min_evals:
+        seed = payload.get("config", {}).get("run", {}).get("seed")
+        raise NotEnoughEvaluations(
+            f"not enough evaluations: {payload.get('name')} seed {seed} ({payload.get('hash')}) has {len(window)} in "
+            f"the last {100 * fraction:g} % of its steps, a plateau needs {min_evals}")
+    vals = [_eval_value(payload, c, name) for c in window]
+    if any(v is None for v in vals):
+        return None
+    return {"mean": statistics.fmean(vals), "min": min(vals), "max": max(vals), "n": len(vals),
+            "from_step": window[0]["step"], "to_step": window[-1]["step"]}
+
+
+UNIGRAM = "results/data/unigram_loss.json"
+# the data fields that decide a run's token stream (the packing interventions act on windows, not the stream)
+_STREAM_FIELDS = ("source", "path", "dataset", "tokenizer", "n_tokens", "vocab_size", "n_triggers", "concentration",
+                  "data_seed", "doc_len")
+
+
+def stream_key(config: Mapping) -> str:
+    """The token stream a stored config trains on, as a short stable key."""
+    d = config["data"]
+    fields = {k: d.get(k) for k in _STREAM_FIELDS}
+    if d.get("source") == "corpus":   # a corpus file is its path; the other fields do not apply
+        fields = {"source": "corpus", "path": d.get("path")}
+    return json.dumps(fields, sort_keys=True)
+
+
+def unigram_floor(config: Mapping, cache: str | Path = UNIGRAM) -> float:
+    """The unigram loss (:func:`sinkpaper.data.sources.unigram_loss`) of a stored config's token stream. Read from
+    the committed ``cache`` (so the registry needs no corpus), computed and added to it when missing."""
+    key = stream_key(config)
+    path = Path(cache)
+    known = json.loads(path.read_text()) if path.exists() else {}
+    if key in known:
+        return float(known[key]["loss"])
+    from ..data.sources import unigram_loss
+    from ..provenance import stamp
+    from ..train.config import TrainConfig
+    from ..train.trainer import load_data
+
+    loss = unigram_loss(load_data(TrainConfig.from_dict(dict(config))))
+    prov = stamp()
+    known[key] = {"loss": loss, "code_version": prov["code_version"], "computed_at": prov["computed_at"],
+                  "what": "held-out cross-entropy (nats) of add-one-smoothed training-stream "
+                                                  "unigram frequencies"}
+    atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True) + "\n")
+    return loss
+
+
+def _window_mean(records: Sequence[Mapping], key: str, fraction: float) -> float | None:
+    last = records[-1]["step"]
+    vals = [r[key] for r in records if r["step"] >= (1 - fraction) * last and r.get(key) is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+def training_failure(payload: Mapping, margin: float, fraction: float, cache: str | Path = UNIGRAM) -> str | None:
+    """Why a stored run is not a result, or None when it learned. It did not learn when a loss is not finite, or
+    when neither its held-out loss nor its training loss, averaged over the last ``fraction`` of its steps, is at
+    least ``margin`` nats below the unigram loss of its data (:func:`unigram_floor`): it predicts no better than
+    token frequencies. (A run that memorises a small unique set learns: its training loss falls far below while
+    its held-out loss rises.)"""
+    evals = evaluations(payload)
+    logs = sorted((c for c in payload.get("curve", []) if c.get("loss") is not None), key=lambda c: c["step"])
+    if not evals:
+        return None     # nothing to judge by: plateau_of says "not enough evaluations"
+    losses = [c.get("val_loss") for c in evals] + [c["loss"] for c in logs]
+    if not all(v is None or math.isfinite(v) for v in losses):
+        return "a loss is not finite"
+    floor = unigram_floor(payload["config"], cache)
+    ends = {"held-out": _window_mean(evals, "val_loss", fraction), "training": _window_mean(logs, "loss", fraction)}
+    ends = {k: v for k, v in ends.items() if v is not None}
+    if ends and all(v > floor - margin for v in ends.values()):
+        said = " and ".join(f"{k} loss {v:.2f}" for k, v in ends.items())
+        return (f"{said} at the end against the unigram loss {floor:.2f} of its data: not {margin:g} nats below it, "
+                "it did not learn")
+    return None
 
 
 # ------------------------------------------------------------------------------------- summaries over seeds

@@ -166,7 +166,7 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
     stats = metrics.measure(trace, probe["input_ids"], batch_size=25, progress=False)
     summary = metrics.summarize(stats, e.epsilon, range(1, e.k_max + 1))
     out = {"val_loss": sum(losses) / e.n_samples, "sink_k": summary["sink_k"],
-           "alpha_1_mean": summary["alpha_1_mean"], "per_layer_sink_1": summary["per_layer_sink_1"],
+           "alpha_1_mean": summary["alpha_1_mean"], "alpha_k": summary["alpha_k"], "per_layer_sink_1": summary["per_layer_sink_1"],
            "alpha_1_matrix": summary["alpha_1_matrix"], "sink_star": summary["sink_star"], "proxy": summary["proxy"]}
     if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
         out.update(raw_weights(net, probe["input_ids"][:25].to(device)))

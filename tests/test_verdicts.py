@@ -1,0 +1,194 @@
+"""Verdicts on stored runs: each run read on its plateau, runs that did not learn left out, and the seed spread
+deciding between agrees, disagrees and inconclusive (sinkpaper.paper.judge). References are plain formulas
+written out here, and runs of the committed store."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sinkpaper import paper
+from sinkpaper.data.sources import TokenData, unigram_loss
+from sinkpaper.results import sweeps
+
+REPO = Path(__file__).resolve().parents[1]
+A, D, I, N, R = paper.AGREES, paper.DISAGREES, paper.INCONCLUSIVE, paper.NOT_COMPARABLE, paper.NO_RESULT
+
+
+def _payload(evals, steps=None, name="x/y", seed=0, config=None):
+    """A store-shaped run whose curve holds the given evaluations [(step, sink_1, val_loss, loss)]."""
+    curve = [{"step": st, "loss": lo, "val_loss": vl, "sink_k": {"1": s1}, "alpha_1_mean": s1 / 100}
+             for st, s1, vl, lo in evals]
+    cfg = config or {"data": {"source": "corpus", "path": "data/corpus/tokens.u16.xz"}, "run": {"seed": seed}}
+    return {"name": name, "hash": "h", "config": cfg, "curve": curve,
+            "result": {"step": steps or evals[-1][0], "sink_k": {"1": evals[-1][1]}}}
+
+
+# ------------------------------------------------------------------------------------------------ the plateau
+def test_plateau_is_the_mean_over_the_last_fifth_of_the_steps():
+    evals = [(s, float(s % 7), 5.0, 5.0) for s in range(100, 2600, 100)]
+    p = sweeps.plateau_of(_payload(evals), "Sink_1", 0.2, 3)
+    window = [v for s, v, _, _ in evals if s >= 0.8 * 2500]          # steps 2000 .. 2500
+    assert p["n"] == len(window) == 6 and p["from_step"] == 2000 and p["to_step"] == 2500
+    assert p["mean"] == pytest.approx(sum(window) / len(window))
+    assert (p["min"], p["max"]) == (min(window), max(window))
+
+
+def test_a_run_without_enough_evaluations_is_named_never_read_as_its_last_value():
+    few = _payload([(100, 1.0, 5, 5), (2400, 30.0, 5, 5), (2500, 40.0, 5, 5)], name="optimization/default", seed=4)
+    with pytest.raises(sweeps.NotEnoughEvaluations, match=r"optimization/default seed 4 .* has 2 in the last 20 %"):
+        sweeps.plateau_of(few, "Sink_1", 0.2, 3)
+    bare = {**few, "curve": []}
+    with pytest.raises(sweeps.NotEnoughEvaluations, match="has 0 in"):
+        sweeps.plateau_of(bare, "Sink_1", 0.2, 3)
+
+
+def test_in_the_registry_a_run_without_its_curve_reads_not_enough_evaluations(tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(REPO / "results/store", store)
+    payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 1, str(store))
+    path = store / f"{payload['hash']}.json"
+    path.write_text(json.dumps({**payload, "curve": []}))
+    r = paper.result(paper.claim("opt_batch"), "real text (CPU)", {}, str(store))
+    assert r["verdict"] == R and r["status"] == "too few seeds"
+    assert "not enough evaluations: optimization/default seed 1" in r["note"]
+
+
+# ------------------------------------------------------------------------------------- runs that did not learn
+def test_unigram_loss_is_the_plain_cross_entropy_of_training_frequencies():
+    rng = np.random.default_rng(0)
+    train, val = rng.integers(0, 5, 400), rng.integers(0, 6, 100)
+    data = TokenData(train=train, val=val, vocab_size=6, eos_id=None, bos_id=None, name="t")
+    counts = {t: 1 + sum(int(x) == t for x in train) for t in range(6)}
+    total = sum(counts.values())
+    want = -sum(math.log(counts[int(v)] / total) for v in val) / len(val)
+    assert unigram_loss(data) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_run_at_the_unigram_loss_did_not_learn(tmp_path):
+    cache = tmp_path / "unigram.json"
+    cfg = {"data": {"source": "corpus", "path": "somewhere"}, "run": {"seed": 0}}
+    cache.write_text(json.dumps({sweeps.stream_key(cfg): {"loss": 7.0}}))
+    flat = _payload([(s, 0.0, 7.01, 7.02) for s in range(100, 2600, 100)], config=cfg)
+    why = sweeps.training_failure(flat, 0.1, 0.2, cache)
+    assert why and "unigram loss 7.00" in why and "did not learn" in why
+    learned = _payload([(s, 0.0, 7.0 - s / 1000, 7.0 - s / 1000) for s in range(100, 2600, 100)], config=cfg)
+    assert sweeps.training_failure(learned, 0.1, 0.2, cache) is None
+    # a run that memorises a small set: held-out loss rises, training loss falls far below: it learned
+    memorised = _payload([(s, 0.0, 7.0 + s / 1000, 7.0 - s / 500) for s in range(100, 2600, 100)], config=cfg)
+    assert sweeps.training_failure(memorised, 0.1, 0.2, cache) is None
+    nan = _payload([(100, 0.0, 7.0, 7.0), (200, 0.0, float("nan"), 3.0)], config=cfg)
+    assert sweeps.training_failure(nan, 0.1, 0.2, cache) == "a loss is not finite"
+
+
+def test_the_unigram_cache_covers_every_stream_of_the_committed_store():
+    """The registry reads the committed cache, so CI never decompresses the corpus to list the claims."""
+    known = json.loads((REPO / sweeps.UNIGRAM).read_text())
+    streams = {sweeps.stream_key(json.loads(p.read_text())["config"]) for p in (REPO / "results/store").glob("*.json")}
+    assert streams <= set(known), streams - set(known)
+
+
+def test_post_norm_runs_that_did_not_learn_are_not_a_result():
+    r = paper.result(paper.claim("arch_norm"), "real text (CPU)")
+    assert r["verdict"] == R and r["status"] == "too few seeds"
+    assert "post_norm seed 0:" in r["note"] and "post_norm seed 1:" in r["note"] and "did not learn" in r["note"]
+    assert paper.verdict_text(r).startswith(paper.NO_RESULT)
+
+
+# -------------------------------------------------------------------------------------------- the seed spread
+def test_a_separated_comparison_is_decided_and_an_overlapping_one_is_not():
+    up = paper.Change("t", "c", up=True)
+    assert paper.judge(up, {"t": [50, 60, 55], "c": [10, 20, 15]}) == (A, "")
+    assert paper.judge(up, {"t": [10, 20, 15], "c": [50, 60, 55]}) == (D, "")
+    v, why = paper.judge(up, {"t": [30, 40, 45], "c": [20, 30, 28]})     # t above c on every seed, ranges overlap
+    assert v == I and "overlap" in why
+    v, why = paper.judge(up, {"t": [40, 20, 45], "c": [20, 30, 28]})     # the paired differences change sign
+    assert v == I and "seeds disagree in sign" in why and "seeds split" in why
+
+
+def test_a_threshold_holds_only_with_every_seed_on_the_same_side():
+    rule = paper.Sinks(["wd_1"])
+    assert paper.judge(rule, {"wd_1": [12, 30, 45]}) == (A, "")
+    assert paper.judge(rule, {"wd_1": [0, 1, 2]}) == (D, "")
+    v, why = paper.judge(rule, {"wd_1": [0.1, 4.9, 29.1]})
+    assert v == I and "wd_1: a sink (>= 10 %) in 1 of 3 seeds" in why
+    assert paper.judge(rule, {"wd_1": [12, None, 45]})[0] == R
+
+
+def test_a_verdict_that_a_later_comparison_decides_is_not_lost():
+    """Monotone: the first step is inside the spread, a later one falls on every seed with separated ranges:
+    "never rises" is false whatever the first step does."""
+    rule = paper.Monotone(["a", "b", "c"], up=True)
+    assert paper.judge(rule, {"a": [10, 14, 12], "b": [12, 11, 13], "c": [1, 2, 0]}) == (D, "")
+
+
+def _comparison_rules(rule) -> bool:
+    """Rules that claim a difference between points (no threshold part): on one run's seeds they must not decide."""
+    if isinstance(rule, paper.Both):
+        return _comparison_rules(rule.first) and _comparison_rules(rule.second)
+    return isinstance(rule, paper.Monotone) or (isinstance(rule, paper.Change) and not rule.treated_no_sink)
+
+
+def test_points_that_are_seeds_of_one_run_read_inconclusive_for_every_comparison():
+    """Every point of a claim gets the three base seeds' plateaus in another order: no effect at all. A comparison
+    claim must read inconclusive, a "matters little" claim agrees (no effect is what it claims)."""
+    base = paper.result(paper.claim("opt_emergence"), "real text (CPU)")["seed_values"]["default"]
+    assert len(base) == 3 and len(set(base)) == 3
+    orders = list(itertools.permutations(base))
+    seen = {"comparison": 0, "matters little": 0}
+    for c in paper.CLAIMS:
+        m = c.measure.get("real text (CPU)")
+        if c.rule is None or not isinstance(m, paper.Runs):
+            continue
+        values = {label: list(orders[i % len(orders)]) for i, label in enumerate(m.points)}
+        verdict, why = paper.judge(c.rule, values)
+        if _comparison_rules(c.rule):
+            seen["comparison"] += 1
+            assert verdict == I and why, (c.id, verdict)
+        elif isinstance(c.rule, paper.MattersLittle):
+            seen["matters little"] += 1
+            assert verdict == A, c.id
+    assert seen["comparison"] >= 6 and seen["matters little"] >= 3, seen
+
+
+def test_every_stored_claims_rule_reads_the_papers_numbers_and_not_no_effect_as_one_seed():
+    for c in paper.CLAIMS:
+        chk = paper.rule_check(c)
+        if chk is None or not any(isinstance(m, paper.Runs) for m in c.measure.values()):
+            continue        # chapter-measured claims are read on one measurement, never on seeds
+        paper_values = {**c.figure, **c.paper_values()}
+        null = c.rule.null(paper_values)
+        as_seeds = paper.judge(c.rule, {k: [v] for k, v in paper_values.items() if v is not None})
+        assert chk["paper"] == A and as_seeds[0] == A, c.id
+        assert chk["no_effect"] != A, c.id
+        assert paper.judge(c.rule, {k: [v] for k, v in null.items() if v is not None})[0] != A, c.id
+
+
+def test_no_stored_verdict_rests_on_a_run_that_did_not_learn():
+    listing = paper.listing()
+    for e in listing:
+        r = e["results"]["real text (CPU)"]
+        for line in r.get("excluded", []):
+            point, seed = line.split(" seed ")[0].split(": ")[-1], int(line.split(" seed ")[1].split(" ")[0].rstrip(":"))
+            for label, per_seed in r.get("plateaus", {}).items():
+                spec = paper.claim(e["id"]).measure["real text (CPU)"].points[label]
+                assert not (spec[0] == point and str(seed) in per_seed), (e["id"], line)
+
+
+def test_the_scorecard_and_the_chapter_tables_show_inconclusive_with_its_reason():
+    from sinkpaper.book import scorecard
+
+    listing = paper.listing()
+    inconclusive = [e for e in listing if e["results"]["real text (CPU)"]["verdict"] == I]
+    assert inconclusive, "the committed store has inconclusive claims"
+    e = inconclusive[0]
+    html = scorecard.Scorecard(listing)._repr_html_()
+    assert "? inconclusive" in html and 'class="n why"' in html
+    assert scorecard.Scorecard(listing).counts()["real text (CPU)"][I] == len(inconclusive)
+    row = paper.row(e["id"])
+    assert row["verdict (real text (CPU))"].startswith(f"{I}: ")
