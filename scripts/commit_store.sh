@@ -7,13 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
-mapfile -t new < <(git status --porcelain --untracked-files=all -- results/store | awk '$2 ~ /\.json$/ {print $2}')
+mapfile -t new < <(git status --porcelain --untracked-files=all -- results/store | awk '$1 != "D" && $2 ~ /\.json(\.gz)?$/ {print $2}')
 if [ "${#new[@]}" = 0 ]; then echo "no new runs in results/store"; exit 0; fi
 summary=$("$PY" - "${new[@]}" <<'EOF'
-import json, sys
+import sys
+from sinkpaper.train.store import read_entry
 runs = []
 for path in sys.argv[1:]:
-    d = json.load(open(path))
+    d = read_entry(path)
     pv = d.get("result", {}).get("provenance", {})
     # the hardware string names the CPU's threads already ('CPU AMD EPYC, 1 threads')
     runs.append(f"{d['name']} seed {d['config']['run']['seed']} ({d['profile']}; {pv.get('hardware', '?')}, "

@@ -17,7 +17,7 @@
 # Without it the runs say "+commit-unknown" rather than name a wrong commit.
 # Back here, with the tarballs the tool returned (never overwriting a stored run), then regenerate and commit:
 #   for t in store-*.tgz; do tar xzf "$t" -C /tmp/device; done
-#   cp -n /tmp/device/runs/device/store/*.json results/store/ && python -m sinkpaper report --write
+#   cp -n /tmp/device/runs/device/store/*.json.gz results/store/ && python -m sinkpaper report --write
 #
 # Workers: WORKERS (default 12) on the mapped families in scripts/sweep_text.sh's order; NOBOS (default 0) on
 # the no-fixed-token search (configs/text_nobos.yaml, seed 0; complete since the first lease); with CHECK=1,
@@ -34,7 +34,7 @@ ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE"
 case "${1:-}" in
   start)
     mkdir -p runs/text runs/gpu-check "$STORE"
-    cp -n results/store/*.json "$STORE"/ 2>/dev/null || true     # what is stored already is skipped
+    cp -n results/store/*.json.gz "$STORE"/ 2>/dev/null || true  # what is stored already is skipped
     if [ -d results/store/diverged ]; then
       mkdir -p "$STORE/diverged" && cp -n results/store/diverged/*.json "$STORE/diverged/" 2>/dev/null || true
     fi
@@ -56,7 +56,7 @@ case "${1:-}" in
   collect)
     out=${2:?collect needs a directory}
     name="$out/store-$(date -u +%H%M%S).tgz"
-    find "$STORE" runs/gpu-check/store -name '*.json' -newer runs/.device-start -not -path '*/.claims/*' \
+    find "$STORE" runs/gpu-check/store -name '*.json.gz' -newer runs/.device-start -not -path '*/.claims/*' \
       -print0 2>/dev/null | tar czf "$name" --null -T -
     echo "$(tar tzf "$name" | wc -l) store files in $name" ;;
   stop)

@@ -6,7 +6,9 @@
                         Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
   data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.corpus)
-  store stale|migrate   the results store: runs stored under an older definition or key scheme
+  store stale|migrate|untrained
+                        the results store: runs stored under an older definition or key scheme; runs that did
+                        not learn (never counted in a verdict)
   claims                the paper's claims, their rules and our results at every scale (sinkpaper.paper)
   report                regenerate the README / config blocks that quote the results store
 
@@ -118,10 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--start-before", metavar="TIME",
                    help="start no run at or after this ISO 8601 time (UTC when no offset), e.g. the end of the "
                         "machine's lease less one run: a run the machine cannot finish is not begun")
-    r = sub.add_parser("store", help="the results store: list stale runs, or rename runs to the current key scheme")
-    r.add_argument("action", choices=["stale", "migrate"],
+    r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, or rename runs "
+                                     "to the current key scheme")
+    r.add_argument("action", choices=["stale", "migrate", "untrained"],
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
-                        "migrate: rename every run to its key under the definitions it ran with")
+                        "migrate: rename every run to its key under the definitions it ran with (compressed); "
+                        "untrained: list the runs that did not learn, which no verdict counts")
     r.add_argument("--store", default=None, help="results store (default results/store)")
     rp = sub.add_parser("report", help="regenerate the README / config blocks quoted from the results store")
     rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
@@ -197,6 +201,18 @@ def run_train(a) -> int:
 def run_store(a) -> int:
     from .train import store as S
     root = a.store or S.DEFAULT_STORE
+    if a.action == "untrained":
+        from .paper import PLATEAU, TRAINED
+        from .results.sweeps import training_failure
+        n = 0
+        for p, payload in S.entries(root):
+            why = training_failure(payload, TRAINED, PLATEAU)
+            if why:
+                n += 1
+                print(f"untrained  {S.entry_key(p)}  {payload.get('name')} seed "
+                      f"{payload.get('config', {}).get('run', {}).get('seed')} ({payload.get('profile')}): {why}")
+        print(f"{root}: {n} run(s) that did not learn (kept on disk, never counted in a verdict)")
+        return 0
     if a.action == "migrate":
         renamed = S.migrate(root)
         print(f"{root}: {len(renamed)} run(s) renamed to their key under the definitions they ran with")

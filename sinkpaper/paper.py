@@ -1358,9 +1358,9 @@ def _stored_identities(store: str) -> dict[tuple, list]:
 @functools.lru_cache(maxsize=4)
 def _identities_of(store: str, mtime_ns: int) -> dict[tuple, list]:
     from .train.config import identity
+    from .train.store import entries
     out: dict[tuple, list] = {}
-    for p in sorted(Path(store).glob("*.json")):
-        old = json.loads(p.read_text())
+    for _, old in entries(store):
         key = (old.get("name"), old.get("profile"), old.get("config", {}).get("run", {}).get("seed"))
         out.setdefault(key, []).append(identity(old.get("config", {})))
     return out

@@ -73,11 +73,11 @@ def test_sweep_runner_skips_stored_runs_and_reports_the_seed_spread(tmp_path):
         "sweep": {"wd_0": {"optim.weight_decay": 0.0}, "sigmoid": {"model.attention": "sigmoid"}}}))
     store = tmp_path / "store"
     first = run_sweep(cfg, "cpu", tmp_path / "runs", store, seeds=[0, 1], progress=False)
-    assert len(first) == 4 and len(list(store.glob("*.json"))) == 4
-    mtimes = {p: p.stat().st_mtime_ns for p in store.glob("*.json")}
+    assert len(first) == 4 and len(list(store.glob("*.json.gz"))) == 4
+    mtimes = {p: p.stat().st_mtime_ns for p in store.glob("*.json.gz")}
     again = run_sweep(cfg, "cpu", tmp_path / "runs", store, seeds=[0, 1], progress=False)
     assert [p["hash"] for p in again] == [p["hash"] for p in first]
-    assert {p: p.stat().st_mtime_ns for p in store.glob("*.json")} == mtimes   # nothing retrained
+    assert {p: p.stat().st_mtime_ns for p in store.glob("*.json.gz")} == mtimes   # nothing retrained
     rows = {r["point"]: r for r in summarize(first)}
     assert rows["wd_0"]["seeds"] == [0, 1] and rows["wd_0"]["sink_1_min"] <= rows["wd_0"]["sink_1_mean"] <= rows["wd_0"]["sink_1_max"]
     sig = next(p for p in first if p["name"] == "tiny/sigmoid")["result"]

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from sinkpaper import paper
+from sinkpaper.train import store as S
 
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = {"id", "section", "chapter", "claim", "kind", "paper", "rule", "no_effect_means", "bos", "bos_why",
@@ -211,10 +212,10 @@ def test_a_stale_stored_run_reads_stale_and_never_counts(tmp_path):
     shutil.copytree(REPO / "results/store", store)
     found = paper.store_lookup(str(REPO / "configs/miniature.yaml"), "cpu", "kv_bias", 0, str(store))
     assert found[1] == "found"
-    path = store / f"{found[0]['hash']}.json"
-    old = json.loads(path.read_text())
+    path = store / f"{found[0]['hash']}.json.gz"
+    old = S.read_entry(path)
     old["config"]["model"]["d_model"] = 999    # made under another (older) definition of the point
-    path.write_text(json.dumps(old))
+    S.write_entry(path, old)
     payload, status = paper.store_lookup(str(REPO / "configs/miniature.yaml"), "cpu", "kv_bias", 0, str(store))
     assert payload is None and status == paper.STALE
     r = paper.result(paper.claim("bias_kv"), "miniature", {}, str(store))
@@ -229,7 +230,7 @@ def test_a_claim_with_runs_left_to_store_has_no_verdict_yet(tmp_path):
     shutil.copytree(REPO / "results/store", store)
     payload, found = paper.store_lookup(str(REPO / "configs/attention.yaml"), "text", "softmax", 1, str(store))
     assert found == "found"         # the run is in the committed store, so the part below is a real part
-    (store / f"{payload['hash']}.json").unlink()
+    (store / f"{payload['hash']}.json.gz").unlink()
     c = paper.claim("ops_sigmoid")
     r = paper.result(c, "real text (CPU)", {}, str(store))
     assert r["status"] == "incomplete" and r["verdict"] == paper.NO_RESULT and paper.verdict_text(r) == paper.NO_RESULT

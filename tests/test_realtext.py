@@ -17,8 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _stored_text_run() -> dict:
-    for f in sorted((REPO / "results/store").glob("*.json")):
-        p = json.loads(f.read_text())
+    from sinkpaper.train.store import entries
+
+    for _, p in entries(REPO / "results/store"):
         if p.get("profile") == "text" and p["name"] == "optimization/default":
             return p
     pytest.skip("no stored text-profile base run in results/store")

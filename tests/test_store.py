@@ -25,7 +25,7 @@ TINY = {"name": "tiny", "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "d
 
 
 def _committed() -> list[tuple[Path, dict]]:
-    return [(p, json.loads(p.read_text())) for p in sorted(COMMITTED.glob("*.json"))]
+    return list(S.entries(COMMITTED))
 
 
 def _extend(cls, name="added_later", default=7):
@@ -47,14 +47,14 @@ def test_every_committed_run_is_named_by_its_key_and_only_old_v_bias_runs_are_st
     assert len(runs) >= 70
     stale = {e["key"]: e for e in S.stale_results(COMMITTED)}
     for path, payload in runs:
-        assert path.stem == payload["hash"] == S.stored_key(payload), path.name  # migrated
+        assert S.entry_key(path) == payload["hash"] == S.stored_key(payload), path.name  # migrated
         # v_bias runs made before its revision 2 (the paper's form) are stale; the reruns carry the revision
         old_v_bias = (payload["config"]["model"].get("sink") == "v_bias"
                       and payload.get("revisions", {}).get("sink", 1) < 2)
-        assert (path.stem in stale) == old_v_bias, path.name
+        assert (S.entry_key(path) in stale) == old_v_bias, path.name
     assert stale and all("model.sink='v_bias' revision 1 (now 2); stale, rerun" in e["reason"] for e in stale.values())
     listed = {p["hash"] for p in S.list_results(COMMITTED)}
-    assert listed == {p.stem for p, _ in runs} - set(stale)  # a stale run is never listed as current
+    assert listed == {S.entry_key(p) for p, _ in runs} - set(stale)  # a stale run is never listed as current
 
 
 @pytest.mark.parametrize("section", ["data", "optim", "eval", "run", "model"])
@@ -69,7 +69,7 @@ def test_a_new_defaulted_field_keeps_every_existing_key(section, monkeypatch):
     for path, payload in _committed():
         config = json.loads(json.dumps(payload["config"]))
         (config.setdefault(section, {}))["added_later"] = 7  # what the new code's to_dict() would write
-        assert identity_hash(identity(config, S.recorded_revisions(payload))) == path.stem, path.name
+        assert identity_hash(identity(config, S.recorded_revisions(payload))) == S.entry_key(path), path.name
         assert S.current_key({**payload, "config": config}) == S.current_key(payload)
     if section != "model":
         cfg = build(TINY, "cpu")
@@ -94,7 +94,7 @@ def test_a_definition_revision_bump_changes_the_key_and_makes_stored_runs_stale(
     assert v_bias.identity()["definitions"] == {"model.sink": 2} and "definitions" not in other.identity()
     S.write_result(tmp_path, v_bias, {"x": 1})
     S.write_result(tmp_path, other, {"x": 2})
-    assert json.loads(S.result_path(tmp_path, v_bias.hash()).read_text())["revisions"] == {"sink": 2}
+    assert S.read_entry(S.result_path(tmp_path, v_bias.hash()))["revisions"] == {"sink": 2}
     key, other_key = v_bias.hash(), other.hash()
 
     monkeypatch.setitem(model_config.DEFINITION_REVISIONS, "sink", {"v_bias": 3})
@@ -118,23 +118,38 @@ def test_migrate_renames_old_scheme_runs_keeps_changed_definitions_stale_and_is_
         legacy = {k: v for k, v in payload.items() if k != "revisions"}  # as written before this scheme
         legacy["hash"] = _old_scheme_key(payload["config"])
         (store / f"{legacy['hash']}.json").write_text(json.dumps(legacy, indent=1))
-        names[legacy["hash"]] = path.stem
+        names[legacy["hash"]] = S.entry_key(path)
     assert len(S.stale_results(store)) == len(names)  # all named by the old scheme
     renamed = S.migrate(store)
-    assert sorted(renamed) == sorted((f"{old}.json", f"{new}.json") for old, new in names.items())
-    assert sorted(p.stem for p in store.glob("*.json")) == sorted(names.values())  # nothing lost, nothing added
-    for p in store.glob("*.json"):
-        migrated = json.loads(p.read_text())
-        committed = json.loads((COMMITTED / p.name).read_text())
-        assert migrated == committed  # the same bytes of content as the committed migration
+    assert sorted(renamed) == sorted((f"{old}.json", f"{new}.json.gz") for old, new in names.items())
+    assert sorted(S.entry_key(p) for p in S.entry_paths(store)) == sorted(names.values())  # nothing lost or added
+    assert not list(store.glob("*.json"))                                  # every entry rewritten compressed
+    for p in S.entry_paths(store):
+        assert p.read_bytes() == (COMMITTED / p.name).read_bytes()  # the same bytes as the committed migration
     (stale,) = S.stale_results(store)
     assert "v_bias" in stale["name"]
-    snapshot = {p.name: p.read_bytes() for p in store.glob("*.json")}
-    assert S.migrate(store) == [] and {p.name: p.read_bytes() for p in store.glob("*.json")} == snapshot
-    # an interrupted migration (an old copy left next to the new file) resolves to one file
+    snapshot = {p.name: p.read_bytes() for p in S.entry_paths(store)}
+    assert S.migrate(store) == [] and {p.name: p.read_bytes() for p in S.entry_paths(store)} == snapshot
+    # an interrupted migration (an old plain copy left next to the new file) resolves to one file
     some = next(iter(names))
-    shutil.copy(store / f"{names[some]}.json", store / f"{some}.json")
-    assert S.migrate(store) == [] and {p.name: p.read_bytes() for p in store.glob("*.json")} == snapshot
+    (store / f"{names[some]}.json").write_text(json.dumps(S.read_entry(store / f"{names[some]}.json.gz")))
+    assert S.migrate(store) == [] and {p.name: p.read_bytes() for p in S.entry_paths(store)} == snapshot
+
+
+def test_store_entries_are_compressed_and_byte_reproducible(tmp_path):
+    cfg = build(TINY)
+    a = S.write_result(tmp_path / "a", cfg, {"x": 1.5}, curve=[{"step": 1, "loss": 2.0}])
+    b = S.write_result(tmp_path / "b", cfg, {"x": 1.5}, curve=[{"step": 1, "loss": 2.0}])
+    assert a.name.endswith(".json.gz") and a.read_bytes() == b.read_bytes()
+    assert a.read_bytes()[:2] == b"\x1f\x8b"                                # gzip
+    assert S.read_result(tmp_path / "a", cfg)["result"] == {"x": 1.5}
+    # a plain entry written before the store was compressed is still read, and replaced by a rewrite
+    legacy = tmp_path / "c" / f"{cfg.hash()}.json"
+    legacy.parent.mkdir()
+    legacy.write_text(json.dumps(S.read_entry(a)))
+    assert S.read_result(tmp_path / "c", cfg)["result"] == {"x": 1.5}
+    S.write_result(tmp_path / "c", cfg, {"x": 1.5})
+    assert [p.name for p in S.entry_paths(tmp_path / "c")] == [f"{cfg.hash()}.json.gz"]
 
 
 def test_migrate_refuses_two_files_of_one_config_with_different_results(tmp_path):
@@ -182,3 +197,20 @@ def test_yaml_mistakes_in_set_are_one_line_value_errors():
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="is not a valid YAML value"):
         parse_sets(["name={a: [}"])
+
+
+DEVICE_CALL_LIMIT = 64 * 2**20   # what the device tool sends to a lent GPU machine per call: the whole checkout
+TREE_BUDGET = 56 * 2**20         # the tracked tree stays this far under it (room for ~900 more compressed runs)
+
+
+def test_the_tracked_tree_fits_a_call_to_a_lent_gpu_with_room_to_grow():
+    import subprocess
+
+    try:
+        files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    paths = [REPO / f for f in files.decode().split("\0") if f]
+    size = sum(p.stat().st_size for p in paths if p.is_file())
+    biggest = sorted(((p.stat().st_size, str(p.relative_to(REPO))) for p in paths if p.is_file()), reverse=True)[:3]
+    assert size < TREE_BUDGET < DEVICE_CALL_LIMIT, f"tracked tree {size / 2**20:.1f} MiB; largest: {biggest}"

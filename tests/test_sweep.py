@@ -77,7 +77,7 @@ def test_two_sweep_processes_on_one_store_train_each_run_once(family, tmp_path):
     assert all(p.returncode == 0 for p in procs), logs
     trained = [line for log in logs for line in log.splitlines() if line.startswith("training ")]
     assert len(trained) == 4 and len(set(trained)) == 4, logs               # 2 points x 2 seeds, each once
-    assert len(list(store.glob("*.json"))) == 4
+    assert len(list(store.glob("*.json.gz"))) == 4
     assert not list((store / ".claims").glob("*.json"))
     assert status([family], "cpu", store, seeds=[0, 1])[0]["done"] == 4
 

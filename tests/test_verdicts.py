@@ -52,8 +52,9 @@ def test_in_the_registry_a_run_without_its_curve_reads_not_enough_evaluations(tm
     store = tmp_path / "store"
     shutil.copytree(REPO / "results/store", store)
     payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 1, str(store))
-    path = store / f"{payload['hash']}.json"
-    path.write_text(json.dumps({**payload, "curve": []}))
+    from sinkpaper.train.store import write_entry
+
+    write_entry(store / f"{payload['hash']}.json.gz", {**payload, "curve": []})
     r = paper.result(paper.claim("opt_batch"), "real text (CPU)", {}, str(store))
     assert r["verdict"] == R and r["status"] == "too few seeds"
     assert "not enough evaluations: optimization/default seed 1" in r["note"]
@@ -89,7 +90,9 @@ def test_a_run_at_the_unigram_loss_did_not_learn(tmp_path):
 def test_the_unigram_cache_covers_every_stream_of_the_committed_store():
     """The registry reads the committed cache, so CI never decompresses the corpus to list the claims."""
     known = json.loads((REPO / sweeps.UNIGRAM).read_text())
-    streams = {sweeps.stream_key(json.loads(p.read_text())["config"]) for p in (REPO / "results/store").glob("*.json")}
+    from sinkpaper.train.store import entries
+
+    streams = {sweeps.stream_key(p["config"]) for _, p in entries(REPO / "results/store")}
     assert streams <= set(known), streams - set(known)
 
 

@@ -1,6 +1,10 @@
-"""The results store the book reads: one JSON per run, `<store>/<key>.json`, holding the resolved config, the
-definition revisions it ran under, the final metrics with provenance and the logged curve. Writes are atomic,
-and a file is only ever replaced by a run of the same config (a key collision with another config is refused).
+"""The results store the book reads: one gzip-compressed JSON per run, `<store>/<key>.json.gz`, holding the
+resolved config, the definition revisions it ran under, the final metrics with provenance and the logged curve.
+Writes are atomic and byte-reproducible (no time stamp in the gzip header), and a file is only ever replaced by
+a run of the same config (a key collision with another config is refused). Compressed, a run costs ~9 kB of the
+repository instead of ~38 kB: the checkout travels whole to a lent GPU machine, under a size limit.
+`read_entry` / `write_entry` are the only code that knows the format; plain `<key>.json` entries (written before
+the store was compressed) are still read, and `migrate` rewrites them compressed.
 
 The key (`TrainConfig.hash()`) hashes the config's canonical identity (sinkpaper.train.config.identity): fields
 at their default are left out, so adding a defaulted field keeps every key, and the revision of every model
@@ -12,17 +16,47 @@ listed by `stale_results` / `python -m sinkpaper store stale`, and never returne
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
-from ..files import atomic_write_text
+from ..files import atomic_open
 from .config import identity, identity_hash
 
 DEFAULT_STORE = "results/store"
+SUFFIX = ".json.gz"
+LEGACY_SUFFIX = ".json"
 
 
 def result_path(store: str | Path, config_hash: str) -> Path:
-    return Path(store) / f"{config_hash}.json"
+    return Path(store) / f"{config_hash}{SUFFIX}"
+
+
+def entry_key(path: str | Path) -> str:
+    """The key a store file is named by (its name without the suffix)."""
+    name = Path(path).name
+    return name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name[: -len(LEGACY_SUFFIX)]
+
+
+def read_entry(path: str | Path) -> dict:
+    """One store file, compressed or (written before the store was compressed) plain JSON."""
+    path = Path(path)
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.name.endswith(SUFFIX) else raw)
+
+
+def write_entry(path: str | Path, payload: dict) -> Path:
+    """Write a store file atomically: compact JSON, gzip without a time stamp (the same run gives the same bytes)."""
+    data = json.dumps(payload, separators=(",", ":")).encode()
+    with atomic_open(path, "wb") as f:
+        f.write(gzip.compress(data, compresslevel=9, mtime=0))
+    return Path(path)
+
+
+def entry_paths(store: str | Path) -> list[Path]:
+    """Every store file of a folder (compressed and legacy), sorted by name."""
+    d = Path(store)
+    return sorted([*d.glob(f"*{SUFFIX}"), *d.glob(f"*{LEGACY_SUFFIX}")], key=lambda p: p.name)
 
 
 def recorded_revisions(payload: dict) -> dict[str, int]:
@@ -49,13 +83,18 @@ def current_key(payload: dict) -> str:
 def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None = None) -> Path:
     path = result_path(store, cfg.hash())
     config = cfg.to_dict()
-    if path.exists():
-        old = json.loads(path.read_text())
+    legacy = path.with_name(f"{cfg.hash()}{LEGACY_SUFFIX}")
+    for existing in (path, legacy):
+        if not existing.exists():
+            continue
+        old = read_entry(existing)
         if stored_identity(old) != cfg.identity():
             raise ValueError(f"{path} holds a different config with the same hash; refusing to overwrite it")
     payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": config,
                "revisions": cfg.revisions(), "result": result, "curve": curve or []}
-    atomic_write_text(path, json.dumps(payload, indent=1))
+    write_entry(path, payload)
+    if legacy.exists():
+        legacy.unlink()       # the same run, now compressed
     return path
 
 
@@ -63,8 +102,10 @@ def read_result(store: str | Path, cfg) -> dict | None:
     """The stored run of exactly this config under today's definitions, or None."""
     path = result_path(store, cfg.hash())
     if not path.exists():
-        return None
-    payload = json.loads(path.read_text())
+        path = path.with_name(f"{cfg.hash()}{LEGACY_SUFFIX}")
+        if not path.exists():
+            return None
+    payload = read_entry(path)
     # threads, checkpoint cadence, the name and the like do not change a result: a run stored with other
     # bookkeeping counts. Stored under another point's name (a family's base is another family's point), it is
     # returned under the name asked for, with the name it was stored as.
@@ -75,14 +116,15 @@ def read_result(store: str | Path, cfg) -> dict | None:
     return payload
 
 
-def _entries(store: str | Path):
-    for p in sorted(Path(store).glob("*.json")):
-        yield p, json.loads(p.read_text())
+def entries(store: str | Path):
+    """(path, payload) of every store file, stale ones included (see `list_results` for the current ones)."""
+    for p in entry_paths(store):
+        yield p, read_entry(p)
 
 
 def _stale_reason(path: Path, payload: dict) -> str | None:
     now = current_key(payload)
-    if path.stem == now:
+    if entry_key(path) == now:
         return None
     from ..models.config import definition_revisions
     ran = recorded_revisions(payload)
@@ -100,11 +142,11 @@ def stale_results(store: str | Path = DEFAULT_STORE) -> list[dict]:
     """Stored runs whose file key is not the key their config has today: ``{"path", "name", "profile", "key",
     "current_key", "reason"}`` each. They stay on disk and are never returned as current."""
     out = []
-    for p, payload in _entries(store):
+    for p, payload in entries(store):
         reason = _stale_reason(p, payload)
         if reason:
             out.append({"path": str(p), "name": payload.get("name", ""), "profile": payload.get("profile"),
-                        "key": p.stem, "current_key": current_key(payload), "reason": reason})
+                        "key": entry_key(p), "current_key": current_key(payload), "reason": reason})
     return out
 
 
@@ -112,14 +154,15 @@ def list_results(store: str | Path, name_prefix: str = "") -> list[dict]:
     """Every current stored run whose name starts with name_prefix (e.g. an experiment family); stale runs (see
     `stale_results`) are left out."""
     out = []
-    for p, payload in _entries(store):
+    for p, payload in entries(store):
         if payload.get("name", "").startswith(name_prefix) and _stale_reason(p, payload) is None:
             out.append(payload)
     return out
 
 
 def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
-    """Rename every stored run to its key under the definitions it ran with (and record those revisions in it).
+    """Rename every stored run to its key under the definitions it ran with (and record those revisions in it),
+    compressed (a plain `.json` entry is rewritten as `<key>.json.gz`).
 
     Runs stored before revisions were recorded ran under first definitions. No run is deleted: a run whose
     definition changed since gets a key today's configs do not produce, so it stays on disk, stale (only an
@@ -130,15 +173,16 @@ def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
     plan = []
     targets: dict[str, tuple[str, dict]] = {}
     duplicates = []
-    for p, payload in _entries(store):
+    for p, payload in entries(store):
         key = stored_key(payload)
         if key in targets:
             other_name, other = targets[key]
             if _content(payload) != _content(other):
                 raise ValueError(f"{p.name} and {other_name} hold the same config ({key}) with different results; "
                                  "keep one of them, then migrate")
-            duplicates.append(p if p.stem != key else Path(store) / other_name)  # e.g. an interrupted migration
-            if p.stem == key:
+            here = p.name == f"{key}{SUFFIX}"
+            duplicates.append(p if not here else Path(store) / other_name)  # e.g. an interrupted migration
+            if here:
                 plan = [e for e in plan if e[0].name != other_name]
                 targets[key] = (p.name, payload)
                 plan.append((p, payload, key))
@@ -147,7 +191,7 @@ def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
         plan.append((p, payload, key))
     names = {p.name for p, _, _ in plan} | {d.name for d in duplicates}
     for p, payload, key in plan:
-        target = p.with_name(f"{key}.json")
+        target = p.with_name(f"{key}{SUFFIX}")
         if target != p and target.exists() and target.name not in names:
             raise ValueError(f"{target} exists and holds another run; cannot rename {p.name} to it")
     renamed = []
@@ -155,14 +199,14 @@ def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
         updated = {**payload, "hash": key, "revisions": recorded_revisions(payload)}
         order = ["hash", "name", "profile", "config", "revisions"]  # the layout write_result uses
         updated = {k: updated[k] for k in order if k in updated} | {k: v for k, v in updated.items() if k not in order}
-        target = p.with_name(f"{key}.json")
+        target = p.with_name(f"{key}{SUFFIX}")
         if target == p:
             if updated != payload or list(updated) != list(payload):
-                atomic_write_text(p, json.dumps(updated, indent=1))
+                write_entry(p, updated)
             continue
-        atomic_write_text(target, json.dumps(updated, indent=1))  # new file complete before the old one goes
+        write_entry(target, updated)  # new file complete before the old one goes
         renamed.append((p.name, target.name))
-    written = {f"{key}.json" for _, _, key in plan}
+    written = {f"{key}{SUFFIX}" for _, _, key in plan}
     for old, _ in renamed:
         if old not in written:
             (Path(store) / old).unlink()
