@@ -252,10 +252,10 @@ def test_store_never_overwrites_a_different_config(tmp_path):
     cfg = build(TINY, "cpu")
     path = S.write_result(tmp_path, cfg, {"x": 1})
     S.write_result(tmp_path, cfg, {"x": 2})   # the same config may be refreshed
-    assert json.loads(path.read_text())["result"] == {"x": 2}
-    payload = json.loads(path.read_text())
+    assert S.read_entry(path)["result"] == {"x": 2}
+    payload = S.read_entry(path)
     payload["config"]["optim"]["lr"] = 123.0  # pretend another config landed on the same hash
-    path.write_text(json.dumps(payload))
+    S.write_entry(path, payload)
     with pytest.raises(ValueError, match="different config"):
         S.write_result(tmp_path, cfg, {"x": 3})
     assert S.read_result(tmp_path, cfg) is None
@@ -286,7 +286,7 @@ def test_cli_train_end_to_end(tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "biases/kv_bias: step 4" in r.stdout and (out / "kv_bias" / "metrics.json").exists()
-    stored = json.loads(next((tmp_path / "store").glob("*.json")).read_text())
+    stored = S.read_entry(next((tmp_path / "store").glob("*.json.gz")))
     assert stored["result"]["sink_star"] is not None   # the KV bias is measured as Sink*
     bad = subprocess.run(cmd[:-4] + ["--set", "optim.lrr=1", "--out", str(out)], capture_output=True, text=True,
                          cwd=REPO, timeout=600)

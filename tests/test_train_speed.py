@@ -195,3 +195,64 @@ def test_fused_attention_path_equals_the_reference_path(dtype, tol):
     torch.testing.assert_close(fused[0], reference[0], atol=tol, rtol=tol)
     for n in reference[1]:
         torch.testing.assert_close(fused[1][n], reference[1][n], atol=tol, rtol=tol, msg=n)
+
+
+def _reference_losses(cfg, n):
+    """The first n training losses of a plain loop written here: eager fp32, one batch per step, no prefetch,
+    a host read of the loss at every step (the trainer's path before it kept everything on the device)."""
+    from torch.optim.lr_scheduler import LambdaLR
+
+    from sinkpaper.models import SinkModel
+    from sinkpaper.train.trainer import load_data, lr_lambda, packing_for
+
+    data = load_data(cfg)
+    packing = packing_for(cfg, data)
+    torch.manual_seed(cfg.run.seed)
+    model = SinkModel(cfg.model_config(data.vocab_size))
+    o = cfg.optim
+    opt = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay)
+    sched = LambdaLR(opt, lr_lambda(cfg))
+    out = []
+    for step in range(n):
+        b = packing.batch(data.train, o.batch_size, cfg.run.seed, step)
+        loss = model(b["input_ids"], targets=b["targets"]).loss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), o.grad_clip)
+        opt.step()
+        sched.step()
+        out.append(loss.item())
+    return out
+
+
+@pytest.mark.parametrize("dtype,compile_,rel", [("fp32", False, 1e-5), ("bf16", True, 3e-2)],
+                         ids=["fp32-eager", "bf16-compiled"])
+def test_the_training_path_gives_the_reference_loop_s_losses(tmp_path, dtype, compile_, rel):
+    """The trainer (batches built ahead, the loss kept on the device, fused AdamW; compiled bf16 for the GPU's
+    path) against the plain loop: the same losses step by step, to fp32 rounding (fused vs. unfused AdamW) or to
+    bf16 precision."""
+    n = 8
+    cfg = build(TINY, "cpu", {"optim.steps": n, "run.log_every": 1, "eval.every": n, "run.checkpoint_every": n,
+                              "run.dtype": dtype, "run.compile": compile_})
+    train(cfg, tmp_path / "run", progress=False)
+    got = [r["loss"] for r in read_log(tmp_path / "run" / "log.jsonl")]
+    assert got == pytest.approx(_reference_losses(cfg, n), rel=rel)
+
+
+def test_batches_built_ahead_on_a_thread_are_the_batches_in_order():
+    from sinkpaper.train.batches import Batches
+    from sinkpaper.train.trainer import load_data, packing_for
+
+    cfg = build(TINY, "cpu")
+    data = load_data(cfg)
+    packing = packing_for(cfg, data)
+    cpu = torch.device("cpu")
+    plain, ahead = (Batches(packing, data.train, 4, 3, 5, cpu, ahead=k) for k in (0, 3))
+    try:
+        for i in range(7):
+            a, b = next(plain), next(ahead)
+            want = packing.batch(data.train, 4, 3, 5 + i)
+            assert a.keys() == b.keys() == want.keys()
+            assert all(torch.equal(a[k], want[k]) and torch.equal(b[k], want[k]) for k in want)
+    finally:
+        ahead.close()

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from ..data.sources import TokenData, load_once_per_node, load_source
 from ..files import atomic_path, atomic_write_text
 from ..models import SinkModel
 from . import accel
+from .batches import Batches
 from .config import TrainConfig
 from .store import write_result
 
@@ -264,57 +266,78 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     bar = None
     if progress and rank == 0:
         from tqdm.auto import tqdm
-        bar = tqdm(total=o.steps, initial=step, desc=cfg.name, unit="step")
+        # a terminal redraws the bar in place; a log file gets a line at most every 30 s
+        bar = tqdm(total=o.steps, initial=step, desc=cfg.name, unit="step",
+                   mininterval=0.1 if sys.stderr.isatty() else 30.0)
     t_start = time.perf_counter() - wall
     t_session, eval_seconds = time.perf_counter(), 0.0
+    # Nothing in a step waits for the device: the loss stays on it, and whether it was finite is kept there too
+    # (`first_bad`, the first step with a non-finite loss). The host reads them only where it must anyway, at
+    # the steps that log, evaluate or checkpoint; a non-finite loss is caught there, before any checkpoint
+    # could save its weights.
+    batches = Batches(packing, data.train, micro, cfg.run.seed, step * o.grad_accum, device, rank=rank, world=world)
+    first_bad = torch.full((), -1, dtype=torch.long, device=device)
+    t_sync, steps_since = time.perf_counter(), 0
     net.train()
-    while step < o.steps:
-        t0 = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss_sum = 0.0
-        for m in range(o.grad_accum):
-            b = packing.batch(data.train, micro, cfg.run.seed, step * o.grad_accum + m, rank=rank, world=world)
-            b = {k: v.to(device) for k, v in b.items()}
-            with autocast:
-                loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
-            if not torch.isfinite(loss):
+    try:
+        while step < o.steps:
+            optimizer.zero_grad(set_to_none=True)
+            loss_sum = torch.zeros((), device=device)
+            for m in range(o.grad_accum):
+                b = next(batches)
+                with autocast:
+                    loss = net(b["input_ids"], targets=b["targets"], doc_ids=b.get("doc_ids")).loss
+                (loss / o.grad_accum).backward()
+                loss_sum += loss.detach().float() / o.grad_accum
+            first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss_sum), step, first_bad)
+            torch.nn.utils.clip_grad_norm_(net.parameters(), o.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            steps_since += 1
+            tokens += o.batch_size * cfg.data.context
+            if on_step is not None:
+                on_step(step, model)
+            logs, evals = step % cfg.run.log_every == 0 or step == o.steps, step % cfg.eval.every == 0 or step == o.steps
+            saves = step % cfg.run.checkpoint_every == 0 or step == o.steps
+            if not (logs or evals or saves):
+                continue
+            bad = int(first_bad)                       # the host waits for the device here, and only here
+            if bad >= 0:
                 raise TrainingDiverged(
-                    f"non-finite loss ({loss.item()}) at step {step}; stopped. The last good checkpoint is "
+                    f"non-finite loss (first at step {bad}); stopped. The last good checkpoint is "
                     f"{latest_checkpoint(out) or '(none yet)'}; lower optim.lr or check the data")
-            (loss / o.grad_accum).backward()
-            loss_sum += loss.item() / o.grad_accum
-        torch.nn.utils.clip_grad_norm_(net.parameters(), o.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        tokens += o.batch_size * cfg.data.context
-        dt = time.perf_counter() - t0
-        if on_step is not None:
-            on_step(step, model)
-        if rank != 0:
-            continue
-        record = None
-        if step % cfg.run.log_every == 0 or step == o.steps:
-            record = {"step": step, "tokens": tokens, "loss": loss_sum, "lr": scheduler.get_last_lr()[0],
-                      "tokens_per_s": o.batch_size * cfg.data.context / dt, "wall_seconds": time.perf_counter() - t_start}
-        if step % cfg.eval.every == 0 or step == o.steps:
-            t_eval = time.perf_counter()
-            last_eval = evaluate(model, cfg, data, device, dtype)
-            eval_seconds += time.perf_counter() - t_eval   # this session's evaluation time (its share of the run)
-            record = {**(record or {"step": step, "tokens": tokens, "loss": loss_sum}), **last_eval,
-                      "eval_seconds": time.perf_counter() - t_eval}
-        if record is not None:
-            with open(log_path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-        if step % cfg.run.checkpoint_every == 0 or step == o.steps:
-            save_checkpoint(out, step, model, optimizer, scheduler,
-                            {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - t_start})
-        if bar is not None:
-            post = {"loss": f"{loss_sum:.3f}", "tok/s": f"{o.batch_size * cfg.data.context / dt:,.0f}"}
-            if last_eval:
-                post["sink1"] = f"{last_eval['sink_k']['1']:.1f}%"
-            bar.set_postfix(post)
-            bar.update(1)
+            now = time.perf_counter()
+            rate = o.batch_size * cfg.data.context * steps_since / max(now - t_sync, 1e-9)
+            t_sync, steps_since = now, 0
+            loss_value = float(loss_sum)
+            if rank != 0:
+                continue
+            record = None
+            if logs:
+                record = {"step": step, "tokens": tokens, "loss": loss_value, "lr": scheduler.get_last_lr()[0],
+                          "tokens_per_s": rate, "wall_seconds": now - t_start}
+            if evals:
+                t_eval = time.perf_counter()
+                last_eval = evaluate(model, cfg, data, device, dtype)
+                eval_seconds += time.perf_counter() - t_eval   # this session's evaluation time (its share of the run)
+                record = {**(record or {"step": step, "tokens": tokens, "loss": loss_value}), **last_eval,
+                          "eval_seconds": time.perf_counter() - t_eval}
+                t_sync = time.perf_counter()               # the next rate counts training only
+            if record is not None:
+                with open(log_path, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+            if saves:
+                save_checkpoint(out, step, model, optimizer, scheduler,
+                                {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - t_start})
+            if bar is not None:
+                post = {"loss": f"{loss_value:.3f}", "tok/s": f"{rate:,.0f}"}
+                if last_eval:
+                    post["sink1"] = f"{last_eval['sink_k']['1']:.1f}%"
+                bar.set_postfix(post, refresh=False)
+                bar.update(step - bar.n)
+    finally:
+        batches.close()
     if bar is not None:
         bar.close()
     if rank != 0:
