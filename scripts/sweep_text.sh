@@ -22,7 +22,7 @@ WORKERS=${WORKERS:-2}
 STAGGER=${STAGGER:-20}   # seconds between worker starts
 read -r -a EXTRA <<< "${SWEEP_ARGS:-}"
 SEEDS=${SEEDS:-"0 1 2"}
-mkdir -p runs/text
+mkdir -p "${OUT_DIR:-runs/text}"
 # The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
 FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/biases.yaml configs/attention.yaml
           configs/packing.yaml configs/architecture.yaml"
@@ -35,9 +35,11 @@ FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd
        post_norm softpick doc_mask bos_doc_mask heads_8 heads_2 heads_1 heads_add ffn_swish ffn_reglu softmax_sum_2
        softmax_sum_0.1 softmax_sum_0.05 kernel_identity_z1 kernel_mlp_maxabs kernel_mlp_z1 ffn_relu ffn_gelu ffn_geglu
        pos_nope pos_absolute pos_learnable pos_relative pos_alibi"}
-# QUEUE (a file of point names) replaces FIRST and is read again before each point, so points can be appended
-# while the workers run.
-QUEUE=${QUEUE:-}
+# QUEUE (a file of point names, default scripts/text_queue.txt: the points that decide a verdict first) replaces
+# FIRST and is read again before each point, so points can be appended while the workers run; QUEUE= (empty)
+# uses FIRST.
+QUEUE=${QUEUE-scripts/text_queue.txt}
+OUT_DIR=${OUT_DIR:-runs/text}
 nth_point() {  # the n-th point (1-based) of the queue file, or of FIRST
   if [ -n "$QUEUE" ]; then tr -s ' \t\n' '\n' < "$QUEUE" | grep -v '^$' | sed -n "${1}p"
   else echo $FIRST | tr -s ' ' '\n' | sed -n "${1}p"; fi
@@ -47,12 +49,12 @@ for i in $(seq 1 "$WORKERS"); do
   (
     n=1
     while point=$(nth_point "$n") && [ -n "$point" ]; do
-      "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points "$point" --seeds $SEEDS --out runs/text \
+      "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points "$point" --seeds $SEEDS --out "$OUT_DIR" \
         "${EXTRA[@]}" || true
       n=$((n + 1))
     done
-    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out runs/text "${EXTRA[@]}"
-  ) > "runs/text/worker-$i.log" 2>&1 &
+    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out "$OUT_DIR" "${EXTRA[@]}"
+  ) > "$OUT_DIR/worker-$i.log" 2>&1 &
   sleep "$STAGGER"   # let each worker claim its run before the next one looks
 done
 wait

@@ -187,6 +187,9 @@ def run_train(a) -> int:
             raise ValueError(f"unknown sweep point(s) {', '.join(unknown) or '(none in config)'}; valid: "
                              f"{', '.join(available) or '(none)'}")
     cfgs = [(p, T.load(a.config, a.profile, overrides, p)) for p in points]  # every config validated first
+    from .train.trainer import device_of
+    for _, cfg in cfgs:
+        device_of(cfg)          # and its device: a GPU profile on a CPU machine says so before any compute
     store = None if a.no_store else (a.store or T.DEFAULT_STORE)
     for point, cfg in cfgs:
         out = a.out if point is None else f"{a.out}/{point}"

@@ -389,3 +389,15 @@ def test_config_files_are_read_again_when_they_change(tmp_path):
     fam.write_text("name: [unclosed\n")
     with pytest.raises(ValueError, match=r"fam\.yaml line 2: not valid YAML"):
         read_yaml(fam)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_a_gpu_profile_without_cuda_names_the_profiles_that_run_here_before_any_compute(tmp_path):
+    cfg = load("configs/optimization.yaml", "gpu")
+    with pytest.raises(ValueError, match=r"^profile 'gpu' trains on a CUDA GPU .* profiles that run here: cpu, text"):
+        train(cfg, tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()          # nothing written, nothing loaded
+    r = subprocess.run([sys.executable, "-m", "sinkpaper", "sweep", "--profile", "gpu", "--config",
+                        "configs/calibration.yaml", "--out", str(tmp_path / "s")], cwd=REPO, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "profiles that run here: cpu, text" in r.stderr

@@ -27,7 +27,7 @@ from pathlib import Path
 from .config import load, sweep_points
 from .store import read_result
 from ..files import atomic_write_text
-from .trainer import TrainingDiverged, latest_checkpoint, train
+from .trainer import TrainingDiverged, device_of, latest_checkpoint, train
 
 CLAIMS = ".claims"
 DIVERGED = "diverged"   # runs whose loss became non-finite: a result (the paper's "-"), kept and not retried
@@ -175,6 +175,8 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
     `start_before` (an aware datetime): no run starts training at or after it; stored runs are still read."""
     configs = [config] if isinstance(config, (str, Path)) else list(config)
     runs = plan(configs, profile, points, list(seeds), overrides)
+    for run in runs[:1]:
+        device_of(run.cfg)      # a GPU profile on a machine without CUDA: one line, before any run starts
     from .. import provenance
     provenance.code_version()   # fixed now, at launch: a long sweep runs the code it started with
     bar = None

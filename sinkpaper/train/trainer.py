@@ -131,11 +131,22 @@ def load_data(cfg: TrainConfig) -> TokenData:
         data_seed=d.data_seed, doc_len=tuple(d.doc_len)))
 
 
-def _device(cfg: TrainConfig) -> torch.device:
+def device_of(cfg: TrainConfig) -> torch.device:
+    """The device a run trains on, checked before anything is loaded or computed: a one-line ValueError when this
+    machine does not have it (for a GPU profile on a machine without CUDA, naming the profiles that run here)."""
     if cfg.run.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     from ..devices import check_device
+    if str(cfg.run.device).startswith("cuda") and not torch.cuda.is_available():
+        from .config import PROFILES, load
+        here = [p for p in PROFILES if not str(load(_BASE_FAMILY, p).run.device).startswith("cuda")]
+        raise ValueError(f"profile {cfg.profile!r} trains on a CUDA GPU (run.device={cfg.run.device}) and this machine "
+                         f"has none (torch {torch.__version__}); profiles that run here: {', '.join(here)} "
+                         "(or --set run.device=cpu to run its shapes on the CPU anyway)")
     return check_device(cfg.run.device, what="run.device", also=("auto",))  # one-line ValueError naming the devices here
+
+
+_BASE_FAMILY = "optimization"   # a family whose profiles are _base.yaml's own
 
 
 @torch.no_grad()
@@ -220,7 +231,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
             raise ValueError(f"{out} already has checkpoints of this run; pass --resume to continue it")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    device = _device(cfg)
+    device = device_of(cfg)
     if world > 1:
         import torch.distributed as dist
         if not dist.is_initialized():

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The GPU work of one lease (15 minutes of device time, starts included; 10 minutes at most per call), as two
+# calls of the device tool, each under 9 minutes, each returning under $OUT what finished even if it is cut:
+#
+#   call 1  bash scripts/lease.sh calibrate   benchmarks (ours vs transformers' Llama, the Triton kernels vs SDPA
+#                                             flash) then the gpu-profile calibration grid (configs/calibration.yaml,
+#                                             seed 0 of every point, then seeds 1 and 2), WORKERS runs side by side
+#   call 2  bash scripts/lease.sh text        the text-profile runs still missing (scripts/sweep_text.sh's queue)
+#
+# Run each from the repository root with the device tool (timeout_s 560), carrying .devgpu (see below):
+#   run(command="bash scripts/lease.sh calibrate", carry=[".devgpu"], timeout_s=560)
+# Before the lease, from a clean committed checkout, record the code version the runs will name:
+#   mkdir -p .devgpu && printf '__version__ = version = "%s"\n' \
+#     "$(python -m sinkpaper.provenance 2>/dev/null || python -c 'from sinkpaper.provenance import code_version; print(code_version())')" \
+#     > .devgpu/_version.py
+# Rehearse on the CPU at tiny shapes first (seconds; nothing is stored in results/store):
+#   REHEARSE=1 OUT=/tmp/lease LEASE_SECONDS=90 bash scripts/lease.sh calibrate
+#
+# What comes back: $OUT/store.tgz (every store entry finished so far, rewritten every 30 s and at the end, so a
+# call cut at its limit still returns the runs it finished; the run in flight is lost, never half-written),
+# $OUT/bench-*.json, $OUT/lease.log. Bring the runs into the store here (never overwriting a stored run), then
+# regenerate the generated blocks and commit with the provenance the runs carry:
+#   bash scripts/lease.sh import <files_at>        # untars into results/store, then `sinkpaper report --write`
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+export PYTHONPATH=${PYTHONPATH:-.}
+if [ "${1:-}" = import ]; then OUT=${OUT:-/tmp}; fi
+OUT=${OUT:?the device tool sets OUT: where results must be written}
+BUDGET=${LEASE_SECONDS:-500}        # seconds of work in this call; the rest of the 9 minutes is margin
+WORKERS=${WORKERS:-6}
+STORE=runs/lease/store
+mkdir -p "$OUT" "$STORE" runs/lease
+T0=$(date +%s)
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/lease.log"; }
+
+# Provenance: the device's copy carries a stale .git; runs name the version written from a clean checkout here.
+export GIT_DIR=/nonexistent
+if [ -f .devgpu/_version.py ]; then cp .devgpu/_version.py sinkpaper/_version.py; fi
+
+if [ "${REHEARSE:-0}" = 1 ]; then    # the same commands at tiny shapes on the CPU: seconds, not minutes
+  SETS=(--set run.device=cpu --set run.compile=false --set model.d_model=32 --set model.n_layers=4
+        --set model.n_heads=2 --set model.d_ff=64 --set data.context=32 --set model.max_seq_len=64
+        --set optim.batch_size=4 --set optim.steps=6 --set eval.every=3 --set eval.n_samples=8
+        --set run.checkpoint_every=3 --set run.log_every=3 --set model.backend=eager
+        --set data.path=data/sample/tokens.u16.xz)
+  BENCH=(--profile cpu --steps 1 --no-compile)
+else
+  SETS=()
+  BENCH=(--profile gpu)
+fi
+
+collect() {   # every store entry written in this call, as one tarball written whole (atomic rename)
+  local list
+  list=$(find "$STORE" -name '*.json.gz' -newer runs/lease/.start -not -path '*/.claims/*' 2>/dev/null | sort)
+  [ -n "$list" ] || return 0
+  tar czf "$OUT/.store.tgz.tmp" $list && mv "$OUT/.store.tgz.tmp" "$OUT/store.tgz"
+}
+
+sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share the store; none starts after END
+  local end=$1 config=$2; shift 2
+  local stop; stop=$(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S)
+  for i in $(seq 1 "$WORKERS"); do
+    "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --seeds "$@" --out runs/lease \
+      --store "$STORE" --keep-going --start-before "$stop" "${SETS[@]}" > "runs/lease/worker-$i.log" 2>&1 &
+    sleep 1
+  done
+}
+
+wait_collecting() {   # wait_collecting END_EPOCH : collect every 30 s; at END stop the workers (their runs are lost)
+  local end=$1
+  while [ -n "$(jobs -pr)" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect; done
+  if [ -n "$(jobs -pr)" ]; then
+    log "time is up: stopping the runs in flight"
+    pkill -f -- "--out runs/lease" 2>/dev/null || true; kill $(jobs -pr) 2>/dev/null || true
+  fi
+  wait 2>/dev/null || true
+  collect
+}
+
+# what the store holds already is skipped (copied with its times, so only this call's runs are collected)
+if [ "${1:-}" != import ]; then
+  cp -np results/store/*.json.gz "$STORE"/ 2>/dev/null || true
+  sleep 1
+  touch runs/lease/.start
+fi
+case "${1:-}" in
+  calibrate)
+    log "benchmarks"
+    timeout 120 "$PY" -m sinkpaper bench training "${BENCH[@]}" --json "$OUT/bench-training.json" >> "$OUT/lease.log" 2>&1 \
+      || log "training benchmark failed (see above)"
+    if [ "${REHEARSE:-0}" = 1 ]; then
+      TRITON_INTERPRET=1 timeout 120 "$PY" -m sinkpaper bench kernels --smoke --json "$OUT/bench-kernels.json" \
+        >> "$OUT/lease.log" 2>&1 || log "kernel benchmark failed (see above)"
+    else
+      timeout 120 "$PY" -m sinkpaper bench kernels --json "$OUT/bench-kernels.json" >> "$OUT/lease.log" 2>&1 \
+        || log "kernel benchmark failed (see above)"
+    fi
+    end=$(( T0 + BUDGET ))
+    log "calibration grid, seed 0, until $(date -u -d "@$end" +%H:%M:%S)"
+    sweep_until "$end" configs/calibration.yaml 0
+    wait_collecting "$end"
+    if [ "$(date +%s)" -lt $(( end - 60 )) ]; then
+      log "calibration grid, seeds 1 and 2"
+      sweep_until "$end" configs/calibration.yaml 1 2
+      wait_collecting "$end"
+    fi ;;
+  text)
+    end=$(( T0 + BUDGET ))
+    log "text-profile runs in scripts/text_queue.txt's order, until $(date -u -d "@$end" +%H:%M:%S)"
+    SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE \
+      --start-before $(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" OUT_DIR=runs/lease WORKERS=$WORKERS \
+      STAGGER=1 PYTHON="$PY" bash scripts/sweep_text.sh > runs/lease/text.log 2>&1 &
+    wait_collecting "$end" ;;
+  import)
+    src=${2:?import needs the folder the device tool returned}
+    dest=${DEST:-results/store}
+    tmp=$(mktemp -d)
+    tar xzf "$src/store.tgz" -C "$tmp"
+    n=0
+    for f in $(find "$tmp" -name '*.json.gz'); do
+      if [ -e "$dest/$(basename "$f")" ]; then continue; fi    # never overwrite a stored run
+      cp "$f" "$dest"/ && n=$((n + 1))
+    done
+    rm -rf "$tmp"
+    echo "$n new run(s) in $dest"
+    if [ "$dest" = results/store ]; then "$PY" -m sinkpaper report --write > /dev/null; fi ;;
+  *)
+    echo "usage: $0 calibrate | text | import DIR" >&2; exit 2 ;;
+esac
+log "done: $(( $(date +%s) - T0 )) s"
