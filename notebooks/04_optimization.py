@@ -135,14 +135,15 @@ display(Markdown(
 grid_labels, grid_charts = figures.alpha_grid_steps(live.payload["curve"], "live run: alpha_1 per head")
 display(widgets.slider_stack("evaluation", grid_labels, grid_charts, value_index=len(grid_labels) - 1))
 evals = [c for c in live.payload["curve"] if "alpha_1_matrix" in c]
+eps = live.payload["config"]["eval"]["epsilon"]
 turned = {}  # (layer, head) -> first evaluated step with mean alpha_1 above epsilon
 for c in evals:
     for li, row in enumerate(c["alpha_1_matrix"]):
         for hi, a in enumerate(row):
-            if a > 0.3:
+            if a > eps:
                 turned.setdefault((li, hi), c["step"])
 n_heads = sum(len(row) for row in evals[-1]["alpha_1_matrix"])
-display(Markdown("First evaluated step at which a head's mean α_1 exceeds 0.3: "
+display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε = {eps:g}: "
                  + (", ".join(f"head {h} (layer {li}): step {s}" for (li, h), s in sorted(turned.items()))
                     if turned else "none")
                  + f" ({len(turned)} of {n_heads} heads)."))
@@ -287,7 +288,7 @@ display(Markdown(
 # cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
 
 # %% tags=["hide-input"]
-display(figures.Table(paper.rows(["opt_emergence", "opt_lr", "opt_lr_steps", "opt_batch"])))
+display(tables.ClaimsTable(paper.rows(["opt_emergence", "opt_lr", "opt_lr_steps", "opt_batch"])))
 
 # %% [markdown]
 # ## Rerun it

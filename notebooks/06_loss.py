@@ -224,7 +224,7 @@ display(Markdown("Measured:\n" + "\n".join(lines)))
 #   run's), now with the registry's one threshold (at least 25 % lower) instead of "below half".
 
 # %% tags=["hide-input"]
-display(figures.Table(paper.rows(["loss_wd", "loss_prefix", "loss_window"])))
+display(tables.ClaimsTable(paper.rows(["loss_wd", "loss_prefix", "loss_window"])))
 
 # %% [markdown]
 # ## Rerun it

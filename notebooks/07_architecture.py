@@ -95,7 +95,7 @@ display(tables.paper_table(POINTS, points.ARCHITECTURE_NOT_RUN))
 # scale, so the comparison is of directions, not of values.
 
 # %% tags=["hide-input"]
-display(figures.Table(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
+display(tables.ClaimsTable(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
                                   "arch_heads_2_4_8"])))
 
 # %% [markdown]

@@ -223,7 +223,7 @@ else:
 # the proxy's early transient is below.
 
 # %% tags=["hide-input"]
-display(figures.Table(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
+display(tables.ClaimsTable(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
                                   "ops_p_norm", "ops_scaled_more", "ops_kernels", "ops_1b"])))
 transients = {pt: prose.transient_note(mini.by_point().get(pt, [])) for pt in PROXY_POINTS}
 display(Markdown("The proxy over training, in the stored miniature runs: " + "; ".join(

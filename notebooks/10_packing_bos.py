@@ -278,7 +278,7 @@ paper.record("pack_bos_inference", scale="miniature",
              provenance=ablation["provenance"],
              measurement=f"the live recipe run, {lr_['step']} steps, {live_eval_samples} held-out windows",
              note=f"loss on the same targets {a_on['loss']:.3f} with BOS, {a_off['loss']:.3f} without")
-display(figures.Table(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"])))
+display(tables.ClaimsTable(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"])))
 
 # %% [markdown]
 # ## Rerun it

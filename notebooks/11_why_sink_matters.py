@@ -77,7 +77,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
 from sinkpaper import streaming as st
-from sinkpaper.book import figures
+from sinkpaper.book import figures, tables
 from sinkpaper.book import measuring as ms
 
 t_start = time.perf_counter()
@@ -305,7 +305,7 @@ paper.record("stream_window", values={f"{label[n]}: {k}": past[n][k] for n in mo
 paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n in models
                                            for k in ("full ppl", "window ppl", "sink+window ppl")},
              measurement=measured, provenance=record_prov, setting=setting)
-display(figures.Table(paper.rows(["stream_window", "stream_sink_window"])))
+display(tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"])))
 print(f"recorded 2 claims of 11_why_sink_matters in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]

@@ -1524,7 +1524,8 @@ def row_of(e: Mapping) -> dict:
            else f"{e['paper']['source']} (no number)", "rule": e["rule"] or _no_rule(e)}
     for s in SCALES:
         r = e["results"][s]
-        out[f"ours ({s})"] = fmt_values(r["values"]) if r["values"] else r["measurement"]
+        out[f"ours ({s})"] = (fmt_values(r["values"]) if r["values"] else
+                              f"{NOT_RUN}: {r['note']}" if r.get("status") == NOT_RUN else r["measurement"])
         out[f"verdict ({s})"] = verdict_text(r)
     notes = [e["note"]] + [f"{s}: {r['note']}" for s, r in e["results"].items() if r.get("note")
                            and r.get("status") not in (NOT_RUN,)]
@@ -1551,7 +1552,7 @@ def rows(claim_ids: Sequence[str], directory: str | os.PathLike | None = None, s
     Sections 4-7) loses its two columns, so the table fits the page; the scorecard still lists it per claim."""
     out = [row(c, directory, store) for c in claim_ids]
     for s in SCALES:
-        if out and all(r[f"ours ({s})"] == NOT_RUN for r in out):
+        if out and all(r[f"ours ({s})"].startswith(NOT_RUN) for r in out):
             for r in out:
                 del r[f"ours ({s})"], r[f"verdict ({s})"]
     return out

@@ -122,3 +122,41 @@ def transient_table(runs: Sequence[tuple[str, Mapping]]) -> Table:
                      "end: token 1 / others": f"{g(e['raw weight on token 1'])} / {g(e['raw weight on other keys'])}",
                      "end: row sum": g(e["raw row sum"]), "end: Sink*_1 %": round(e["proxy Sink*_1 %"], 1)})
     return Table(rows)
+
+
+class ClaimsTable(Table):
+    """A chapter's claims (rows of :func:`sinkpaper.paper.rows`) in a table that fits the text column: the claim,
+    the paper's numbers, and per scale our values with the verdict (an inconclusive verdict with its reason);
+    the rule and the notes one click away, under the claim. Fixed layout at 100 % of the column, every cell
+    wrapped, so it never scrolls sideways."""
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        super().__init__(rows)
+        self.scales = [c[len("verdict ("):-1] for c in self.columns if c.startswith("verdict (")]
+
+    def _repr_html_(self) -> str:
+        import html
+
+        e = html.escape
+        width = {1: 44, 2: 29, 3: 21}.get(len(self.scales), 20)
+        cols = ('<colgroup><col style="width:26%"><col style="width:14%">'
+                + f'<col style="width:{width}%">' * len(self.scales) + "</colgroup>")
+        head = "<tr><th>claim (\u25b8 rule, notes)</th><th>paper</th>" + "".join(
+            f"<th>ours: {e(s)}</th>" for s in self.scales) + "</tr>"
+        body = []
+        for r in self.rows:
+            detail = f"<b>Rule:</b> {e(str(r.get('rule', '')))}" + (
+                f"<br><b>Notes:</b> {e(str(r['note']))}" if r.get("note") else "")
+            cells = [f"<td><details><summary>{e(str(r['claim']))}</summary><div>{detail}</div></details></td>",
+                     f"<td>{e(str(r.get('paper', '')))}</td>"]
+            for s in self.scales:
+                verdict = str(r.get(f"verdict ({s})", ""))
+                word, _, why = verdict.partition(": ")
+                cls = word.split(" (")[0].replace(" ", "-")
+                cells.append(f'<td><span class="v {e(cls)}">{e(word)}</span>'
+                             + (f'<span class="why">{e(why)}</span>' if why else "")
+                             + f'<span class="n">{e(str(r.get(f"ours ({s})", "")))}</span></td>')
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        return (f'<table class="sinkpaper-table sinkpaper-claims">{cols}<thead>{head}</thead>'
+                f'<tbody>{"".join(body)}</tbody></table>')
+
