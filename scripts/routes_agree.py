@@ -1,4 +1,4 @@
-"""The column-statistics route against the eager maps at one T, on the offline models (issue 17's acceptance:
+"""The column-statistics route against the eager maps at one T, on the offline models (the acceptance of the kernel route:
 alpha_k within 1e-5 at T <= 1024). Writes results/long_context/routes-agree-T<T>.json.
 
     .venv/bin/python scripts/routes_agree.py --seq-len 1024

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Thread scaling of training runs (issue 14): one `python -m sinkpaper train` at 1 thread alone, two side by side
+# Thread scaling of training runs: one `python -m sinkpaper train` at 1 thread alone, two side by side
 # at 1 thread each, and one at 2 threads, on the text-profile shapes. Run on a quiet machine from the repo root:
 #   scripts/train_threads_scaling.sh [DTYPE=bf16] [COMPILE=false] [STEPS=60] [OUT=runs/threads] [JSON]
 # Prints each run's median tokens/s (after 3 warm-up steps; 30 with COMPILE=true, past inductor's compile) and,

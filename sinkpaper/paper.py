@@ -1470,7 +1470,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = ST
 
 
 def entry(c: Claim, records: Mapping | None = None, store: str = STORE) -> dict:
-    """The claim as the listing gives it (the fields of issue 21)."""
+    """The claim as the listing gives it (every field a chapter, the scorecard and `claims --json` read)."""
     records = load_records() if records is None else records
     return {"id": c.id, "section": c.section, "chapter": c.chapter, "claim": c.claim, "kind": c.kind,
             "paper": {"source": c.paper_source(), "values": c.paper_values()},

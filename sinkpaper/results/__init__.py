@@ -69,7 +69,7 @@ def _point_label(config: str | Path, point: str, recs: list[RunRecord]) -> str:
 
 def within_lines(ref: list[RunRecord], oth: list[RunRecord], reference: str, other: str) -> list[str]:
     """How many of the `other` runs' final Sink_1 and held-out loss fall within the `reference` runs' [min, max]
-    over seeds, per seed (the rule of issue 14's dtype check, fixed before its runs)."""
+    over seeds, per seed (the rule of the dtype check, fixed before its runs)."""
     if not (ref and oth):
         return []
     lines = []
@@ -120,7 +120,7 @@ def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "c
     fp32 runs (`other`) against the bf16 runs' (`reference`) spread over seeds, per seed and as mean [min, max];
     seeds not stored are named."""
     recs = {pt: runs(config, "text", [pt], seeds, store) for pt in (reference, other)}
-    lines = [f"fp32 against bf16 at the text profile's base recipe (issue 14: the final Sink_1 and held-out loss "
+    lines = [f"fp32 against bf16 at the text profile's base recipe (the final Sink_1 and held-out loss "
              f"must agree within the seed spread), from the results store:", "",
              "| run | stored seeds | final Sink_1 %, per seed | mean [min, max] | held-out loss, per seed | "
              "mean [min, max] |", "|---|---|---|---|---|---|"]
@@ -237,11 +237,12 @@ def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:
     return f"{head}{b}\n{body}\n{indent}{e}{tail}"
 
 
-TARGETS = (("README.md", False), ("configs/_base.yaml", True))
+TARGETS = (("README.md", False), ("book/measurements.md", False), ("configs/_base.yaml", True))
 
 
 def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, check: bool = False) -> list[str]:
-    """Rewrite (or, with check, compare) every generated block in README.md and configs/_base.yaml; returns
+    """Rewrite (or, with check, compare) every generated block in README.md, the book's Measurements page and
+    configs/_base.yaml; returns
     the files that changed (or differ)."""
     from ..files import atomic_write_text
     changed = []

@@ -19,7 +19,7 @@ LONG_CONTEXT_SINK_RUN = f"{LONG_CONTEXT}/smollm2-135m-T8192-sink.json"
 LONG_CONTEXT_CURVES = (f"{LONG_CONTEXT}/smollm2-135m.json", f"{LONG_CONTEXT}/gemma3-270m-bos.json")
 CORPUS_SIDECAR = "data/corpus/tokens.u16.xz.json"
 
-# issue 14's targets for the training benchmark (typed once here: targets, not measurements)
+# the training benchmark's targets (typed once here: targets, not measurements)
 TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.15}
 
 
@@ -40,7 +40,7 @@ def _load_avg(x) -> str:
 # ------------------------------------------------------------------------------------- training benchmark
 def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = ".") -> list[str]:
     """The training-throughput benchmark (`python -m sinkpaper bench training --profile text --json PATH`):
-    provenance, the table of rows, the GEMM peaks, the two ratios and issue 14's targets, reached or not."""
+    provenance, the table of rows, the GEMM peaks, the two ratios and the targets, reached or not."""
     r = _load(path, root)
     if r is None:
         return [f"Training throughput: not measured yet (no `{path}`; `python -m sinkpaper bench training "
@@ -87,7 +87,7 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
                  f"{reached(r['ratio_best_vs_fp32_eager'], t['best_vs_fp32_eager'])})")
     parts.append(f"{r['ratio_best_vs_transformers']:.2f}x transformers (target {t['best_vs_transformers']:g}x: "
                  f"{reached(r['ratio_best_vs_transformers'], t['best_vs_transformers'])})")
-    lines.append("Against issue 14's targets: " + "; ".join(parts) + ".")
+    lines.append("Against the targets: " + "; ".join(parts) + ".")
     lines += [f"Skipped: {s}" for s in r.get("skipped", [])]
     return lines
 

@@ -1,5 +1,5 @@
 """The text profile in the results store, beyond the chapters' tables: how much of the mapped sweep is stored,
-the base run with seeds the sweep never used (issue 15: does the sink emerge within 15 minutes for a new seed?),
+the base run with seeds the sweep never used (does the sink emerge within 15 minutes for a new seed?),
 and the search for a recipe in which the sink emerges without a fixed first token (configs/text_nobos.yaml)."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .records import RunRecord, runs
 TEXT_FAMILIES = tuple(f"configs/{f}.yaml" for f in
                       ("optimization", "loss", "data", "biases", "attention", "packing", "architecture"))
 
-EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (issue 15's acceptance)
+EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (fixed before its runs)
 
 
 def _first_above(rec: RunRecord, threshold: float) -> dict | None:

@@ -250,7 +250,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     model = SinkModel(cfg.model_config(data.vocab_size)).to(device)
     o = cfg.optim
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay,
-                                  fused=True)   # one kernel for all of AdamW, on the CPU too (issue 14)
+                                  fused=True)   # one kernel for all of AdamW, on the CPU too
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     step, tokens, wall = 0, 0, 0.0
     ckpt = latest_checkpoint(out) if resume else None
