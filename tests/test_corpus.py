@@ -11,7 +11,11 @@ import shutil
 import numpy as np
 import pytest
 
-from sinkpaper.data import corpus as C
+from sinkpaper.data.archives import Archive, SourceUnavailableError, fetch_archive, iter_members
+from sinkpaper.data.build import Deduplicator, build_all, dedup_key, export_tokens, is_validation, read_manifest, write_manifest
+from sinkpaper.data.corpus_sources import CORPUS_SOURCES
+from sinkpaper.data.markup import html_to_text, info_to_text, normalize_text, pod_to_text, roff_to_text
+from sinkpaper.data.tokenfile import TOKEN_FILE, TokenFileError, load_tokens, write_token_file
 from sinkpaper.data import tokenizer as T
 from sinkpaper.files import sha256_file
 
@@ -77,38 +81,38 @@ def test_html_extraction_drops_chrome_and_code():
       <ul><li>one item</li><li>another item<br>with a break</li></ul>
     </div>
     <div class="footer">© Copyright 2025.</div></body></html>"""
-    text = C.html_to_text(page, min_words_main=3)
+    text = html_to_text(page, min_words_main=3)
     assert text.startswith("Attention sinks")
     assert "The first token receives a large share of attention & little value." in text
     for junk in ("var x", "Navigation", "Previous topic", "Home", "code is not prose", "¶", "Copyright"):
         assert junk not in text
     assert "one item\n\nanother item\nwith a break" in text
     # without a main container the whole visible page is used
-    assert C.html_to_text("<p>Just a paragraph of plain words here.</p>") == "Just a paragraph of plain words here."
+    assert html_to_text("<p>Just a paragraph of plain words here.</p>") == "Just a paragraph of plain words here."
 
 
 def test_roff_pod_info_extraction():
     roff = ('.\\" comment\n.TH LS 1 2024\n.SH NAME\nls \\- list directory contents\n.SH DESCRIPTION\n'
             "List information about the \\fIFILE\\fPs.\n.BR dir (1)\n.PP\nSecond \\(em paragraph.\n"
             ".EX\nls -l /tmp\n.EE\n")
-    text = C.roff_to_text(roff)
+    text = roff_to_text(roff)
     assert "ls - list directory contents" in text
     assert "List information about the FILEs. dir(1)" in text
     assert "Second \u2014 paragraph." in text and "ls -l /tmp" not in text and "comment" not in text
     pod = "=head1 NAME\n\nperlintro - a B<brief> intro\n\n    my $code = 1;\n\n=over\n\n=item * one\n\n" \
           "See L<perlsyn|perlsyn> and C<< $x->y >>, E<lt>tagE<gt>.\n\n=cut\n"
-    text = C.pod_to_text(pod)
+    text = pod_to_text(pod)
     assert text.split("\n\n") == ["NAME", "perlintro - a brief intro", "one", "See perlsyn and $x->y, <tag>."]
     info = "\x1fFile: bash.info, Node: Intro, Next: X\n\nBash is the shell,\nor command language.\n\n" \
            "* Menu:\n\n* What is Bash?::\n\n     $ echo code\n\x1fTag Table:\nNode: Intro\x7f12\n"
-    assert C.info_to_text(info) == "Bash is the shell, or command language."
+    assert info_to_text(info) == "Bash is the shell, or command language."
 
 
 def test_normalize_and_dedup():
-    assert C.normalize_text("a\t b\r\n\n\n\n c\u00a0 d \n") == "a b\n\nc d"
-    assert C.dedup_key("Hello, World!") == C.dedup_key("hello   world")
-    assert C.dedup_key("hello world") != C.dedup_key("hello word")
-    dd = C.Deduplicator(min_paragraph=10)
+    assert normalize_text("a\t b\r\n\n\n\n c\u00a0 d \n") == "a b\n\nc d"
+    assert dedup_key("Hello, World!") == dedup_key("hello   world")
+    assert dedup_key("hello world") != dedup_key("hello word")
+    dd = Deduplicator(min_paragraph=10)
     boiler = "This documentation is licensed under the GNU Free Documentation License."
     assert dd(f"First page text that is unique.\n\n{boiler}") is not None
     second = dd(f"Second page, also unique.\n\n{boiler.upper()}\n\nShort")
@@ -120,13 +124,13 @@ def test_normalize_and_dedup():
 
 def test_validation_split_is_deterministic():
     texts = [f"document number {i} with some words" for i in range(4000)]
-    a = [C.is_validation(t, 0.05, seed=0) for t in texts]
-    assert a == [C.is_validation(t, 0.05, seed=0) for t in texts]
+    a = [is_validation(t, 0.05, seed=0) for t in texts]
+    assert a == [is_validation(t, 0.05, seed=0) for t in texts]
     assert 0.03 < sum(a) / len(a) < 0.07
-    assert a != [C.is_validation(t, 0.05, seed=1) for t in texts]
+    assert a != [is_validation(t, 0.05, seed=1) for t in texts]
     # by content: the same text goes to the same split wherever it appears
-    assert C.is_validation("Document number 7, with some words.", 0.05) == C.is_validation(texts[7], 0.05)
-    assert not any(C.is_validation(t, 0.0) for t in texts)
+    assert is_validation("Document number 7, with some words.", 0.05) == is_validation(texts[7], 0.05)
+    assert not any(is_validation(t, 0.0) for t in texts)
 
 
 def test_iter_members_reads_deb_without_dpkg(tmp_path):
@@ -147,15 +151,15 @@ def test_iter_members_reads_deb_without_dpkg(tmp_path):
 
     deb = tmp_path / "x_1.0_all.deb"
     deb.write_bytes(b"!<arch>\n" + ar_member("debian-binary", b"2.0\n") + ar_member("data.tar.xz", data.getvalue()))
-    got = dict(C.iter_members(deb, lambda p: not p.endswith(".png")))
+    got = dict(iter_members(deb, lambda p: not p.endswith(".png")))
     assert got == {"usr/share/doc/x/a.html": b"<p>hello there</p>", "usr/share/man/man1/b.1": b".TH B 1\nbody"}
 
 
 def test_missing_archive_message_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setattr("sinkpaper.data.archives.shutil.which", lambda name: None)  # a machine without apt-get
-    a = C.Archive("deb", "bible-kjv-text", "4.38", "bible-kjv-text_4.38_all.deb", "0" * 64)
-    with pytest.raises(C.SourceUnavailableError, match=r"apt-get download bible-kjv-text=4\.38"):
-        C.fetch_archive(a, tmp_path)
+    a = Archive("deb", "bible-kjv-text", "4.38", "bible-kjv-text_4.38_all.deb", "0" * 64)
+    with pytest.raises(SourceUnavailableError, match=r"apt-get download bible-kjv-text=4\.38"):
+        fetch_archive(a, tmp_path)
 
 
 def _tiny_corpus(tmp_path, n=40):
@@ -169,16 +173,16 @@ def _tiny_corpus(tmp_path, n=40):
         with gzip.open(corpus / f"{split}.jsonl.gz", "wt") as f:
             for d in part:
                 f.write(json.dumps(d) + "\n")
-    C.write_manifest(corpus, {"corpus_id": "test", "sources": {"kjv": {}, "fortunes": {}}, "outputs": {}})
+    write_manifest(corpus, {"corpus_id": "test", "sources": {"kjv": {}, "fortunes": {}}, "outputs": {}})
     return corpus, docs
 
 
 def test_export_and_load_tokens(tmp_path, tok_cache):
     corpus, docs = _tiny_corpus(tmp_path)
     tok = T.train_bpe([d["text"] for d in docs], vocab_size=300, cache_dir=tok_cache)
-    out = corpus / C.TOKEN_FILE
-    rec = C.export_tokens(corpus, tok, out, max_mib=None, preset=1, log=lambda s: None)
-    data = C.load_tokens(out)
+    out = corpus / TOKEN_FILE
+    rec = export_tokens(corpus, tok, out, max_mib=None, preset=1, log=lambda s: None)
+    data = load_tokens(out)
     eos = T.eos_id(tok)
     assert data["eos_id"] == eos and data["vocab_size"] == tok.get_vocab_size()
     assert data["bos_id"] == T.bos_id(tok) == data["meta"]["bos_id"]
@@ -189,13 +193,13 @@ def test_export_and_load_tokens(tmp_path, tok_cache):
     # documents decode back exactly (shuffled order): compare as multisets
     pieces = np.split(data["train"], np.flatnonzero(data["train"] == eos) + 1)[:-1]
     assert sorted(tok.decode(p[:-1].tolist()) for p in pieces) == sorted(d["text"] for d in docs[:36])
-    m = C.read_manifest(corpus)
+    m = read_manifest(corpus)
     assert m["tokens"]["unique"] == data["train"].size + data["val"].size
     assert m["sources"]["kjv"]["tokens"]["train"] + m["sources"]["fortunes"]["tokens"]["train"] == rec["n_train"]
-    assert m["outputs"][C.TOKEN_FILE]["sha256"] == rec["sha256"]
+    assert m["outputs"][TOKEN_FILE]["sha256"] == rec["sha256"]
     assert T.load_tokenizer(out).get_vocab() == tok.get_vocab()  # the token file embeds its tokenizer
     # deterministic: exporting again gives the same bytes
-    C.export_tokens(corpus, tok, tmp_path / "again.u16.xz", max_mib=None, preset=1, log=lambda s: None)
+    export_tokens(corpus, tok, tmp_path / "again.u16.xz", max_mib=None, preset=1, log=lambda s: None)
     assert (tmp_path / "again.u16.xz").read_bytes() == out.read_bytes()
 
 
@@ -203,33 +207,33 @@ def test_load_tokens_refuses_corrupt_or_missing(tmp_path):
     path = tmp_path / "t.u16.xz"
     train = np.arange(1000, dtype=np.uint16) % 300
     val = np.arange(50, dtype=np.uint16)
-    C.write_token_file(path, train, val, eos_id=0, vocab_size=300, tokenizer_json="{}", preset=1)
-    got = C.load_tokens(path)
+    write_token_file(path, train, val, eos_id=0, vocab_size=300, tokenizer_json="{}", preset=1)
+    got = load_tokens(path)
     assert np.array_equal(got["train"], train) and np.array_equal(got["val"], val)
-    with pytest.raises(C.TokenFileError, match="data build --out DIR"):
-        C.load_tokens(tmp_path / "nope.u16.xz")
+    with pytest.raises(TokenFileError, match="data build --out DIR"):
+        load_tokens(tmp_path / "nope.u16.xz")
     shutil.copy(path, tmp_path / "bad.u16.xz")
     shutil.copy(str(path) + ".json", tmp_path / "bad.u16.xz.json")
     raw = bytearray((tmp_path / "bad.u16.xz").read_bytes())
     raw[-40] ^= 0xFF
     (tmp_path / "bad.u16.xz").write_bytes(bytes(raw))
-    with pytest.raises(C.TokenFileError, match="corrupted"):
-        C.load_tokens(tmp_path / "bad.u16.xz")
+    with pytest.raises(TokenFileError, match="corrupted"):
+        load_tokens(tmp_path / "bad.u16.xz")
     os.remove(str(path) + ".json")
-    with pytest.raises(C.TokenFileError, match="sidecar"):
-        C.load_tokens(path)
+    with pytest.raises(TokenFileError, match="sidecar"):
+        load_tokens(path)
 
 
 def test_export_caps_size_prose_first(tmp_path, tok_cache):
     corpus, docs = _tiny_corpus(tmp_path, n=400)
     tok = T.train_bpe([d["text"] for d in docs], vocab_size=300, cache_dir=tok_cache)
-    full = C.export_tokens(corpus, tok, tmp_path / "full.u16.xz", max_mib=None, preset=1, log=lambda s: None)
+    full = export_tokens(corpus, tok, tmp_path / "full.u16.xz", max_mib=None, preset=1, log=lambda s: None)
     cap = full["bytes"] * 0.75 / 2 ** 20
-    small = C.export_tokens(corpus, tok, tmp_path / "small.u16.xz", max_mib=cap, preset=1, log=lambda s: None)
+    small = export_tokens(corpus, tok, tmp_path / "small.u16.xz", max_mib=cap, preset=1, log=lambda s: None)
     assert small["bytes"] <= cap * 2 ** 20 and small["n_train"] < full["n_train"]
     kept = small["meta"]["sources_train_tokens"]
     assert kept["kjv"] > 0  # priority 0 (the Bible) is kept before priority 1 (fortunes)
-    assert C.read_manifest(corpus)["tokens"]["left_out_of_token_file"]
+    assert read_manifest(corpus)["tokens"]["left_out_of_token_file"]
 
 
 def test_data_commands_info_and_errors(tmp_path, capsys):
@@ -242,9 +246,9 @@ def test_data_commands_info_and_errors(tmp_path, capsys):
     assert "without a corpus manifest.json" in capsys.readouterr().err
     assert main(["data", "sources"]) == 0
     out = capsys.readouterr().out
-    assert "kjv" in out and "dict-gcide" in out and out.count("\n") > len(C.CORPUS_SOURCES)
+    assert "kjv" in out and "dict-gcide" in out and out.count("\n") > len(CORPUS_SOURCES)
     path = tmp_path / "t.u16.xz"
-    C.write_token_file(path, np.arange(30, dtype=np.uint16), np.arange(5, dtype=np.uint16), eos_id=0,
+    write_token_file(path, np.arange(30, dtype=np.uint16), np.arange(5, dtype=np.uint16), eos_id=0,
                        vocab_size=300, tokenizer_json="{}", preset=1)
     assert main(["data", "info", str(path)]) == 0
     assert capsys.readouterr().out == f"token file {path}: 30 train + 5 val tokens, vocab 300, eos 0, 0.0 MiB\n"
@@ -252,7 +256,7 @@ def test_data_commands_info_and_errors(tmp_path, capsys):
     assert "asked for 40 / 100,000" in capsys.readouterr().err and not (tmp_path / "s.u16.xz").exists()
     assert main(["data", "sample", "--from", str(path), "--out", str(tmp_path / "s.u16.xz"), "--n-train", "7",
                  "--n-val", "2"]) == 0
-    got = C.load_tokens(tmp_path / "s.u16.xz")
+    got = load_tokens(tmp_path / "s.u16.xz")
     assert got["train"].tolist() == list(range(7)) and got["val"].tolist() == [0, 1]
 
 
@@ -280,42 +284,13 @@ def test_data_usage_errors_are_one_line_exit_2(argv, msg, capsys):
 ])
 def test_build_checks_its_arguments_before_fetching(kw, msg, tmp_path):
     with pytest.raises(ValueError, match=re.escape(msg)):
-        C.build_all(tmp_path / "out", **{"sources": ["kjv"], **kw}, cache_dir=tmp_path / "nothing-here")
+        build_all(tmp_path / "out", **{"sources": ["kjv"], **kw}, cache_dir=tmp_path / "nothing-here")
     assert not (tmp_path / "out").exists() and not (tmp_path / "nothing-here").exists()
 
 
-OLD_NAMES = (  # the public names of the one-file sinkpaper/data/corpus.py, before it was split by job
-    "BUILD_HINT", "TOKEN_FILE", "TOKEN_MAGIC", "TokenFileError", "load_tokens", "read_token_header", "unpack",
-    "write_token_file", "EXTRACT_VERSION", "DEFAULT_MAX_MIB", "MIN_DEDUP_PARAGRAPH", "Member", "Doc",
-    "SourceUnavailableError", "normalize_text", "unwrap", "paragraphs", "dedup_key", "n_words", "html_to_text",
-    "roff_to_text", "pod_to_text", "info_to_text", "Archive", "fetch_archive", "iter_members", "extract_html",
-    "extract_roff", "extract_pod", "extract_info", "extract_kjv", "extract_plain_works", "extract_wiki_summaries",
-    "extract_dictd", "extract_gcide", "extract_wordnet", "extract_fortunes", "extract_jargon", "vimhelp_to_text",
-    "extract_vimhelp", "Source", "source_names", "extract_source", "Deduplicator", "is_validation", "build_corpus",
-    "write_manifest", "read_manifest", "iter_corpus", "export_tokens", "write_sample")
-
-
-def test_the_old_import_paths():
-    """Every public name of the old one-file module still imports from sinkpaper.data.corpus, as the object the
-    one module that now holds it defines; the two names that left say where they went."""
-    import importlib
-    homes = {m: importlib.import_module(f"sinkpaper.data.{m}") for m in
-             ("markup", "archives", "extractors", "corpus_sources", "extraction", "build", "tokenfile")}
-    assert set(OLD_NAMES) <= set(C.__all__)
-    for name in C.__all__:
-        where = [m for m, mod in homes.items() if name in mod.__all__]
-        assert len(where) == 1, (name, where)
-        assert getattr(C, name) is getattr(homes[where[0]], name)
-    with pytest.raises(ImportError, match=r"corpus_sources\.CORPUS_SOURCES"):
-        from sinkpaper.data.corpus import SOURCES  # noqa: F401
-    with pytest.raises(ImportError, match=r"python -m sinkpaper data"):
-        C.data_main
-    import sinkpaper.data
-    assert sinkpaper.data.SOURCES == ("corpus", "random", "repeat", "bigram_backcopy", "hf")
-
 
 def test_sources_are_pinned():
-    for name, s in C.CORPUS_SOURCES.items():
+    for name, s in CORPUS_SOURCES.items():
         assert s.archives, name
         for a in s.archives:
             assert len(a.sha256) == 64 and a.version and a.filename.startswith(a.package.replace("-", "_")
@@ -327,12 +302,12 @@ def test_fetch_and_extract_a_small_source(tmp_path):
     """Network: fetch the smallest pinned archive (BOFH excuses, 14 kB) and extract it."""
     if shutil.which("apt-get") is None:
         pytest.skip("needs apt-get (a Debian/Ubuntu machine)")
-    src = C.CORPUS_SOURCES["fortunes"]
+    src = CORPUS_SOURCES["fortunes"]
     a = next(a for a in src.archives if a.package == "fortunes-bofh-excuses")
     try:
-        path = C.fetch_archive(a, tmp_path)
-    except C.SourceUnavailableError as e:
+        path = fetch_archive(a, tmp_path)
+    except SourceUnavailableError as e:
         pytest.skip(f"registry not reachable or pin gone: {e}")
     assert sha256_file(path) == a.sha256
-    docs = list(src.extract(C.iter_members(path, src.select)))
+    docs = list(src.extract(iter_members(path, src.select)))
     assert len(docs) > 100 and all(text.strip() for _, text in docs)

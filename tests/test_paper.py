@@ -267,11 +267,6 @@ def test_claims_belong_to_toc_chapters():
             assert all(isinstance(m, paper.NotRun) for m in c.measure.values()), c.id
 
 
-def test_the_old_module_names_the_new_one():
-    with pytest.raises(ImportError, match="moved to sinkpaper.paper"):
-        import sinkpaper.book.claims  # noqa: F401
-
-
 def test_chapter_rows_drop_a_scale_none_of_their_claims_ran():
     """Sections 4-7 are not run at the paper's own scale: their chapter tables lose the two real-LM columns (so
     the table fits the page); a scale that one of the claims ran keeps its columns for every row."""

@@ -1,12 +1,7 @@
 """What the Sections 4-7 chapters train now: one point live (from scratch, nothing read from the store), and
 every variant of a family smoke-trained for a few steps. All training goes through :mod:`sinkpaper.train`; this
-module only chooses and arranges. A live run is returned as a payload of the results store's shape.
-
-Reading a stored sweep moved to :mod:`sinkpaper.results.sweeps` (``point_of``, ``StoredSweep``,
-``stored_sweep``, ``payloads_provenance``; still importable from here for one release) and a run's curve rows
-to :mod:`sinkpaper.results.curves` (``curve_rows``, idem); ``sink_at`` became
-``sinkpaper.results.sweeps.spread(values_of(payloads, point, "Sink_k"))``.
-"""
+module only chooses and arranges. A live run is returned as a payload of the results store's shape
+(a stored sweep is read by :mod:`sinkpaper.results.sweeps`)."""
 from __future__ import annotations
 
 import os
@@ -16,9 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..moved import moved_names
-from ..results.curves import curve_rows  # noqa: F401 (moved; re-exported for one release)
-from ..results.sweeps import StoredSweep, payloads_provenance, point_of, stored_sweep  # noqa: F401 (moved; idem)
 from ..train import config as train_config
 from ..train.sweep import sweep_configs
 from ..train.trainer import read_log, train
@@ -97,6 +89,3 @@ def smoke_variants(config: str, profile: str = "cpu", points: Sequence[str] | No
             run.run_dir.parent.rmdir()
     return rows
 
-
-__getattr__ = moved_names(__name__, {"sink_at": "sinkpaper.results.sweeps.spread(sinkpaper.results.sweeps.values_of("
-                                                "payloads, point, f'Sink_{k}'))"}, verb="is gone: use")

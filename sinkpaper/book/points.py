@@ -32,6 +32,7 @@ ARCHITECTURE: tuple[Point, ...] = (
     Point("pos_relative_learned", "ours: T5's learned relative bias per bucket and head"),
     Point("pos_alibi", "ALiBi"),
     Point("post_norm", "post-norm instead of pre-norm"),
+    Point("post_norm_lr_x0.25", "post-norm at LR x 0.25 (post-norm at the base LR did not learn in 2 of 3 seeds)"),
     Point("ffn_relu", "FFN ReLU"),
     Point("ffn_gelu", "FFN GeLU"),
     Point("ffn_geglu", "FFN GeGLU"),
@@ -39,6 +40,8 @@ ARCHITECTURE: tuple[Point, ...] = (
     Point("heads_add", "heads added instead of concatenated (our reading: d_model-wide values, summed)"),
     Point("ffn_swish", "FFN Swish"), Point("ffn_reglu", "FFN ReGLU"),
     Point("heads_2", "2 heads"), Point("heads_4", "4 heads"), Point("heads_8", "8 heads"),
+    Point("ffn_swish_steps_x2", "FFN Swish, twice the steps (is its zero the budget?)"),
+    Point("heads_add_steps_x2", "heads added, twice the steps (is its zero the budget?)"),
 )
 ARCHITECTURE_NOT_RUN: tuple[Point, ...] = ()
 
@@ -72,6 +75,8 @@ BIASES_MORE: tuple[Point, ...] = (
     Point("sink_token_no_bos", "sink token, no fixed first token (the paper's setting for the sink token)"),
     Point("kv_bias_no_bos", "KV biases, no fixed first token"),
     Point("k_bias_no_bos", "K biases, no fixed first token"),
+    Point("k_bias_fixed_v_no_bos", "fixed v* = v', no fixed first token (the paper's setting)"),
+    Point("k_bias_fixed_20v1_no_bos", "fixed v* = 20 v', no fixed first token (the paper's setting)"),
 )
 BIASES = _config_order(BIASES + BIASES_MORE, "biases")
 BIASES_NOT_RUN: tuple[Point, ...] = tuple(Point(f"k_bias_dims_{d}", f"k* in d_a = {d} dimensions") for d in (32, 64))
@@ -94,6 +99,7 @@ ATTENTION = ATTENTION + (
     Point("kernel_mlp_maxabs", "kernel phi = MLP, Z = max(|row sum|, 1) (*)"),
     Point("kernel_mlp_z1", "kernel phi = MLP, Z = 1 (*)"),
     Point("kernel_elu_z1", "the elu+1 kernel with Z = 1 (the paper could not train it)"),
+    Point("softmax_sum_2_steps_x2", "softmax rows summing to 2, twice the steps (is its zero the budget?)"),
 )
 ATTENTION = _config_order(ATTENTION, "attention")
 ATTENTION_NOT_RUN: tuple[Point, ...] = (

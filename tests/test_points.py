@@ -1,4 +1,4 @@
-"""What the Section-7 chapters show (formerly sinkpaper.book.section7): the points (sinkpaper.book.points) are the
+"""What the Section-7 chapters show: the points (sinkpaper.book.points) are the
 configs' and read the paper's numbers from sinkpaper.paper, the per-point table puts Sink* next to Sink_1 and marks
 the proxy (sinkpaper.book.tables), and the raw-weight reading of a proxy run (sinkpaper.results.curves,
 sinkpaper.book.prose)."""

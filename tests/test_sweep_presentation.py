@@ -1,5 +1,5 @@
-"""What the Sections 4-6 chapters read and draw (formerly sinkpaper.book.sections, now sinkpaper.results.sweeps /
-.curves / .numbers, sinkpaper.book.tables / .figures, sinkpaper.mechanism): the metric's uniform floor under
+"""What the Sections 4-6 chapters read and draw (sinkpaper.results.sweeps / .curves / .numbers,
+sinkpaper.book.tables / .figures, sinkpaper.mechanism): the metric's uniform floor under
 masks, summaries over seeds, tables and charts of (synthetic) stored payloads, and the per-head mechanism."""
 from __future__ import annotations
 
@@ -202,22 +202,3 @@ def test_one_dot_and_tick_chart_with_one_or_several_metrics():
                                                                                                     "v": 5.0}]
 
 
-def test_the_old_module_names_still_import_and_name_the_new_homes():
-    import importlib
-
-    with pytest.warns(DeprecationWarning, match="sinkpaper.results.sweeps"):
-        old = importlib.reload(importlib.import_module("sinkpaper.book.sections"))
-    assert old.points_table is tables.points_table and old.lm_sweep is sweeps.lm_sweep
-    assert old.head_map is mechanism.head_map and old.sig is numbers.sig and old.curve_chart is figures.curve_chart
-    with pytest.raises(AttributeError, match=r"sections.mean_sink moved: use sinkpaper.results.sweeps.mean_of"):
-        old.mean_sink
-    with pytest.warns(DeprecationWarning, match="sinkpaper.book.points"):
-        old7 = importlib.reload(importlib.import_module("sinkpaper.book.section7"))
-    from sinkpaper.book import points, prose
-    assert old7.BIASES is points.BIASES and old7.transient_text is prose.transient_text
-    with pytest.raises(AttributeError, match=r"section7.steps_chart moved: use sinkpaper.book.figures.curve_chart"):
-        old7.steps_chart
-    from sinkpaper.book import experiments
-    assert experiments.stored_sweep is sweeps.stored_sweep and experiments.curve_rows is curves.curve_rows
-    with pytest.raises(AttributeError, match="sink_at is gone: use sinkpaper.results.sweeps.spread"):
-        experiments.sink_at
