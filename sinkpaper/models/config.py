@@ -17,7 +17,11 @@ FFNS = ("swiglu", "geglu", "reglu", "relu", "gelu", "swish")
 HEAD_COMBINES = ("concat", "add")
 KERNEL_PHIS = ("identity", "elu", "mlp")
 RELATIVE_BIASES = ("learned", "bucket")
-SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v", "zero_key_v_bias")
+SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v", "zero_key_v_bias", "sink_logit",
+         "softmax_plus_one")
+# sinks that add a logit to a softmax's denominator: they only mean something where the rows must sum to one
+DENOMINATOR_SINKS = ("sink_logit", "softmax_plus_one")
+GATES = ("none", "elementwise", "headwise")
 FIXED_V = ("onehot", "uniform")
 BACKENDS = ("eager", "triton")
 
@@ -36,7 +40,7 @@ DEFINITION_REVISIONS: dict[str, dict[str, int]] = {
 _CHOICES = {
     "pos_encoding": POS_ENCODINGS, "relative_bias": RELATIVE_BIASES, "norm": NORMS, "ffn": FFNS, "head_combine": HEAD_COMBINES,
     "attention": OPERATIONS, "kernel_phi": KERNEL_PHIS, "kernel_z": KERNEL_Z, "sink": SINKS,
-    "fixed_v": FIXED_V, "mask": MASKS, "backend": BACKENDS,
+    "fixed_v": FIXED_V, "mask": MASKS, "backend": BACKENDS, "gate": GATES,
 }
 
 
@@ -76,12 +80,21 @@ class ModelConfig:
     # attention biases (Section 7.2)
     # none | sink_token | kv_bias | k_bias (v* = 0) | k_bias_fixed_v | v_bias: the paper's control, v* added
     # AFTER the attention (Softmax(QK^T/sqrt(d_h) + M) V + v*; no extra key) | zero_key_v_bias: ours, not the
-    # paper's: an extra key with logit 0 and a learnable value v* inside the attention
+    # paper's: an extra key with logit 0 and a learnable value v* inside the attention.
+    # After the paper: sink_logit (gpt-oss, 2025): one learnable logit b_h per head joins the softmax's
+    # denominator with no value, softmax([s_i1..s_it, b_h]) with b_h's column dropped, so a head can attend to
+    # nothing (b_h starts at 0); softmax_plus_one (Miller 2023, "Attention is off by one"): the same with b_h = 0
+    # fixed, exp(s_ij) / (1 + sum_j exp(s_ij)).
     sink: str = "none"
     bias_shared: bool = False        # one k*/v* shared by all heads instead of one per head
     fixed_v: str = "onehot"          # k_bias_fixed_v: v* = scale*[1,0,..,0] (onehot) or scale*ones/sqrt(d_h) (uniform)
     fixed_v_scale: float = 1.0       # the paper's Table 12: 1, 5, 20
     k_bias_dims: int | None = None   # learn only the first d_a dims of k* (the rest stay 0); None: all
+    # after the paper: gated attention (Qiu et al. 2025, arXiv 2505.06708): Y' = Y * sigmoid(X W_g), X the
+    # attention's (normed) input, Y the heads' outputs before the output projection. elementwise: one gate per
+    # head dimension (W_g: d_model -> heads x head_dim; the source's best variant, used in Qwen3-Next);
+    # headwise: one gate per head (W_g: d_model -> heads). No bias in W_g.
+    gate: str = "none"
     # masks (Section 6 and data packing)
     mask: str = "causal"             # causal | prefix (first prefix_len bidirectional) | window | document
     prefix_len: int | None = None
@@ -114,6 +127,15 @@ class ModelConfig:
             raise ValueError("mask='prefix' needs prefix_len >= 1")
         if self.mask == "window" and (self.window is None or self.window < 1):
             raise ValueError("mask='window' needs window >= 1")
+        if self.sink in DENOMINATOR_SINKS and (self.attention != "softmax" or self.softmax_sum != 1.0):
+            raise ValueError(f"sink={self.sink!r} adds a logit to a softmax's denominator, so it needs rows that sum to "
+                             f"one: attention='softmax' with softmax_sum=1 (got attention={self.attention!r}, "
+                             f"softmax_sum={self.softmax_sum:g}); valid combinations: sink in "
+                             f"{', '.join(DENOMINATOR_SINKS)} with attention='softmax', softmax_sum=1")
+        if self.gate != "none" and self.head_combine != "concat":
+            raise ValueError(f"gate={self.gate!r} gates each head's output before the output projection, so it needs "
+                             f"head_combine='concat' (got {self.head_combine!r}); valid combinations: gate in "
+                             f"{', '.join(GATES[1:])} with head_combine='concat'")
         if self.k_bias_dims is not None:
             if self.sink not in ("k_bias", "kv_bias"):
                 raise ValueError("k_bias_dims applies to sink='k_bias' or 'kv_bias'")

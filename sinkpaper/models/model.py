@@ -108,6 +108,10 @@ class Attention(nn.Module):
             else:
                 v_star = torch.ones(n_bias, self.v_dim) / self.v_dim ** 0.5
             self.register_buffer("fixed_v_star", v_star * cfg.fixed_v_scale)
+        self.sink_logit = nn.Parameter(torch.zeros(H)) if cfg.sink == "sink_logit" else None
+        self.gate_proj = None
+        if cfg.gate != "none":
+            self.gate_proj = nn.Linear(d, H * Dh if cfg.gate == "elementwise" else H, bias=False)
         if cfg.k_bias_dims is not None:
             dims = torch.zeros(Dh)
             dims[: cfg.k_bias_dims] = 1.0
@@ -120,7 +124,8 @@ class Attention(nn.Module):
     def has_extra_key(self) -> bool:
         """True when the attention has one extra key column (KV / K bias, or our zero-logit key); the paper's
         V bias alone adds no column."""
-        return self.cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v", "zero_key_v_bias")
+        return self.cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v", "zero_key_v_bias", "sink_logit",
+                                 "softmax_plus_one")
 
     def _sink_args(self) -> dict:
         """The bias arguments of `attention_reference` / `kernels.attention` (same meaning in both)."""
@@ -133,6 +138,10 @@ class Attention(nn.Module):
         sink_logit = None
         if self.cfg.sink == "zero_key_v_bias":  # an extra key whose logit is 0, carrying the learnable v*
             sink_logit = self.v_bias.new_zeros(self.cfg.n_heads)
+        elif self.cfg.sink == "sink_logit":      # a learnable logit per head, no value (gpt-oss)
+            sink_logit = self.sink_logit
+        elif self.cfg.sink == "softmax_plus_one":  # the same logit fixed at 0 (softmax plus one)
+            sink_logit = self.q_proj.weight.new_zeros(self.cfg.n_heads)
         return {"k_bias": k_bias, "v_bias": v_bias, "sink_logit": sink_logit}
 
     def _phi(self, x):
@@ -183,6 +192,9 @@ class Attention(nn.Module):
                 self.hook_attn_map(res.attn_map)
                 if res.sink_map is not None:
                     self.hook_sink_map(res.sink_map)
+        if self.gate_proj is not None:                                  # gated attention: Y * sigmoid(X W_g)
+            g = torch.sigmoid(self.gate_proj(x)).view(B, T, H, -1).transpose(1, 2)   # [B, H, T, Dh or 1]
+            out = out * g.to(out.dtype)
         if cfg.head_combine == "add":
             out = out.sum(dim=1)                                        # [B, T, d_model]
         else:
