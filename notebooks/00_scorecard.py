@@ -29,18 +29,24 @@
 #   paper's scale (60M parameters, ~21B tokens) are not run: those rows read *no result (not run)*.
 # * **real text (CPU)**: the Sections 4-7 sweeps on the offline text corpus at a scale a CPU can train (the
 #   `text` profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
-#   Most stored runs were trained with that same recipe on a GPU lent to the project for half an hour (their
-#   seeds agree with the CPU-trained ones, README "Trained on a lent GPU too"); each run's provenance, shown
-#   when you hover a cell, names the machine it trained on.
+#   Many stored runs were trained with that same recipe on a GPU lent to the project (their seeds agree with
+#   the CPU-trained ones; the book's Measurements page shows the check); each run's provenance, shown when
+#   you hover a cell, names the machine it trained on.
 # * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
 #   on a CPU), read from the results store. It is an analogue at a tiny scale, shown beside the other two; it
 #   replaces neither.
 #
-# The verdicts are *agrees*, *disagrees*, *not comparable* (a value in the band between the rule's
-# thresholds, or a control with nothing to compare) and *no result* (not run, not stored, or stored under an
-# older definition of a variant: *stale, rerun*). Each rule was checked to read *agrees* on the paper's own
-# numbers and not on a result where the claimed effect is absent. A disagreement is a finding, reported as
-# measured.
+# Each stored run is read on its **plateau**, the mean of its evaluations over the last 20 % of its training steps
+# (late in a run Sink_1 still moves by ~5 points from one evaluation to the next), and a run that did not learn
+# (its loss no better than the unigram frequencies of its data) is left out and named in the row's notes.
+# The verdicts are *agrees*, *disagrees*, *inconclusive*, *not comparable* and *no result*. A verdict on stored
+# runs holds only when **every seed** reads it: a threshold with every seed on the same side, a comparison with
+# the paired differences of one sign and the points' seed ranges apart. Otherwise the row reads *inconclusive*
+# with the reason under it: the difference is inside the seed spread, not a finding. *Not comparable* is a value
+# in the band between the rule's thresholds, or a control with nothing to compare; *no result* is not run, not
+# stored, or stored under an older definition of a variant (*stale, rerun*). Each rule was checked to read
+# *agrees* on the paper's own numbers and not on a result where the claimed effect is absent. A disagreement that
+# survives the seeds is a finding, reported as measured.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: the profile the chapters ran at (this page only reads their records)
