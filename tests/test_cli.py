@@ -122,7 +122,7 @@ USER_MISTAKES = [
     (["sweep", "--config", "miniature", "--set", "data.bos=yes please", "--out", "OUT"],
      "data.bos must be true or false, got 'yes please'"),
     (["train", "--config", "no_such_family", "--out", "OUT"],
-     "valid: a YAML file, or one of the experiment families architecture, attention"),
+     "valid: a YAML file, or one of the experiment families after_paper, architecture, attention"),
     (["store", "tidy"], "invalid choice: 'tidy' (choose from "),
     (["sweep", "--config", "miniature", "--start-before", "tonight", "--out", "OUT"],
      "--start-before 'tonight' is not an ISO 8601 date and time"),

@@ -137,9 +137,12 @@ def device_of(cfg: TrainConfig) -> torch.device:
     if cfg.run.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     from ..devices import check_device
-    if str(cfg.run.device).startswith("cuda") and not torch.cuda.is_available():
-        from .config import PROFILES, load
-        here = [p for p in PROFILES if not str(load(_BASE_FAMILY, p).run.device).startswith("cuda")]
+    from .config import PROFILES, load
+
+    def gpu_profile(p):
+        return str(load(_BASE_FAMILY, p).run.device).startswith("cuda")
+    if str(cfg.run.device).startswith("cuda") and not torch.cuda.is_available() and gpu_profile(cfg.profile):
+        here = [p for p in PROFILES if not gpu_profile(p)]
         raise ValueError(f"profile {cfg.profile!r} trains on a CUDA GPU (run.device={cfg.run.device}) and this machine "
                          f"has none (torch {torch.__version__}); profiles that run here: {', '.join(here)} "
                          "(or --set run.device=cpu to run its shapes on the CPU anyway)")
