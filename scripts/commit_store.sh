@@ -23,6 +23,6 @@ print(f"{len(runs)} new run(s): " + "; ".join(sorted(runs)))
 EOF
 )
 "$PY" -m sinkpaper report --write > /dev/null
-git add results/store README.md configs/_base.yaml
-git commit -q -m "Results store: $summary${1:+. $1}; README and _base.yaml blocks regenerated from the store"
+git add results/store README.md book/measurements.md configs/_base.yaml
+git commit -q -m "Results store: $summary${1:+. $1}; generated blocks (README, Measurements page, _base.yaml) regenerated from the store"
 git log --oneline -1
