@@ -130,7 +130,7 @@ def test_config_profiles_sweeps_short_keys_and_hash():
         build(TINY, "tpu")
     with pytest.raises(ValueError, match="unknown sweep point 'nope'; valid: lr_x2_steps_x0.5"):
         load(REPO / "configs/optimization.yaml", "cpu", {}, "nope")
-    with pytest.raises(FileNotFoundError, match="valid: a YAML file, or one of the experiment families architecture"):
+    with pytest.raises(FileNotFoundError, match="valid: a YAML file, or one of the experiment families after_paper, architecture"):
         load(REPO / "configs/missing.yaml")
 
 
