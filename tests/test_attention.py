@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sinkpaper.attention import (OPERATIONS, attention_reference, causal_mask, intra_document_mask,
+from sinkpaper.attention import (OPERATIONS, OPERATORS, OpParams, attention_reference, causal_mask, intra_document_mask,
                                  prefix_lm_mask, sliding_window_mask, visible_mask)
 
 torch.manual_seed(0)
@@ -202,3 +202,28 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"sink_logit must be \[heads\]"):
         attention_reference(q, k, v, visible=causal_mask(T)[None], sink_logit=torch.zeros(H, 1))
     assert set(OPERATIONS) == {"softmax", "softmax_p", "sigmoid", "elu", "kernel", "softpick"}
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_every_operator_in_the_table_gives_a_map_the_metric_can_read(name):
+    """The table's reference weights, read as the metric reads them: non-negative, zero where a key is masked, rows
+    of at most one, and rows of exactly one where the metric reads the proxy or the rows are a distribution."""
+    q, k, v = qkv()
+    vis = causal_mask(T)[None]
+    res = attention_reference(q, k, v, visible=vis, op=name, return_map=True)
+    m = res.attn_map
+    assert (m >= 0).all() and (m[..., ~causal_mask(T)] == 0).all()
+    assert (m.sum(-1) <= 1 + 1e-5).all()
+    op = OPERATORS[name]
+    if op.proxy(OpParams()) or op.denominator_logit(OpParams()):
+        torch.testing.assert_close(m.sum(-1), torch.ones_like(m.sum(-1)))
+    assert (res.lse is not None) == (op.row_stat == "logsumexp")
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_the_fused_path_check_follows_the_operator_table(name):
+    from sinkpaper.models import ModelConfig, SinkModel
+    model = SinkModel(ModelConfig(vocab_size=11, d_model=16, n_layers=1, n_heads=2, d_ff=16, max_seq_len=8,
+                                  attention=name))
+    assert model.fused_supported() == (OPERATORS[name].fused_id is not None)
+    assert model.cfg.proxy_metric == OPERATORS[name].proxy(OpParams())

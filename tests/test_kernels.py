@@ -11,6 +11,7 @@ import torch
 
 from sinkpaper import kernels as K
 from sinkpaper.kernels import testing as KT
+from sinkpaper.attention import FUSED_OPERATORS, SINK_DESIGNS
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 pytestmark = pytest.mark.skipif(DEVICE == "cpu" and not K.interpreting(),
@@ -245,11 +246,13 @@ def test_bad_tensors():
 
 
 # ------------------------------------------------------------------------------------------------ integration
-MODEL_VARIANTS = {
-    "softmax": {}, "sigmoid": {"attention": "sigmoid"}, "sigmoid_bias": {"attention": "sigmoid", "sigmoid_bias": -1.0},
-    "elu": {"attention": "elu"}, "softpick": {"attention": "softpick"},
-    "kv_bias": {"sink": "kv_bias"}, "k_bias_shared": {"sink": "k_bias", "bias_shared": True},
-    "v_bias": {"sink": "v_bias"}, "zero_key_v_bias": {"sink": "zero_key_v_bias"}, "fixed_v": {"sink": "k_bias_fixed_v"}, "k_bias_dims=2": {"sink": "k_bias", "k_bias_dims": 2},
+# every fused operator and every sink design the fused path takes (from the operator table), then settings
+MODEL_VARIANTS = {name: {"attention": name} for name in FUSED_OPERATORS}
+MODEL_VARIANTS |= {name: {"sink": name} for name, d in SINK_DESIGNS.items() if d.fused and name != "none"}
+MODEL_VARIANTS |= {
+    "sigmoid_bias": {"attention": "sigmoid", "sigmoid_bias": -1.0},
+    "k_bias_shared": {"sink": "k_bias", "bias_shared": True}, "fixed_v_uniform": {"sink": "k_bias_fixed_v", "fixed_v": "uniform"},
+    "k_bias_dims=2": {"sink": "k_bias", "k_bias_dims": 2},
     "window": {"mask": "window", "window": 3}, "prefix": {"mask": "prefix", "prefix_len": 4},
     "document": {"mask": "document"}, "nope": {"pos_encoding": "nope"}, "learnable": {"pos_encoding": "learnable"},
 }
@@ -263,7 +266,7 @@ def test_model_same_loss_and_gradients_on_both_backends(variant):
     eager = SinkModel(ModelConfig(**cfg)).to(DEVICE)
     fused = SinkModel(ModelConfig(**cfg, backend="triton")).to(DEVICE)
     fused.load_state_dict(eager.state_dict())
-    assert fused._kernel_supported()
+    assert fused.fused_supported()
     ids = torch.randint(0, 61, (2, 37), device=DEVICE)
     docs = DOCS[:, :37].to(DEVICE) if variant == "document" else None
     losses, grads = [], []

@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-OPERATIONS = ("softmax", "softmax_p", "sigmoid", "elu", "kernel", "softpick")
 KERNEL_Z = ("one", "rowsum", "maxabs")
 
 
 def is_proxy(op: str, normalize: bool = False) -> bool:
     """True when the operator has no probability normalization, so the metric uses |w| / sum |w| (Sink*)."""
-    return op == "kernel" or (op in ("sigmoid", "elu") and not normalize)
+    return OPERATORS[op].proxy(OpParams(normalize=normalize))
 
 
 @dataclass
@@ -132,36 +132,9 @@ def attention_reference(
     else:
         v_all = v
 
-    lse = None
-    neg_inf = torch.finfo(scores.dtype).min
-    if op in ("softmax", "softmax_p"):
-        masked = scores.masked_fill(~visible, float("-inf"))
-        if op == "softmax":
-            lse = torch.logsumexp(masked, dim=-1)
-            weights = torch.exp(masked - lse[..., None]) * softmax_sum
-        else:
-            # exp(s) / (sum exp(p s))^(1/p), stably: log Z = logsumexp(p s) / p
-            log_z = torch.logsumexp(p_norm * masked, dim=-1) / p_norm
-            weights = torch.exp(masked - log_z[..., None])
-    elif op == "sigmoid":
-        weights = torch.sigmoid(scores + sigmoid_bias) * visible
-    elif op == "elu":
-        weights = (F.elu(scores) + 1.0) * visible
-    elif op == "kernel":
-        weights = scores * visible
-    else:  # softpick, with a running max clamped at >= 0 so exp never overflows
-        masked = scores.masked_fill(~visible, neg_inf)
-        m = masked.amax(-1, keepdim=True).clamp_min(0.0)
-        shifted = (torch.exp(masked - m) - torch.exp(-m)) * visible  # (e^s - 1) e^-m, masked entries excluded
-        weights = F.relu(shifted) / (shifted.abs().sum(-1, keepdim=True) + softpick_eps * torch.exp(-m))
-
-    if op in ("sigmoid", "elu") and normalize:
-        weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-30)
-    if op == "kernel" and kernel_z != "one":
-        z = weights.sum(-1, keepdim=True)
-        z = z if kernel_z == "rowsum" else z.abs().clamp_min(1.0)
-        # A row sum can be ~0 for identity features; keep its sign and avoid dividing by zero.
-        weights = weights / torch.where(z.abs() < 1e-6, torch.full_like(z, 1e-6), z)
+    params = OpParams(normalize=normalize, softmax_sum=softmax_sum, p_norm=p_norm, kernel_z=kernel_z,
+                      sigmoid_bias=sigmoid_bias, softpick_eps=softpick_eps)
+    weights, lse = OPERATORS[op].weights(scores, visible, params)
 
     out = weights @ v_all
     if v_after is not None:
@@ -169,7 +142,7 @@ def attention_reference(
                      else v_after.to(out.dtype).view(1, 1, 1, -1))
     result = AttentionResult(out=out, lse=lse)
     if return_map:
-        if is_proxy(op, normalize):
+        if OPERATORS[op].proxy(params):
             full = weights.abs() / weights.abs().sum(-1, keepdim=True).clamp_min(1e-30)
         elif op == "softmax":
             full = weights / softmax_sum  # the share of the row's attention
@@ -182,3 +155,150 @@ def attention_reference(
         else:
             result.attn_map = full
     return result
+
+
+# ------------------------------------------------------------------------------------------ the operator table
+@dataclass(frozen=True)
+class OpParams:
+    """The attention operators' settings (the model config's fields of the same meaning)."""
+    normalize: bool = False      # sigmoid / elu: divide by the row sum (ModelConfig.attn_normalize)
+    softmax_sum: float = 1.0     # softmax: each row sums to alpha
+    p_norm: float = 1.0          # softmax_p: exp(s) / ||exp(s)||_p
+    kernel_z: str = "rowsum"     # kernel: the normalizer Z
+    sigmoid_bias: float = 0.0    # sigmoid(s + b)
+    softpick_eps: float = 1e-6
+
+    @classmethod
+    def of(cls, cfg) -> "OpParams":
+        """From a ModelConfig (or anything with its attention fields)."""
+        return cls(normalize=cfg.attn_normalize, softmax_sum=cfg.softmax_sum, p_norm=cfg.p_norm,
+                   kernel_z=cfg.kernel_z, sigmoid_bias=cfg.sigmoid_bias, softpick_eps=cfg.softpick_eps)
+
+
+def _softmax(scores, visible, p):
+    masked = scores.masked_fill(~visible, float("-inf"))
+    lse = torch.logsumexp(masked, dim=-1)
+    return torch.exp(masked - lse[..., None]) * p.softmax_sum, lse
+
+
+def _softmax_p(scores, visible, p):
+    # exp(s) / (sum exp(p s))^(1/p), stably: log Z = logsumexp(p s) / p
+    masked = scores.masked_fill(~visible, float("-inf"))
+    log_z = torch.logsumexp(p.p_norm * masked, dim=-1) / p.p_norm
+    return torch.exp(masked - log_z[..., None]), None
+
+
+def _row_normalized(weights, p):
+    return weights / weights.sum(-1, keepdim=True).clamp_min(1e-30) if p.normalize else weights
+
+
+def _sigmoid(scores, visible, p):
+    return _row_normalized(torch.sigmoid(scores + p.sigmoid_bias) * visible, p), None
+
+
+def _elu(scores, visible, p):
+    return _row_normalized((F.elu(scores) + 1.0) * visible, p), None
+
+
+def _kernel(scores, visible, p):
+    weights = scores * visible
+    if p.kernel_z == "one":
+        return weights, None
+    z = weights.sum(-1, keepdim=True)
+    z = z if p.kernel_z == "rowsum" else z.abs().clamp_min(1.0)
+    # A row sum can be ~0 for identity features; keep its sign and avoid dividing by zero.
+    return weights / torch.where(z.abs() < 1e-6, torch.full_like(z, 1e-6), z), None
+
+
+def _softpick(scores, visible, p):
+    # a running max clamped at >= 0 so exp never overflows
+    masked = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
+    m = masked.amax(-1, keepdim=True).clamp_min(0.0)
+    shifted = (torch.exp(masked - m) - torch.exp(-m)) * visible  # (e^s - 1) e^-m, masked entries excluded
+    return F.relu(shifted) / (shifted.abs().sum(-1, keepdim=True) + p.softpick_eps * torch.exp(-m)), None
+
+
+def _always(_p: OpParams) -> bool:
+    return True
+
+
+def _never(_p: OpParams) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One attention operation: its formula and source, its reference weights, what the metric reads and what the
+    fused Triton path covers. Adding an operator is its entry here, its reference function above, its test (the
+    parameter lists derive from this table) and, when fused, its branch in `sinkpaper.kernels`."""
+    name: str
+    formula: str
+    source: str
+    weights: Callable      # (scores, visible, OpParams) -> (weights [.., T, T(+1)], logsumexp or None)
+    proxy: Callable[[OpParams], bool]       # True: no probability rows, the metric reads |w| / sum |w| (Sink*)
+    denominator_logit: Callable[[OpParams], bool]   # True: a sink logit can join the normalizer as its source
+                                                    # defines it (exp(b) / (exp(b) + sum exp(s)): rows of one)
+    fused_id: int | None = None             # the Triton kernels' operator id; None: the reference only
+    fused_when: Callable[[OpParams], bool] = _always   # the settings the fused path covers
+    row_stat: str | None = None             # what the fused forward stores per row for its backward
+
+
+OPERATORS: dict[str, Operator] = {op.name: op for op in (
+    Operator("softmax", "alpha * exp(s) / sum exp(s)", "the paper's default (alpha: Section 7.3)", _softmax,
+             proxy=_never, denominator_logit=lambda p: p.softmax_sum == 1.0,
+             fused_id=0, fused_when=lambda p: p.softmax_sum == 1.0, row_stat="logsumexp"),
+    Operator("softmax_p", "exp(s) / (sum exp(p s))^(1/p)", "Section 7.3", _softmax_p,
+             proxy=_never, denominator_logit=_never),
+    Operator("sigmoid", "sigmoid(s + b), optionally / row sum", "Section 7.3", _sigmoid,
+             proxy=lambda p: not p.normalize, denominator_logit=_never,
+             fused_id=1, fused_when=lambda p: not p.normalize),
+    Operator("elu", "elu(s) + 1, optionally / row sum", "Section 7.3", _elu,
+             proxy=lambda p: not p.normalize, denominator_logit=_never,
+             fused_id=2, fused_when=lambda p: not p.normalize),
+    Operator("kernel", "phi(q) phi(k)^T / sqrt(d_h) / Z", "Section 7.3 (linear-attention kernels)", _kernel,
+             proxy=_always, denominator_logit=_never),
+    Operator("softpick", "relu(e^s - 1) / (sum |e^s - 1| + eps)", "Zuhri et al. 2025, arXiv 2504.20966", _softpick,
+             proxy=_never, denominator_logit=_never, fused_id=3, row_stat="log(sum |e^s - 1| + eps)"),
+)}
+OPERATIONS = tuple(OPERATORS)
+FUSED_OPERATORS = {name: op.fused_id for name, op in OPERATORS.items() if op.fused_id is not None}
+
+
+@dataclass(frozen=True)
+class SinkDesign:
+    """A place for the attention's excess (the paper's Section 7.2, and the designs after it): an extra key
+    column every query sees, a learnable token, or a value added after the attention. `ModelConfig.sink` names
+    one; the model builds its parameters and the attention arguments from `key` and `value`."""
+    name: str
+    description: str
+    source: str
+    key: str                    # none | token (a learnable token at position 0) | k_bias (a learnable key k*) |
+                                # logit (a learnable logit per head) | zero_logit (a logit fixed at 0)
+    value: str                  # none | zero (the column carries no value) | learned (v*) | fixed (v* set) |
+                                # after (v* added to the output after the attention: no column)
+    in_denominator: bool = False    # a logit in the softmax's denominator: only where the operator takes one
+    fused: bool = True              # the fused kernels take it (the sink token shifts every position)
+
+    @property
+    def extra_key(self) -> bool:
+        """True when the attention gets one extra key column (column 0 of the weights)."""
+        return self.key in ("k_bias", "logit", "zero_logit")
+
+
+SINK_DESIGNS: dict[str, SinkDesign] = {d.name: d for d in (
+    SinkDesign("none", "no sink or bias", "the paper's default", "none", "none"),
+    SinkDesign("sink_token", "a learnable token before every sequence", "Section 7.2, Table 4", "token", "none",
+               fused=False),
+    SinkDesign("kv_bias", "an extra key k* with value v*, both learned", "Section 7.2, Table 4", "k_bias", "learned"),
+    SinkDesign("k_bias", "an extra key k* with value 0", "Section 7.2, Table 4", "k_bias", "zero"),
+    SinkDesign("v_bias", "v* added after the attention: Softmax(QK^T/sqrt(d_h) + M) V + v* (the control)",
+               "Section 7.2, Table 5", "none", "after"),
+    SinkDesign("k_bias_fixed_v", "an extra key k* with a fixed value v*", "Section 7.2, Table 12", "k_bias", "fixed"),
+    SinkDesign("zero_key_v_bias", "an extra key with logit 0 and a learnable value v* (ours, not the paper's)",
+               "this book", "zero_logit", "learned"),
+    SinkDesign("sink_logit", "a learnable logit per head in the softmax's denominator, no value",
+               "gpt-oss (OpenAI 2025)", "logit", "zero", in_denominator=True),
+    SinkDesign("softmax_plus_one", "exp(s) / (1 + sum exp(s)): the logit fixed at 0, no value",
+               "Miller 2023, 'Attention is off by one'", "zero_logit", "zero", in_denominator=True),
+)}
+SINKS = tuple(SINK_DESIGNS)

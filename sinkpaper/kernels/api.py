@@ -12,10 +12,14 @@ from dataclasses import dataclass
 
 import torch
 
+from ..attention.operators import FUSED_OPERATORS, OPERATORS
 from .blocked import blocked_column_stats, sink_share
 from .reference import ColumnStats, reference_attention, reference_column_stats
 
-OPS = ("softmax", "sigmoid", "elu", "softpick")
+OPS = tuple(FUSED_OPERATORS)   # the operator table's fused operators
+# the fused operators whose forward stores a row statistic for the backward (sigmoid / elu need none: their
+# backward is elementwise)
+_STAT_IDS = tuple(OPERATORS[name].fused_id for name in OPS if OPERATORS[name].row_stat)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 IMPLS = ("auto", "triton", "reference")
 STATS_IMPLS = ("auto", "triton", "blocked", "reference")  # column_stats also has the blocked PyTorch route
@@ -222,8 +226,7 @@ def _sink_terms(s0, stat, spec):
 class _FusedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, s0, v0, doc_ids, spec):
-        # sigmoid / elu need no row statistics to train (their backward is elementwise)
-        out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=spec.op in (0, 3))
+        out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=spec.op in _STAT_IDS)
         ctx.save_for_backward(q, k, v, out, stat, s0, v0, doc_ids)
         ctx.spec = spec
         ctx.mark_non_differentiable(stat)

@@ -26,9 +26,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ..attention.operators import FUSED_OPERATORS
+
 # a global read inside @triton.jit must be a constexpr: the GPU compiler refuses others, the interpreter does not check
 LOG2E = tl.constexpr(1.4426950408889634)
-OPS = {"softmax": 0, "sigmoid": 1, "elu": 2, "softpick": 3}
+OPS = dict(FUSED_OPERATORS)   # operator name -> the OP constexpr the kernels branch on (the operator table's id)
 MASK_NONE, MASK_CAUSAL, MASK_WINDOW, MASK_PREFIX = 0, 1, 2, 3
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..attention import KERNEL_Z, MASKS, OPERATIONS
+from ..attention import KERNEL_Z, MASKS, OPERATIONS, OPERATORS, SINK_DESIGNS, SINKS, OpParams
 from ..fields import check_types
 
 POS_ENCODINGS = ("rope", "nope", "absolute", "learnable", "relative", "alibi")
@@ -17,10 +17,8 @@ FFNS = ("swiglu", "geglu", "reglu", "relu", "gelu", "swish")
 HEAD_COMBINES = ("concat", "add")
 KERNEL_PHIS = ("identity", "elu", "mlp")
 RELATIVE_BIASES = ("learned", "bucket")
-SINKS = ("none", "sink_token", "kv_bias", "k_bias", "v_bias", "k_bias_fixed_v", "zero_key_v_bias", "sink_logit",
-         "softmax_plus_one")
 # sinks that add a logit to a softmax's denominator: they only mean something where the rows must sum to one
-DENOMINATOR_SINKS = ("sink_logit", "softmax_plus_one")
+DENOMINATOR_SINKS = tuple(name for name, d in SINK_DESIGNS.items() if d.in_denominator)
 GATES = ("none", "elementwise", "headwise")
 FIXED_V = ("onehot", "uniform")
 BACKENDS = ("eager", "triton")
@@ -127,11 +125,13 @@ class ModelConfig:
             raise ValueError("mask='prefix' needs prefix_len >= 1")
         if self.mask == "window" and (self.window is None or self.window < 1):
             raise ValueError("mask='window' needs window >= 1")
-        if self.sink in DENOMINATOR_SINKS and (self.attention != "softmax" or self.softmax_sum != 1.0):
+        if SINK_DESIGNS[self.sink].in_denominator and not OPERATORS[self.attention].denominator_logit(self.op_params):
+            takes = " or ".join(f"attention={name!r}" for name, op in OPERATORS.items()
+                                if op.denominator_logit(OpParams()))
             raise ValueError(f"sink={self.sink!r} adds a logit to a softmax's denominator, so it needs rows that sum to "
                              f"one: attention='softmax' with softmax_sum=1 (got attention={self.attention!r}, "
                              f"softmax_sum={self.softmax_sum:g}); valid combinations: sink in "
-                             f"{', '.join(DENOMINATOR_SINKS)} with attention='softmax', softmax_sum=1")
+                             f"{', '.join(DENOMINATOR_SINKS)} with {takes}, softmax_sum=1")
         if self.gate != "none" and self.head_combine != "concat":
             raise ValueError(f"gate={self.gate!r} gates each head's output before the output projection, so it needs "
                              f"head_combine='concat' (got {self.head_combine!r}); valid combinations: gate in "
@@ -143,10 +143,14 @@ class ModelConfig:
                 raise ValueError(f"k_bias_dims must be in [1, head_dim={self.head_dim}], got {self.k_bias_dims}")
 
     @property
+    def op_params(self) -> OpParams:
+        """The attention operator's settings, as the operator table takes them."""
+        return OpParams.of(self)
+
+    @property
     def proxy_metric(self) -> bool:
         """True when the attention has no probability normalization (the paper's Sink*)."""
-        from ..attention import is_proxy
-        return is_proxy(self.attention, self.attn_normalize)
+        return OPERATORS[self.attention].proxy(self.op_params)
 
     @classmethod
     def field_names(cls) -> list[str]:

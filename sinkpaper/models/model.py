@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import attention_reference, visible_mask
+from ..attention import OPERATORS, SINK_DESIGNS, attention_reference, visible_mask
 from ..trace import Trace
 from .config import ModelConfig
 from .loss import linear_cross_entropy
@@ -27,6 +27,8 @@ from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tabl
 
 
 TRACE_METHODS = ("maps", "kernel")
+# positional encodings that add no score bias, so the fused kernels (which take none) cover them
+FUSED_POSITIONS = ("rope", "nope", "absolute", "learnable")
 
 
 class HookPoint(nn.Module):
@@ -53,7 +55,7 @@ class _Context:
     cos: torch.Tensor | None = None  # RoPE tables [T', head_dim]
     sin: torch.Tensor | None = None
     score_bias: torch.Tensor | None = None  # [1, H, T', T'] ALiBi / relative
-    kernel_masks: dict | None = None  # the same mask as `visible`, as the fused kernels' arguments
+    fused_masks: dict | None = None   # the same mask as `visible`, as the fused kernels' arguments
     causal: bool = False             # `visible` is the plain causal mask (no sink token, no other mask)
 
 
@@ -95,20 +97,22 @@ class Attention(nn.Module):
         # The paper's attention biases (Section 7.2). KV / K biases: an extra key k* (value v*, or 0) every
         # query sees. V bias alone (the paper's control): v* added after the attention, no extra key.
         # zero_key_v_bias (ours, not the paper's): an extra key with logit 0 and a learnable value v*.
+        # The parameters follow from the design's key and value (sinkpaper.attention.SINK_DESIGNS).
+        self.design = design = SINK_DESIGNS[cfg.sink]
         n_bias = 1 if cfg.bias_shared else H
         self.k_bias = self.v_bias = None
-        if cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v"):
+        if design.key == "k_bias":
             self.k_bias = nn.Parameter(torch.randn(n_bias, Dh) * cfg.init_std)
-        if cfg.sink in ("kv_bias", "v_bias", "zero_key_v_bias"):
+        if design.value in ("learned", "after"):
             self.v_bias = nn.Parameter(torch.randn(n_bias, self.v_dim) * cfg.init_std)
-        if cfg.sink == "k_bias_fixed_v":
+        if design.value == "fixed":
             if cfg.fixed_v == "onehot":
                 v_star = torch.zeros(n_bias, self.v_dim)
                 v_star[:, 0] = 1.0
             else:
                 v_star = torch.ones(n_bias, self.v_dim) / self.v_dim ** 0.5
             self.register_buffer("fixed_v_star", v_star * cfg.fixed_v_scale)
-        self.sink_logit = nn.Parameter(torch.zeros(H)) if cfg.sink == "sink_logit" else None
+        self.sink_logit = nn.Parameter(torch.zeros(H)) if design.key == "logit" else None
         self.gate_proj = None
         if cfg.gate != "none":
             self.gate_proj = nn.Linear(d, H * Dh if cfg.gate == "elementwise" else H, bias=False)
@@ -120,13 +124,6 @@ class Attention(nn.Module):
                      "hook_sink_map", "hook_out"):
             setattr(self, name, HookPoint())
 
-    @property
-    def has_extra_key(self) -> bool:
-        """True when the attention has one extra key column (KV / K bias, or our zero-logit key); the paper's
-        V bias alone adds no column."""
-        return self.cfg.sink in ("kv_bias", "k_bias", "k_bias_fixed_v", "zero_key_v_bias", "sink_logit",
-                                 "softmax_plus_one")
-
     def _sink_args(self) -> dict:
         """The bias arguments of `attention_reference` / `kernels.attention` (same meaning in both)."""
         k_bias = self.k_bias
@@ -134,13 +131,11 @@ class Attention(nn.Module):
             k_bias = k_bias * self.k_bias_dims_mask
         if k_bias is not None and self.cfg.attention == "kernel":
             k_bias = self._phi(k_bias)
-        v_bias = self.fixed_v_star if self.cfg.sink == "k_bias_fixed_v" else self.v_bias
+        v_bias = self.fixed_v_star if self.design.value == "fixed" else self.v_bias
         sink_logit = None
-        if self.cfg.sink == "zero_key_v_bias":  # an extra key whose logit is 0, carrying the learnable v*
-            sink_logit = self.v_bias.new_zeros(self.cfg.n_heads)
-        elif self.cfg.sink == "sink_logit":      # a learnable logit per head, no value (gpt-oss)
+        if self.design.key == "logit":           # a learnable logit per head (gpt-oss)
             sink_logit = self.sink_logit
-        elif self.cfg.sink == "softmax_plus_one":  # the same logit fixed at 0 (softmax plus one)
+        elif self.design.key == "zero_logit":    # a logit fixed at 0 (softmax plus one; our zero-key V bias)
             sink_logit = self.q_proj.weight.new_zeros(self.cfg.n_heads)
         return {"k_bias": k_bias, "v_bias": v_bias, "sink_logit": sink_logit}
 
@@ -170,13 +165,13 @@ class Attention(nn.Module):
             normalize=cfg.attn_normalize, softmax_sum=cfg.softmax_sum, p_norm=cfg.p_norm,
             kernel_z=cfg.kernel_z, softpick_eps=cfg.softpick_eps, **self._sink_args(),
         )
-        if cfg.backend == "triton" and not want_map and ctx.kernel_masks is not None:
+        if cfg.backend == "triton" and not want_map and ctx.fused_masks is not None:
             from .. import kernels  # fused Triton kernels; same contract as attention_reference
             # on CPU without TRITON_INTERPRET=1, impl="auto" runs the reference with the same contract
             out = kernels.attention(q, k, v, op=cfg.attention, softpick_eps=cfg.softpick_eps,
                                     sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                     k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"],
-                                    sink_logit=kwargs["sink_logit"], **ctx.kernel_masks)
+                                    sink_logit=kwargs["sink_logit"], **ctx.fused_masks)
         elif (ctx.causal and not want_map and cfg.attention == "softmax" and cfg.softmax_sum == 1.0
               and not cfg.attn_normalize and ctx.score_bias is None and kwargs["k_bias"] is None
               and kwargs["v_bias"] is None and kwargs.get("sink_logit") is None):
@@ -280,8 +275,8 @@ class SinkModel(nn.Module):
             padded[:, 1:, 1:] = visible
             visible = padded
         ctx = _Context(visible=visible, causal=cfg.mask == "causal" and not self.n_extra)
-        if cfg.backend == "triton" and self._kernel_supported():
-            ctx.kernel_masks = self._kernel_mask_args(doc_ids)
+        if cfg.backend == "triton" and self.fused_supported():
+            ctx.fused_masks = self._fused_mask_args(doc_ids)
         if cfg.pos_encoding == "rope":
             ctx.cos, ctx.sin = rope_tables(torch.arange(total, device=device), cfg.head_dim, cfg.rope_base)
         elif cfg.pos_encoding == "alibi":
@@ -290,18 +285,27 @@ class SinkModel(nn.Module):
             ctx.score_bias = self.relative(total, device)[None]
         return ctx
 
-    def _kernel_mask_args(self, doc_ids) -> dict:
+    def _fused_mask_args(self, doc_ids) -> dict:
         """The model's mask as the fused kernels' arguments."""
         cfg = self.cfg
         return {"causal": True, "doc_ids": doc_ids, "prefix": cfg.prefix_len if cfg.mask == "prefix" else None,
                 "window": cfg.window if cfg.mask == "window" else None}
 
-    def _kernel_supported(self) -> bool:
-        """The fused kernels cover the operators the book trains; the rest run on the reference."""
+    def fused_supported(self) -> bool:
+        """True when the fused Triton path computes this model's attention (`backend="triton"` then trains
+        through it, and `trace(method="kernel")` reads alpha from its column statistics): the operator and its
+        settings, and the sink design, as the operator table lists them; positions that add no score bias; heads
+        that are concatenated. The rest run on the reference."""
         cfg = self.cfg
-        return (cfg.attention in ("softmax", "sigmoid", "elu", "softpick") and not cfg.attn_normalize
-                and cfg.softmax_sum == 1.0 and cfg.pos_encoding in ("rope", "nope", "absolute", "learnable")
-                and cfg.sink != "sink_token" and cfg.head_combine == "concat")
+        op = OPERATORS[cfg.attention]
+        return (op.fused_id is not None and op.fused_when(cfg.op_params) and SINK_DESIGNS[cfg.sink].fused
+                and cfg.pos_encoding in FUSED_POSITIONS and cfg.head_combine == "concat")
+
+    @property
+    def extra_columns(self) -> int:
+        """Columns before the real keys in each attention map: the sink token's position, and the extra key
+        column of a KV / K bias or sink logit (the paper's V bias alone adds none)."""
+        return self.n_extra + (1 if SINK_DESIGNS[self.cfg.sink].extra_key else 0)
 
     def forward(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None,
                 targets: torch.Tensor | None = None, return_logits: bool | None = None) -> ModelOutput:
@@ -387,13 +391,16 @@ class SinkModel(nn.Module):
 
     def _trace_column_stats(self, input_ids: torch.Tensor, doc_ids: torch.Tensor | None) -> Trace:
         cfg = self.cfg
-        if not self._kernel_supported():
-            raise ValueError("method='kernel' covers softmax, sigmoid, elu and softpick without normalization, "
-                             "rope/nope/absolute/learnable positions, KV/K/V biases and concatenated heads; this "
-                             f"model (attention={cfg.attention}, pos_encoding={cfg.pos_encoding}, sink={cfg.sink}, "
-                             f"head_combine={cfg.head_combine}) needs method='maps'")
+        if not self.fused_supported():
+            fused_ops = ", ".join(name for name, op in OPERATORS.items() if op.fused_id is not None)
+            fused_sinks = ", ".join(name for name, d in SINK_DESIGNS.items() if d.fused)
+            raise ValueError(f"method='kernel' covers the fused operators ({fused_ops}; sigmoid and elu without "
+                             f"normalization, softmax with softmax_sum=1), the sinks {fused_sinks}, positions "
+                             f"{'/'.join(FUSED_POSITIONS)} and concatenated heads; this model (attention="
+                             f"{cfg.attention}, pos_encoding={cfg.pos_encoding}, sink={cfg.sink}, head_combine="
+                             f"{cfg.head_combine}) needs method='maps'")
         from .. import kernels
-        masks = self._kernel_mask_args(doc_ids)
+        masks = self._fused_mask_args(doc_ids)
         alphas, sinks, hidden, pending_q = [], [], [], []
         handles = [self.hook_embed.register_forward_hook(lambda _m, _i, out: hidden.append(out.detach()))]
         for block in self.blocks:

@@ -173,7 +173,7 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
         losses.append(float(loss) * len(b["input_ids"]))
     probe = heldout_batch(cfg, data)
     # the paper's maps, as on the CPU, unless the sequences are long enough that T x T maps cost real memory
-    use_kernel = (device.type == "cuda" and net._kernel_supported()
+    use_kernel = (device.type == "cuda" and net.fused_supported()
                   and probe["input_ids"].shape[1] > metrics.KERNEL_ABOVE)
 
     def trace(ids):
@@ -202,7 +202,7 @@ def raw_weights(net, input_ids) -> dict:
     finally:
         for h in handles:
             h.remove()
-    extra = net.n_extra + (1 if net.blocks[0].attn.has_extra_key else 0)   # the paper's V bias adds no column
+    extra = net.extra_columns
     first, other, rows = [], [], []
     for w in seen:
         w = w[..., net.n_extra:, extra:]              # real queries x real keys
