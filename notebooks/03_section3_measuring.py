@@ -261,7 +261,8 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "randomly initi
 # These rules changed after results existed: until this revision the natural/random threshold was Sink_1 > 30 %
 # (now the registry's one threshold, >= 10 % for a sink), and the T rule asked only for a lower Sink_1 at the
 # largest T (now at least 25 % lower). They changed so that every rule of the book shares one threshold set and
-# fails on a result where nothing happens; see the git history of `sinkpaper/paper.py`.
+# fails on a result where nothing happens; see the git history of `sinkpaper/paper/rules.py` (before the registry
+# became a package, `sinkpaper/paper.py`).
 
 # %% tags=["hide-input"]
 ONOFF = {True: "on", False: "off"}  # the BOS column's words

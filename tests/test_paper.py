@@ -253,11 +253,6 @@ def test_cli_json_and_id():
     assert bad.stderr.count("\n") == 1 and "unknown claim 'nope'; valid: s3_massive_activation" in bad.stderr
 
 
-def test_no_plotting_import():
-    src = (REPO / "sinkpaper/paper.py").read_text()
-    assert "altair" not in src.split('"""', 2)[2] and "ipywidgets" not in src.split('"""', 2)[2]
-
-
 def test_claims_belong_to_toc_chapters():
     toc = yaml.safe_load((REPO / "_toc.yml").read_text())
     files = {ch["file"].split("/")[-1] for part in toc["parts"] for ch in part["chapters"]}

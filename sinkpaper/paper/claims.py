@@ -1,0 +1,466 @@
+"""The claims the book checks, each with its rule, the paper's numbers and the runs that measure it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .numbers import DEFAULT_ALIASES, NUMBERS, _source, paper_value
+from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay
+from .verdicts import MASSIVE, NO_SINK, SINK
+
+# ------------------------------------------------------------------------------------------ measurements
+@dataclass(frozen=True)
+class Runs:
+    """Results-store runs: ``points`` maps a value label to (point, metric[, config]) of ``config`` (metric: "Sink_1",
+    "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``."""
+    config: str
+    points: Mapping[str, tuple[str, str]]
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """Measured by a chapter (on pretrained LMs, now) and read from its record (see :func:`record`)."""
+    chapter: str
+
+
+@dataclass(frozen=True)
+class NotRun:
+    reason: str
+
+
+def _pts(config: str, mapping: Mapping[str, str | tuple[str, str]] | Sequence[str], seeds=(0, 1, 2)) -> Runs:
+    if not isinstance(mapping, Mapping):
+        mapping = {p: p for p in mapping}
+    return Runs(config, {k: (v if isinstance(v, tuple) else (v, "Sink_1")) for k, v in mapping.items()}, seeds)
+
+
+MINI = "configs/miniature.yaml"
+PAPER_SCALE = NotRun("the paper's 60M model on ~21B tokens of the Pile: not in the results store")
+
+
+@dataclass
+class Claim:
+    id: str
+    section: str
+    chapter: str
+    claim: str                                  # in the paper's words (or the related paper's)
+    source: str                                 # "Table 5", "Section 5 (figure)", "Barbero et al. 2025", ...
+    labels: Sequence[str] = ()                  # the paper's numbers this claim uses (keys of NUMBERS)
+    rule: Rule | None = None                    # None: qualitative, no verdict
+    bos: bool | None = None                     # the BOS choice of the verdict, for pretrained-LM claims
+    bos_why: str = ""
+    measure: Mapping[str, Runs | Chapter | NotRun] = field(default_factory=dict)
+    figure: Mapping[str, float] = field(default_factory=dict)   # see below
+    kind: str = "reproduction"                  # or "check" (of the propositions: no reproduction)
+    note: str = ""
+
+    # ``figure``: for a claim the paper shows only in a figure or text, the shape it describes, written as
+    # values ONLY to check that the rule reads that shape as "agrees". Not numbers the paper reports; never
+    # shown as the paper's values.
+
+    def paper_values(self) -> dict[str, float]:
+        return {x: paper_value(x) for x in self.labels}
+
+    def paper_source(self) -> str:
+        own = [x for x in self.labels if x not in DEFAULT_ALIASES and x != "default"] or list(self.labels)
+        srcs = list(dict.fromkeys(_source(x) for x in own))
+        return ", ".join(srcs) if srcs else self.source
+
+
+def _scales(real_lms=PAPER_SCALE, text=None, mini=None) -> dict:
+    return {"real LMs": real_lms,
+            "real text (CPU)": text if text is not None else NotRun("no real-text point of this experiment"),
+            "miniature": mini if mini is not None else NotRun("no miniature point of this experiment")}
+
+
+def _fam(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0, 1, 2)) -> Runs:
+    m = points if isinstance(points, Mapping) else {p: p for p in points}
+    return _pts(f"configs/{stem}.yaml", m, seeds)
+
+
+_BOS_TABLE1 = ("the paper's Table 1 used each tokenizer's default: LLaMA and Mistral got a BOS at position 1, "
+               "GPT-2 (no BOS token) did not; natural and random text are judged that way, with BOS on for every model "
+               "that has a BOS token (SmolLM2's is the chat marker <|im_start|>, which its tokenizer does not add by "
+               "itself) and off for one without")
+_BOS_REPEAT = ("the repeat claim is about T copies of one token (the propositions' premise: every position, the "
+               "first included, holds the same token), so it is judged with BOS off; BOS + repeats is shown beside")
+NOT_JUDGED = " (absolute PE, not judged)"
+
+
+def _no_bos(point: str, metrics: Sequence[str]) -> dict:
+    """A bias point's labels read from its run without a fixed first token (the paper's default packing)."""
+    return {f"{point}: {m}": (f"{point}_no_bos", m) for m in metrics}
+
+
+def _with_bos(point: str, metrics: Sequence[str]) -> dict:
+    """The same point with the text profile's fixed BOS at position 1: a second reading, shown, not judged."""
+    return {f"{point} (with BOS): {m}": (point, m) for m in metrics}
+
+
+_BIAS_NOTE = ("real text: judged on the runs without a fixed first token, as the paper ran them (its default packing "
+              "has none); the runs with the text profile's fixed BOS at position 1, where the BOS competes with the "
+              "bias for the sink, are the second reading, shown and not judged; miniature: the recipe's runs, BOS "
+              "included")
+
+CLAIMS: tuple[Claim, ...] = (
+    # ---------------------------------------------------------------------------------- Section 3
+    Claim("s3_massive_activation", "3", "02_section3_properties",
+          "The sink token carries a massive activation: its hidden-state norm is far above the other tokens'",
+          "Section 3 (figure)", rule=Bound("token-1 norm ratio", MASSIVE, True, 1.0, strict=False,
+                                 null_text="token 1's norm equals the others' (ratio 1)"),
+          bos=True, bos_why="judged on the settings with a sink on natural text, with BOS on for every model that "
+                            "has a BOS token (as the paper's Table 1 ran LLaMA and Mistral); BOS off shown beside",
+          measure=_scales(Chapter("02_section3_properties")), figure={"LLaMA2-7B: token-1 norm ratio": 100.0}),
+    Claim("s3_small_value_norm", "3", "02_section3_properties", "The sink token's value norm is small",
+          "Section 3 (figure)", rule=Bound("value-norm ratio", 1.0, False, 1.0,
+                                 null_text="the sink's value norm equals the others' (ratio 1)"),
+          bos=True, bos_why="as s3_massive_activation", measure=_scales(Chapter("02_section3_properties")),
+          figure={"LLaMA2-7B: value-norm ratio": 0.2}),
+    Claim("s3_qk_angle", "3", "02_section3_properties",
+          "The sink comes from the angle between the queries and the sink's key, not from their norms",
+          "Section 3 (QK-angle figure)", rule=Both(Bound("cos gap", 0.0, True, 0.0, null_text="no cosine gap"),
+                                Bound("norm-product ratio", 1.0, False, 1.0, strict=False)),
+          bos=True, bos_why="as s3_massive_activation", measure=_scales(Chapter("02_section3_properties")),
+          figure={"LLaMA2-7B: cos gap": 0.5, "LLaMA2-7B: norm-product ratio": 0.5}),
+    Claim("t1_natural", "3.2", "03_section3_measuring", "Open LMs put a sink on the first token of natural text",
+          "Table 1", labels=[f"{m}: natural" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
+          rule=Bound(": natural", SINK, True, 0.0, strict=False, null_text="no sink (0 %)",
+                     what="Sink_1 (%) on natural text"),
+          bos=True, bos_why=_BOS_TABLE1, measure=_scales(Chapter("03_section3_measuring"))),
+    Claim("t1_random", "3.2", "03_section3_measuring", "The sink also appears on random tokens", "Table 1",
+          labels=[f"{m}: random" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
+          rule=Bound(": random", SINK, True, 0.0, strict=False, null_text="no sink (0 %)",
+                     what="Sink_1 (%) on random tokens"),
+          bos=True, bos_why=_BOS_TABLE1, measure=_scales(Chapter("03_section3_measuring"))),
+    Claim("t1_repeat", "3.2", "03_section3_measuring",
+          "On one repeated token RoPE models have no sink (absolute-PE GPT-2 keeps one)", "Table 1",
+          labels=[f"{m}: repeat" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
+          rule=Bound(": repeat", NO_SINK, False, NUMBERS["default"].value,
+                     null_text="repeating a token changes nothing: the default run's Sink_1 on every RoPE model",
+                     skip=["GPT2-XL: repeat"], what="Sink_1 (%) on one repeated token (RoPE models)"),
+          bos=False, bos_why=_BOS_REPEAT, measure=_scales(Chapter("03_section3_measuring"))),
+    Claim("prop_repeat", "3.1", "03_section3_measuring",
+          "Repeated tokens: NoPE attention is exactly uniform; RoPE's alpha_1 is bounded and vanishes as t grows",
+          "Propositions 1-2", kind="check", bos=False,
+          bos_why="the propositions are about T copies of one token at every position, the first included, so no "
+                  "BOS is added",
+          note="a check of the propositions on randomly initialised models, not a reproduction: no verdict",
+          measure=_scales(Chapter("03_section3_measuring"))),
+    Claim("metric_T", "3.2", "03_section3_measuring",
+          "Sink_1 falls as the sequence length T grows (hence T = 64 for every comparison)", "Section 3.2 (text)",
+          rule=Falls(), bos=True,
+          bos_why="the series with a sink at the smallest T, with BOS on for every model that has a BOS token, as "
+                  "for t1_natural; BOS off shown beside",
+          measure=_scales(Chapter("03_section3_measuring")),
+          figure={"LLaMA2-7B: smallest T": 80.0, "LLaMA2-7B: largest T": 40.0}),
+    Claim("base_vs_chat", "3.2", "not run",
+          "Chat models keep the sink of their base models", "Section 3.2 (base vs chat)",
+          labels=["Mistral-7B: natural", "Mistral-7B Chat", "LLaMA2-7B Base: natural", "LLaMA2-7B Chat",
+                  "LLaMA2-13B Base", "LLaMA2-13B Chat", "LLaMA3-8B Base: natural", "LLaMA3-8B Chat"],
+          rule=Sinks(["Mistral-7B Chat", "LLaMA2-7B Chat", "LLaMA2-13B Chat", "LLaMA3-8B Chat"]), bos=True,
+          bos_why="the paper's tokenizer defaults (a BOS for LLaMA and Mistral)",
+          measure=_scales(NotRun("the offline models have no base/chat pair"))),
+    # ---------------------------------------------------------------------------------- Section 4
+    Claim("opt_emergence", "4", "04_optimization",
+          "The sink emerges after enough optimization; in the default run it appears between 1k and 2k steps",
+          "Section 4 (figure)", labels=["default"],
+          rule=Both(Sinks(["default"]), Change("default", "default: first Sink_1", up=True)),
+          measure=_scales(text=_fam("optimization", {"default": "default",
+                                                     "default: first Sink_1": ("default", "first Sink_1")}),
+                          mini=_pts(MINI, {"default": "recipe", "default: first Sink_1": ("recipe", "first Sink_1")})),
+          figure={"default: first Sink_1": 0.0}),
+    Claim("opt_lr", "4", "04_optimization", "A larger learning rate gives more sink (at a fixed number of steps)",
+          "Section 4", labels=["lr_x0.25", "lr_x0.5", "default", "lr_x2"],
+          rule=Monotone([("lr_x0.25", "lr_x0.3"), "lr_x0.5", ("default", "recipe"), ("lr_x2", "lr_x3")]),
+          measure=_scales(text=_fam("optimization", ["lr_x0.25", "lr_x0.5", "default", "lr_x2"]),
+                          mini=_pts(MINI, ["lr_x0.3", "recipe", "lr_x3"])),
+          note="miniature: LR x 0.3, x 1 (the recipe) and x 3, in the places of the paper's x 0.25, x 1 and x 2"),
+    Claim("opt_lr_steps", "4", "04_optimization",
+          "At a fixed LR x steps, a smaller LR trained longer gives less sink", "Section 4",
+          labels=["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2", "lr_x0.25_steps_x4"],
+          rule=Monotone(["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2", "lr_x0.25_steps_x4"], up=False),
+          measure=_scales(text=_fam("optimization", ["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2",
+                                                     "lr_x0.25_steps_x4"]),
+                          mini=_pts(MINI, {"default": "recipe", "lr_x0.5_steps_x2": "lr_x0.5_steps_x2"})),
+          note="miniature: the recipe (its default) against LR x 0.5 with steps x 2"),
+    Claim("opt_batch", "4", "04_optimization", "Batch size matters little", "Section 4",
+          labels=["batch_x0.25", "batch_x0.5", "default", "batch_x2"],
+          rule=MattersLittle(["batch_x0.25", "batch_x0.5", "batch_x2"], "default"),
+          measure=_scales(text=_fam("optimization", ["batch_x0.25", "batch_x0.5", "default", "batch_x2"]))),
+    # ---------------------------------------------------------------------------------- Section 5
+    Claim("data_unique", "5", "05_data", "More unique training data, more sink (50M and 100M tokens: below 1 %)",
+          "Section 5 (figure)", rule=Monotone(["unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25"]),
+          measure=_scales(text=NotRun(
+              "the text profile cannot test it: the paper's claim is about its default packing (no fixed first token), "
+              "where no text-profile run grows a sink on any amount of data; the stored unique_* runs keep the base's "
+              "fixed first token, which grows a sink by itself, so they are shown in chapter 05, not scored")),
+          figure={"unique_0.005": 0.5, "unique_0.02": 0.9, "unique_0.1": 8.0, "unique_0.25": 18.0}),
+    Claim("data_random_first", "5", "05_data",
+          "With the first two tokens random (x1, x2 ~ U(V)) the sink on token 1 nearly vanishes", "Section 5",
+          labels=["default", "random_first", "random_first: Sink_2"],
+          rule=Change("random_first", "default", up=False, treated_no_sink=True),
+          measure=_scales(text=_fam("data", {"default": "no_fixed_token", "random_first": "random_first_two",
+                                            "random_first: Sink_2": ("random_first_two", "Sink_2")}),
+                          mini=_pts(MINI, {"default": "no_fixed_token", "random_first": "random_first_two",
+                                           "random_first: Sink_2": ("random_first_two", "Sink_2")})),
+          note="compared with the no-intervention control (miniature: no_fixed_token, no BOS), not a fixed-token run"),
+    Claim("data_random_x1", "5", "05_data", "Only the first token random: the sink stays on token 1", "Section 5",
+          labels=["random_x1", "default"], rule=Keeps("random_x1", "default"),
+          measure=_scales(text=_fam("data", {"random_x1": "random_first", "default": "no_fixed_token"}),
+                          mini=_pts(MINI, {"random_x1": "random_first", "default": "no_fixed_token"}))),
+    Claim("data_random_x2", "5", "05_data", "Only the second token random: the sink stays on token 1", "Section 5",
+          labels=["random_x2", "default"], rule=Keeps("random_x2", "default"),
+          measure=_scales(text=_fam("data", {"random_x2": "random_second", "default": "no_fixed_token"}),
+                          mini=_pts(MINI, {"random_x2": "random_second", "default": "no_fixed_token"}))),
+    Claim("data_fixed_pos", "5", "05_data", "A fixed token at position k (k = 2, 3) moves the sink to k", "Section 5",
+          labels=["fixed_pos2: Sink_2", "fixed_pos3: Sink_3"], rule=MovesTo([2, 3]),
+          measure=_scales(
+              text=_fam("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
+                                 for j in (1, 2, 3)}),
+              mini=_pts(MINI, {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
+                               for j in (1, 2, 3)}))),
+    Claim("data_no_fixed_token", "5", "05_data",
+          "A fixed token at position 1 takes a much larger sink than windows cut at arbitrary offsets", "Section 5",
+          labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
+          measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
+                          mini=_pts(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
+          note="compared with the no-fixed-token control at every scale (real text: data/no_fixed_token, since the "
+               "text profile's base run itself fixes the first token; miniature: the recipe, fixed BOS at 1, against "
+               "no_fixed_token)"),
+    # ---------------------------------------------------------------------------------- Section 6
+    Claim("loss_wd", "6", "06_loss", "Weight decay up to ~0.5-1 increases the sink; large values remove it",
+          "Section 6", labels=["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"],
+          rule=WeightDecay(["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"], "wd_0",
+                           ["wd_0.5", "wd_1"], "wd_5"),
+          measure=_scales(text=_fam("loss", ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"]),
+                          mini=_pts(MINI, {"wd_0": "wd_0", "wd_0.1": "wd_0.1", "wd_0.5": "recipe", "wd_1": "wd_1",
+                                           "wd_2": "wd_2", "wd_5": "wd_5"})),
+          note="judged on Sink_1, as the paper reports it (miniature: the recipe is WD 0.5; it has no WD 0.01)"),
+    Claim("loss_prefix", "6", "06_loss",
+          "Prefix LM: the sink lands on one prefix position, not necessarily the first", "Section 6 (prefix-LM figure)",
+          rule=Prefix(),
+          measure=_scales(text=_fam("loss", {"prefix: p": ("prefix_5", "prefix length"),
+                                             **{f"prefix: Sink_{k}": ("prefix_5", f"Sink_{k}") for k in range(1, 11)}}),
+                          mini=_pts(MINI, {"prefix: p": ("prefix_4", "prefix length"),
+                                           **{f"prefix: Sink_{k}": ("prefix_4", f"Sink_{k}") for k in range(1, 11)}})),
+          figure={"prefix: p": 5.0, "prefix: Sink_1": 0.0, "prefix: Sink_3": 40.0},
+          note="real text: prefix_5 (the paper's p = 5); miniature: prefix_4 (p = 4). Both keep a fixed first token "
+               "(text: the base's; miniature: the recipe's BOS) inside the prefix, which the paper did not have: a sink "
+               "on it reads 'not comparable', never 'agrees'"),
+    Claim("loss_window", "6", "06_loss",
+          "Sliding window attention: small windows prevent the sink", "Section 6 (sliding-window figure)",
+          rule=Change("window_4: excess alpha_1", "full: excess alpha_1", up=False, what="excess alpha_1"),
+          # the control is the run window_4 changes: the profile's base (full attention), which is wd_0.5 at the
+          # text profile (its base WD is 0.5; wd_0.1 is the paper's default, not the text base) and the recipe in
+          # miniature
+          measure=_scales(text=_fam("loss", {"window_4: excess alpha_1": ("window_4", "excess alpha_1"),
+                                             "full: excess alpha_1": ("wd_0.5", "excess alpha_1")}),
+                          mini=_pts(MINI, {"window_4: excess alpha_1": ("window_4", "excess alpha_1"),
+                                           "full: excess alpha_1": ("recipe", "excess alpha_1")})),
+          figure={"window_4: excess alpha_1": 0.0, "full: excess alpha_1": 0.1},
+          note="judged on alpha_1's excess over the uniform floor under each mask: with a 4-key window a uniform "
+               "head already has alpha_1 = 0.52 > epsilon, so Sink_1 cannot say whether a sink formed"),
+    # ---------------------------------------------------------------------------------- Section 7.1
+    Claim("arch_pe", "7.1", "07_architecture", "The sink emerges with every positional embedding", "Section 7.1",
+          labels=["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"],
+          rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
+          measure=_scales(text=_fam("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
+                                                     "pos_relative", "pos_alibi"])),
+          note="relative: the paper names no form; pos_relative is the authors' released one (the T5 bucket index "
+               "of the distance added to the logits, no parameters). T5's learned bias, pos_relative_learned, is "
+               "ours and not scored"),
+    Claim("arch_norm", "7.1", "07_architecture", "Post-norm still has a sink", "Section 7.1",
+          labels=["post_norm"], rule=Sinks(["post_norm"]), measure=_scales(text=_fam("architecture", ["post_norm"]))),
+    Claim("arch_ffn", "7.1", "07_architecture", "The FFN type matters little", "Section 7.1",
+          labels=["ffn_relu", "ffn_gelu", "ffn_geglu", "ffn_swiglu"],
+          rule=MattersLittle(["ffn_relu", "ffn_gelu", "ffn_geglu"], "ffn_swiglu"),
+          measure=_scales(text=_fam("architecture", {"ffn_relu": "ffn_relu", "ffn_gelu": "ffn_gelu",
+                                                     "ffn_geglu": "ffn_geglu", "ffn_swiglu": "pos_rope"}))),
+    Claim("arch_ffn_swish_reglu", "7.1", "07_architecture", "Swish and ReGLU FFNs: the FFN type matters little",
+          "Section 7.1", labels=["ffn_swish", "ffn_reglu", "ffn_swiglu"],
+          rule=MattersLittle(["ffn_swish", "ffn_reglu"], "ffn_swiglu"),
+          measure=_scales(text=_fam("architecture", {"ffn_swish": "ffn_swish", "ffn_reglu": "ffn_reglu",
+                                                     "ffn_swiglu": "pos_rope"}))),
+    Claim("arch_heads", "7.1", "07_architecture", "The number of heads matters little (1 head; heads added)",
+          "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
+          rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
+          measure=_scales(text=_fam("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
+                                                     "heads_8": "heads_8"})),
+          note="real text: 8 concatenated heads at d 128 (point heads_8) stand for the paper's default; heads_1 and "
+               "heads_add (the text base's 4 heads, added) are compared with it"),
+    Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
+          "Section 7.1", labels=["heads_4", "heads_2", "heads_8"], rule=MattersLittle(["heads_4", "heads_2"], "heads_8"),
+          measure=_scales(text=_fam("architecture", {"heads_4": "heads_4", "heads_2": "heads_2",
+                                                     "heads_8": "heads_8"})),
+          note="real text: the points with 2, 4 and 8 heads at d 128 (the text profile's base has 4)"),
+    # ---------------------------------------------------------------------------------- Section 7.2
+    *(Claim(f"bias_{short}", "7.2", "08_biases", text, "Table 5",
+            labels=[f"{pt}: Sink*", f"{pt}: Sink_1"],
+            rule=Contrast([f"{pt}: Sink*"], [f"{pt}: Sink_1"],
+                          {f"{pt}: Sink*": 0.0, f"{pt}: Sink_1": NUMBERS["default"].value},
+                          "no bias position takes anything (Sink* 0 %) and token 1 keeps the default's sink"),
+            measure=_scales(text=_fam("biases", {**_no_bos(pt, ("Sink*", "Sink_1")), **_with_bos(pt, ("Sink*", "Sink_1"))}),
+                            mini=_pts(MINI, {f"{pt}: Sink*": (pt, "Sink*"), f"{pt}: Sink_1": (pt, "Sink_1")})),
+            note=_BIAS_NOTE)
+      for short, pt, text in (("sink_token", "sink_token", "A learnable sink token takes the sink"),
+                              ("kv", "kv_bias", "KV biases take the sink"),
+                              ("k", "k_bias", "K biases with v* = 0 take the sink"))),
+    Claim("bias_v", "7.2", "08_biases", "V biases alone (added after the softmax) leave the sink on token 1",
+          "Table 5", labels=["v_bias: Sink_1"], rule=Sinks(["v_bias: Sink_1"]),
+          measure=_scales(text=_fam("biases", {"v_bias: Sink_1": ("v_bias", "Sink_1")}),
+                          mini=_pts(MINI, {"v_bias: Sink_1": ("v_bias", "Sink_1")})),
+          note="a control: the claimed effect is the sink staying, so 'no effect' means the sink gone"),
+    Claim("bias_fixed_v", "7.2", "08_biases", "A K bias with a fixed v* = v' = [1, 0, ..., 0] takes the sink",
+          "Section 7.2", labels=["k_bias_fixed_v: Sink*", "k_bias_fixed_v: Sink_1"],
+          rule=Contrast(["k_bias_fixed_v: Sink*"], ["k_bias_fixed_v: Sink_1"],
+                        {"k_bias_fixed_v: Sink*": 0.0, "k_bias_fixed_v: Sink_1": NUMBERS["default"].value},
+                        "no bias position takes anything and token 1 keeps the default's sink"),
+          measure=_scales(text=_fam("biases", {**_no_bos("k_bias_fixed_v", ("Sink*", "Sink_1")),
+                                               **_with_bos("k_bias_fixed_v", ("Sink*", "Sink_1"))})),
+          note="this claim reads v' (not 20v'): the paper's 20v' row, where the sink returns to token 1, is the "
+               "claim bias_fixed_v_large (configs/biases.yaml runs both); " + _BIAS_NOTE),
+    Claim("bias_fixed_v_large", "7.2", "08_biases",
+          "K bias with a large fixed v* (20v'): the sink returns to token 1", "Section 7.2",
+          labels=["k_bias_fixed_20v1: Sink*", "k_bias_fixed_20v1: Sink_1", "k_bias_fixed_5v1: Sink*",
+                  "k_bias_fixed_5v1: Sink_1", "k_bias_fixed_v2: Sink*", "k_bias_fixed_v2: Sink_1",
+                  "k_bias_fixed_5v2: Sink*", "k_bias_fixed_5v2: Sink_1", "k_bias_fixed_20v2: Sink*",
+                  "k_bias_fixed_20v2: Sink_1"],
+          rule=Contrast(["k_bias_fixed_20v1: Sink_1"], ["k_bias_fixed_20v1: Sink*"],
+                        {"k_bias_fixed_20v1: Sink_1": NUMBERS["k_bias_fixed_v: Sink_1"].value,
+                         "k_bias_fixed_20v1: Sink*": NUMBERS["k_bias_fixed_v: Sink*"].value},
+                        "scaling v* changes nothing: 20v' reads as v'"),
+          measure=_scales(text=_fam("biases", {
+              **_no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1")),
+              **{f"{pt} (with BOS): {m}": (pt, m) for pt in ("k_bias_fixed_20v1", "k_bias_fixed_5v1", "k_bias_fixed_v2",
+                                                            "k_bias_fixed_5v2", "k_bias_fixed_20v2")
+                 for m in ("Sink*", "Sink_1")}}),
+              mini=_pts(MINI, {f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")})),
+          note="real text: judged on 20v' without a fixed first token; the fixed-BOS runs of 20v', 5v', v'', 5v'' and "
+               "20v'' are shown beside (" + _BIAS_NOTE + ")"),
+    Claim("bias_shared", "7.2", "08_biases", "KV and K biases shared across heads still take a sink", "Section 7.2",
+          labels=["kv_bias_shared: Sink*", "kv_bias_shared: Sink_1", "k_bias_shared: Sink*", "k_bias_shared: Sink_1"],
+          rule=Sinks(["kv_bias_shared: Sink*", "k_bias_shared: Sink*"], what="Sink*"),
+          measure=_scales(text=_fam("biases", {f"{pt}: {m}": (pt, m) for pt in ("kv_bias_shared", "k_bias_shared")
+                                               for m in ("Sink*", "Sink_1")}))),
+    Claim("bias_low_dim", "7.2", "08_biases", "A K bias learned in one dimension (d_a = 1) still takes the sink",
+          "Section 7.2", labels=["k_bias_dims_1: Sink*", "k_bias_dims_1: Sink_1"],
+          rule=Contrast(["k_bias_dims_1: Sink*"], ["k_bias_dims_1: Sink_1"],
+                        {"k_bias_dims_1: Sink*": 0.0, "k_bias_dims_1: Sink_1": NUMBERS["default"].value},
+                        "no bias position takes anything and token 1 keeps the default's sink"),
+          measure=_scales(text=_fam("biases", {"k_bias_dims_1: Sink*": ("k_bias_dims_1", "Sink*"),
+                                               "k_bias_dims_1: Sink_1": ("k_bias_dims_1", "Sink_1")}))),
+    Claim("bias_low_dim_more", "7.2", "08_biases", "K biases in d_a = 2..64 dimensions take the sink", "Section 7.2",
+          labels=[f"k_bias_dims_{d}: {m}" for d in (2, 4, 8, 16) for m in ("Sink*", "Sink_1")],
+          rule=Sinks([f"k_bias_dims_{d}: Sink*" for d in (2, 4, 8, 16)], what="Sink*"),
+          measure=_scales(text=_fam("biases", {f"k_bias_dims_{d}: {m}": (f"k_bias_dims_{d}", m) for d in (2, 4, 8, 16)
+                                               for m in ("Sink*", "Sink_1")})),
+          note="d_a = 2, 4, 8, 16 (the text profile's heads have 32 dimensions, the cpu profile's 16); the paper's "
+               "d_a = 32 and 64 are not run"),
+    # ---------------------------------------------------------------------------------- Section 7.3
+    Claim("ops_scaled", "7.3", "09_attention_ops", "Softmax rows that sum to less than one (0.2) give less sink",
+          "Section 7.3", labels=["softmax_sum_0.2", "softmax"], rule=Change("softmax_sum_0.2", "softmax", up=False),
+          measure=_scales(text=_fam("attention", ["softmax_sum_0.2", "softmax"]))),
+    Claim("ops_scaled_more", "7.3", "09_attention_ops",
+          "Softmax rows summing to 2 give more sink, to 0.1 and 0.05 less", "Section 7.3",
+          labels=["softmax_sum_2", "softmax", "softmax_sum_0.1", "softmax_sum_0.05"],
+          rule=Both(Change("softmax_sum_2", "softmax", up=True), Change("softmax_sum_0.1", "softmax", up=False)),
+          measure=_scales(text=_fam("attention", {"softmax_sum_2": "softmax_sum_2", "softmax": "softmax",
+                                                  "softmax_sum_0.1": "softmax_sum_0.1",
+                                                  "softmax_sum_0.05": "softmax_sum_0.05"}))),
+    Claim("ops_sigmoid", "7.3", "09_attention_ops", "Sigmoid attention without normalization has no sink",
+          "Table 15", labels=["sigmoid", "softmax"],
+          rule=Contrast(["softmax"], ["sigmoid"], {"sigmoid": "softmax"}, "sigmoid reads as softmax"),
+          measure=_scales(text=_fam("attention", ["sigmoid", "softmax"]),
+                          mini=_pts(MINI, {"sigmoid": "sigmoid", "softmax": "recipe"}))),
+    Claim("ops_sigmoid_norm", "7.3", "09_attention_ops", "Normalized sigmoid attention brings the sink back",
+          "Table 15", labels=["sigmoid_norm", "sigmoid"],
+          rule=Contrast(["sigmoid_norm"], ["sigmoid"], {"sigmoid_norm": "sigmoid"},
+                        "normalization changes nothing: sigmoid_norm reads as sigmoid"),
+          measure=_scales(text=_fam("attention", ["sigmoid_norm", "sigmoid"]),
+                          mini=_pts(MINI, {"sigmoid_norm": "sigmoid_norm", "sigmoid": "sigmoid"}))),
+    Claim("ops_elu", "7.3", "09_attention_ops",
+          "elu+1 without normalization has no sink; the normalized elu+1 kernel has one", "Table 15",
+          labels=["elu", "kernel_elu"],
+          rule=Contrast(["kernel_elu"], ["elu"], {"kernel_elu": "elu"}, "the kernel reads as elu+1 without normalization"),
+          measure=_scales(text=_fam("attention", ["elu", "kernel_elu"]),
+                          mini=_pts(MINI, {"elu": "elu", "kernel_elu": "kernel_elu"})),
+          note="judged on elu against the elu+1 KERNEL (kernel_elu) at every scale; elu_norm (elu(qk)+1 over its "
+               "row sum) is ours, the variant the paper could not train, and scores no claim"),
+    Claim("ops_kernels", "7.3", "09_attention_ops",
+          "Identity and MLP kernels (Z = 1 or max(|row sum|, 1)) have no sink", "Table 15",
+          labels=["kernel_identity_z1", "kernel_mlp_maxabs", "kernel_mlp_z1", "softmax"],
+          rule=Contrast(["softmax"], ["kernel_identity_z1", "kernel_mlp_maxabs", "kernel_mlp_z1"],
+                        {"kernel_identity_z1": "softmax", "kernel_mlp_maxabs": "softmax", "kernel_mlp_z1": "softmax"},
+                        "every kernel reads as softmax"),
+          measure=_scales(text=_fam("attention", {"kernel_identity_z1": "kernel_identity_z1",
+                                                  "kernel_mlp_maxabs": "kernel_mlp_maxabs", "kernel_mlp_z1": "kernel_mlp_z1",
+                                                  "softmax": "softmax"}))),
+    Claim("ops_p_norm", "7.3", "09_attention_ops",
+          "p-normalized softmax reduces, but does not remove, massive activations", "Section 7.3 (text)",
+          measure=_scales(), note="qualitative: the paper gives no Sink_1 for it; softmax_p_2 runs as a variant"),
+    Claim("ops_1b", "7.3", "not run", "At 1B, sigmoid attention without normalization still has no sink",
+          "Section 7.3 (1B)", labels=["softmax_1b", "sigmoid_1b"],
+          rule=Contrast(["softmax_1b"], ["sigmoid_1b"], {"sigmoid_1b": "softmax_1b"}, "sigmoid reads as softmax"),
+          measure=_scales(NotRun("the paper's 1B models"))),
+    Claim("ops_softpick", "related", "09_attention_ops",
+          "Softpick (rectified softmax) removes the sink (Zuhri et al. 2025, not this paper)", "Zuhri et al. 2025",
+          rule=Contrast(["softmax"], ["softpick"], {"softpick": "softmax"}, "softpick reads as softmax"),
+          measure=_scales(text=_fam("attention", ["softpick", "softmax"]),
+                          mini=_pts(MINI, {"softpick": "softpick", "softmax": "recipe"})),
+          figure={"softpick": 0.0, "softmax": 18.0}),
+    # ---------------------------------------------------------------------------------- packing and BOS
+    Claim("pack_fixed_bos", "related", "10_packing_bos",
+          "A fixed BOS at position 1 receives the sink (Barbero et al. 2025)", "Barbero et al. 2025",
+          rule=Change("bos", "causal", up=True),
+          measure=_scales(text=_fam("packing", ["bos", "causal"]),
+                          mini=NotRun("the miniature's fixed-BOS runs (recipe vs no_fixed_token) score "
+                                      "data_no_fixed_token")),
+          figure={"bos": 60.0, "causal": 18.0}),
+    Claim("pack_doc_mask", "related", "10_packing_bos",
+          "Intra-document masking keeps a sink on each document's first token (Barbero et al. 2025)",
+          "Barbero et al. 2025", rule=Sinks(["doc_mask", "bos_doc_mask"]),
+          measure=_scales(text=NotRun(
+              "no stored run tests it: the claim needs a BOS at the start of every document inside the window and the "
+              "sink read at document starts; the stored doc_mask runs have one BOS per window at most and read Sink_1 "
+              "at window position 1, a mid-document token (chapter 10 shows them)")),
+          figure={"doc_mask": 20.0, "bos_doc_mask": 60.0}),
+    Claim("pack_bos_inference", "related", "10_packing_bos",
+          "A model trained with a BOS depends on it: without it the sink changes (Barbero et al. 2025)",
+          "Barbero et al. 2025", rule=DependsOn(),
+          bos=True, bos_why="judged on the models whose tokenizer puts a BOS first (the input they were trained on), "
+                            "with BOS against without; a model trained without a BOS is shown as the control",
+          measure=_scales(Chapter("10_packing_bos"), mini=Chapter("10_packing_bos")),
+          figure={"Gemma 7B: with BOS": 60.0, "Gemma 7B: without BOS": 10.0}),
+    # ---------------------------------------------------------------------------------- why it matters
+    Claim("stream_window", "related", "11_why_sink_matters",
+          "A window KV cache that evicts the first tokens breaks the model once the text exceeds the window "
+          "(Xiao et al. 2024)", "Xiao et al. 2024", rule=Ratio("window ppl", "full ppl"), bos=False,
+          bos_why="the book adds no BOS to the stream: each model reads the text exactly as its tokenizer encodes it "
+                  "by default (SmolLM2's adds nothing; Gemma 3's puts its own <bos> first, which is then the stream's "
+                  "first token), and each value's label says which; StreamingLLM's claim is about the first tokens "
+                  "of the stream, whatever they are",
+          measure=_scales(Chapter("11_why_sink_matters")),
+          figure={"Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: full ppl": 5.0}),
+    Claim("stream_sink_window", "related", "11_why_sink_matters",
+          "Keeping a few sink tokens plus the window restores it (Xiao et al. 2024)", "Xiao et al. 2024",
+          rule=Recovers(), bos=False, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
+          figure={"Llama-2-7B: full ppl": 5.0, "Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: sink+window ppl": 5.5}),
+)
+_BY_ID = {c.id: c for c in CLAIMS}
+
+
+def claim(claim_id: str) -> Claim:
+    try:
+        return _BY_ID[claim_id]
+    except KeyError:
+        raise ValueError(f"unknown claim {claim_id!r}; valid: {', '.join(_BY_ID)}") from None
+
+
+def rule_check(c: Claim) -> dict | None:
+    """The rule on the paper's own numbers (with the figure's shape where the paper gives no number) and on a
+    result with the claimed effect absent; None for a qualitative claim."""
+    if c.rule is None:
+        return None
+    paper = {**c.figure, **c.paper_values()}
+    return {"paper": c.rule.apply(paper), "no_effect": c.rule.apply(c.rule.null(paper))}

@@ -1,0 +1,178 @@
+"""Each claim's result at each scale: the chapters' records and the results store, read seed by seed."""
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+from pathlib import Path
+from typing import Mapping
+
+from .claims import CLAIMS, Chapter, Claim, NotRun, Runs, claim, rule_check
+from .records import load_records
+from .verdicts import EXTRA_SEEDS, NOT_RUN, NO_RESULT, PLATEAU, PLATEAU_EVALS, SCALES, SEEDS_MIN, STALE, TRAINED, judge
+
+# ------------------------------------------------------------------------------------- the results store
+STORE = "results/store"
+
+
+def store_lookup(config: str, profile: str, point: str, seed: int, store: str = STORE) -> tuple[dict | None, str]:
+    """THE one lookup of a stored run for the listing: (payload, status) with status "found", "missing" or
+    STALE. A run is stale when the store holds the same point, profile and seed under a different result-changing
+    config (an older definition); it is never read as a current result. (The store's own staleness check, when it
+    lands, belongs here and nowhere else.)"""
+    from ..train.store import read_result
+    from ..train.sweep import sweep_configs
+
+    try:
+        [(_, _, cfg)] = sweep_configs(config, profile, [point], [seed])
+    except (ValueError, KeyError, FileNotFoundError):
+        return None, "missing"          # e.g. a profile ("text") the config does not define yet
+    payload = read_result(store, cfg)
+    if payload is not None:
+        return payload, "found"
+    want = cfg.identity()
+    if any(ident != want for ident in _stored_identities(store).get((cfg.name, profile, seed), ())):
+        return None, STALE
+    return None, "missing"
+
+
+def _stored_identities(store: str) -> dict[tuple, list]:
+    """(name, profile, seed) -> the result-changing identity of every run stored under it; read once per version
+    of the store folder (its modification time changes when a run is added or removed; the store writes a run
+    by renaming a finished file into place, never in place)."""
+    d = Path(store)
+    if not d.is_dir():
+        return {}
+    return _identities_of(str(d.resolve()), d.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _identities_of(store: str, mtime_ns: int) -> dict[tuple, list]:
+    from ..train.config import identity
+    from ..train.store import entries
+    out: dict[tuple, list] = {}
+    for _, old in entries(store):
+        key = (old.get("name"), old.get("profile"), old.get("config", {}).get("run", {}).get("seed"))
+        out.setdefault(key, []).append(identity(old.get("config", {})))
+    return out
+
+
+PROFILE_OF = {"real text (CPU)": "text", "miniature": "cpu"}
+
+
+def _store_result(m: Runs, profile: str, store: str) -> dict:
+    """A claim's runs at one profile, each read on its plateau: {"values" (mean over the paired seeds),
+    "seed_values" (one value per seed, the seeds in "seeds"), "plateaus" (each run's window), "status",
+    "excluded" (runs that did not train or cannot give a plateau, each with why), ...}."""
+    from ..results.sweeps import NotEnoughEvaluations, plateau_of, training_failure
+
+    got: dict[str, dict[int, float]] = {}
+    plateaus: dict[str, dict[int, dict]] = {}
+    excluded: list[str] = []
+    stale, prov = [], []
+    missing_required = False
+    for label, spec in m.points.items():
+        point, metric = spec[0], spec[1]
+        config = spec[2] if len(spec) > 2 else m.config
+        got[label], plateaus[label] = {}, {}
+        for seed in (*m.seeds, *EXTRA_SEEDS):
+            payload, st = store_lookup(config, profile, point, seed, store)
+            if st == STALE:
+                if seed in m.seeds:
+                    stale.append(f"{point} seed {seed}")
+                continue
+            if payload is None:
+                missing_required |= seed in m.seeds
+                continue
+            prov.append(payload["hash"])
+            why = training_failure(payload, TRAINED, PLATEAU)
+            if why:
+                excluded.append(f"{point} seed {seed}: {why}")
+                continue
+            try:
+                p = plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS)
+            except NotEnoughEvaluations as e:
+                excluded.append(str(e))
+                continue
+            if p is not None:
+                got[label][seed] = p["mean"]
+                plateaus[label][seed] = p
+    # seeds paired across the claim's labels: those every label has (a seed a label lacks drops out for all)
+    paired = sorted(set.intersection(*(set(v) for v in got.values()))) if got else []
+    enough = len(paired) >= SEEDS_MIN
+    seed_values = {k: [got[k][s] for s in paired] for k in got} if enough else {}
+    values = {k: (statistics.fmean(v) if v else None) for k, v in seed_values.items()} if enough else \
+        {k: None for k in m.points}
+    status = "found"
+    if stale:
+        status = STALE
+    elif all(not v for v in got.values()) and not excluded:
+        status = "missing"
+    elif missing_required:
+        status = "incomplete"
+    elif not enough:
+        status = "too few seeds"
+    from ..train.config import PROFILES
+
+    notes = [] if profile in PROFILES else [f"the configs define no `{profile}` profile yet: nothing stored"]
+    if excluded:
+        notes.append(f"{len(excluded)} run(s) not counted: " + "; ".join(excluded))
+    if enough and len(paired) != len(m.seeds):
+        notes.append(f"seeds {', '.join(map(str, paired))}")
+    pts = ", ".join(f"{k}={sp[0]}" + ("" if sp[1] == "Sink_1" else f" {sp[1]}")
+                    + (f" ({sp[2]})" if len(sp) > 2 else "") for k, sp in m.points.items())
+    return {"measurement": f"store {m.config} @{profile}, seeds {','.join(map(str, paired or m.seeds))}, each run "
+                           f"on its plateau (last {100 * PLATEAU:g} % of its steps): {pts}",
+            "values": values if status != STALE else {}, "seed_values": seed_values if status != STALE else {},
+            "seeds": paired, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in plateaus.items()},
+            "status": status, "stale": stale, "excluded": excluded, "runs": sorted(set(prov)),
+            "note": "; ".join(notes)}
+
+
+def result(c: Claim, scale: str, records: Mapping | None = None, store: str = STORE) -> dict:
+    """One claim at one scale: {"measurement", "values", "verdict", "status", "note", ...}."""
+    m = c.measure.get(scale, NotRun("not listed"))
+    if isinstance(m, NotRun):
+        return {"measurement": NOT_RUN, "values": {}, "verdict": NO_RESULT, "status": NOT_RUN, "note": m.reason}
+    if isinstance(m, Chapter):
+        rec = (records if records is not None else load_records()).get(c.id, {}).get(scale)
+        if rec is None:
+            return {"measurement": f"chapter {m.chapter}", "values": {}, "verdict": NO_RESULT, "status": "missing",
+                    "note": f"no record: run the chapter (python -m sinkpaper.book run --only {m.chapter})"}
+        out = {"measurement": f"chapter {m.chapter}: {rec['measurement']}", "values": rec["values"],
+               "status": "found", "note": rec.get("note", ""), "setting": rec.get("setting", ""),
+               "provenance": rec.get("provenance", {})}
+    else:
+        out = _store_result(m, PROFILE_OF[scale], store)
+    if out["status"] == STALE:
+        out["verdict"] = NO_RESULT
+        out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition"
+    elif out["status"] in ("missing", "incomplete", "too few seeds"):
+        # a rule judges the whole set of runs it was fixed for, never the part stored so far: one failing point
+        # would otherwise read "disagrees" before the points that could change the picture are in
+        out["verdict"] = NO_RESULT
+    elif c.rule is None:
+        out["verdict"] = NO_RESULT
+    elif out.get("seed_values"):
+        out["verdict"], out["why"] = judge(c.rule, out["seed_values"])
+    else:
+        out["verdict"] = c.rule.apply(out["values"])
+    return out
+
+
+def entry(c: Claim, records: Mapping | None = None, store: str = STORE) -> dict:
+    """The claim as the listing gives it (every field a chapter, the scorecard and `claims --json` read)."""
+    records = load_records() if records is None else records
+    return {"id": c.id, "section": c.section, "chapter": c.chapter, "claim": c.claim, "kind": c.kind,
+            "paper": {"source": c.paper_source(), "values": c.paper_values()},
+            "rule": c.rule.sentence if c.rule else None,
+            "no_effect_means": c.rule.null_sentence if c.rule else None,
+            "bos": c.bos, "bos_why": c.bos_why or None,
+            "results": {s: result(c, s, records, store) for s in SCALES},
+            "rule_check": rule_check(c), "note": c.note}
+
+
+def listing(directory: str | os.PathLike | None = None, store: str = STORE) -> list[dict]:
+    """Every claim, in the paper's order, with its results at every scale."""
+    records = load_records(directory)
+    return [entry(c, records, store) for c in CLAIMS]

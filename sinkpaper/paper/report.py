@@ -1,0 +1,152 @@
+"""Claims and verdicts as people read them: rows, tables and the one-line verdict text."""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from .claims import claim, rule_check
+from .lookup import STORE, entry
+from .records import load_records, write_record
+from .verdicts import INCONCLUSIVE, NOT_RUN, NO_RESULT, SCALES, SEEDS_MIN, STALE
+
+# ----------------------------------------------------------------------------------------- for people
+def fmt_values(values: Mapping[str, float | None], digits: int = 2) -> str:
+    from ..results.numbers import MISSING, fmt
+
+    return ", ".join(f"{k} {fmt(v, digits, '')}" for k, v in values.items()) or MISSING
+
+
+def verdict_text(res: Mapping) -> str:
+    """The verdict as a table cell: the verdict word, and why there is none where there is none."""
+    if res.get("status") == STALE:
+        return f"{NO_RESULT} ({STALE})"
+    if res.get("status") == NOT_RUN:
+        return f"{NO_RESULT} ({NOT_RUN})"
+    if res.get("status") == "too few seeds":
+        return f"{NO_RESULT} (fewer than {SEEDS_MIN} seeds that trained)"
+    if res["verdict"] == INCONCLUSIVE and res.get("why"):
+        return f"{INCONCLUSIVE}: {res['why']}"
+    return res["verdict"]
+
+
+def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = STORE) -> dict:
+    """A claim's table row, as the chapters show it and the scorecard lists it."""
+    return row_of(entry(claim(claim_id), load_records(directory), store))
+
+
+def _no_rule(e: Mapping) -> str:
+    return ("a check of the propositions, not a reproduction: no verdict" if e["kind"] == "check"
+            else "qualitative: no verdict")
+
+
+def row_of(e: Mapping) -> dict:
+    """The table row of a listing entry: the claim, the paper's values, the rule, ours and the verdict at each
+    scale, and a note (the BOS choice and why, the chapter's note, what is stale)."""
+    out = {"claim": e["claim"], "paper": fmt_values(e["paper"]["values"]) if e["paper"]["values"]
+           else f"{e['paper']['source']} (no number)", "rule": e["rule"] or _no_rule(e)}
+    for s in SCALES:
+        r = e["results"][s]
+        out[f"ours ({s})"] = (fmt_values(r["values"]) if r["values"] else
+                              f"{NOT_RUN}: {r['note']}" if r.get("status") == NOT_RUN else r["measurement"])
+        out[f"verdict ({s})"] = verdict_text(r)
+    notes = [e["note"]] + [f"{s}: {r['note']}" for s, r in e["results"].items() if r.get("note")
+                           and r.get("status") not in (NOT_RUN,)]
+    if e["bos"] is not None:
+        notes.insert(0, f"BOS {'on' if e['bos'] else 'off'}: {e['bos_why']}")
+    out["note"] = "; ".join(n for n in notes if n)
+    return out
+
+
+def bos_statement(claim_ids: Sequence[str]) -> str:
+    """Markdown, one bullet per claim: the BOS choice its verdict uses and why (for a chapter to show before its
+    results)."""
+    lines = []
+    for cid in claim_ids:
+        c = claim(cid)
+        if c.bos is None:
+            continue
+        lines.append(f"- `{cid}` ({c.claim}): verdict with **BOS {'on' if c.bos else 'off'}**; {c.bos_why}.")
+    return "\n".join(lines)
+
+
+def rows(claim_ids: Sequence[str], directory: str | os.PathLike | None = None, store: str = STORE) -> list[dict]:
+    """The chapter's table rows. A scale at which none of these claims was run (the paper's own 60M runs in
+    Sections 4-7) loses its two columns, so the table fits the page; the scorecard still lists it per claim."""
+    out = [row(c, directory, store) for c in claim_ids]
+    for s in SCALES:
+        if out and all(r[f"ours ({s})"].startswith(NOT_RUN) for r in out):
+            for r in out:
+                del r[f"ours ({s})"], r[f"verdict ({s})"]
+    return out
+
+
+def counts(entries: Sequence[Mapping], scale: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in entries:
+        v = e["results"][scale]["verdict"]
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
+    """One scale of the listing as a Markdown table: each claim the scale tests (listed, not "not run"), the
+    paper's numbers, ours as mean [min, max] over the seeds (where the scale stores seeds), the verdict, and
+    what is not stored yet. The closing notes quote it."""
+    from ..results.numbers import fmt
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+    lines = [f"| claim | section | paper | ours ({scale}): mean [min, max] over seeds | verdict |",
+             "|---|---|---|---|---|"]
+    tested = [e for e in entries if e["results"][scale].get("status") != NOT_RUN]
+    for e in tested:
+        r = e["results"][scale]
+        seeds = r.get("seed_values") or {}
+
+        def cell(k, v):
+            d = 3 if "alpha" in k else 1       # alpha_1 and its excess are fractions; the rest are percentages
+            spread = f" [{min(seeds[k]):.{d}f}, {max(seeds[k]):.{d}f}]" if len(seeds.get(k, ())) > 1 else ""
+            return f"{k} {fmt(v, d, '')}{spread}"
+        ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or r["measurement"]
+        left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
+        cells = (f"`{e['id']}`: {e['claim']}", e["section"], fmt_values(e["paper"]["values"], 1), ours + left,
+                 verdict_text(r))
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")   # "max(|row sum|, 1)"
+    n = counts(tested, scale)
+    lines += ["", f"{len(tested)} claims tested at {scale}: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
+    return "\n".join(lines)
+
+
+def text_table(entries: Sequence[Mapping]) -> str:
+    """The listing as plain text, one line per claim and scale."""
+    lines = []
+    for e in entries:
+        chk = e["rule_check"]
+        lines.append(f"{e['id']}  [{e['section']}, {e['paper']['source']}]  {e['claim']}")
+        if e["paper"]["values"]:
+            lines.append(f"    paper: {fmt_values(e['paper']['values'])}")
+        lines.append(f"    rule: {e['rule'] or _no_rule(e)}"
+                     + (f"  (check: paper {chk['paper']}, no effect {chk['no_effect']})" if chk else ""))
+        if e["bos"] is not None:
+            lines.append(f"    BOS {'on' if e['bos'] else 'off'}: {e['bos_why']}")
+        for s, r in e["results"].items():
+            vals = fmt_values(r["values"]) if r["values"] else ""
+            lines.append(f"    {s:16s} {verdict_text(r):28s} {vals or r['measurement']}"
+                         + (f"  [{r['note']}]" if r.get("note") and r.get("status") != NOT_RUN else ""))
+    total = {s: counts(entries, s) for s in SCALES}
+    lines.append("")
+    lines.append(f"{len(entries)} claims. " + "; ".join(
+        f"{s}: " + ", ".join(f"{n} {v}" for v, n in sorted(total[s].items())) for s in SCALES))
+    return "\n".join(lines)
+
+
+def record(claim_id: str, *, values: Mapping[str, float | None], measurement: str, provenance: Mapping[str, Any],
+           setting: str = "", note: str = "", scale: str = "real LMs",
+           directory: str | os.PathLike | None = None) -> dict:
+    """Record a chapter's measurement for one claim (its numbers, not a verdict) and return the claim's table row,
+    with the verdict the claim's rule gives. ``values``: {label: number}, labels as the claim's rule reads them;
+    ``measurement``: what was measured (models, inputs, samples); ``note``: what a reader should see beside the
+    verdict (the other BOS setting, a model without a sink, ...)."""
+    write_record(claim_id, values=values, measurement=measurement, provenance=provenance, setting=setting,
+                 note=note, scale=scale, directory=directory)
+    return row(claim_id, directory=directory)

@@ -1,0 +1,457 @@
+"""The agreement rules: each reads a claim's values (one per seed where runs are stored) and gives a verdict."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from .numbers import NUMBERS
+from .verdicts import AGREES, CHANGE, DISAGREES, Decision, FACTOR, NOT_COMPARABLE, NO_RESULT, NO_SINK, SINK, Seeds, Undecided, _get, all_of, no_sink_verdict, sink_verdict, verdict_of
+
+# ----------------------------------------------------------------------------------------------- the rules
+class Rule:
+    """An agreement rule: ``sentence`` (one sentence), ``apply(values) -> verdict`` and ``null(values)``, the
+    values of a result in which the claimed effect is absent (``null_sentence`` says which)."""
+
+    sentence: str = ""
+    null_sentence: str = ""
+
+    def apply(self, values: Mapping[str, float | None]) -> str:
+        raise NotImplementedError
+
+    def null(self, values: Mapping[str, float | None]) -> dict[str, float | None]:
+        raise NotImplementedError
+
+
+@dataclass
+class Sinks(Rule):
+    """Every label has a sink (>= SINK). Null: the sink is absent (0 %) everywhere."""
+    labels: Sequence[str]
+    what: str = "Sink_1"
+
+    def __post_init__(self):
+        self.sentence = f"{self.what} >= {SINK:g} % for every one of {', '.join(self.labels)}."
+        self.null_sentence = "the sink is absent: 0 % everywhere"
+
+    def apply(self, values):
+        return all_of([sink_verdict(_get(values, x)) for x in self.labels])
+
+    def null(self, values):
+        return {**values, **{x: 0.0 for x in self.labels}}
+
+
+@dataclass
+class Contrast(Rule):
+    """Labels in ``sink`` have a sink (>= SINK), labels in ``no_sink`` have none (< NO_SINK). Null: ``null_map``
+    gives each changed label the value of the label it would equal if the intervention did nothing (a label
+    mapped to a float takes that value)."""
+    sink: Sequence[str] = ()
+    no_sink: Sequence[str] = ()
+    null_map: Mapping[str, str | float] = field(default_factory=dict)
+    null_text: str = ""
+
+    def __post_init__(self):
+        parts = []
+        if self.sink:
+            parts.append(f"{', '.join(self.sink)} >= {SINK:g} %")
+        if self.no_sink:
+            parts.append(f"{', '.join(self.no_sink)} < {NO_SINK:g} %")
+        self.sentence = " and ".join(parts) + "."
+        self.null_sentence = self.null_text
+
+    def apply(self, values):
+        return all_of([sink_verdict(_get(values, x)) for x in self.sink]
+                      + [no_sink_verdict(_get(values, x)) for x in self.no_sink])
+
+    def null(self, values):
+        return {**values, **{x: (src if isinstance(src, float) else values.get(src)) for x, src in self.null_map.items()}}
+
+
+@dataclass
+class Monotone(Rule):
+    """The values, in the order of ``labels``, never decrease and end above the first (``up``), or the mirror
+    image. A position of ``labels`` may be a tuple of names (the paper's point, then a scale's own point at that
+    rank, e.g. ("lr_x0.25", "lr_x0.3")); a scale uses the positions it measures. Null: every value equals the
+    first."""
+    labels: Sequence[str | tuple[str, ...]]
+    up: bool = True
+    what: str = "Sink_1"
+
+    def __post_init__(self):
+        names = [x if isinstance(x, str) else " / ".join(x) for x in self.labels]
+        self.sentence = (f"{self.what} never {'falls' if self.up else 'rises'} along {' -> '.join(names)} "
+                         f"(the points a scale runs) and ends {'above' if self.up else 'below'} where it starts.")
+        self.null_sentence = f"{self.what} the same at every point"
+
+    def _present(self, values):
+        out = []
+        for x in self.labels:
+            hit = next((n for n in ((x,) if isinstance(x, str) else x) if n in values), None)
+            if hit is not None:
+                out.append(hit)
+        return out
+
+    def apply(self, values):
+        vs = [_get(values, x) for x in self._present(values)]
+        if any(v is None for v in vs) or len(vs) < 2:
+            return NO_RESULT
+        ok = (all((b >= a) if self.up else (b <= a) for a, b in zip(vs, vs[1:]))
+              and ((vs[-1] > vs[0]) if self.up else (vs[-1] < vs[0])))
+        return verdict_of(ok)
+
+    def null(self, values):
+        present = self._present(values)
+        first = values.get(present[0]) if present else None
+        return {**values, **{x: first for x in present}}
+
+
+@dataclass
+class MattersLittle(Rule):
+    """The base has a sink and every label is within a factor FACTOR of it; not comparable when the base has no
+    sink. Null: no sink anywhere (0 %)."""
+    labels: Sequence[str]
+    base: str
+
+    def __post_init__(self):
+        self.sentence = (f"{self.base} has a sink (>= {SINK:g} %) and {', '.join(self.labels)} are each within a "
+                         f"factor {FACTOR:g} of it.")
+        self.null_sentence = "no sink at any point (0 %)"
+
+    def apply(self, values):
+        b = _get(values, self.base)
+        vs = [_get(values, x) for x in self.labels]
+        if b is None or any(v is None for v in vs):
+            return NO_RESULT
+        if b < SINK:
+            return NOT_COMPARABLE
+        return verdict_of(all(b / FACTOR <= v <= b * FACTOR for v in vs))
+
+    def null(self, values):
+        return {**values, **{x: 0.0 for x in [self.base, *self.labels]}}
+
+
+@dataclass
+class Change(Rule):
+    """``treated`` moves ``up`` (or down) from ``control`` by at least CHANGE x the control's value; with
+    ``treated_no_sink`` the treated value must also have no sink. Null: treated equals control."""
+    treated: str
+    control: str
+    up: bool = True
+    treated_no_sink: bool = False
+    what: str = "Sink_1"
+
+    def __post_init__(self):
+        d = "above" if self.up else "below"
+        self.sentence = (f"{self.what} of {self.treated} at least {100 * CHANGE:.0f} % of the control's value "
+                         f"{d} {self.control}" + (f", and below {NO_SINK:g} %" if self.treated_no_sink else "") + ".")
+        self.null_sentence = f"{self.treated} equals {self.control}"
+
+    def apply(self, values):
+        t, c = _get(values, self.treated), _get(values, self.control)
+        if t is None or c is None:
+            return NO_RESULT
+        if not self.up and self.what.startswith("Sink") and c < SINK:
+            return NOT_COMPARABLE          # the control has no sink to weaken
+        if isinstance(t, Seeds) and isinstance(c, Seeds):
+            # a difference between two points is read only when their seeds separate them: the magnitude test
+            # below could otherwise call two overlapping points "not different enough" (disagrees)
+            moved = Decision(t, c, (lambda a, b: a > b) if self.up else (lambda a, b: a < b), ">" if self.up else "<")
+            if len(moved.cross) > 1:
+                raise Undecided(moved.key, moved.why(), settled=True)
+        ok = t >= c * (1 + CHANGE) if self.up else t <= c * (1 - CHANGE)
+        if t == c:
+            ok = False
+        out = [verdict_of(ok)]
+        if self.treated_no_sink:
+            out.append(no_sink_verdict(t))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, self.treated: values.get(self.control)}
+
+
+@dataclass
+class Ratio(Rule):
+    """``num`` / ``den`` >= FACTOR for every subject (labels "<subject>: <num>" and "<subject>: <den>").
+    Null: num equals den."""
+    num: str
+    den: str
+    null_text: str = ""
+
+    def __post_init__(self):
+        self.sentence = f"{self.num} at least {FACTOR:g} x {self.den}, for every model."
+        self.null_sentence = self.null_text or f"{self.num} equals {self.den}"
+
+    def _subjects(self, values):
+        return sorted({k.rsplit(": ", 1)[0] for k in values if k.endswith(f": {self.num}")})
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            n, d = _get(values, f"{s}: {self.num}"), _get(values, f"{s}: {self.den}")
+            out.append(NO_RESULT if n is None or d is None or d <= 0 else verdict_of(n >= FACTOR * d))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: {self.num}": values.get(f"{s}: {self.den}") for s in self._subjects(values)}}
+
+
+@dataclass
+class Recovers(Rule):
+    """Per subject: the sinks recover at least 1 - CHANGE of the window-only cache's excess log-perplexity over
+    the full cache, (log w - log s) / (log w - log f); not comparable where the window does not hurt (w <= f).
+    Null: sink+window equals window-only."""
+
+    def __post_init__(self):
+        self.sentence = (f"sink+window recovers at least {100 * (1 - CHANGE):.0f} % of the window-only cache's "
+                         "excess log-perplexity over the full cache, for every model.")
+        self.null_sentence = "the sinks change nothing: sink+window reads as window-only"
+
+    def _subjects(self, values):
+        return sorted({k.rsplit(": ", 1)[0] for k in values if k.endswith(": sink+window ppl")})
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            f, w, k = (_get(values, f"{s}: {m}") for m in ("full ppl", "window ppl", "sink+window ppl"))
+            if None in (f, w, k) or min(f, w, k) <= 0:
+                out.append(NO_RESULT)
+            elif w <= f:
+                out.append(NOT_COMPARABLE)
+            else:
+                out.append(verdict_of((math.log(w) - math.log(k)) / (math.log(w) - math.log(f)) >= 1 - CHANGE))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: sink+window ppl": values.get(f"{s}: window ppl") for s in self._subjects(values)}}
+
+
+@dataclass
+class Falls(Rule):
+    """Per subject ("<subject>: smallest T", "<subject>: largest T"): Sink_1 at the largest T is at least CHANGE
+    below Sink_1 at the smallest T; a subject without a sink at the smallest T is not comparable (nothing to
+    fall); labels holding "not judged" are shown, not judged. Null: the same Sink_1 at every T."""
+
+    def __post_init__(self):
+        self.sentence = (f"Sink_1 at the largest T at least {100 * CHANGE:.0f} % below Sink_1 at the smallest T, for "
+                         f"every judged series (one with a sink, >= {SINK:g} %, at the smallest T).")
+        self.null_sentence = "Sink_1 the same at every T"
+
+    def _subjects(self, values):
+        return [k.rsplit(": ", 1)[0] for k in values if k.endswith(": smallest T") and "not judged" not in k]
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            lo, hi = _get(values, f"{s}: smallest T"), _get(values, f"{s}: largest T")
+            if lo is None or hi is None:
+                out.append(NO_RESULT)
+            elif lo < SINK:
+                out.append(NOT_COMPARABLE)
+            else:
+                out.append(verdict_of(hi <= lo * (1 - CHANGE)))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: largest T": values.get(f"{s}: smallest T") for s in self._subjects(values)}}
+
+
+@dataclass
+class DependsOn(Rule):
+    """Per subject ("<subject>: with BOS", "<subject>: without BOS"): the subject has a sink with the BOS it
+    was trained with (>= SINK; else not comparable, nothing to depend on) and removing the BOS moves Sink_1 by at
+    least CHANGE of its value. Null: the same Sink_1 without the BOS."""
+
+    def __post_init__(self):
+        self.sentence = (f"with its BOS the model has a sink (>= {SINK:g} %), and without it Sink_1 moves by at least "
+                         f"{100 * CHANGE:.0f} % of that value, for every model trained with a BOS.")
+        self.null_sentence = "removing the BOS changes nothing"
+
+    def _subjects(self, values):
+        return [k.rsplit(": ", 1)[0] for k in values if k.endswith(": with BOS")]
+
+    def apply(self, values):
+        out = []
+        for s in self._subjects(values):
+            on, off = _get(values, f"{s}: with BOS"), _get(values, f"{s}: without BOS")
+            if on is None or off is None:
+                out.append(NO_RESULT)
+            elif on < SINK:
+                out.append(NOT_COMPARABLE)
+            else:
+                out.append(verdict_of(abs(on - off) >= CHANGE * on))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"{s}: without BOS": values.get(f"{s}: with BOS") for s in self._subjects(values)}}
+
+
+@dataclass
+class Bound(Rule):
+    """Every label ending in ``metric`` is above (``above``) or below ``bound``; labels holding "not judged" are
+    shown, not judged. Null: every judged value equals ``null_value``."""
+    metric: str
+    bound: float
+    above: bool
+    null_value: float
+    strict: bool = True
+    null_text: str = ""
+    skip: Sequence[str] = ()
+    what: str = ""
+
+    def __post_init__(self):
+        op = (">" if self.strict else ">=") if self.above else ("<" if self.strict else "<=")
+        self.sentence = (f"{self.what or self.metric.lstrip(': ')} {op} {self.bound:g} for every judged setting"
+                         + (f" ({', '.join(self.skip)} shown, not judged)" if self.skip else "") + ".")
+        self.null_sentence = self.null_text or f"{self.metric} = {self.null_value:g}"
+
+    def _labels(self, values):
+        return [k for k in values if k.endswith(self.metric) and "not judged" not in k
+                and k not in self.skip]
+
+    def apply(self, values):
+        out = []
+        for k in self._labels(values):
+            v = _get(values, k)
+            if v is None:
+                out.append(NO_RESULT)
+            elif self.above:
+                out.append(verdict_of(v > self.bound if self.strict else v >= self.bound))
+            else:
+                out.append(verdict_of(v < self.bound if self.strict else v <= self.bound))
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{k: self.null_value for k in self._labels(values)}}
+
+
+@dataclass
+class Both(Rule):
+    """Two rules on the same values; both must agree (combined with all_of). Null: both nulls applied."""
+    first: Rule
+    second: Rule
+
+    def __post_init__(self):
+        self.sentence = f"{self.first.sentence[:-1]}; and {self.second.sentence}"
+        self.null_sentence = f"{self.first.null_sentence}; {self.second.null_sentence}"
+
+    def apply(self, values):
+        return all_of([self.first.apply(values), self.second.apply(values)])
+
+    def null(self, values):
+        return self.second.null(self.first.null(values))
+
+
+@dataclass
+class WeightDecay(Rule):
+    """Sink_1 rises with weight decay, then the largest weight decay removes it: the largest Sink_1 of ``labels``
+    sits at a WD in ``peak`` and is at least CHANGE above ``zero``, and ``largest`` has no sink. Null: every
+    point equals ``zero``."""
+    labels: Sequence[str]
+    zero: str
+    peak: Sequence[str]
+    largest: str
+
+    def __post_init__(self):
+        self.sentence = (f"Sink_1 peaks at {' or '.join(self.peak)}, at least {100 * CHANGE:.0f} % above {self.zero}; "
+                         f"{' and '.join(self.peak)} each have a sink (>= {SINK:g} %); {self.largest} has none "
+                         f"(< {NO_SINK:g} %).")
+        self.null_sentence = f"weight decay changes nothing: every point equals {self.zero}"
+
+    def apply(self, values):
+        vs = {x: _get(values, x) for x in self.labels if x in values}   # the WDs a scale runs
+        if any(v is None for v in vs.values()) or self.zero not in vs or self.largest not in vs:
+            return NO_RESULT
+        top = max(vs, key=lambda x: vs[x])
+        rises = top in self.peak and vs[top] >= vs[self.zero] * (1 + CHANGE) and vs[top] > vs[self.zero]
+        return all_of([verdict_of(rises), no_sink_verdict(vs[self.largest])]
+                      + [sink_verdict(vs[x]) for x in self.peak if x in vs])
+
+    def null(self, values):
+        return {**values, **{x: values.get(self.zero) for x in self.labels if x in values}}
+
+
+@dataclass
+class MovesTo(Rule):
+    """For each run "fixed_pos<k>": Sink_k >= SINK and, where measured, above that run's Sink_j for every other
+    j. Null: the sink stays on token 1, Sink_k = 0 at k (the paper: ~0 elsewhere)."""
+    ks: Sequence[int]
+
+    def __post_init__(self):
+        self.sentence = (f"for k = {', '.join(map(str, self.ks))}: the run with a fixed token at k has Sink_k >= "
+                         f"{SINK:g} %, the largest of its measured Sink_j.")
+        self.null_sentence = "the sink stays where it was: Sink_k = 0 % at each k"
+
+    def apply(self, values):
+        out = []
+        for k in self.ks:
+            own = _get(values, f"fixed_pos{k}: Sink_{k}")
+            others = [_get(values, x) for x in values if x.startswith(f"fixed_pos{k}: Sink_")
+                      and x != f"fixed_pos{k}: Sink_{k}"]
+            v = sink_verdict(own)
+            if v == AGREES and any(o is not None and o >= own for o in others):
+                v = DISAGREES
+            out.append(v)
+        return all_of(out)
+
+    def null(self, values):
+        return {**values, **{f"fixed_pos{k}: Sink_{k}": 0.0 for k in self.ks}}
+
+
+@dataclass
+class Keeps(Rule):
+    """An intervention leaves the sink where it is: where ``control`` has a sink (>= SINK), ``treated`` has one too;
+    not comparable when the control has none (nothing to keep). Null: the intervention removes it (0 %)."""
+    treated: str
+    control: str
+
+    def __post_init__(self):
+        self.sentence = (f"where {self.control} has a sink (>= {SINK:g} %), {self.treated} has one on token 1 too "
+                         f"(>= {SINK:g} %); not comparable when {self.control} has none.")
+        self.null_sentence = f"the intervention removes the sink: {self.treated} 0 %"
+
+    def apply(self, values):
+        t, c = _get(values, self.treated), _get(values, self.control)
+        if t is None or c is None:
+            return NO_RESULT
+        if not c >= SINK:
+            return NOT_COMPARABLE
+        return sink_verdict(t)
+
+    def null(self, values):
+        return {**values, self.treated: 0.0}
+
+
+@dataclass
+class Prefix(Rule):
+    """Prefix LM with a prefix of p tokens (the value "<run>: p", the run's own prefix length): the largest
+    Sink_k (k = 1..K) sits on a prefix position other than the first (2 <= k <= p) and is >= SINK. A largest
+    Sink_k on token 1 is not comparable: an ordinary first-token sink cannot be told from one the prefix moved
+    there. Null: an ordinary first-token sink."""
+    run: str = "prefix"
+    k_max: int = 10
+
+    def __post_init__(self):
+        self.sentence = (f"the largest Sink_k of the prefix-LM run is on a prefix position 2..p (p its prefix length) "
+                         f"and >= {SINK:g} % (on token 1: not comparable, since an ordinary first-token sink looks "
+                         "the same).")
+        self.null_sentence = "an ordinary first-token sink (Sink_1 as the default run's, 0 % elsewhere)"
+
+    def apply(self, values):
+        p = _get(values, f"{self.run}: p")
+        ks = {k: _get(values, f"{self.run}: Sink_{k}") for k in range(1, self.k_max + 1)}
+        ks = {k: v for k, v in ks.items() if v is not None}
+        if not ks or p is None:
+            return NO_RESULT
+        top = max(ks, key=lambda k: (ks[k], -k))
+        if ks[top] < SINK:
+            return DISAGREES
+        if top == 1:
+            return NOT_COMPARABLE
+        return verdict_of(top <= p)
+
+    def null(self, values):
+        out = {k: v for k, v in values.items() if not k.startswith(f"{self.run}: Sink_")}
+        out.update({f"{self.run}: Sink_{k}": 0.0 for k in range(2, self.k_max + 1)})
+        out[f"{self.run}: Sink_1"] = NUMBERS["default"].value
+        return out
