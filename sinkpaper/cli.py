@@ -243,7 +243,9 @@ def run_report(a) -> int:
 
 def run_sweep_command(a) -> int:
     from . import train as T
-    from .train.sweep import format_status, format_summary, parse_start_before, run_sweep, status, summarize
+    from .paper import PLATEAU, PLATEAU_EVALS
+    from .results.sweeps import format_summary, summary_rows
+    from .train.sweep import format_status, parse_start_before, run_sweep, status
     store = a.store or T.DEFAULT_STORE
     if a.status:
         print(format_status(status(a.config, a.profile, store, a.seeds)))
@@ -257,7 +259,7 @@ def run_sweep_command(a) -> int:
     payloads = run_sweep(a.config, a.profile, a.out, store, points=a.points, seeds=a.seeds,
                          overrides=T.parse_sets(a.set), progress=False, log=log, keep_going=a.keep_going,
                          start_before=start_before)
-    print(format_summary(summarize(payloads)))
+    print(format_summary(summary_rows(payloads, PLATEAU, PLATEAU_EVALS)))
     return 0
 
 

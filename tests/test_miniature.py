@@ -8,7 +8,8 @@ import pytest
 
 from sinkpaper.data import Packing
 from sinkpaper.data.sources import bigram_backcopy, load_source
-from sinkpaper.train.sweep import run_sweep, summarize
+from sinkpaper.results.sweeps import format_summary, summary_rows
+from sinkpaper.train.sweep import run_sweep
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +79,13 @@ def test_sweep_runner_skips_stored_runs_and_reports_the_seed_spread(tmp_path):
     again = run_sweep(cfg, "cpu", tmp_path / "runs", store, seeds=[0, 1], progress=False)
     assert [p["hash"] for p in again] == [p["hash"] for p in first]
     assert {p: p.stat().st_mtime_ns for p in store.glob("*.json.gz")} == mtimes   # nothing retrained
-    rows = {r["point"]: r for r in summarize(first)}
-    assert rows["wd_0"]["seeds"] == [0, 1] and rows["wd_0"]["sink_1_min"] <= rows["wd_0"]["sink_1_mean"] <= rows["wd_0"]["sink_1_max"]
+    rows = {r["point"]: r for r in summary_rows(first, fraction=0.2, min_evals=3)}
+    # one evaluation per run: no plateau, and the summary says so instead of reading the last value
+    assert rows["wd_0"]["seeds"] == [0, 1] and rows["wd_0"]["Sink_1"] is None
+    assert rows["wd_0"]["too few evaluations"] == [0, 1] and "seeds 0,1: too few evaluations" in format_summary(
+        list(rows.values()))
+    one = {r["point"]: r for r in summary_rows(first, fraction=1.0, min_evals=1)}["wd_0"]["Sink_1"]
+    assert one["n"] == 2 and one["min"] <= one["mean"] <= one["max"]
     sig = next(p for p in first if p["name"] == "tiny/sigmoid")["result"]
     assert sig["proxy"] and {"raw_weight_token_1", "raw_weight_others", "raw_row_sum"} <= set(sig)
     with pytest.raises(ValueError, match="unknown sweep point"):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from sinkpaper import paper
+from sinkpaper.results import sweeps
 from sinkpaper.train import store as S
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,6 +219,9 @@ def test_a_stale_stored_run_reads_stale_and_never_counts(tmp_path):
     S.write_entry(path, old)
     payload, status = paper.store_lookup(str(REPO / "configs/miniature.yaml"), "cpu", "kv_bias", 0, str(store))
     assert payload is None and status == paper.STALE
+    # the results layer reads the same lookup: the point is missing and stale there too
+    sw = sweeps.stored_sweep(str(REPO / "configs/miniature.yaml"), "cpu", ["kv_bias"], [0], str(store))
+    assert sw.payloads == [] and sw.stale == [("kv_bias", 0)]
     r = paper.result(paper.claim("bias_kv"), "miniature", {}, str(store))
     assert r["verdict"] == paper.NO_RESULT and r["values"] == {} and paper.STALE in r["note"]
     assert paper.verdict_text(r) == f"{paper.NO_RESULT} ({paper.STALE})"

@@ -105,6 +105,13 @@ def test_a_definition_revision_bump_changes_the_key_and_makes_stored_runs_stale(
     assert stale["key"] == key and stale["current_key"] == v_bias.hash()
     assert stale["reason"] == "ran under an older definition: model.sink='v_bias' revision 2 (now 3); stale, rerun"
     assert [p["hash"] for p in S.list_results(tmp_path)] == [other_key]
+    # the one lookup: the old run is stale, with the store's reason; the other found; an unstored config missing
+    got = S.get(tmp_path, v_bias)
+    assert got.status == S.STALE and got.payload["hash"] == key and "revision 2 (now 3)" in got.reason
+    assert S.get(tmp_path, other).status == S.FOUND and S.get(tmp_path, other).payload["result"] == {"x": 2}
+    assert S.get(tmp_path, build(TINY, "cpu", {"model.sink": "k_bias", "name": "tiny/k_bias"})) == S.Lookup(S.MISSING)
+    # the same name and seed with other settings: the point changed after its run was stored
+    assert S.get(tmp_path, build(TINY, "cpu", {"model.sink": "k_bias"})).status == S.STALE
     assert S.migrate(tmp_path) == [] and S.result_path(tmp_path, key).exists()  # kept, still stale
     S.write_result(tmp_path, v_bias, {"x": 3})  # the rerun lands next to it, under the new key
     assert S.read_result(tmp_path, v_bias)["result"] == {"x": 3} and len(S.stale_results(tmp_path)) == 1

@@ -144,7 +144,8 @@ def test_when_the_sink_emerged_per_seed():
 
     ps = [payload("recipe", 0, {1: 100}, 0.9, curve([0, 60, 100])), payload("recipe", 1, {1: 100}, 0.9, curve([70])),
           payload("recipe", 2, {1: 0}, 0.1, curve([0, 10]))]
-    assert curves.first_reaching(ps[0]["curve"]) == {"step": 200, "tokens": 2000}
+    first = curves.first_reaching(ps[0]["curve"])
+    assert (first["step"], first["tokens"]) == (200, 2000)
     assert curves.first_reaching(ps[2]["curve"]) is None
     assert curves.reaching_steps(ps, "recipe") == [200, 100]
     assert prose.first_reached(ps, "recipe") == "at step 100-200" and prose.first_reached(ps, "nope") == "in no seed"

@@ -1,7 +1,6 @@
 """Each claim's result at each scale: the chapters' records and the results store, read seed by seed."""
 from __future__ import annotations
 
-import functools
 import os
 import statistics
 from pathlib import Path
@@ -16,45 +15,20 @@ STORE = "results/store"
 
 
 def store_lookup(config: str, profile: str, point: str, seed: int, store: str = STORE) -> tuple[dict | None, str]:
-    """THE one lookup of a stored run for the listing: (payload, status) with status "found", "missing" or
-    STALE. A run is stale when the store holds the same point, profile and seed under a different result-changing
-    config (an older definition); it is never read as a current result. (The store's own staleness check, when it
-    lands, belongs here and nowhere else.)"""
-    from ..train.store import read_result
+    """A sweep point's stored run for the listing: (payload, status) with status "found", "missing" or STALE,
+    read through the store's one lookup (:func:`sinkpaper.train.store.get`); a stale run is never read as a
+    current result."""
+    from ..train import store as S
     from ..train.sweep import sweep_configs
 
     try:
         [(_, _, cfg)] = sweep_configs(config, profile, [point], [seed])
     except (ValueError, KeyError, FileNotFoundError):
         return None, "missing"          # e.g. a profile ("text") the config does not define yet
-    payload = read_result(store, cfg)
-    if payload is not None:
-        return payload, "found"
-    want = cfg.identity()
-    if any(ident != want for ident in _stored_identities(store).get((cfg.name, profile, seed), ())):
-        return None, STALE
-    return None, "missing"
-
-
-def _stored_identities(store: str) -> dict[tuple, list]:
-    """(name, profile, seed) -> the result-changing identity of every run stored under it; read once per version
-    of the store folder (its modification time changes when a run is added or removed; the store writes a run
-    by renaming a finished file into place, never in place)."""
-    d = Path(store)
-    if not d.is_dir():
-        return {}
-    return _identities_of(str(d.resolve()), d.stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=4)
-def _identities_of(store: str, mtime_ns: int) -> dict[tuple, list]:
-    from ..train.config import identity
-    from ..train.store import entries
-    out: dict[tuple, list] = {}
-    for _, old in entries(store):
-        key = (old.get("name"), old.get("profile"), old.get("config", {}).get("run", {}).get("seed"))
-        out.setdefault(key, []).append(identity(old.get("config", {})))
-    return out
+    got = S.get(store, cfg)
+    if got.status == S.FOUND:
+        return got.payload, "found"
+    return None, STALE if got.status == S.STALE else "missing"
 
 
 PROFILE_OF = {"real text (CPU)": "text", "miniature": "cpu"}

@@ -24,11 +24,14 @@ def curve_rows(payload: Mapping, label: str | None = None, metrics: Sequence[str
             for c in payload["curve"] if "sink_k" in c]
 
 
-def first_reaching(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0) -> dict | None:
-    """The first evaluation at which Sink_k reaches ``threshold`` % (step and tokens seen); None if never."""
+def first_reaching(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0) -> Mapping | None:
+    """THE first crossing: the first evaluation at which Sink_k reaches (>=) ``threshold`` %, as that curve entry
+    (its step, tokens and the rest); None if never. ``curve`` is a stored payload's (Sink_k under "sink_k") or a
+    :class:`~sinkpaper.results.records.RunRecord`'s (Sink_1 under "sink_1")."""
     for c in curve:
-        if "sink_k" in c and c["sink_k"][str(k)] >= threshold:
-            return {"step": c["step"], "tokens": c["tokens"]}
+        value = c["sink_k"][str(k)] if "sink_k" in c else c.get(f"sink_{k}")
+        if value is not None and value >= threshold:
+            return c
     return None
 
 

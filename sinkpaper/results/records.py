@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..train.store import DEFAULT_STORE, read_result
+from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
 from .sweeps import spread
 
@@ -46,9 +46,9 @@ def runs(config: str | Path, profile: str, points: list[str] | None = None, seed
     """The stored (current, never stale) runs of a family's points x seeds; runs not stored are left out."""
     out = []
     for point, _seed, cfg in sweep_configs(config, profile, points, list(seeds)):
-        payload = read_result(store, cfg)
-        if payload is not None:
-            out.append(RunRecord.from_payload(payload, point))
+        got = get(store, cfg)
+        if got.status == FOUND:
+            out.append(RunRecord.from_payload(got.payload, point))
     return out
 
 

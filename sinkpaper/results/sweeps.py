@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 
 from ..files import atomic_write_text
 from ..metrics import excess_alpha, uniform_alpha
-from ..train.store import DEFAULT_STORE, read_result, result_path, stale_results
+from ..train.store import DEFAULT_STORE, FOUND, STALE, get, result_path
 from ..train.sweep import sweep_configs
 
 STORE = DEFAULT_STORE
@@ -79,17 +79,17 @@ def by_point(payloads: Sequence[dict]) -> dict[str, list[dict]]:
 def stored_sweep(config: str, profile: str, points: Sequence[str] | None = None, seeds: Sequence[int] = (0,),
                  store: str = DEFAULT_STORE) -> StoredSweep:
     """Every (point, seed) of ``config`` at ``profile`` that the store holds for exactly today's config (by hash);
-    the others are ``missing``, and those of them stored under an older definition also ``stale``."""
+    the others are ``missing``, and those of them the store holds only stale (:func:`sinkpaper.train.store.get`)
+    also ``stale``."""
     out = StoredSweep(str(config), profile, store=str(store))
-    stale_now = {e["current_key"] for e in stale_results(store)} if Path(store).is_dir() else set()
     for point, seed, cfg in sweep_configs(config, profile, list(points) if points else None, list(seeds)):
-        payload = read_result(store, cfg)  # never a stale run (one stored under an older definition)
-        if payload is None:
+        got = get(store, cfg)
+        if got.status != FOUND:
             out.missing.append((point, seed))
-            if cfg.hash() in stale_now:
+            if got.status == STALE:
                 out.stale.append((point, seed))
         else:
-            payload = dict(payload)
+            payload = dict(got.payload)
             payload["loaded_from"] = str(result_path(store, cfg.hash()))
             out.payloads.append(payload)
     return out
@@ -255,8 +255,7 @@ def plateau_of(payload: Mapping, name: str, fraction: float, min_evals: int) -> 
     vals = [_eval_value(payload, c, name) for c in window]
     if any(v is None for v in vals):
         return None
-    return {"mean": statistics.fmean(vals), "min": min(vals), "max": max(vals), "n": len(vals),
-            "from_step": window[0]["step"], "to_step": window[-1]["step"]}
+    return {**spread(vals), "from_step": window[0]["step"], "to_step": window[-1]["step"]}
 
 
 UNIGRAM = "results/data/unigram_loss.json"
@@ -332,8 +331,44 @@ def values_of(payloads: Sequence[Mapping], point: str, name: str = "Sink_1") -> 
 
 
 def spread(values: Sequence[float]) -> dict:
-    """mean, min, max and n of a list of numbers (the book's "mean [min, max] over seeds")."""
+    """THE spread summary: mean, min, max and n of a list of numbers (the book's "mean [min, max] over seeds";
+    :func:`sinkpaper.results.numbers.fmt_spread` writes it)."""
     return {"mean": statistics.fmean(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def summary_rows(payloads: Sequence[Mapping], fraction: float, min_evals: int, name: str = "Sink_1") -> list[dict]:
+    """One row per sweep point, as the verdicts read it: ``name`` on each run's plateau (the last ``fraction`` of
+    its steps; :func:`plateau_of`) and its spread over the seeds, the seeds whose run has too few evaluations for
+    a plateau, the held-out loss at the end and the wall seconds per run."""
+    rows = []
+    for point, ps in by_point(list(payloads)).items():
+        values, short = [], []
+        for p in ps:
+            try:
+                v = plateau_of(p, name, fraction, min_evals)
+            except NotEnoughEvaluations:
+                short.append(p["config"]["run"]["seed"])
+                continue
+            if v is not None:
+                values.append(v["mean"])
+        rows.append({"point": point, "seeds": sorted(p["config"]["run"]["seed"] for p in ps),
+                     name: spread(values) if values else None, "too few evaluations": sorted(short),
+                     "val_loss": spread([p["result"]["val_loss"] for p in ps]),
+                     "wall_seconds": spread([p["result"]["provenance"]["wall_seconds"] for p in ps])})
+    return rows
+
+
+def format_summary(rows: Sequence[Mapping], name: str = "Sink_1") -> str:
+    """The rows of :func:`summary_rows` as a plain-text table (the sweep command prints it)."""
+    from .numbers import fmt_spread
+    lines = [f"{'point':<26}{'seeds':<12}{f'{name} % on the plateau: mean [min, max]':<42}{'val loss':>10}{'s/run':>8}"]
+    for r in rows:
+        value = (fmt_spread(r[name]) if r[name] is not None else "—") + (
+            f" (seeds {','.join(map(str, r['too few evaluations']))}: too few evaluations)"
+            if r["too few evaluations"] else "")
+        lines.append(f"{r['point']:<26}{','.join(map(str, r['seeds'])):<12}{value:<42}{r['val_loss']['mean']:10.3f}"
+                     f"{r['wall_seconds']['mean']:8.0f}")
+    return "\n".join(lines)
 
 
 def mean_of(payloads: Sequence[Mapping], point: str, name: str = "Sink_1") -> float | None:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from ..provenance import on_cpu
 from ..train.config import read_yaml
-from ..train.store import DEFAULT_STORE, read_result
+from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import plan, sweep_configs
+from .curves import first_reaching
 from .records import RunRecord, runs
 
 # The families mapped onto the text profile, in the sweep's order (scripts/sweep_text.sh lists the same; a test
@@ -19,13 +20,9 @@ TEXT_FAMILIES = tuple(f"configs/{f}.yaml" for f in
 EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (fixed before its runs)
 
 
-def _first_above(rec: RunRecord, threshold: float) -> dict | None:
-    return next((c for c in rec.curve if c["sink_1"] > threshold), None)
-
-
 def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
                    point: str = "default", sweep_seeds=(0, 1, 2), seeds=range(3, 100)) -> list[str]:
-    """The stored base runs whose seed the sweep does not use: when Sink_1 first exceeds EMERGED %, in steps,
+    """The stored base runs whose seed the sweep does not use: when Sink_1 first reaches EMERGED %, in steps,
     tokens and the trainer's wall seconds (from the start of training), and where it ends."""
     recs = runs(config, "text", [point], [s for s in seeds if s not in sweep_seeds], store)
     if not recs:
@@ -33,11 +30,11 @@ def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "conf
                 f"--profile text --set run.seed=7 --set run.threads=2 --out runs/new-seed`."]
     lines = []
     for r in recs:
-        p, hit = r.provenance, _first_above(r, EMERGED)
+        p, hit = r.provenance, first_reaching(r.curve, 1, EMERGED)
         peak = max(r.curve, key=lambda c: c["sink_1"])
-        when = (f"Sink_1 first above {EMERGED:.0f} % at step {hit['step']} ({hit['tokens']:,} tokens): "
+        when = (f"Sink_1 first reached {EMERGED:.0f} % at step {hit['step']} ({hit['tokens']:,} tokens): "
                 f"{hit['sink_1']:.1f} %, {hit['wall_seconds'] / 60:.1f} min into training"
-                if hit else f"Sink_1 never above {EMERGED:.0f} %")
+                if hit else f"Sink_1 never reached {EMERGED:.0f} %")
         lines.append(f"Seed {r.seed} ({p.get('hardware')}, {p.get('dtype')}, compiled {p.get('compiled')}, code "
                      f"{p.get('code_version')}, computed {p.get('computed_at')}, loaded from the store): {when}; "
                      f"highest {peak['sink_1']:.1f} % at step {peak['step']}; final Sink_1 {r.sink[1]:.1f} %, "
@@ -68,11 +65,11 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
     specs = read_yaml(config)["sweep"]
     missing, best = [], None
     for point, _seed, cfg in sweep_configs(config, "text", None, [seed]):
-        payload = read_result(store, cfg)
-        if payload is None:
+        got = get(store, cfg)
+        if got.status != FOUND:
             missing.append(point)
             continue
-        r = RunRecord.from_payload(payload, point)
+        r = RunRecord.from_payload(got.payload, point)
         peak = max(r.curve, key=lambda c: c["sink_1"])
         a_peak = max(c["alpha_1"] for c in r.curve)
         p = r.provenance
@@ -105,7 +102,7 @@ def sweep_progress_lines(store: str | Path = DEFAULT_STORE, families=TEXT_FAMILI
             if h in hashes:
                 continue
             hashes.add(h)
-            seen[h] = seen.get(h) or read_result(store, run.cfg) is not None
+            seen[h] = seen.get(h) or get(store, run.cfg).status == FOUND
             if not seen[h]:
                 missing.setdefault(run.point or "base", []).append(run.seed)
         n_left = sum(map(len, missing.values()))

@@ -12,12 +12,14 @@ value whose definition changed (sinkpaper.models.config.DEFINITION_REVISIONS) is
 key is no longer the key its config has today is *stale*: it ran under an older definition (rerun it) or was
 written under an older key scheme (`python -m sinkpaper store migrate` renames it). Stale runs are kept on disk,
 listed by `stale_results` / `python -m sinkpaper store stale`, and never returned as current by the readers
-(`read_result`, `list_results`).
+(`read_result`, `list_results`). `get` is the one lookup of a config's run: found, stale or missing.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import atomic_open
@@ -114,6 +116,65 @@ def read_result(store: str | Path, cfg) -> dict | None:
     if payload.get("name") != cfg.name:
         payload = {**payload, "name": cfg.name, "stored_as": payload.get("name")}
     return payload
+
+
+FOUND, STALE, MISSING = "found", "stale", "missing"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What the store holds for one config: ``status`` FOUND (``payload`` is the run), STALE (only runs that no
+    longer count: ``payload`` is one of them, ``reason`` says why) or MISSING."""
+    status: str
+    payload: dict | None = None
+    reason: str = ""
+
+
+def get(store: str | Path, cfg) -> Lookup:
+    """THE one lookup of a config's stored run, for every reader (the registry, the results layer, the chapters).
+
+    FOUND: a run of exactly this config under today's definitions (`read_result`). STALE: none, but the store
+    holds a run that no longer counts for it: one that ran under an older definition of a model value (its
+    config's key today is this config's key), or one stored under the same name, profile and seed with other
+    result-changing settings (the point was changed after it ran). Stale runs are shown, never counted. MISSING:
+    nothing."""
+    payload = read_result(store, cfg)
+    if payload is not None:
+        return Lookup(FOUND, payload)
+    index = _index(store)
+    for path in index["older_definition"].get(cfg.hash(), ()):
+        old = read_entry(path)
+        return Lookup(STALE, old, _stale_reason(Path(path), old) or "ran under an older definition; stale, rerun")
+    want = cfg.identity()
+    for path, ident in index["by_run"].get((cfg.name, cfg.profile, cfg.run.seed), ()):
+        if ident != want:
+            return Lookup(STALE, read_entry(path), "stored with other settings under this point's name (the point "
+                                                   "changed after it ran); stale, rerun")
+    return Lookup(MISSING)
+
+
+def _index(store: str | Path) -> dict:
+    """The store's runs by (name, profile, seed) and its stale files by the key their config has today; read
+    once per version of the folder (its modification time changes when a file is added, renamed or removed: the
+    store writes a run by renaming a finished file into place, never in place)."""
+    from ..models.config import DEFINITION_REVISIONS
+    d = Path(store)
+    if not d.is_dir():
+        return {"by_run": {}, "older_definition": {}}
+    return _index_of(str(d.resolve()), d.stat().st_mtime_ns, json.dumps(DEFINITION_REVISIONS, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4)
+def _index_of(store: str, mtime_ns: int, definitions: str) -> dict:
+    by_run: dict[tuple, list] = {}
+    older: dict[str, list] = {}
+    for path, payload in entries(store):
+        run = (payload.get("name"), payload.get("profile"), payload.get("config", {}).get("run", {}).get("seed"))
+        by_run.setdefault(run, []).append((str(path), stored_identity(payload)))
+        now = current_key(payload)
+        if entry_key(path) != now:
+            older.setdefault(now, []).append(str(path))
+    return {"by_run": by_run, "older_definition": older}
 
 
 def entries(store: str | Path):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import statistics
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -274,36 +273,4 @@ def format_status(rows: list[dict]) -> str:
         u = rows[0]["unique"]
         lines.append(f"{'distinct runs':<25}" + "".join(f"{u[k]:>10}" for k in keys)
                      + "   (a family's base is another family's point: one run)")
-    return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------------ summaries
-def summarize(payloads: list[dict], k: int = 1) -> list[dict]:
-    """One row per sweep point: Sink_k over seeds (mean, min, max), alpha_1 and final loss means, tokens."""
-    groups: dict[str, list[dict]] = {}
-    for p in payloads:
-        groups.setdefault(p["name"], []).append(p)
-    rows = []
-    for name, ps in groups.items():
-        sink = [p["result"]["sink_k"][str(k)] for p in ps]
-        rows.append({"name": name, "point": name.split("/", 1)[-1], "seeds": sorted(p["config"]["run"]["seed"] for p in ps),
-                     f"sink_{k}_mean": statistics.fmean(sink), f"sink_{k}_min": min(sink), f"sink_{k}_max": max(sink),
-                     "alpha_1_mean": statistics.fmean(p["result"]["alpha_1_mean"] for p in ps),
-                     "sink_star_mean": None if ps[0]["result"].get("sink_star") is None
-                     else statistics.fmean(p["result"]["sink_star"] for p in ps),
-                     "final_loss_mean": statistics.fmean(p["result"]["final_loss"] for p in ps),
-                     "val_loss_mean": statistics.fmean(p["result"]["val_loss"] for p in ps),
-                     "tokens_seen": ps[0]["result"]["tokens_seen"],
-                     "wall_seconds_mean": statistics.fmean(p["result"]["provenance"]["wall_seconds"] for p in ps),
-                     "hardware": ps[0]["result"]["provenance"]["hardware"],
-                     "code_version": ps[0]["result"]["provenance"]["code_version"]})
-    return rows
-
-
-def format_summary(rows: list[dict], k: int = 1) -> str:
-    lines = [f"{'point':<24}{'seeds':<12}{f'Sink_{k} % mean [min, max]':<30}{'alpha_1':>8}{'val':>8}{'s/run':>8}"]
-    for r in rows:
-        spread = f"{r[f'sink_{k}_mean']:6.1f} [{r[f'sink_{k}_min']:.1f}, {r[f'sink_{k}_max']:.1f}]"
-        lines.append(f"{r['point']:<24}{','.join(map(str, r['seeds'])):<12}{spread:<30}{r['alpha_1_mean']:8.3f}"
-                     f"{r['val_loss_mean']:8.3f}{r['wall_seconds_mean']:8.0f}")
     return "\n".join(lines)
