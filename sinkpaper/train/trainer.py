@@ -183,7 +183,9 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
     summary = metrics.summarize(stats, e.epsilon, range(1, e.k_max + 1))
     out = {"val_loss": sum(losses) / e.n_samples, "sink_k": summary["sink_k"],
            "alpha_1_mean": summary["alpha_1_mean"], "alpha_k": summary["alpha_k"], "per_layer_sink_1": summary["per_layer_sink_1"],
-           "alpha_1_matrix": summary["alpha_1_matrix"], "sink_star": summary["sink_star"], "proxy": summary["proxy"]}
+           "alpha_1_matrix": summary["alpha_1_matrix"], "sink_star": summary["sink_star"], "proxy": summary["proxy"],
+           # token 1's hidden-state norm over the other tokens' mean, per layer (the paper's Section 3)
+           "massive_activation_ratio_by_layer": summary["massive_activation_ratio_by_layer"]}
     if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
         out.update(raw_weights(net, probe["input_ids"][:25].to(device)))
     net.train(was_training)
