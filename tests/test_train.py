@@ -144,7 +144,7 @@ def test_cpu_run_loss_falls_and_writes_everything(tmp_path):
     evals = [r for r in log if "sink_k" in r]
     assert [r["step"] for r in evals] == [12, 24] and all(set(r["sink_k"]) == {str(k) for k in range(1, 11)} for r in evals)
     # every evaluation records token 1's hidden-state norm against the others', per layer (embeddings + blocks)
-    assert all(len(r["massive_activation_ratio_by_layer"]) == cfg.model.n_layers + 1 for r in evals)
+    assert all(len(r["massive_activation_ratio_by_layer"]) == cfg.model["n_layers"] + 1 for r in evals)
     assert result["tokens_seen"] == 24 * 8 * 32 and result["provenance"]["source_of_numbers"] == "computed now"
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["hash"] == cfg.hash()
     stored = S.read_result(tmp_path / "store", cfg)
