@@ -203,3 +203,30 @@ def test_one_dot_and_tick_chart_with_one_or_several_metrics():
                                                                                                     "v": 5.0}]
 
 
+
+
+def test_loss_spikes_are_counted_against_the_running_median():
+    flat = [{"step": 20 * i, "loss": 5.0 - 0.01 * i} for i in range(30)]
+    assert curves.loss_spikes(flat) == []                          # a falling loss has no spike
+    spiky = [dict(c) for c in flat]
+    spiky[15]["loss"] += 0.6                                       # 0.6 nats above the median of the 10 before
+    spiky[20]["loss"] += 0.4                                       # below the margin: not a spike
+    spiky[25]["loss"] = float("nan")                               # a non-finite loss is a spike
+    got = curves.loss_spikes(spiky)
+    assert [s["step"] for s in got] == [300, 500] and abs(got[0]["median"] - 4.9) < 0.006
+    assert curves.loss_spikes(spiky[:10]) == []                    # fewer logged steps than the window
+    # a run restarted before its first checkpoint logged its first steps twice: each step is read once
+    assert curves.loss_spikes(flat[:12] + flat) == []
+
+
+def test_spike_and_massive_rows_read_each_run_and_name_the_runs_without_the_ratio():
+    curve = [{"step": 20 * i, "loss": 5.0 + (1.0 if i == 14 else 0.0)} for i in range(1, 20)]
+    curve[-1].update(sink_k={"1": 30.0}, massive_activation_ratio_by_layer=[1.0, 12.5, 30.0])
+    run = {"name": "after_paper/gate_elementwise", "config": {"run": {"seed": 1}, "optim": {"warmup": 100}},
+           "result": {"val_loss": 5.1}, "curve": curve}
+    old = {**run, "name": "after_paper/softmax", "curve": [dict(c) for c in curve[:-1]]}
+    [row] = curves.spike_rows([run], ["gate_elementwise"])
+    assert row["loss spikes"] == 1 and row["at steps"] == "280" and row["highest logged loss after warm-up"] == 6.0
+    rows, without = curves.massive_rows([run, old], ["softmax", "gate_elementwise"])
+    assert rows == [{"point": "gate_elementwise", "seed": 1, "layer 0": 1.0, "layer 1": 12.5, "layer 2": 30.0}]
+    assert without == ["softmax"]

@@ -235,6 +235,13 @@ def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_pa
     log_steps = [r["step"] for r in read_log(tmp_path / "cut" / "log.jsonl")]
     assert log_steps == [r["step"] for r in read_log(tmp_path / "full" / "log.jsonl")]  # no duplicated lines
 
+    # cut off before its first checkpoint: the rerun starts from step 0 and its log holds each step once
+    with pytest.raises(Crash):
+        train(cfg, tmp_path / "early", progress=False, on_step=lambda step, _m: step == 4 and (_ for _ in ()).throw(Crash()))
+    assert latest_checkpoint(tmp_path / "early") is None and read_log(tmp_path / "early" / "log.jsonl")
+    train(cfg, tmp_path / "early", resume=True, progress=False)
+    assert [r["step"] for r in read_log(tmp_path / "early" / "log.jsonl")] == log_steps
+
 
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     cfg = build(TINY, "cpu")

@@ -107,5 +107,20 @@ ATTENTION_NOT_RUN: tuple[Point, ...] = (
 )
 
 
+AFTER_PAPER: tuple[Point, ...] = (
+    Point("softmax", "softmax (the base run)"),
+    Point("gate_elementwise", "gated attention, one sigmoid gate per head dimension (Qiu et al. 2025)"),
+    Point("gate_headwise", "gated attention, one sigmoid gate per head (Qiu et al. 2025)"),
+    Point("sink_logit", "a learned logit per head in the softmax's denominator, no value (gpt-oss)"),
+    Point("softmax_plus_one", "the same logit fixed at 0 (Miller 2023)"),
+    Point("softpick", "softpick, a rectified softmax (Zuhri et al. 2025)"),
+    Point("no_fixed_token", "the base run without the fixed first token"),
+    *(Point(f"{name}_no_bos", f"{what}, no fixed first token") for name, what in (
+        ("gate_elementwise", "elementwise gate"), ("gate_headwise", "head-wise gate"), ("sink_logit", "sink logit"),
+        ("softmax_plus_one", "softmax plus one"), ("softpick", "softpick"))),
+)
+AFTER_PAPER = _config_order(AFTER_PAPER, "after_paper")
+
+
 def by_name(points: Sequence[Point]) -> dict[str, Point]:
     return {p.name: p for p in points}

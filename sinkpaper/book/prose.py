@@ -155,3 +155,45 @@ def prefix_peak(k: int | None, prefix: int | None) -> str:
         return (f"inside the prefix of {prefix}, but on its first position, where an ordinary first-token sink "
                 "sits too (so it does not show the sink moving onto the prefix)")
     return f"inside the prefix of {prefix}, on a position other than the first"
+
+
+def after_paper_reading(results: Mapping[str, Mapping]) -> str:
+    """What the after-the-paper verdicts mean for the paper's explanation, a few sentences chosen by the verdicts.
+    ``results``: :func:`sinkpaper.paper.result` of each claim id this reads (after_gate, after_gate_headwise,
+    after_gate_paper_reading, after_denominator_paper_reading, ops_softpick) at one scale."""
+    from ..paper import AGREES, DISAGREES, verdict_text
+
+    def v(cid: str) -> str:
+        return results[cid]["verdict"] if cid in results else ""
+
+    def why(*cids: str) -> str:
+        def one(c):
+            left = results[c].get("status") in ("missing", "incomplete")
+            return f"`{c}` " + ("no result (its runs are not all stored yet)" if left else verdict_text(results[c]))
+        return "; ".join(one(c) for c in cids if c in results)
+
+    gates = ("after_gate", "after_gate_headwise", "after_gate_paper_reading")
+    if v("after_gate") == AGREES and v("after_gate_headwise") == AGREES and v("after_gate_paper_reading") == DISAGREES:
+        gate = ("**Gating.** Both gated models grew no sink on token 1 in any seed where the ungated base has one: the "
+                "source's claim holds here, and the paper's normalization account alone does not predict it (each "
+                "row still sums to one). The source's explanation is that a head can now close its gate instead of "
+                "parking its attention.")
+    elif v("after_gate_paper_reading") == AGREES and DISAGREES in (v("after_gate"), v("after_gate_headwise")):
+        gate = ("**Gating.** The gated models kept a sink on token 1 in every seed: on this setup the gate did not "
+                "remove it, as the paper's account (rows that sum to one, nothing else to take the excess) predicts.")
+    else:
+        gate = "**Gating.** No verdict that settles it: " + why(*gates) + "."
+    den = v("after_denominator_paper_reading")
+    if den == AGREES:
+        logit = ("**A logit in the denominator.** The learned logit and the fixed +1 took the sink from token 1 in "
+                 "every seed, as the paper's K bias does: what Section 7.2's account predicts for a place that can "
+                 "hold the excess attention.")
+    elif den == DISAGREES:
+        logit = ("**A logit in the denominator.** Decided against the paper's reading: " +
+                 why("after_denominator_paper_reading", "after_sink_logit", "after_softmax_plus_one") + ".")
+    else:
+        logit = "**A logit in the denominator.** No verdict yet: " + why("after_denominator_paper_reading") + "."
+    soft = ("**Softpick.** Its rows need not sum to one, and it grew no sink: the paper's finding for sigmoid "
+            "without normalization, with an operator the paper did not train."
+            if v("ops_softpick") == AGREES else "**Softpick.** " + why("ops_softpick") + ".")
+    return "\n\n".join((gate, logit, soft))

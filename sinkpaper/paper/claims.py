@@ -98,6 +98,18 @@ def _with_bos(point: str, metrics: Sequence[str]) -> dict:
     return {f"{point} (with BOS): {m}": (point, m) for m in metrics}
 
 
+def _after(point: str, metrics: Sequence[str]) -> dict:
+    """An after-the-paper design's labels: judged on its run with the text profile's fixed first token (where the
+    2-layer base has a sink to remove or take), and the same design without it shown beside, not judged."""
+    one = {f"{point}: {m}" if len(metrics) > 1 or m != "Sink_1" else point: (point, m) for m in metrics}
+    return {**one, **{f"{point} (no BOS): {m}": (f"{point}_no_bos", m) for m in metrics}}
+
+
+_AFTER_NOTE = ("real text: judged on the runs with the text profile's fixed first token; without it the 2-layer base "
+               "grows no sink at all (the scale note), so there is none for a design to remove or take, and those runs "
+               "are shown beside, not judged")
+
+
 _BIAS_NOTE = ("real text: judged on the runs without a fixed first token, as the paper ran them (its default packing "
               "has none); the runs with the text profile's fixed BOS at position 1, where the BOS competes with the "
               "bias for the sink, are the second reading, shown and not judged; miniature: the recipe's runs, BOS "
@@ -446,6 +458,58 @@ CLAIMS: tuple[Claim, ...] = (
           "Keeping a few sink tokens plus the window restores it (Xiao et al. 2024)", "Xiao et al. 2024",
           rule=Recovers(), bos=False, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
           figure={"Llama-2-7B: full ppl": 5.0, "Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: sink+window ppl": 5.5}),
+    # ---------------------------------------------------------------------------------- after the paper
+    # Each design's source claim, in its words, and the paper's own reading of it (Section 7: the sink forms where
+    # softmax's rows must sum to one and nothing else can take the excess). None of the sources gives a Sink_1
+    # number at our metric, so each rule is checked on the shape the source states (`figure`).
+    Claim("after_gate", "after", "13_after_the_paper",
+          "A query-dependent sigmoid gate on each head's output (elementwise) makes the model attention-sink-free",
+          "Qiu et al. 2025, arXiv 2505.06708",
+          rule=Contrast(["softmax"], ["gate_elementwise"], {"gate_elementwise": "softmax"},
+                        "the gated model reads as the ungated one"),
+          measure=_scales(text=_fam("after_paper", {**_after("gate_elementwise", ("Sink_1",)), "softmax": "softmax"})),
+          figure={"softmax": 18.0, "gate_elementwise": 0.0}, note=_AFTER_NOTE),
+    Claim("after_gate_headwise", "after", "13_after_the_paper",
+          "A head-wise sigmoid gate (one scalar per head) also removes the first-token sink",
+          "Qiu et al. 2025, arXiv 2505.06708",
+          rule=Contrast(["softmax"], ["gate_headwise"], {"gate_headwise": "softmax"},
+                        "the gated model reads as the ungated one"),
+          measure=_scales(text=_fam("after_paper", {**_after("gate_headwise", ("Sink_1",)), "softmax": "softmax"})),
+          figure={"softmax": 18.0, "gate_headwise": 0.0}, note=_AFTER_NOTE),
+    Claim("after_gate_paper_reading", "after", "13_after_the_paper",
+          "The paper's reading (Section 7): a gate after the attention leaves each row summing to one and adds no place "
+          "for the excess, so the sink stays on token 1", "Sections 7.2-7.3 (our reading)",
+          rule=Sinks(["gate_elementwise", "gate_headwise"]),
+          measure=_scales(text=_fam("after_paper", {**_after("gate_elementwise", ("Sink_1",)),
+                                                    **_after("gate_headwise", ("Sink_1",))})),
+          figure={"gate_elementwise": 18.0, "gate_headwise": 18.0},
+          note="the opposite of the gated-attention claims: at most one of the two readings can agree; " + _AFTER_NOTE),
+    Claim("after_sink_logit", "after", "13_after_the_paper",
+          "A learned logit per head in the softmax's denominator lets a head pay no attention to any token",
+          "gpt-oss model card (OpenAI 2025)",
+          rule=Sinks(["sink_logit: Sink*"], what="Sink*"),
+          measure=_scales(text=_fam("after_paper", _after("sink_logit", ("Sink*", "Sink_1")))),
+          figure={"sink_logit: Sink*": 60.0}, note="Sink*: heads that put more than 0.3 of their attention on the "
+          "logit, on average over the queries; " + _AFTER_NOTE),
+    Claim("after_softmax_plus_one", "after", "13_after_the_paper",
+          "Softmax plus one (a logit fixed at 0 in the denominator) lets a head attend to nothing",
+          "Miller 2023, 'Attention is off by one'",
+          rule=Sinks(["softmax_plus_one: Sink*"], what="Sink*"),
+          measure=_scales(text=_fam("after_paper", _after("softmax_plus_one", ("Sink*", "Sink_1")))),
+          figure={"softmax_plus_one: Sink*": 60.0}, note="Sink*: heads that put more than 0.3 of their attention on "
+          "the +1, on average over the queries; " + _AFTER_NOTE),
+    Claim("after_denominator_paper_reading", "after", "13_after_the_paper",
+          "The paper's reading (Section 7.2): a logit in the denominator is a place for the excess, and takes the sink "
+          "from token 1 as its K bias does", "Section 7.2 (our reading)",
+          rule=Contrast(["sink_logit: Sink*", "softmax_plus_one: Sink*"], ["sink_logit: Sink_1", "softmax_plus_one: Sink_1"],
+                        {"sink_logit: Sink*": 0.0, "softmax_plus_one: Sink*": 0.0, "sink_logit: Sink_1": "softmax",
+                         "softmax_plus_one: Sink_1": "softmax"},
+                        "no logit takes anything and token 1 keeps the softmax run's sink"),
+          measure=_scales(text=_fam("after_paper", {**_after("sink_logit", ("Sink*", "Sink_1")),
+                                                    **_after("softmax_plus_one", ("Sink*", "Sink_1")),
+                                                    "softmax": "softmax"})),
+          figure={"sink_logit: Sink*": 60.0, "softmax_plus_one: Sink*": 60.0, "sink_logit: Sink_1": 0.0,
+                  "softmax_plus_one: Sink_1": 0.0, "softmax": 18.0}, note=_AFTER_NOTE),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
 

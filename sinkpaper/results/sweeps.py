@@ -221,9 +221,19 @@ class NotEnoughEvaluations(ValueError):
 _FIXED = ("first Sink_1", "prefix length")
 
 
+def logged(curve: Sequence[Mapping]) -> list[Mapping]:
+    """A stored curve with one entry per step, in step order. A run restarted from scratch before its first
+    checkpoint kept its first attempt's lines in the log (runs stored before the trainer dropped them); the later
+    entry of a step is the one the finished run made."""
+    by_step = {}
+    for c in curve:
+        by_step[c["step"]] = c
+    return [by_step[s] for s in sorted(by_step)]
+
+
 def evaluations(payload: Mapping) -> list[dict]:
     """The evaluations of a run's curve (the records that carry the sink metric), in step order."""
-    return sorted((c for c in payload.get("curve", []) if "sink_k" in c), key=lambda c: c["step"])
+    return [c for c in logged(payload.get("curve", [])) if "sink_k" in c]
 
 
 def _eval_value(payload: Mapping, record: Mapping, name: str) -> float | None:

@@ -268,7 +268,9 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
         torch.set_rng_state(st["rng_torch"])
         if st.get("rng_cuda") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(st["rng_cuda"])
-        _truncate_log(out / "log.jsonl", step)
+    # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
+    # lines are written again
+    _truncate_log(out / "log.jsonl", step)
     net = accel.maybe_compile(model, device, cfg.run.compile)   # checkpoints and evaluation use `model`
     compiled = net is not model
     if world > 1:
