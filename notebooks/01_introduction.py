@@ -66,6 +66,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, provenance
 from sinkpaper.book import explorer, figures
+from sinkpaper.analysis import section3 as s3
 from sinkpaper.book import measuring as ms
 
 device = ms.check_profile(profile)
@@ -77,8 +78,8 @@ metrics.check_epsilon(epsilon)
 metrics.check_seq_len(seq_len)
 ms.positive_int(n_samples, "n_samples")
 
-lm = ms.load_models([name], device)[name]
-bos = ms.tokenizer_adds_bos(lm.tokenizer)
+lm = s3.load_models([name], device)[name]
+bos = s3.tokenizer_adds_bos(lm.tokenizer)
 payload = explorer.collect(lm, name, inputs=("natural",), bos=(bos,), n_samples=n_samples, n_map_samples=1,
                            seq_len=seq_len, seed=seed)
 display(explorer.render([payload], epsilon=epsilon, title=f"{name}: attention on natural text"))
@@ -91,8 +92,8 @@ opening = " ".join("".join(sample["tokens"][0][:16]).replace("`", "'").split()) 
 display(Markdown(
     f"In the first window (“{opening} …”), **{int((a1[0] > epsilon).sum())} of "
     f"{n_heads} heads** have α_1 > {epsilon}; the largest α_1 is {a1[0].max():.2f}, while uniform attention "
-    f"would give {ms.uniform_alpha_1(seq_len):.3f}. Over the {n_samples} windows, Sink_1^{epsilon} = "
-    f"{ms.sink_vs_epsilon(a1, [epsilon])[0]:.1f} % (BOS {'on' if bos else 'off'}, T = {seq_len}). "
+    f"would give {metrics.uniform_alpha_1(seq_len):.3f}. Over the {n_samples} windows, Sink_1^{epsilon} = "
+    f"{s3.sink_vs_epsilon(a1, [epsilon])[0]:.1f} % (BOS {'on' if bos else 'off'}, T = {seq_len}). "
     "Chapter 2 measures this on 100 samples and looks inside the sink token; chapter 3 varies the inputs, ε and T."))
 display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=profile), "model": name,
                                           "n_samples": n_samples, "seq_len": seq_len, "epsilon": epsilon,

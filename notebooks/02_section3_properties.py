@@ -67,6 +67,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
 from sinkpaper.book import explorer, figures
+from sinkpaper.analysis import section3 as s3
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import measure_sink
 from sinkpaper.probes import make_inputs
@@ -103,7 +104,7 @@ display(Markdown(paper.bos_statement(["s3_massive_activation", "s3_small_value_n
 # T − 1 positions are content. The `inputs` parameter adds random and repeated tokens to this table.
 
 # %%
-lms = ms.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
+lms = s3.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
 bos_for = {n: [b for b in bos_choices if not b or lm.bos_token_id is not None] for n, lm in lms.items()}
 results = []  # one measure_sink() dict per (model, inputs, bos)
 for name, lm in lms.items():
@@ -171,13 +172,13 @@ display(explorer.render(small, epsilon=epsilon, title="Attention explorer: natur
 # `n_profile` samples, keeping the queries, keys and values of every head.
 
 # %% tags=["hide-input"]
-profiles = {}  # "model, BOS on/off" -> ms.sink_token_profile(...)
+profiles = {}  # "model, BOS on/off" -> s3.sink_token_profile(...)
 for name, lm in lms.items():
     for with_bos in bos_for[name]:
         ids = make_inputs(lm.tokenizer, "natural", n_samples=n_profile, seq_len=seq_len, bos=with_bos,
                           seed=seed).input_ids
         tag = f"{name}, BOS {'on' if with_bos else 'off'}"
-        prof = profiles[tag] = ms.sink_token_profile(lm, ids, epsilon)
+        prof = profiles[tag] = s3.sink_token_profile(lm, ids, epsilon)
         display(alt.hconcat(
             figures.lines_by_layer({"token 1": prof["hidden_first"], "other tokens (mean)": prof["hidden_others"]},
                                    "hidden-state L2 norm", f"{tag}: hidden states", log_y=True,
@@ -198,7 +199,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "
 # tokens; and, for the next section, the cosine gap and the norm-product ratio.
 
 # %% tags=["hide-input"]
-summaries = {tag: ms.profile_summary(p) for tag, p in profiles.items()}
+summaries = {tag: s3.profile_summary(p) for tag, p in profiles.items()}
 display(figures.Table([{"setting": tag, **s} for tag, s in summaries.items()]))
 display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
                                           "epsilon": epsilon, "statistic": "median over sink heads"})))

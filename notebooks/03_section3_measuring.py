@@ -59,6 +59,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
 from sinkpaper.book import explorer, figures
+from sinkpaper.analysis import section3 as s3
 from sinkpaper.book import measuring as ms
 from sinkpaper.probes import INPUTS
 
@@ -73,7 +74,7 @@ if not seq_lens or any(not isinstance(t, int) or t < 11 for t in seq_lens):
     raise ValueError(f"seq_lens must be a non-empty list of ints >= 11 (Sink_k needs k + 1 tokens), got {seq_lens!r}")
 seq_lens = sorted(set(seq_lens))
 
-lms = ms.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
+lms = s3.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
 run_stamp = provenance.stamp(device, profile=profile)
 display(Markdown(figures.provenance_line({**run_stamp, "models": ", ".join(models),
                                           "load": ", ".join(f"{n} {lm.load_seconds:.0f} s" for n, lm in lms.items())})))
@@ -91,9 +92,9 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": ", ".join(model
 # put a BOS first for LLaMA and Mistral but not for GPT-2. Here BOS is always explicit.
 
 # %% tags=["hide-input"]
-cards = [ms.model_card(lm) for lm in lms.values()]
+cards = [s3.model_card(lm) for lm in lms.values()]
 display(figures.Table(cards))
-rope = {n: ms.is_rope(lm) for n, lm in lms.items()}
+rope = {n: s3.is_rope(lm) for n, lm in lms.items()}
 has_bos = {n: lm.bos_token_id is not None for n, lm in lms.items()}
 bos_for = {n: [b for b in bos_choices if not b or has_bos[n]] for n in models}  # BOS on needs a BOS token
 for n in models:
@@ -177,10 +178,10 @@ curve = []
 for p in payloads:
     for s in p["settings"]:
         a = explorer.decode(p, s["inputs"], s["bos"])["alpha_1"]
-        for eps, v in zip(EPSILONS, ms.sink_vs_epsilon(a, EPSILONS)):
+        for eps, v in zip(EPSILONS, s3.sink_vs_epsilon(a, EPSILONS)):
             curve.append({"series": f"{p['model']}, BOS {'on' if s['bos'] else 'off'}", "inputs": s["inputs"],
                           "epsilon": eps, "Sink_1 (%)": v})
-uniform = ms.uniform_alpha_1(seq_len)
+uniform = metrics.uniform_alpha_1(seq_len)
 charts = [ms.xy_chart([c for c in curve if c["inputs"] == i], "epsilon", "Sink_1 (%)", "series", f"{i} inputs",
                       x_title="ε", y_title="Sink_1^ε (%)", rule_x=uniform, width=165, height=170) for i in INPUTS]
 display(charts[0] | charts[1] | charts[2])
@@ -203,7 +204,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_samples, "
 
 # %%
 by_T = [r for name, lm in lms.items() for b in bos_for[name]
-        for r in ms.sink_vs_seq_len(lm, seq_lens, bos=b, n_samples=t_samples, epsilon=epsilon, seed=seed,
+        for r in s3.sink_vs_seq_len(lm, seq_lens, bos=b, n_samples=t_samples, epsilon=epsilon, seed=seed,
                                     batch_size=max(1, min(batch_size, 8)))]
 for r in by_T:
     r["series"] = f"{r['model']}, BOS {r['BOS']}"
@@ -212,13 +213,13 @@ print(f"measured {sum(1 for r in by_T if not r['skipped'])} (model, BOS, T) poin
       f"{sum(r['seconds'] for r in by_T):.0f} s" + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
 
 # %% tags=["hide-input"]
-baseline = [{"series": "uniform H_T / T", "T": t, "mean alpha_1": ms.uniform_alpha_1(t)} for t in seq_lens]
+baseline = [{"series": "uniform H_T / T", "T": t, "mean alpha_1": metrics.uniform_alpha_1(t)} for t in seq_lens]
 display(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natural)", x_title="T", log_x=True)
         | ms.xy_chart(by_T + baseline, "T", "mean alpha_1", "series", "mean α_1 vs T (natural)", x_title="T",
                       y_title="mean α_1", log_x=True))
 display(figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "mean alpha_1", "uniform alpha_1")}
                        for r in by_T if not r["skipped"]]))
-display(Markdown("Computed from this run: " + ms.seq_len_trend(by_T) + "."))
+display(Markdown("Computed from this run: " + s3.seq_len_trend(by_T) + "."))
 display(Markdown(figures.provenance_line({**run_stamp, "n_samples": t_samples, "inputs": "natural",
                                           "epsilon": epsilon, "seq_lens": seq_lens})))
 
@@ -233,7 +234,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "n_samples": t_samples, "
 # Each check runs a small randomly initialised model built with `sinkpaper.models` (d = 32, 2 layers, 4 heads).
 
 # %% tags=["hide-input"]
-props = ms.proposition_checks(seq_len=seq_len, seed=seed)
+props = s3.proposition_checks(seq_len=seq_len, seed=seed)
 display(figures.Table(props["rows"]))
 rb = props["rope"]
 h = int(rb["xi"].argmax())
@@ -352,7 +353,7 @@ long_context_models = {"smollm2-135m": False, "gemma3-270m": True}  # model -> B
 for lc_name, lc_bos in long_context_models.items():
     lc_path = long_context.store_path(lc_name, lc_bos)
     if long_context_live:
-        lc_lm = lms[lc_name] if lc_name in lms else ms.load_models([lc_name], device)[lc_name]
+        lc_lm = lms[lc_name] if lc_name in lms else s3.load_models([lc_name], device)[lc_name]
         lc_lengths = long_context_lengths or [t for t in long_context.DEFAULT_LENGTHS
                                               if t <= (lc_lm.context_length or 8192)]
         lc = long_context.measure_vs_length(lc_lm, lc_lengths, bos=lc_bos, epsilon=epsilon, seed=seed,

@@ -53,8 +53,8 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper
+from sinkpaper.analysis import packing_bos as pb
 from sinkpaper.book import experiments, figures, parameters, tables
-from sinkpaper.book import packing_bos as pb
 from sinkpaper.lms import load_lm
 from sinkpaper.results import sweeps
 from sinkpaper.results.numbers import sig
@@ -190,7 +190,7 @@ display(figures.Table([{"run": "live recipe, seed 0", "steps": lr_["step"], "tok
                         "alpha_1": round(lr_["alpha_1_mean"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
 display(figures.Table(pb.condition_rows(ablation, "live recipe")))
 display(figures.row(
-    pb.sink_by_position_chart(pb.sink_k_chart_rows(ablation, "miniature"), "live miniature: Sink_k with and without BOS"),
+    figures.sink_by_position_chart(pb.sink_k_chart_rows(ablation, "miniature"), "live miniature: Sink_k with and without BOS"),
     *[figures.heatmap(c["alpha_1_matrix"], "head", "layer",
                       f"alpha_1 per head, BOS {'on' if c['bos'] else 'off'}", domain=(0, 1), width=160, height=60)
       for c in ablation["conditions"]]))
@@ -232,7 +232,7 @@ for c in contrasts:
         r["trained with BOS first"] = "yes" if c["prepends_bos"] else "no"
         rows.append(r)
 display(figures.Table(rows))
-display(pb.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
+display(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
                                   "pretrained models: Sink_k with and without BOS"))
 for c in contrasts:
     display(Markdown(figures.provenance_line(pb.short_provenance(c))))

@@ -78,6 +78,7 @@ from IPython.display import Markdown, display
 from sinkpaper import paper, provenance
 from sinkpaper import streaming as st
 from sinkpaper.book import figures, tables
+from sinkpaper.analysis import section3 as s3
 from sinkpaper.book import measuring as ms
 
 t_start = time.perf_counter()
@@ -101,10 +102,10 @@ if removal_tokens < 4 * max(n_sink, 1) + 2:
     raise ValueError(f"removal_tokens ({removal_tokens}) is too short for the sink-removal table")
 text, text_prov = st.read_text(text_path)  # a missing file stops here, before any model loads
 
-lms = ms.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
+lms = s3.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
 inputs = {}
 for name, lm in lms.items():
-    with_bos = ms.tokenizer_adds_bos(lm.tokenizer) if bos == "auto" else bos
+    with_bos = s3.tokenizer_adds_bos(lm.tokenizer) if bos == "auto" else bos
     inputs[name] = st.text_ids(lm.tokenizer, text_path, n_tokens=n_tokens, bos=with_bos)
 run_stamp = provenance.stamp(device, profile=profile)
 display(Markdown(figures.provenance_line({

@@ -62,8 +62,8 @@ if not torch.cuda.is_available():
 from IPython.display import Markdown, display  # noqa: E402
 
 from sinkpaper import kernels, provenance  # noqa: E402
+from sinkpaper.analysis import kernel_checks as kc  # noqa: E402
 from sinkpaper.book import figures, parameters  # noqa: E402
-from sinkpaper.book import kernel_checks as kc  # noqa: E402
 from sinkpaper.kernels import bench  # noqa: E402
 from sinkpaper.kernels import testing as kt  # noqa: E402
 
@@ -146,7 +146,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "random SinkMod
 stored = kc.stored_benchmarks()
 for path, result in stored:
     display(Markdown(f"### Stored: `{path}`"))
-    kc.show_benchmark(result, path)
+    figures.show_benchmark(result, path)
 if not stored:
     display(Markdown(
         f"**No stored benchmark**: `{kc.BENCH_DIR}/` holds no result. No GPU has run the benchmark for this "
@@ -169,13 +169,13 @@ if device == "cuda" and profile != "cpu" and run_benchmark:
     if save_benchmark:
         saved = kc.save_benchmark(live_bench)
         display(Markdown(f"Written to `{saved}`."))
-    kc.show_benchmark(live_bench)
+    figures.show_benchmark(live_bench)
 elif device == "cpu" and section_list:
     live_bench = bench.run_kernel_bench("cpu", smoke=True, sections=tuple(section_list),
                                         argv=["bench", "kernels", "--smoke", "--only", *section_list])
     display(Markdown(f"Smoke run of section(s) {', '.join(section_list)} under the Triton interpreter — a code-path "
                      "check, **not a performance number**."))
-    kc.show_benchmark(live_bench)
+    figures.show_benchmark(live_bench)
 else:
     display(Markdown("Nothing run now: " + ("the `cpu` profile on a GPU machine does not benchmark (use "
                                             "profile `gpu`)." if device == "cuda" else "`smoke_sections` is empty.")))

@@ -1,5 +1,5 @@
-"""sinkpaper.book.measuring (the Section-3 chapters' helpers) and sinkpaper.book.colab (every chapter's Colab
-set-up cell and link)."""
+"""sinkpaper.analysis.section3 and sinkpaper.book.measuring (the Section-3 chapters' measurements and
+parameters) and sinkpaper.book.colab (every chapter's Colab set-up cell and link)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from sinkpaper import metrics
+from sinkpaper.analysis import section3 as s3
 from sinkpaper.book import colab, explorer
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import ModelUnavailableError, available_models, measure_sink
@@ -48,17 +49,17 @@ def test_unknown_or_unreachable_model_names_say_what_is_offline(monkeypatch):
     monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
     for name in ("smollm2-1b", "SmolLM2-135M", "no-such-org/no-such-model"):
         with pytest.raises(ModelUnavailableError) as e:
-            ms.load_models(ms.parse_models(name))
+            s3.load_models(ms.parse_models(name))
         assert all(m in str(e.value) for m in available_models()), str(e.value)
 
 
 # ------------------------------------------------------------------------------------------------ metric
 def test_uniform_alpha_1_is_the_harmonic_mean():
-    assert ms.uniform_alpha_1(1) == 1.0
-    assert ms.uniform_alpha_1(64) == pytest.approx(0.0741, abs=1e-4)
+    assert metrics.uniform_alpha_1(1) == 1.0
+    assert metrics.uniform_alpha_1(64) == pytest.approx(0.0741, abs=1e-4)
     uniform = torch.tril(torch.ones(64, 64)) / torch.arange(1, 65)[:, None]
     vis = torch.ones(64, 64, dtype=torch.bool).tril()
-    assert float(metrics.alpha(uniform, vis)[0]) == pytest.approx(ms.uniform_alpha_1(64), rel=1e-6)
+    assert float(metrics.alpha(uniform, vis)[0]) == pytest.approx(metrics.uniform_alpha_1(64), rel=1e-6)
 
 
 def test_sink_vs_epsilon_matches_the_metric():
@@ -66,11 +67,11 @@ def test_sink_vs_epsilon_matches_the_metric():
     alphas = torch.rand(5, 3, 4, 12, generator=gen)
     alphas[0, 0, 0, 0] = 0.3  # exactly at the threshold: not a sink (strict)
     eps = [0.1, 0.3, 0.5, 0.9]
-    got = ms.sink_vs_epsilon(alphas[..., 0].numpy(), eps)
+    got = s3.sink_vs_epsilon(alphas[..., 0].numpy(), eps)
     assert got == [metrics.sink_rate(alphas, e, 1) for e in eps]
     assert got == sorted(got, reverse=True)
     with pytest.raises(ValueError, match="0 < epsilon < 1"):
-        ms.sink_vs_epsilon(alphas[..., 0].numpy(), [1.0])
+        s3.sink_vs_epsilon(alphas[..., 0].numpy(), [1.0])
 
 
 def test_inputs_table_equals_measure_sink(smollm2):
@@ -86,35 +87,35 @@ def test_inputs_table_equals_measure_sink(smollm2):
 
 
 def test_sink_vs_seq_len_and_the_models_card(smollm2):
-    rows = ms.sink_vs_seq_len(smollm2, [12, 24], bos=False, n_samples=2, seed=0)
+    rows = s3.sink_vs_seq_len(smollm2, [12, 24], bos=False, n_samples=2, seed=0)
     assert [r["T"] for r in rows] == [12, 24] and all(r["skipped"] is None for r in rows)
     assert rows[0]["uniform alpha_1"] > rows[1]["uniform alpha_1"]
-    too_long = ms.sink_vs_seq_len(smollm2, [10 ** 6], bos=False, n_samples=1)
+    too_long = s3.sink_vs_seq_len(smollm2, [10 ** 6], bos=False, n_samples=1)
     assert too_long[0]["Sink_1 (%)"] is None and "context length" in too_long[0]["skipped"]
-    card = ms.model_card(smollm2)
+    card = s3.model_card(smollm2)
     assert card["layers"] == 30 and card["heads (KV heads)"] == "9 (3)"
-    assert card["positional encoding"].startswith("RoPE") and ms.is_rope(smollm2)
-    assert card["tokenizer adds BOS"] == "no" and ms.tokenizer_adds_bos(smollm2.tokenizer) is False
+    assert card["positional encoding"].startswith("RoPE") and s3.is_rope(smollm2)
+    assert card["tokenizer adds BOS"] == "no" and s3.tokenizer_adds_bos(smollm2.tokenizer) is False
 
 
 def test_positional_encoding_of_configs():
     from transformers import GPT2Config, LlamaConfig
 
-    assert ms.positional_encoding(GPT2Config()) == "learned absolute"
-    assert ms.positional_encoding(LlamaConfig()).startswith("RoPE (theta")
+    assert s3.positional_encoding(GPT2Config()) == "learned absolute"
+    assert s3.positional_encoding(LlamaConfig()).startswith("RoPE (theta")
 
 
 # ------------------------------------------------------------------------------------- propositions
 def test_proposition_checks_hold():
-    out = ms.proposition_checks(seq_len=16, seed=0)
+    out = s3.proposition_checks(seq_len=16, seed=0)
     assert out["all_hold"] is True
     assert [r["holds"] for r in out["rows"]] == ["yes", "yes", "yes", "n/a", "yes"]
-    assert out["uniform_alpha_1"] == pytest.approx(ms.uniform_alpha_1(16), rel=1e-9)
+    assert out["uniform_alpha_1"] == pytest.approx(metrics.uniform_alpha_1(16), rel=1e-9)
 
 
 def test_sink_token_profile_on_smollm2(smollm2):
     ids = make_inputs(smollm2.tokenizer, "natural", n_samples=2, seq_len=24, bos=False, seed=0).input_ids
-    prof = ms.sink_token_profile(smollm2, ids, 0.3)
+    prof = s3.sink_token_profile(smollm2, ids, 0.3)
     L, H = smollm2.n_layers, 9
     for key in ("alpha_1", "value_ratio", "key_ratio", "cos_first", "cos_others", "normprod_ratio",
                 "attention_share", "value_share"):
@@ -125,7 +126,7 @@ def test_sink_token_profile_on_smollm2(smollm2):
     np.testing.assert_allclose(prof["alpha_1"], ref, rtol=1e-5, atol=1e-6)
     assert ((prof["attention_share"] >= 0) & (prof["attention_share"] <= 1)).all()
     assert ((prof["value_share"] >= 0) & (prof["value_share"] <= 1 + 1e-6)).all()
-    s = ms.profile_summary(prof)
+    s = s3.profile_summary(prof)
     assert s["sink heads"].endswith(f"of {L * H}") and s["token-1 norm ratio (max over layers)"] > 1
 
 

@@ -1,6 +1,6 @@
-"""The helpers of chapters 10 (sinkpaper.book.packing_bos: a model with and without its BOS) and 12
+"""The helpers of chapters 10 (sinkpaper.analysis.packing_bos: a model with and without its BOS) and 12
 (sinkpaper.kernels.testing's seeded cases and error table, the kernels against their references;
-sinkpaper.book.kernel_checks: the table shown, the stored benchmark read back)."""
+sinkpaper.analysis.kernel_checks: the table shown, the stored benchmark read back)."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from sinkpaper import kernels as K
-from sinkpaper.book import kernel_checks as kc
+from sinkpaper.analysis import kernel_checks as kc
+from sinkpaper.analysis import packing_bos as pb
+from sinkpaper.book import figures
 from sinkpaper.kernels import testing as KT
-from sinkpaper.book import packing_bos as pb
 
 
 # --------------------------------------------------------------------------------------------- pairing
@@ -91,7 +92,7 @@ def test_run_bos_ablation_pairs_conditions_and_reproduces_the_trainers_evaluatio
     assert [x["BOS"] for x in rows] == ["on", "off"] and "Sink_5 (%)" in rows[0]
     chart_rows = pb.sink_k_chart_rows(r, "mini")
     assert len(chart_rows) == 20 and {x["setting"] for x in chart_rows} == {"mini, BOS on", "mini, BOS off"}
-    assert pb.sink_by_position_chart(chart_rows, "t").to_dict()["mark"]["type"] == "line"
+    assert figures.sink_by_position_chart(chart_rows, "t").to_dict()["mark"]["type"] == "line"
 
 
 def test_run_bos_ablation_refuses_a_run_without_bos(tiny_bos_run, tmp_path):
@@ -233,7 +234,7 @@ def test_stored_benchmarks_and_their_tables(tmp_path):
     assert kc.bench_command("results/kernels/h100.json").startswith("mkdir -p results/kernels && python -m")
     assert kc.device_slug("  ") == "device"
     # what the chapter shows of it: the provenance line, then a title and a table per part that has rows
-    items = kc.benchmark_items(result, found[0][0])
+    items = figures.benchmark_items(result, found[0][0])
     assert "NVIDIA H100 80GB HBM3" in items[0].data and "**loaded**" in items[0].data
     titles = [i.data for i in items[1::2]]
     assert titles == [f"**{t}**" for t, rows_of in kc.BENCHMARK_TABLES if rows_of(result)] and len(titles) == 5

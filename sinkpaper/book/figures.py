@@ -19,6 +19,7 @@ import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
 import altair as alt
+from IPython.display import Markdown, display
 import numpy as np
 
 from ..results.sweeps import mean_of, metric_of, point_of
@@ -490,3 +491,39 @@ def attention_map_chart(attn: np.ndarray, marks: Sequence[tuple[int, int]], titl
     marker = (alt.Chart(alt.Data(values=pts)).mark_square(filled=False, color="red", size=60, strokeWidth=1.5)
               .encode(x=alt.X("x:O"), y=alt.Y("y:O", sort="ascending"), tooltip=["what:N", "y:O", "x:O"]))
     return alt.layer(base, marker)
+
+
+# ------------------------------------------------------------------------------------ chapters 10 and 12
+def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360, height: int = 200):
+    """Sink_k % over positions k, one line per setting (rows from :func:`sink_k_chart_rows`); BOS-off settings
+    dashed."""
+    values = [{"setting": r["setting"], "k": r["k"], "v": _num(r["Sink_k (%)"]),
+               "BOS": "off" if r["setting"].endswith("BOS off") else "on"} for r in rows]
+    order = list(dict.fromkeys(r["setting"] for r in rows))
+    return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
+            .mark_line(point=True)
+            .encode(x=alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0)),
+                    y=alt.Y("v:Q", title="Sink_k %", scale=alt.Scale(domain=[0, 100])),
+                    color=alt.Color("setting:N", sort=order, title=None),
+                    strokeDash=alt.StrokeDash("BOS:N", legend=None, scale=alt.Scale(domain=["on", "off"],
+                                                                                    range=[[1, 0], [4, 3]])),
+                    tooltip=["setting:N", "k:O", alt.Tooltip("v:Q", title="Sink_k %", format=".3g")]))
+
+
+def benchmark_items(result: Mapping, path: str | os.PathLike | None = None) -> list:
+    """What chapter 12 shows of one benchmark result, in order: its provenance line, then a bold title and the
+    table of each of :data:`BENCHMARK_TABLES` that has rows."""
+    from ..analysis.kernel_checks import BENCHMARK_TABLES, bench_provenance
+
+    out: list = [Markdown(provenance_line(bench_provenance(result, path)))]
+    for title, rows_of in BENCHMARK_TABLES:
+        rows = rows_of(result)
+        if rows:
+            out += [Markdown(f"**{title}**"), Table(rows)]
+    return out
+
+
+def show_benchmark(result: Mapping, path: str | os.PathLike | None = None) -> None:
+    """Display :func:`benchmark_items` in a notebook."""
+    for item in benchmark_items(result, path):
+        display(item)

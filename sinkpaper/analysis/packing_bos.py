@@ -227,26 +227,3 @@ def sink_k_chart_rows(result: Mapping, label: str, k_max: int = 10) -> list[dict
     """Long-form rows (setting, k, Sink_k %) for a chart of Sink_k over the first k_max positions."""
     return [{"setting": f"{label}, BOS {'on' if c['bos'] else 'off'}", "k": k, "Sink_k (%)": c["sink_k"][str(k)]}
             for c in result["conditions"] for k in range(1, k_max + 1) if str(k) in c["sink_k"]]
-
-
-def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360, height: int = 200):
-    """Sink_k % over positions k, one line per setting (rows from :func:`sink_k_chart_rows`); BOS-off settings
-    dashed."""
-    import altair as alt
-
-    from .figures import _num
-
-    values = [{"setting": r["setting"], "k": r["k"], "v": _num(r["Sink_k (%)"]),
-               "BOS": "off" if r["setting"].endswith("BOS off") else "on"} for r in rows]
-    order = list(dict.fromkeys(r["setting"] for r in rows))
-    return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
-            .mark_line(point=True)
-            .encode(x=alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0)),
-                    y=alt.Y("v:Q", title="Sink_k %", scale=alt.Scale(domain=[0, 100])),
-                    color=alt.Color("setting:N", sort=order, title=None),
-                    strokeDash=alt.StrokeDash("BOS:N", legend=None, scale=alt.Scale(domain=["on", "off"],
-                                                                                    range=[[1, 0], [4, 3]])),
-                    tooltip=["setting:N", "k:O", alt.Tooltip("v:Q", title="Sink_k %", format=".3g")]))
-
-
-# ---------------------------------------------------------------------------------------------- verdicts

@@ -238,24 +238,3 @@ BENCHMARK_TABLES = (("Causal softmax", speed_rows), ("Other operators", ops_rows
                     ("bf16 error against fp64", accuracy_rows), ("Goals", goal_rows))
 
 
-def benchmark_items(result: Mapping, path: str | Path | None = None) -> list:
-    """What chapter 12 shows of one benchmark result, in order: its provenance line, then a bold title and the
-    table of each of :data:`BENCHMARK_TABLES` that has rows."""
-    from IPython.display import Markdown
-
-    from .figures import Table, provenance_line
-
-    out: list = [Markdown(provenance_line(bench_provenance(result, path)))]
-    for title, rows_of in BENCHMARK_TABLES:
-        rows = rows_of(result)
-        if rows:
-            out += [Markdown(f"**{title}**"), Table(rows)]
-    return out
-
-
-def show_benchmark(result: Mapping, path: str | Path | None = None) -> None:
-    """Display :func:`benchmark_items` in a notebook."""
-    from IPython.display import display
-
-    for item in benchmark_items(result, path):
-        display(item)
