@@ -266,37 +266,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "randomly initi
 # became a package, `sinkpaper/paper.py`).
 
 # %% tags=["hide-input"]
-ONOFF = {True: "on", False: "off"}  # the BOS column's words
-judged_bos = {n: has_bos[n] for n in models}          # natural / random: BOS on where the tokenizer has one
-values = {"t1_natural": {}, "t1_random": {}, "t1_repeat": {}, "metric_T": {}}
-other = {cid: [] for cid in values}
-for n in models:
-    for i, cid in (("natural", "t1_natural"), ("random", "t1_random")):
-        if (n, i, judged_bos[n]) in sink:
-            values[cid][f"{n}: {i}"] = sink[(n, i, judged_bos[n])]
-        if (n, i, not judged_bos[n]) in sink:
-            other[cid].append(f"{n} BOS {ONOFF[not judged_bos[n]]}: {sink[(n, i, not judged_bos[n])]:.2f} %")
-    label = f"{n}: repeat" if rope[n] else f"{n}{paper.NOT_JUDGED}: repeat"
-    if (n, "repeat", False) in sink:
-        values["t1_repeat"][label] = sink[(n, "repeat", False)]
-    if (n, "repeat", True) in sink:
-        other["t1_repeat"].append(f"{n} BOS on (BOS + repeats): {sink[(n, 'repeat', True)]:.2f} %")
-    series = sorted((r for r in by_T if r["model"] == n and not r["skipped"]), key=lambda r: r["T"])
-    for b in (judged_bos[n], not judged_bos[n]):
-        pts = [r for r in series if r["BOS"] == ONOFF[b]]
-        if len(pts) < 2:
-            continue
-        if b == judged_bos[n]:
-            values["metric_T"][f"{n}: smallest T"] = pts[0]["Sink_1 (%)"]
-            values["metric_T"][f"{n}: largest T"] = pts[-1]["Sink_1 (%)"]
-        else:
-            other["metric_T"].append(f"{n} BOS {ONOFF[b]}: {pts[0]['Sink_1 (%)']:.2f} % at T = {pts[0]['T']}, "
-                                     f"{pts[-1]['Sink_1 (%)']:.2f} % at T = {pts[-1]['T']}")
-no_bos_sink = [n for n in models if (n, "natural", False) in sink and sink[(n, "natural", False)] < paper.NO_SINK]
-if no_bos_sink:
-    other["t1_natural"].append("without BOS " + ", ".join(f"{n} has no sink on natural text "
-                                                          f"({sink[(n, 'natural', False)]:.2f} %)" for n in no_bos_sink)
-                               + ": its sink exists only on the BOS token")
+values, other = s3.table1_values(sink, by_T, models, has_bos, rope)
 setting = (f"pretrained {', '.join(models)} ({profile} profile, {n_samples} samples x T = {seq_len}, ε = {epsilon}); "
            "the paper: GPT2-XL and 7B-scale RoPE models")
 record_prov = {**run_stamp, "source_of_numbers": "computed now", "models": ", ".join(models),

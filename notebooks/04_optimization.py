@@ -248,7 +248,7 @@ display(Markdown(
     f"{span(vn)} times the mean norm of the other tokens' values"
     + (", so the attention parked on it adds little to the output." if max(vn) < 0.25 else
        ": not small (yet), so parking on BOS still moves the output.")
-    + ("" if min(park) > 0.3 else " Not every head parks on BOS in this run (see the table): the sink has not "
+    + ("" if min(park) > eps else " Not every head parks on BOS in this run (see the table): the sink has not "
        "fully formed after these steps.")))
 
 # %% [markdown]

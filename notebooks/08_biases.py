@@ -155,62 +155,15 @@ M = {pt: {key: sweeps.mean_of(mp, pt, key) for key in KEYS} for pt in MINI_ORDER
 display(figures.Table([{"point": pt, "Sink* % (bias position)": fmt(M[pt]["Sink*"], 1, ""),
                         "Sink_1 % (BOS)": fmt(M[pt]["Sink_1"], 1, ""), "α_1 (BOS, mean)": fmt(M[pt]["alpha_1"], 3, "")}
                        for pt in MINI_ORDER if M[pt]["Sink_1"] is not None]))
-lines = []
-# the controls without a fixed BOS: nothing, the sink token alone, the K bias alone
 no_bos = sweeps.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_token_no_bos", "k_bias_no_bos"],
                              seeds=tuple(miniature_seeds))
 NB = {pt: {key: sweeps.mean_of(no_bos.payloads, pt, key) for key in KEYS}
       for pt in ("sink_token_no_bos", "k_bias_no_bos", "no_fixed_token")}
-if NB["no_fixed_token"]["Sink_1"] is not None:
-    nb, n_nb = NB["no_fixed_token"]["Sink_1"], len(no_bos.by_point().get("no_fixed_token", []))
-    lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {n_nb} seed(s)): Sink_1 {nb:.1f} %, "
-                 f"α_1 {NB['no_fixed_token']['alpha_1']:.3f}"
-                 + (" — without a fixed first token the miniature grows no sink." if nb < paper.NO_SINK else "."))
-for pt, label, bias in (("sink_token_no_bos", "Sink token, no fixed BOS", "the sink token"),
-                        ("k_bias_no_bos", "K bias, no fixed BOS", "the K bias")):
-    if NB[pt]["Sink*"] is not None:
-        lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on {bias}, "
-                     f"Sink_1 {NB[pt]['Sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f}), with no BOS to compete"
-                     + prose.bias_share(NB[pt]["Sink*"], NB[pt]["Sink_1"], token_1="token 1", bias=bias))
-st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
-if st["Sink_1"] is not None and st["Sink*"] is not None:
-    both = st["Sink_1"] >= paper.SINK and st["Sink*"] >= paper.SINK
-    lines.append(
-        f"- **Sink token**: Sink* {st['Sink*']:.1f} % and Sink_1 {st['Sink_1']:.1f} %"
-        + (" — both positions are sinks. " if both else ". ")
-        + f"α_1 on the BOS averages {st['alpha_1']:.3f} (without the sink token, `recipe`: "
-        + (f"{rc['alpha_1']:.3f}). " if rc["alpha_1"] is not None else "—). ")
-        + ("Each query's attention sums to 1 over the sink token, the BOS and the rest, so with α_1 at "
-           f"{st['alpha_1']:.2f} the sink token holds at most {1 - st['alpha_1']:.2f} on average, and in "
-           f"{st['Sink*']:.0f} % of the heads more than 0.3: the heads **split** their idle attention between "
-           "the two fixed positions instead of moving it." if both else ""))
-if kb["Sink_1"] is not None and kv["Sink_1"] is not None:
-    lines.append(f"- **K bias / KV biases**: Sink* {fmt(kb['Sink*'])} / {fmt(kv['Sink*'])}, "
-                 f"Sink_1 {fmt(kb['Sink_1'])} / {fmt(kv['Sink_1'])}, α_1 {kb['alpha_1']:.3f} / {kv['alpha_1']:.3f}"
-                 + prose.biases_share({"K bias": (kb["Sink*"], kb["Sink_1"]), "KV biases": (kv["Sink*"], kv["Sink_1"])},
-                                      present=True))
-if vb["Sink_1"] is not None:
-    lines.append(f"- **V bias** (v* added after the softmax): Sink_1 {vb['Sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f})"
-                 + (" — the sink stays on the BOS, as in the paper." if vb["Sink_1"] >= paper.SINK else ".")
-                 + ("" if vb["Sink*"] is None else
-                    f" These stored runs also read Sink* {fmt(vb['Sink*'])} on an extra position: they were "
-                    "made under the older definition of `v_bias` (an extra key with logit 0), which is not the paper's "
-                    "control; rerun them."))
+lines = prose.miniature_bias_lines(M, NB, len(no_bos.by_point().get("no_fixed_token", [])))
 display(Markdown("\n".join(lines) if lines else "The stored miniature runs needed here are missing (see above)."))
-if (st["Sink_1"] is not None and st["Sink_1"] >= paper.SINK and st["Sink*"] >= paper.SINK
-        and kb["Sink*"] is not None and kb["Sink*"] >= paper.SINK and kb["Sink_1"] < paper.NO_SINK):
-    display(Markdown(
-        "One reading of this contrast (not tested on this page): the learnable sink token enters the model the "
-        "way the BOS does, as an embedding at a fixed position that goes through the same key projection and "
-        "rotary position, so for a head that wants to do nothing the two are interchangeable and nothing in "
-        "training breaks the tie. A K bias is a different object: a free key per head, outside the positional "
-        "rotation, with a value of exactly 0 — and it takes the sink from the BOS outright. The direct test is "
-        "the sink token with **no** fixed BOS (`sink_token_no_bos`): "
-        + (f"stored, it reads Sink* {NB['sink_token_no_bos']['Sink*']:.1f} % and Sink_1 "
-           f"{NB['sink_token_no_bos']['Sink_1']:.1f} % (the list above)."
-           if NB["sink_token_no_bos"]["Sink*"] is not None else
-           "not stored yet (`python -m sinkpaper sweep --config configs/miniature.yaml --profile cpu --points "
-           "sink_token_no_bos --seeds 0 1 2 --out runs/miniature`).")))
+reading = prose.sink_token_reading(M, NB)
+if reading:
+    display(Markdown(reading))
 
 # %% [markdown]
 # ## Paper vs this run

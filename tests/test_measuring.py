@@ -195,3 +195,14 @@ def test_chapters_carry_the_current_colab_cell_and_link(stem):
     text = (REPO / "notebooks" / f"{stem}.py").read_text()
     assert (REPO / colab.colab_path(stem)).is_file(), f"no {colab.colab_path(stem)}: python -m sinkpaper.book colab"
     assert colab.bootstrap_cell() in text, f"notebooks/{stem}.py lacks the current Colab cell: colab.bootstrap_cell()"
+
+
+def test_table1_values_judge_the_tokenizers_bos_setting_and_show_the_other_beside():
+    sink = {("a", "natural", True): 60.0, ("a", "natural", False): 2.0, ("a", "random", True): 50.0,
+            ("a", "repeat", False): 90.0, ("b", "natural", False): 40.0, ("b", "repeat", False): 1.0}
+    by_T = [{"model": "a", "T": t, "BOS": "on", "skipped": False, "Sink_1 (%)": v} for t, v in ((16, 30.0), (64, 55.0))]
+    values, other = s3.table1_values(sink, by_T, ["a", "b"], {"a": True, "b": False}, {"a": True, "b": False})
+    assert values["t1_natural"] == {"a: natural": 60.0, "b: natural": 40.0}
+    assert values["t1_repeat"] == {"a: repeat": 90.0, "b (absolute PE, not judged): repeat": 1.0}
+    assert values["metric_T"] == {"a: smallest T": 30.0, "a: largest T": 55.0}
+    assert other["t1_natural"][0] == "a BOS off: 2.00 %" and "a has no sink on natural text" in other["t1_natural"][1]

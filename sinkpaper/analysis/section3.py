@@ -249,3 +249,48 @@ def profile_summary(profile: Mapping) -> dict:
             "value share of token 1": med("value_share")}
 
 
+
+
+BOS_WORD = {True: "on", False: "off"}   # the BOS column's words (explorer payloads, sink_vs_seq_len rows)
+
+
+def table1_values(sink: Mapping[tuple, float], by_T: Sequence[Mapping], models: Sequence[str],
+                  has_bos: Mapping[str, bool], rope: Mapping[str, bool]) -> tuple[dict, dict]:
+    """The values chapter 3 records for the claims t1_natural, t1_random, t1_repeat and metric_T, and for each the
+    other BOS setting's numbers (shown beside, not judged). ``sink``: {(model, inputs, bos): Sink_1 %}; ``by_T``:
+    :func:`sink_vs_seq_len` rows. Natural and random text are judged with a BOS where the model's tokenizer has
+    one (the paper's Table 1); repeats without one (the propositions' premise), and only on RoPE models (a model
+    with absolute positions is shown, its label marked not judged)."""
+    from ..paper import NO_SINK, NOT_JUDGED
+
+    values: dict[str, dict] = {"t1_natural": {}, "t1_random": {}, "t1_repeat": {}, "metric_T": {}}
+    other: dict[str, list] = {cid: [] for cid in values}
+    for n in models:
+        judged = has_bos[n]
+        for i, cid in (("natural", "t1_natural"), ("random", "t1_random")):
+            if (n, i, judged) in sink:
+                values[cid][f"{n}: {i}"] = sink[(n, i, judged)]
+            if (n, i, not judged) in sink:
+                other[cid].append(f"{n} BOS {BOS_WORD[not judged]}: {sink[(n, i, not judged)]:.2f} %")
+        label = f"{n}: repeat" if rope[n] else f"{n}{NOT_JUDGED}: repeat"
+        if (n, "repeat", False) in sink:
+            values["t1_repeat"][label] = sink[(n, "repeat", False)]
+        if (n, "repeat", True) in sink:
+            other["t1_repeat"].append(f"{n} BOS on (BOS + repeats): {sink[(n, 'repeat', True)]:.2f} %")
+        series = sorted((r for r in by_T if r["model"] == n and not r["skipped"]), key=lambda r: r["T"])
+        for b in (judged, not judged):
+            pts = [r for r in series if r["BOS"] == BOS_WORD[b]]
+            if len(pts) < 2:
+                continue
+            if b == judged:
+                values["metric_T"][f"{n}: smallest T"] = pts[0]["Sink_1 (%)"]
+                values["metric_T"][f"{n}: largest T"] = pts[-1]["Sink_1 (%)"]
+            else:
+                other["metric_T"].append(f"{n} BOS {BOS_WORD[b]}: {pts[0]['Sink_1 (%)']:.2f} % at T = {pts[0]['T']}, "
+                                         f"{pts[-1]['Sink_1 (%)']:.2f} % at T = {pts[-1]['T']}")
+    without = [n for n in models if (n, "natural", False) in sink and sink[(n, "natural", False)] < NO_SINK]
+    if without:
+        other["t1_natural"].append("without BOS " + ", ".join(
+            f"{n} has no sink on natural text ({sink[(n, 'natural', False)]:.2f} %)" for n in without)
+            + ": its sink exists only on the BOS token")
+    return values, other

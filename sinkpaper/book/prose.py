@@ -197,3 +197,69 @@ def after_paper_reading(results: Mapping[str, Mapping]) -> str:
             "without normalization, with an operator the paper did not train."
             if v("ops_softpick") == AGREES else "**Softpick.** " + why("ops_softpick") + ".")
     return "\n\n".join((gate, logit, soft))
+
+
+def miniature_bias_lines(M: Mapping[str, Mapping], NB: Mapping[str, Mapping], n_no_fixed: int) -> list[str]:
+    """Chapter 8's bullet list on the miniature's bias runs, each sentence chosen by the numbers. ``M``: {point:
+    {"Sink*", "Sink_1", "alpha_1"}} means over seeds of the runs with the fixed BOS (sink_token, k_bias, kv_bias,
+    v_bias, recipe); ``NB``: the same for the runs without it (no_fixed_token, sink_token_no_bos, k_bias_no_bos);
+    ``n_no_fixed``: the no_fixed_token runs' seed count. The verdicts are the claims table's, not these lines'."""
+    from ..results.numbers import fmt
+
+    lines = []
+    if NB["no_fixed_token"]["Sink_1"] is not None:
+        nb = NB["no_fixed_token"]["Sink_1"]
+        lines.append(f"- **No fixed BOS, no bias** (`no_fixed_token`, {n_no_fixed} seed(s)): Sink_1 {nb:.1f} %, "
+                     f"α_1 {NB['no_fixed_token']['alpha_1']:.3f}"
+                     + (" — without a fixed first token the miniature grows no sink." if nb < NO_SINK else "."))
+    for pt, label, bias in (("sink_token_no_bos", "Sink token, no fixed BOS", "the sink token"),
+                            ("k_bias_no_bos", "K bias, no fixed BOS", "the K bias")):
+        if NB[pt]["Sink*"] is not None:
+            lines.append(f"- **{label}** (`{pt}`): Sink* {NB[pt]['Sink*']:.1f} % on {bias}, "
+                         f"Sink_1 {NB[pt]['Sink_1']:.1f} % (α_1 {NB[pt]['alpha_1']:.3f}), with no BOS to compete"
+                         + bias_share(NB[pt]["Sink*"], NB[pt]["Sink_1"], token_1="token 1", bias=bias))
+    st, kb, kv, vb, rc = (M[p] for p in ("sink_token", "k_bias", "kv_bias", "v_bias", "recipe"))
+    if st["Sink_1"] is not None and st["Sink*"] is not None:
+        both = st["Sink_1"] >= SINK and st["Sink*"] >= SINK
+        lines.append(
+            f"- **Sink token**: Sink* {st['Sink*']:.1f} % and Sink_1 {st['Sink_1']:.1f} %"
+            + (" — both positions are sinks. " if both else ". ")
+            + f"α_1 on the BOS averages {st['alpha_1']:.3f} (without the sink token, `recipe`: "
+            + (f"{rc['alpha_1']:.3f}). " if rc["alpha_1"] is not None else "—). ")
+            + ("Each query's attention sums to 1 over the sink token, the BOS and the rest, so with α_1 at "
+               f"{st['alpha_1']:.2f} the sink token holds at most {1 - st['alpha_1']:.2f} on average, and in "
+               f"{st['Sink*']:.0f} % of the heads more than 0.3: the heads **split** their idle attention between "
+               "the two fixed positions instead of moving it." if both else ""))
+    if kb["Sink_1"] is not None and kv["Sink_1"] is not None:
+        lines.append(f"- **K bias / KV biases**: Sink* {fmt(kb['Sink*'])} / {fmt(kv['Sink*'])}, "
+                     f"Sink_1 {fmt(kb['Sink_1'])} / {fmt(kv['Sink_1'])}, α_1 {kb['alpha_1']:.3f} / {kv['alpha_1']:.3f}"
+                     + biases_share({"K bias": (kb["Sink*"], kb["Sink_1"]), "KV biases": (kv["Sink*"], kv["Sink_1"])},
+                                    present=True))
+    if vb["Sink_1"] is not None:
+        lines.append(f"- **V bias** (v* added after the softmax): Sink_1 {vb['Sink_1']:.1f} % (α_1 {vb['alpha_1']:.3f})"
+                     + (" — the sink stays on the BOS." if vb["Sink_1"] >= SINK else ".")
+                     + ("" if vb["Sink*"] is None else
+                        f" These stored runs also read Sink* {fmt(vb['Sink*'])} on an extra position: they were "
+                        "made under the older definition of `v_bias` (an extra key with logit 0), which is not the "
+                        "paper's control; rerun them."))
+    return lines
+
+
+def sink_token_reading(M: Mapping[str, Mapping], NB: Mapping[str, Mapping]) -> str | None:
+    """One reading of the miniature's sink-token / K-bias contrast, written only when the numbers show it (the
+    sink token and the BOS both sinks, the K bias taking the sink outright); None otherwise."""
+    st, kb = M["sink_token"], M["k_bias"]
+    if not (st["Sink_1"] is not None and st["Sink_1"] >= SINK and st["Sink*"] >= SINK
+            and kb["Sink*"] is not None and kb["Sink*"] >= SINK and kb["Sink_1"] < NO_SINK):
+        return None
+    nb = NB["sink_token_no_bos"]
+    return ("One reading of this contrast (not tested on this page): the learnable sink token enters the model the "
+            "way the BOS does, as an embedding at a fixed position that goes through the same key projection and "
+            "rotary position, so for a head that wants to do nothing the two are interchangeable and nothing in "
+            "training breaks the tie. A K bias is a different object: a free key per head, outside the positional "
+            "rotation, with a value of exactly 0 — and it takes the sink from the BOS outright. The direct test is "
+            "the sink token with **no** fixed BOS (`sink_token_no_bos`): "
+            + (f"stored, it reads Sink* {nb['Sink*']:.1f} % and Sink_1 {nb['Sink_1']:.1f} % (the list above)."
+               if nb["Sink*"] is not None else
+               "not stored yet (`python -m sinkpaper sweep --config configs/miniature.yaml --profile cpu --points "
+               "sink_token_no_bos --seeds 0 1 2 --out runs/miniature`)."))
