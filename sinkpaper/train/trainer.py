@@ -15,7 +15,9 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -226,24 +228,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     when `store` is given, to the results store). `on_step(step, model)` is called after each optimizer step
     (tests use it to interrupt a run or corrupt it)."""
     out = Path(out_dir)
-    config_path = out / "config.json"
-    if config_path.exists():
-        old = json.loads(config_path.read_text())
-        if old.get("hash") != cfg.hash():
-            raise ValueError(f"{out} holds a different run (config hash {old.get('hash')} != {cfg.hash()}); "
-                             "use another --out")
-        if not resume and latest_checkpoint(out) is not None:
-            raise ValueError(f"{out} already has checkpoints of this run; pass --resume to continue it")
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    device = device_of(cfg)
-    if world > 1:
-        import torch.distributed as dist
-        if not dist.is_initialized():
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-        if device.type == "cuda":
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-            torch.cuda.set_device(device)
+    config_path = _check_run_dir(out, cfg, resume)
+    device, rank, world = _processes(cfg)
     accel.set_threads(cfg.run.threads)
     dtype = accel.resolve_dtype(cfg.run.dtype, device)   # bf16 where supported, else fp32 and one line why
     if rank == 0:
@@ -257,17 +243,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay,
                                   fused=True)   # one kernel for all of AdamW, on the CPU too
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    step, tokens, wall = 0, 0, 0.0
     ckpt = latest_checkpoint(out) if resume else None
-    if ckpt is not None:
-        _unwrap(model).load_state_dict(checkpoint_weights(ckpt, device), strict=False)
-        st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
-        optimizer.load_state_dict(st["optimizer"])
-        scheduler.load_state_dict(st["scheduler"])
-        step, tokens, wall = st["step"], st["tokens"], st["wall_seconds"]
-        torch.set_rng_state(st["rng_torch"])
-        if st.get("rng_cuda") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(st["rng_cuda"])
+    step, tokens, wall = _restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None else (0, 0, 0.0)
     # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
     # lines are written again
     _truncate_log(out / "log.jsonl", step)
@@ -280,15 +257,10 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     if micro % world:
         raise ValueError(f"micro-batch {micro} (batch_size / grad_accum) must be divisible by {world} processes")
     log_path = out / "log.jsonl"
-    last_eval = None
-    bar = None
-    if progress and rank == 0:
-        from tqdm.auto import tqdm
-        # a terminal redraws the bar in place; a log file gets a line at most every 30 s
-        bar = tqdm(total=o.steps, initial=step, desc=cfg.name, unit="step",
-                   mininterval=0.1 if sys.stderr.isatty() else 30.0)
+    bar = _progress_bar(cfg, step) if progress and rank == 0 else None
     t_start = time.perf_counter() - wall
-    t_session, eval_seconds = time.perf_counter(), 0.0
+    t_session = time.perf_counter()
+    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start)
     # Nothing in a step waits for the device: the loss stays on it, and whether it was finite is kept there too
     # (`first_bad`, the first step with a non-finite loss). The host reads them only where it must anyway, at
     # the steps that log, evaluate or checkpoint; a non-finite loss is caught there, before any checkpoint
@@ -328,55 +300,126 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
             now = time.perf_counter()
             rate = o.batch_size * cfg.data.context * steps_since / max(now - t_sync, 1e-9)
             t_sync, steps_since = now, 0
-            loss_value = float(loss_sum)
-            if rank != 0:
-                continue
-            record = None
-            if logs:
-                record = {"step": step, "tokens": tokens, "loss": loss_value, "lr": scheduler.get_last_lr()[0],
-                          "tokens_per_s": rate, "wall_seconds": now - t_start}
-            if evals:
-                t_eval = time.perf_counter()
-                last_eval = evaluate(model, cfg, data, device, dtype)
-                eval_seconds += time.perf_counter() - t_eval   # this session's evaluation time (its share of the run)
-                record = {**(record or {"step": step, "tokens": tokens, "loss": loss_value}), **last_eval,
-                          "eval_seconds": time.perf_counter() - t_eval}
-                t_sync = time.perf_counter()               # the next rate counts training only
-            if record is not None:
-                with open(log_path, "a") as f:
-                    f.write(json.dumps(record) + "\n")
-            if saves:
-                save_checkpoint(out, step, model, optimizer, scheduler,
-                                {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - t_start})
-            if bar is not None:
-                post = {"loss": f"{loss_value:.3f}", "tok/s": f"{rate:,.0f}"}
-                if last_eval:
-                    post["sink1"] = f"{last_eval['sink_k']['1']:.1f}%"
-                bar.set_postfix(post, refresh=False)
-                bar.update(step - bar.n)
+            if rank == 0:
+                t_sync = book.at(step, tokens, float(loss_sum), rate, logs=logs, evals=evals, saves=saves)
     finally:
         batches.close()
     if bar is not None:
         bar.close()
     if rank != 0:
         return {}
-    if last_eval is None:  # resumed at the very end: evaluate the final weights
-        last_eval = evaluate(model, cfg, data, device, dtype)
-    wall = time.perf_counter() - t_start
+    # resumed at the very end: evaluate the final weights
+    last_eval = book.last_eval or evaluate(model, cfg, data, device, dtype)
+    stamp = provenance.stamp(device, wall_seconds=round(time.perf_counter() - t_start, 1), tokens_seen=tokens,
+                             source_of_numbers="computed now", profile=cfg.profile, dtype=dtype, compiled=compiled,
+                             eval_seconds=round(book.eval_seconds, 2),
+                             eval_share=round(book.eval_seconds / max(1e-9, time.perf_counter() - t_session), 4),
+                             threads=torch.get_num_threads())
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
               "final_loss": _last_loss(log_path), **last_eval,
               "n_parameters": _unwrap(model).num_parameters(non_embedding=False),
-              "n_parameters_non_embedding": _unwrap(model).num_parameters(),
-              "data": data.provenance,
-              "provenance": provenance.stamp(device, wall_seconds=round(wall, 1), tokens_seen=tokens,
-                                             source_of_numbers="computed now", profile=cfg.profile,
-                                             dtype=dtype, compiled=compiled, eval_seconds=round(eval_seconds, 2),
-                                             eval_share=round(eval_seconds / max(1e-9, time.perf_counter() - t_session), 4),
-                                             threads=torch.get_num_threads())}
+              "n_parameters_non_embedding": _unwrap(model).num_parameters(), "data": data.provenance,
+              "provenance": stamp}
     atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
     if store is not None:
         write_result(store, cfg, result, curve=read_log(log_path))
     return result
+
+
+@dataclass
+class _Bookkeeping:
+    """What the first process does at a step where the host reads the device: the log line, the evaluation, the
+    checkpoint and the progress bar. Keeps the last evaluation and this session's evaluation time."""
+    out: Path
+    cfg: TrainConfig
+    model: Any
+    data: TokenData
+    device: torch.device
+    dtype: str
+    optimizer: Any
+    scheduler: Any
+    bar: Any
+    t_start: float
+    last_eval: dict | None = None
+    eval_seconds: float = 0.0
+
+    def at(self, step: int, tokens: int, loss: float, rate: float, *, logs: bool, evals: bool, saves: bool) -> float:
+        """Log, evaluate and checkpoint as asked; returns the time the next tokens/s rate counts from (after the
+        evaluation: the rate counts training only)."""
+        now = time.perf_counter()
+        record = None
+        if logs:
+            record = {"step": step, "tokens": tokens, "loss": loss, "lr": self.scheduler.get_last_lr()[0],
+                      "tokens_per_s": rate, "wall_seconds": now - self.t_start}
+        if evals:
+            t_eval = time.perf_counter()
+            self.last_eval = evaluate(self.model, self.cfg, self.data, self.device, self.dtype)
+            took = time.perf_counter() - t_eval
+            self.eval_seconds += took        # this session's evaluation time (its share of the run)
+            record = {**(record or {"step": step, "tokens": tokens, "loss": loss}), **self.last_eval,
+                      "eval_seconds": took}
+            now = time.perf_counter()
+        if record is not None:
+            with open(self.out / "log.jsonl", "a") as f:
+                f.write(json.dumps(record) + "\n")
+        if saves:
+            save_checkpoint(self.out, step, self.model, self.optimizer, self.scheduler,
+                            {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - self.t_start})
+        if self.bar is not None:
+            post = {"loss": f"{loss:.3f}", "tok/s": f"{rate:,.0f}"}
+            if self.last_eval:
+                post["sink1"] = f"{self.last_eval['sink_k']['1']:.1f}%"
+            self.bar.set_postfix(post, refresh=False)
+            self.bar.update(step - self.bar.n)
+        return now
+
+
+def _check_run_dir(out: Path, cfg: TrainConfig, resume: bool) -> Path:
+    """The run directory's config file; refuses a directory that holds another run, or this run's checkpoints
+    without ``resume``, before any compute."""
+    config_path = out / "config.json"
+    if config_path.exists():
+        old = json.loads(config_path.read_text())
+        if old.get("hash") != cfg.hash():
+            raise ValueError(f"{out} holds a different run (config hash {old.get('hash')} != {cfg.hash()}); "
+                             "use another --out")
+        if not resume and latest_checkpoint(out) is not None:
+            raise ValueError(f"{out} already has checkpoints of this run; pass --resume to continue it")
+    return config_path
+
+
+def _processes(cfg: TrainConfig) -> tuple[torch.device, int, int]:
+    """(device, rank, world size): one process, or one of torchrun's (its process group started here)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    device = device_of(cfg)
+    if world > 1:
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+    return device, rank, world
+
+
+def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float]:
+    """Load a checkpoint into the model, optimizer, scheduler and the random state; (step, tokens, wall seconds)."""
+    _unwrap(model).load_state_dict(checkpoint_weights(ckpt, device), strict=False)
+    st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
+    optimizer.load_state_dict(st["optimizer"])
+    scheduler.load_state_dict(st["scheduler"])
+    torch.set_rng_state(st["rng_torch"])
+    if st.get("rng_cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(st["rng_cuda"])
+    return st["step"], st["tokens"], st["wall_seconds"]
+
+
+def _progress_bar(cfg: TrainConfig, step: int):
+    from tqdm.auto import tqdm
+    # a terminal redraws the bar in place; a log file gets a line at most every 30 s
+    return tqdm(total=cfg.optim.steps, initial=step, desc=cfg.name, unit="step",
+                mininterval=0.1 if sys.stderr.isatty() else 30.0)
 
 
 def _truncate_log(path: Path, step: int) -> None:
