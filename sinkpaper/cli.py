@@ -33,10 +33,20 @@ KERNEL_ABOVE = metrics.KERNEL_ABOVE  # sequences longer than this default to the
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .lms import available_models
     p = _Parser(prog="python -m sinkpaper", description=__doc__.split("\n\n")[0],
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_sink_parsers(sub)
+    _add_bench_parser(sub)
+    _add_training_parsers(sub)
+    _add_results_parsers(sub)
+    _add_data_parser(sub)
+    return p
+
+
+def _add_sink_parsers(sub) -> None:
+    """`sink` and `sink-vs-length`: the metric on a causal LM (Section 3)."""
+    from .lms import available_models
     s = sub.add_parser("sink", help="measure Sink_k^epsilon (Gu et al. 2025, Section 3.2) on a causal LM")
     s.add_argument("--model", required=True,
                    help=f"offline name ({', '.join(available_models())}), a local dir, or a Hugging Face id")
@@ -71,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out", default=None, help="JSON file (default results/long_context/<model>[-bos].json)")
     v.add_argument("--resume", action="store_true",
                    help="keep the T already in --out (same settings) and measure only the others")
+
+
+def _add_bench_parser(sub) -> None:
+    """`bench kernels|train`: the kernels against SDPA / eager, training throughput against transformers' Llama."""
     b = sub.add_parser("bench", help="benchmark the attention kernels (vs SDPA/eager) or training throughput (vs transformers' Llama)")
     b.add_argument("what", choices=["kernels", "training", "sink"],
                    help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama; "
@@ -92,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: cuda when available (and TRITON_INTERPRET is not 1), else cpu")
     b.add_argument("--only", nargs="+", choices=["speed", "ops", "column_stats", "accuracy"],
                    help="run only these sections (default: all)")
+
+
+def _add_training_parsers(sub) -> None:
+    """`train` and `sweep`: one run, or families' points x seeds into the results store (Sections 4-7)."""
     t = sub.add_parser("train", help="pre-train a model of the paper's family, tracking the sink (Sections 4-7)")
     t.add_argument("--config", required=True, help="an experiment family's YAML in configs/")
     t.add_argument("--profile", default="cpu", help="cpu (seconds to minutes, 2 cores) | text (real text on the CPU, "
@@ -120,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--start-before", metavar="TIME",
                    help="start no run at or after this ISO 8601 time (UTC when no offset), e.g. the end of the "
                         "machine's lease less one run: a run the machine cannot finish is not begun")
+
+
+def _add_results_parsers(sub) -> None:
+    """`store`, `report` and `claims`: the results store, the blocks quoted from it, the paper's claims."""
     r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, or rename runs "
                                      "to the current key scheme")
     r.add_argument("action", choices=["stale", "migrate", "untrained"],
@@ -138,8 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--store", default=None, help="results store (default results/store)")
     c.add_argument("--markdown", metavar="SCALE", help="one scale as a Markdown table, ours as mean [min, max] "
                    "over seeds (scales: real LMs, real text (CPU), miniature)")
-    _add_data_parser(sub)
-    return p
 
 
 def _add_data_parser(sub) -> None:
