@@ -116,19 +116,7 @@ def attention_reference(
     has_sink = sink_logit is not None or k_bias is not None  # an extra key; a V bias alone is not one
     v_after = v_bias if not has_sink else None               # the paper's V bias: added after the attention
     if has_sink:
-        # One extra key at column 0, visible to every query.
-        if sink_logit is not None:
-            extra = sink_logit.to(scores.dtype).view(1, H, 1, 1).expand(B, H, T, 1)
-        elif k_bias is not None:
-            kb = k_bias.to(q.dtype).view(1, -1, 1, D) if k_bias.dim() == 2 else k_bias.to(q.dtype).view(1, 1, 1, D)
-            extra = scale * (q * kb).sum(-1, keepdim=True)
-        scores = torch.cat([extra, scores], dim=-1)
-        visible = torch.cat([visible.new_ones(B, H, T, 1), visible], dim=-1)
-        if v_bias is not None:
-            vb = v_bias.to(v.dtype).view(1, -1, 1, v.shape[-1]) if v_bias.dim() == 2 else v_bias.to(v.dtype).view(1, 1, 1, -1)
-            v_all = torch.cat([vb.expand(B, H, 1, v.shape[-1]), v], dim=2)
-        else:
-            v_all = torch.cat([v.new_zeros(B, H, 1, v.shape[-1]), v], dim=2)
+        scores, visible, v_all = _with_sink_column(q, v, scores, visible, scale, sink_logit, k_bias, v_bias)
     else:
         v_all = v
 
@@ -155,6 +143,23 @@ def attention_reference(
         else:
             result.attn_map = full
     return result
+
+
+def _with_sink_column(q, v, scores, visible, scale, sink_logit, k_bias, v_bias):
+    """The scores, mask and values with one extra key at column 0, visible to every query: a sink logit per head,
+    or a key k* (its score scale * q k*); its value v* (zero without one)."""
+    B, H, T, D = q.shape
+    if sink_logit is not None:
+        extra = sink_logit.to(scores.dtype).view(1, H, 1, 1).expand(B, H, T, 1)
+    else:
+        kb = k_bias.to(q.dtype).view(1, -1, 1, D) if k_bias.dim() == 2 else k_bias.to(q.dtype).view(1, 1, 1, D)
+        extra = scale * (q * kb).sum(-1, keepdim=True)
+    scores = torch.cat([extra, scores], dim=-1)
+    visible = torch.cat([visible.new_ones(B, H, T, 1), visible], dim=-1)
+    if v_bias is not None:
+        vb = v_bias.to(v.dtype).view(1, -1, 1, v.shape[-1]) if v_bias.dim() == 2 else v_bias.to(v.dtype).view(1, 1, 1, -1)
+        return scores, visible, torch.cat([vb.expand(B, H, 1, v.shape[-1]), v], dim=2)
+    return scores, visible, torch.cat([v.new_zeros(B, H, 1, v.shape[-1]), v], dim=2)
 
 
 # ------------------------------------------------------------------------------------------ the operator table
