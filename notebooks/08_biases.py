@@ -125,7 +125,7 @@ charts = [figures.curve_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS",
 if any(r["Sink* %"] is not None for r in rows):
     charts.insert(0, figures.curve_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", width=300,
                                          x="step", y_domain=(0, 100)))
-display(figures.alt.hconcat(*charts))
+display(figures.row(*charts))
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
 
 # %% [markdown]

@@ -339,9 +339,35 @@ def sink_vs_length(payload: Mapping[str, Any], width: int = 260, height: int = 2
 
 
 # ------------------------------------------------------------------------------ sweeps and training curves
-def row(*charts, title: str = "") -> alt.HConcatChart:
-    """Charts side by side, each with its own colour legend."""
-    return alt.hconcat(*charts, title=title).resolve_scale(color="independent").resolve_legend(color="independent")
+PAGE_WIDTH = 680   # the book's content column at a 1280-pixel window (wider outputs scroll sideways)
+LEGEND_WIDTH = 90  # what a colour legend beside a chart adds to its width
+
+
+def _width(chart) -> int:
+    """A chart's drawing width (a layer's first chart's), plus its legend: 320 where none is set."""
+    w = getattr(chart, "width", alt.Undefined)
+    if w is alt.Undefined and getattr(chart, "layer", None):
+        w = getattr(chart.layer[0], "width", alt.Undefined)
+    return (w if isinstance(w, (int, float)) else 320) + LEGEND_WIDTH
+
+
+def row(*charts, title: str = "", width: int = PAGE_WIDTH) -> alt.HConcatChart | alt.VConcatChart:
+    """Charts side by side, each with its own colour legend; as many rows as it takes to keep each row within
+    ``width`` pixels (the page's column), so nothing scrolls sideways."""
+    rows, current, used = [], [], 0
+    for c in charts:
+        w = _width(c)
+        if current and used + w > width:
+            rows.append(current)
+            current, used = [], 0
+        current.append(c)
+        used += w
+    if current:
+        rows.append(current)
+    lines = [alt.hconcat(*r).resolve_scale(color="independent").resolve_legend(color="independent") for r in rows]
+    if len(lines) == 1:
+        return alt.hconcat(*rows[0], title=title).resolve_scale(color="independent").resolve_legend(color="independent")
+    return alt.vconcat(*lines, title=title).resolve_scale(color="independent").resolve_legend(color="independent")
 
 
 def no_data_chart(title: str, message: str, width: int, height: int) -> alt.Chart:
@@ -354,13 +380,14 @@ def no_data_chart(title: str, message: str, width: int, height: int) -> alt.Char
 def curve_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None = None, width: int = 320,
                 height: int = 200, dashed: Sequence[str] = (), *, x: str = "tokens", color: str = "run",
                 log_y: bool = False, zero: bool = False, y_domain: Sequence[float] | None = None,
-                rule_y: float | None = None) -> alt.Chart:
+                rule_y: float | None = None, legend: str = "right") -> alt.Chart:
     """THE line chart over training: one line per value of ``color`` (a run, by default) of ``y`` against ``x``
     (tokens seen, or "step"), from rows of :func:`sinkpaper.results.curves.curve_rows` (or raw_curve_rows).
     Lines named in ``dashed`` are drawn dashed (e.g. the stored seeds next to a live run); the legend keeps the
     rows' order. The y axis: log with ``log_y`` (non-positive values dropped), fixed with ``y_domain`` (e.g.
     (0, 100) for a percentage, so an all-zero line still reads 0 %), else fitted to the data (from 0 with
-    ``zero``); ``rule_y`` draws a dashed horizontal line (e.g. the threshold)."""
+    ``zero``); ``rule_y`` draws a dashed horizontal line (e.g. the threshold). ``legend``: its place (altair's
+    orient; "bottom" keeps a chart with many long-named lines inside the page)."""
     if color in ("x", "y", "step", "tokens", "style"):
         raise ValueError(f"color names a field of the chart's own: {color!r}")
     values = [{color: str(r[color]), "x": r[x], "y": _num(r[y]), "step": r["step"], "tokens": r.get("tokens"),
@@ -376,7 +403,8 @@ def curve_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None
              .mark_line(point=True)
              .encode(x=alt.X("x:Q", title="tokens seen" if x == "tokens" else x),
                      y=alt.Y("y:Q", title=y_title or y, scale=ys),
-                     color=alt.Color(f"{color}:N", title=None, sort=list(dict.fromkeys(v[color] for v in values))),
+                     color=alt.Color(f"{color}:N", title=None, sort=list(dict.fromkeys(v[color] for v in values)),
+                                     legend=alt.Legend(orient=legend, columns=3 if legend in ("bottom", "top") else 1)),
                      strokeDash=alt.StrokeDash("style:N", legend=None,
                                                scale=alt.Scale(domain=["solid", "dashed"], range=[[1, 0], [4, 3]])),
                      tooltip=[alt.Tooltip(f"{color}:N"), alt.Tooltip("step:Q"),
@@ -439,7 +467,7 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
             if vals:
                 means.append({"point": pt, "metric": label, "v": _num(statistics.fmean(v for _, v in vals))})
     y = alt.Y("v:Q", title="% of heads", scale=alt.Scale(domain=[0, 100]))
-    color = alt.Color("metric:N", title=None, sort=labels)
+    color = alt.Color("metric:N", title=None, sort=labels, legend=alt.Legend(orient="bottom"))
     offset = alt.XOffset("metric:N", sort=labels)
     return alt.layer(
         alt.Chart(alt.Data(values=dots), width=width, height=height).mark_circle(size=45, opacity=0.6).encode(

@@ -87,8 +87,10 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
         if shown:
             rows = curve_rows(ps, shown)
             # one chart per row: a legend of (point, seed) lines leaves no room for two side by side
-            out.append(curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %", width=480))
-            out.append(curve_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1", width=480))
+            out.append(curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %", width=560,
+                                   legend="bottom"))
+            out.append(curve_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1", width=560,
+                                   legend="bottom"))
         heat = alpha_maps(ps, maps)
         if heat:
             out.append(row(*heat, title="alpha_1 per layer and head at the end of training"))
