@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("papermill")
 pytest.importorskip("jupytext")
 
-from sinkpaper.book import runner  # noqa: E402
+from sinkpaper.book import parameters, runner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -258,7 +258,7 @@ def test_jobs_run_chapters_pinned_side_by_side_and_scorecards_last(tmp_path, mon
         r.unlink()
     with pytest.raises(ValueError, match="jobs must be a whole number >= 1"):
         runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=0)
-    with pytest.raises(runner.UnknownParameterError, match="unknown notebook parameter.*nn.*b takes: n, profile"):
+    with pytest.raises(parameters.UnknownParameterError, match="unknown notebook parameter.*nn.*b takes: n, profile"):
         runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=2,
                              stem_params={"b": {"nn": 5}})
     assert not list(out.glob("*.ipynb"))
@@ -311,16 +311,16 @@ def test_unknown_only_stem_exits_2_listing_valid(tmp_path, capsys):
 
 
 def test_param_parsing():
-    p = runner.parse_params([("model", "gpt2"), ("n", "8"), ("lr", "1e-3"), ("x", "0.5"), ("flag", "true"),
+    p = parameters.parse_params([("model", "gpt2"), ("n", "8"), ("lr", "1e-3"), ("x", "0.5"), ("flag", "true"),
                              ("layers", "[0, 2]"), ("cfg", "{a: 1}"), ("none", "null"), ("name", "'8'"),
                              ("empty", "")])
     assert p == {"model": "gpt2", "n": 8, "lr": 1e-3, "x": 0.5, "flag": True, "layers": [0, 2],
                  "cfg": {"a": 1}, "none": None, "name": "8", "empty": ""}
-    assert runner.parse_param_value("nan") == "nan"  # only YAML's own .nan is a float
+    assert parameters.parse_param_value("nan") == "nan"  # only YAML's own .nan is a float
     with pytest.raises(ValueError):
-        runner.parse_params([("not-an-identifier", "1")])
+        parameters.parse_params([("not-an-identifier", "1")])
     args = runner.build_parser().parse_args(["run", "-p", "a", "1", "-p", "b", "x y"])
-    assert runner.parse_params(args.param) == {"a": 1, "b": "x y"}
+    assert parameters.parse_params(args.param) == {"a": 1, "b": "x y"}
     assert args.profile == "cpu" and args.only is None and args.timeout is None
     with pytest.raises(SystemExit):
         runner.build_parser().parse_args(["run", "--profile", "tpu"])

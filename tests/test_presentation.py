@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("papermill")
 pytest.importorskip("jupytext")
 
-from sinkpaper.book import colab, runner, scorecard  # noqa: E402
+from sinkpaper.book import colab, machine_paths, parameters, runner, scorecard  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LISTING = REPO / "tests" / "data" / "claims_listing.json"  # `python -m sinkpaper claims --json`, 14 entries
@@ -97,7 +97,7 @@ def test_pages_fold_code_remove_parameters_and_list_them(executed):
     # under the title: the Colab link and the collapsed parameters block
     assert cells[0].source == "# A page" and cells[2].source == "What the page is about."  # block under the heading
     block = cells[1]
-    assert block.cell_type == "markdown" and runner.READER_CELL_TAG in _tags(block)
+    assert block.cell_type == "markdown" and parameters.READER_CELL_TAG in _tags(block)
     assert colab.badge("a_page") in block.source
     assert "````{dropdown} Parameters of this page" in block.source and block.source.rstrip().endswith("````")
     rows = {m.group(1): m for m in re.finditer(r"^\| `(\w+)` \| `(.*?)` \| (.*?) \| (.*?) \|$", block.source, re.M)}
@@ -110,10 +110,10 @@ def test_pages_fold_code_remove_parameters_and_list_them(executed):
     words = shlex.split(command)
     assert words[:6] == ["python", "-m", "sinkpaper.book", "run", "--only", "a_page"]
     args = runner.build_parser().parse_args(words[3:])
-    assert args.profile == "cpu" and runner.parse_params(args.param) == {"n_samples": 2, "seq_lens": [16]}
+    assert args.profile == "cpu" and parameters.parse_params(args.param) == {"n_samples": 2, "seq_lens": [16]}
     # a second pass (e.g. re-tidying) replaces the block instead of adding one
-    runner.present(nb, "a_page", runner.parameter_table(root / "notebooks" / "a_page.py"), {})
-    assert sum(runner.READER_CELL_TAG in _tags(c) for c in nb.cells) == 1
+    parameters.present(nb, "a_page", parameters.parameter_table(root / "notebooks" / "a_page.py"), {})
+    assert sum(parameters.READER_CELL_TAG in _tags(c) for c in nb.cells) == 1
 
 
 def test_a_page_printing_a_machine_path_fails_naming_the_cell(executed):
@@ -133,11 +133,11 @@ def test_library_warnings_lose_their_machine_prefix():
     warn = f"{sys.prefix}/lib/python3/site-packages/somelib/x.py:3: UserWarning: careful\n"
     nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stderr", text=warn),
                            nbformat.v4.new_output("stream", name="stdout", text=warn)]
-    forbidden = runner.machine_paths()
-    assert runner.scrub_warning_paths(nb, forbidden) == 1
+    forbidden = machine_paths.machine_paths()
+    assert machine_paths.scrub_warning_paths(nb, forbidden) == 1
     assert nb.cells[0].outputs[0].text == "lib/python3/site-packages/somelib/x.py:3: UserWarning: careful\n"
-    with pytest.raises(runner.MachinePathError, match=r"cell 1 \(stream stdout\)"):  # only stderr is rewritten
-        runner.check_machine_paths(nb, forbidden)
+    with pytest.raises(machine_paths.MachinePathError, match=r"cell 1 \(stream stdout\)"):  # only stderr is rewritten
+        machine_paths.check_machine_paths(nb, forbidden)
     assert str(REPO) in forbidden and sys.prefix in forbidden and "/usr" not in forbidden
 
 

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from sinkpaper.book import runner
+from sinkpaper.book import machine_paths, runner
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
@@ -186,7 +186,7 @@ def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIM
     """Load ``url`` in a new tab, run every check that applies to what the page contains, close the tab.
     Charts and widgets get ``render_timeout_ms`` to draw, interactions ``react_timeout_ms`` to show;
     ``forbidden_paths`` are absolute paths of the machine the page must not show (besides
-    :func:`sinkpaper.book.runner.machine_paths`)."""
+    :func:`sinkpaper.book.machine_paths.machine_paths`)."""
     report = PageReport(name)
     timeouts = {"render": render_timeout_ms, "react": react_timeout_ms}
     page = context.new_page()
@@ -215,7 +215,7 @@ def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIM
     try:
         page.goto(url, wait_until="load", timeout=60_000)
         page.evaluate(JS_HELPERS)
-        _check_reading(page, report, [*runner.machine_paths(), *map(str, forbidden_paths)], own_site_url(url))
+        _check_reading(page, report, [*machine_paths.machine_paths(), *map(str, forbidden_paths)], own_site_url(url))
         _check_charts(page, report, timeouts)
         _check_explorers(page, report, timeouts)
         _check_widgets(page, report, timeouts)

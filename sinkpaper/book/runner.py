@@ -24,10 +24,11 @@
 * The executed ``book/<stem>.ipynb`` files are what ``_toc.yml`` lists; this runner is their only producer,
   and git ignores them (build outputs). The "Open in Colab" link on each page opens the committed, unexecuted
   ``notebooks/ipynb/<stem>.ipynb`` instead (``python -m sinkpaper.book colab`` writes them).
-* Pages a reader reads (:func:`present`): every code input folded behind a toggle (unless the source tags the
+* Pages a reader reads (:func:`sinkpaper.book.parameters.present`): every code input folded behind a toggle (unless the source tags the
   cell ``show-input``), papermill's parameters cell and the Colab set-up cell removed, and under the title the
   Colab link and a collapsed block listing the page's parameters and the command that reruns it. A run whose
-  outputs show an absolute path of this machine fails, naming the cell (:func:`check_machine_paths`).
+  outputs show an absolute path of this machine fails, naming the cell
+  (:func:`sinkpaper.book.machine_paths.check_machine_paths`).
 * ``build`` runs the notebooks, then ``jupyter-book build --all`` whenever at least one chapter succeeded, and
   exits 1 naming the failing chapters (0 when all succeeded and the site built).
 * User mistakes exit 2 with one line before anything runs: an unknown stem, a ``-p`` name that no selected
@@ -46,9 +47,12 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-PROFILES = ("cpu", "gpu", "paper")
+from .machine_paths import (PAPERMILL_TAGS, MachinePathError, check_machine_paths, machine_paths,
+                            scrub_warning_paths)
+from .parameters import PROFILES, check_parameters, parameter_table, parse_params, present
+
 KERNEL_NAME = "python3"
 _KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -84,72 +88,6 @@ class Result:
     @property
     def status(self) -> str:
         return "ok" if self.ok else "FAILED"
-
-
-# ----------------------------------------------------------------------------------------------- parameters
-def parse_param_value(text: str) -> Any:
-    """YAML scalar/list/dict parsing, plus floats YAML 1.1 leaves as strings (``1e-3``)."""
-    import yaml
-
-    try:
-        value = yaml.safe_load(text) if text.strip() else text
-    except yaml.YAMLError as e:
-        problem = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise ValueError(f"{text!r} is not a valid YAML value ({problem}); quote strings, write lists as [a, b]") from None
-    if isinstance(value, str) and value == text.strip():  # an unquoted plain scalar YAML kept as a string
-        try:
-            return float(value) if value.strip().lower() not in ("nan", "inf", "-inf", "+inf") else value
-        except ValueError:
-            return value
-    return value
-
-
-def parse_params(pairs: Iterable[Sequence[str]] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for name, value in pairs or ():
-        if not name.isidentifier():
-            raise ValueError(f"parameter name {name!r} is not a Python identifier")
-        try:
-            params[name] = parse_param_value(value)
-        except ValueError as e:
-            raise ValueError(f"-p {name}: {e}") from None
-    return params
-
-
-def notebook_parameters(source: Path) -> list[str]:
-    """The names a notebook's ``parameters`` cell assigns (papermill injects values for these), in order."""
-    import ast
-
-    nb = _load(Path(source))
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", ()):
-            names = []
-            for node in ast.parse(cell.source).body:
-                targets = node.targets if isinstance(node, ast.Assign) else (
-                    [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name) and n.id not in names:
-                            names.append(n.id)
-            return names
-    return []
-
-
-class UnknownParameterError(ValueError):
-    """``-p NAME`` for a name that no selected notebook's ``parameters`` cell defines."""
-
-
-def check_parameters(sources: Sequence[Path], params: Mapping[str, Any]) -> None:
-    """Raise :class:`UnknownParameterError` (one line, listing the valid names) for every ``params`` name that
-    none of ``sources`` defines in its ``parameters`` cell."""
-    declared = {Path(s).stem: notebook_parameters(s) for s in sources}
-    valid = sorted({n for names in declared.values() for n in names})
-    unknown = [n for n in params if n not in valid]
-    if unknown:
-        where = (f"{next(iter(declared))} takes" if len(declared) == 1
-                 else f"the {len(declared)} selected notebooks take")
-        raise UnknownParameterError(f"unknown notebook parameter(s) {', '.join(unknown)}; {where}: "
-                                    f"{', '.join(valid) or '(none)'}")
 
 
 # ------------------------------------------------------------------------------------------------- kernels
@@ -269,211 +207,6 @@ def _tidy_metadata(path: Path, source_rel: str, output_rel: str, *, stem: str | 
     nbformat.write(nb, path)
 
 
-# ------------------------------------------------------------------------------------------ presentation
-# What a reader sees of an executed notebook (Jupyter Book 1.x cell tags; no notebook source needs them):
-# every code cell's input is folded behind a toggle ("hide-input") unless the source tags it "show-input";
-# papermill's injected-parameters cell, the source's parameters cell and the Colab set-up cell are removed
-# from the page ("remove-cell"); under the title, a cell with the "Open in Colab" link and a collapsed block
-# listing the parameters a reader may change (name, default, value used, meaning) and the command that reruns
-# the page with other values.
-HIDE_INPUT, SHOW_INPUT, REMOVE_CELL = "hide-input", "show-input", "remove-cell"
-_FOLDED = (HIDE_INPUT, SHOW_INPUT, "remove-input", REMOVE_CELL, "hide-cell")  # a choice the source already made
-READER_CELL_TAG = "sinkpaper-reader"  # the inserted cell (so a second pass replaces it instead of adding one)
-
-
-@dataclass
-class Parameter:
-    name: str
-    default: str  # the literal as the source writes it
-    help: str  # the source line's trailing comment
-
-
-def parameter_table(source: Path) -> list[Parameter]:
-    """The parameters cell of ``source``: one :class:`Parameter` per assignment, in order."""
-    import ast
-
-    nb = _load(Path(source))
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", ()):
-            lines = cell.source.splitlines()
-            out = []
-            for node in ast.parse(cell.source).body:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    target, value = node.targets[0].id, node.value
-                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
-                    target, value = node.target.id, node.value
-                else:
-                    continue
-                default = ast.get_source_segment(cell.source, value) or ""
-                last = lines[node.end_lineno - 1]
-                comment = last[node.end_col_offset:].strip()
-                out.append(Parameter(target, default, comment[1:].strip() if comment.startswith("#") else ""))
-            return out
-    return []
-
-
-def cli_value(value: Any) -> str:
-    """``value`` as a shell word that ``-p NAME VALUE`` parses back to it (:func:`parse_param_value`)."""
-    import shlex
-
-    return shlex.quote(yaml_value(value))
-
-
-def yaml_value(value: Any) -> str:
-    """``value`` as the YAML text ``-p NAME VALUE`` takes (:func:`parse_param_value` reads it back)."""
-    import yaml
-
-    text = value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True, width=10**6)
-    text = text.strip()
-    if text.endswith("\n..."):
-        text = text[:-4].strip()
-    if text.endswith("..."):
-        text = text[:-3].strip()
-    if isinstance(value, str) and parse_param_value(value) != value:  # "", "1e-3", "yes": quote for YAML
-        text = yaml.safe_dump(value, default_style='"').strip()
-    return text
-
-
-def rerun_command(stem: str, params: Mapping[str, Any] | None = None) -> str:
-    """The command that reruns one page, with ``params`` (``profile`` as ``--profile``)."""
-    params = dict(params or {})
-    words = ["python -m sinkpaper.book run --only", stem]
-    if "profile" in params:
-        words += ["--profile", cli_value(params.pop("profile"))]
-    for name, value in params.items():
-        words += ["-p", name, cli_value(value)]
-    return " ".join(words)
-
-
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def reader_block(stem: str, table: Sequence[Parameter], used: Mapping[str, Any]) -> str:
-    """Markdown under a page's title: the Colab link and the collapsed parameters block."""
-    from .colab import badge
-
-    out = [badge(stem)]
-    if table:
-        rows = ["| parameter | default | this page ran with | meaning |", "|---|---|---|---|"]
-        for p in table:
-            ran = f"`{yaml_value(used[p.name])}`" if p.name in used else "the default"
-            rows.append(f"| `{p.name}` | `{_cell(p.default)}` | {_cell(ran)} | {_cell(p.help)} |")
-        example = next((p for p in table if p.name != "profile"), table[0])
-        changed = {k: used[k] for k in used if k in {p.name for p in table}}
-        out += ["", "````{dropdown} Parameters of this page, and how to rerun it", *rows, "",
-                "Rerun this page as it was built:", "", "```bash", rerun_command(stem, changed), "```", "",
-                f"or with other values, one `-p NAME VALUE` per parameter (values are YAML; `profile` is "
-                f"`--profile cpu|gpu|paper`), e.g. `python -m sinkpaper.book run --only {stem} -p "
-                f"{example.name} VALUE`, then `jupyter-book build .` to rebuild the site.", "````"]
-    return "\n".join(out)
-
-
-def _is_bootstrap(cell) -> bool:
-    from .colab import bootstrap_cell
-
-    return cell.get("cell_type") == "code" and bootstrap_cell().splitlines()[0] in cell.get("source", "")
-
-
-def present(nb, stem: str, table: Sequence[Parameter], used: Mapping[str, Any]) -> None:
-    """Prepare executed notebook ``nb`` (changed in place) for reading; see the comment above."""
-    import nbformat
-
-    nb.cells = [c for c in nb.cells if READER_CELL_TAG not in c.get("metadata", {}).get("tags", ())]
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        tags = list(cell.metadata.get("tags", ()))
-        if ("injected-parameters" in tags or "parameters" in tags or _is_bootstrap(cell)) and REMOVE_CELL not in tags:
-            tags.append(REMOVE_CELL)
-        elif not any(t in tags for t in _FOLDED):
-            tags.append(HIDE_INPUT)
-        cell.metadata["tags"] = tags
-    title = next((i for i, c in enumerate(nb.cells)
-                  if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), -1)
-    if title >= 0:  # the block goes right under the heading: split the heading off the title cell's prose
-        heading, _, rest = nb.cells[title].source.lstrip().partition("\n")
-        if rest.strip():
-            nb.cells[title].source = heading
-            nb.cells.insert(title + 1, nbformat.v4.new_markdown_cell(rest.strip("\n")))
-    block = nbformat.v4.new_markdown_cell(reader_block(stem, table, used))
-    block.metadata["tags"] = [READER_CELL_TAG]
-    nb.cells.insert(title + 1, block)
-
-
-# ------------------------------------------------------------------------------------ machine paths
-class MachinePathError(ValueError):
-    """An executed notebook's outputs name an absolute path of the machine that ran it."""
-
-
-def machine_paths(*extra: str | os.PathLike) -> list[str]:
-    """Absolute paths of this machine that no page may print: the repository root, this interpreter's prefix,
-    the home directory, and ``extra`` (the kernels' working directory, the output directory), longest first."""
-    import site
-
-    paths = {str(REPO_ROOT), sys.prefix, *(str(Path(e).resolve()) for e in extra), *(str(e) for e in extra)}
-    home = os.path.expanduser("~")
-    if len(Path(home).parts) > 1:
-        paths.add(home)
-    paths.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
-    return sorted({p.rstrip("/") for p in paths
-                   if os.path.isabs(p) and len(Path(p).parts) > 1 and p not in ("/usr", "/usr/local")},
-                  key=len, reverse=True)
-
-
-def _output_texts(output) -> list[tuple[str, str]]:
-    """(kind, text) pieces of one output that a page renders."""
-    import json
-
-    if output.get("output_type") == "stream":
-        return [(f"stream {output.get('name', '')}", output.get("text", ""))]
-    if output.get("output_type") == "error":
-        return [("error", "\n".join(output.get("traceback", ())) + output.get("evalue", ""))]
-    data = output.get("data", {})
-    return [(mime, v if isinstance(v, str) else json.dumps(v)) for mime, v in data.items()]
-
-
-def scrub_warning_paths(nb, forbidden: Sequence[str]) -> int:
-    """Library warnings on stderr name their file by absolute path (``/venv/.../site-packages/x.py:12:
-    UserWarning``): make those paths relative to where they sit (``x.py``-style, ``site-packages/`` and the
-    checkout dropped). Only stderr streams are touched; returns how many outputs changed."""
-    changed = 0
-    for cell in nb.cells:
-        for out in cell.get("outputs", ()):
-            if out.get("output_type") == "stream" and out.get("name") == "stderr":
-                text = out.get("text", "")
-                new = text
-                for p in forbidden:
-                    new = new.replace(p + "/", "")
-                if new != text:
-                    out["text"] = new
-                    changed += 1
-    return changed
-
-
-def check_machine_paths(nb, forbidden: Sequence[str]) -> None:
-    """Raise :class:`MachinePathError` naming the first cell whose outputs (or shown source) contain one of
-    ``forbidden``: the source in sinkpaper/ that printed it must print a path relative to the checkout
-    (:func:`sinkpaper.provenance.shown_path`)."""
-    number = 0
-    for cell in nb.cells:
-        tags = cell.get("metadata", {}).get("tags", ())
-        if any(tag in tags for tag in _SKIP_TAGS):
-            continue
-        number += 1
-        pieces = [("source", cell.get("source", ""))] if "parameters" not in tags else []
-        for out in cell.get("outputs", ()):
-            pieces += _output_texts(out)
-        for kind, text in pieces:
-            for p in forbidden:
-                at = text.find(p)
-                if at >= 0:
-                    context = " ".join(text[max(0, at - 60): at + len(p) + 60].split())
-                    raise MachinePathError(
-                        f"cell {number} ({kind}) shows {p!r}, an absolute path of this machine: ...{context}... "
-                        "(print paths relative to the repository: sinkpaper.provenance.shown_path)")
-
-
 # papermill copies the notebook before running it, and only a cell *error* makes it save the partial result.
 # This engine (nbclient, unchanged) remembers the notebook it executes so that a timeout or a dead kernel can
 # still say which cell was running and keep the outputs produced so far.
@@ -497,15 +230,12 @@ def _engine_name() -> str:
     return ENGINE_NAME
 
 
-_SKIP_TAGS = ("injected-parameters", "papermill-error-cell-tag")  # cells papermill adds to the source's
-
-
 def failing_cell(nb) -> tuple[int, Any] | None:
     """``(number, cell)`` of the cell where execution stopped, numbered from 1 over the *source* notebook's
     cells (papermill's injected-parameters and error-marker cells are not counted); None if no cell ran."""
     number, last = 0, None
     for cell in nb.cells:
-        if any(tag in cell.get("metadata", {}).get("tags", ()) for tag in _SKIP_TAGS):
+        if any(tag in cell.get("metadata", {}).get("tags", ()) for tag in PAPERMILL_TAGS):
             continue
         number += 1
         status = cell.get("metadata", {}).get("papermill", {}).get("status")
