@@ -89,18 +89,24 @@ display(Markdown(paper.bos_statement(["pack_bos_inference"])))
 # `configs/packing.yaml` has four points on top of the family's base run: `causal` (the paper's packing:
 # windows cut at arbitrary offsets, no BOS, attention across the documents of a window), `doc_mask`
 # (intra-document masking: a token sees only the earlier tokens of its own document), `bos` (a fixed BOS
-# at position 1 of every window) and `bos_doc_mask` (both). At the `cpu` profile the real-text runs at CPU scale are
-# read from the store (the page lists the ones still missing); at `gpu` or `paper` they are trained.
+# at position 1 of every window) and `bos_doc_mask` (both); `bos_each_doc_mask` packs as intra-document masking
+# is done in practice, a BOS before every document of the window, and its sink is read at each query's own
+# document start (Sink_first: each query's attention on its document's first token, as Sink_1 reads position 1;
+# under a plain causal mask the two are equal). At the `cpu` profile the real-text runs at CPU scale are read
+# from the store (the page lists the ones still missing); at `gpu` or `paper` they are trained.
 
 # %% tags=["hide-input"]
-ORDER = ["causal", "doc_mask", "bos", "bos_doc_mask"]
-CHANGES = {"causal": "causal mask across documents, no BOS (the paper's packing)",
+FOUR = ["causal", "doc_mask", "bos", "bos_doc_mask"]
+ORDER = FOUR + ["bos_each_doc_mask"]
+CHANGES = {"bos_each_doc_mask": "a BOS before every document, intra-document mask",
+           "causal": "causal mask across documents, no BOS (the paper's packing)",
            "doc_mask": "intra-document mask, no BOS", "bos": "fixed BOS at position 1, causal mask",
            "bos_doc_mask": "fixed BOS at position 1, intra-document mask"}
 PAPER = {"causal": f"Gu et al. default: Sink_1 {paper.paper_value('default'):.2f}",
          "bos": "Barbero et al.: the BOS receives the sink (qualitative)",
          "doc_mask": "Barbero et al.: sink kept on the first token (qualitative)",
-         "bos_doc_mask": "Barbero et al.: qualitative"}
+         "bos_doc_mask": "Barbero et al.: qualitative",
+         "bos_each_doc_mask": "Barbero et al.: a sink on each document's first token (qualitative)"}
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 if lm.payloads:
     display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
@@ -108,7 +114,7 @@ if lm.payloads:
     display(Markdown(figures.provenance_line(lm.provenance())))
     # the document-mask claim reads doc_mask and bos_doc_mask; the control without the mask (causal) says whether
     # "no sink with the mask" is the mask's doing or this scale's. Words from the rules' one sink classification.
-    pm = {p: sweeps.mean_of(lm.payloads, p) for p in ORDER}
+    pm = {p: sweeps.mean_of(lm.payloads, p) for p in FOUR}
     SINK_WORD = {paper.AGREES: "a sink", paper.DISAGREES: "no sink",
                  paper.NOT_COMPARABLE: f"a Sink_1 between the thresholds of {paper.NO_SINK:g} and {paper.SINK:g} %"}
     if all(v is not None for v in pm.values()):
@@ -118,7 +124,7 @@ if lm.payloads:
                    if paper.no_sink_verdict(pm["causal"]) == paper.no_sink_verdict(pm["doc_mask"]) == paper.AGREES
                    else "")
         display(Markdown(
-            "Measured (mean Sink_1 over seeds): " + "; ".join(f"`{p}` {sig(pm[p])} %" for p in ORDER) + ". "
+            "Measured (mean Sink_1 over seeds): " + "; ".join(f"`{p}` {sig(pm[p])} %" for p in FOUR) + ". "
             + f"With a fixed BOS and the intra-document mask the BOS has {word['bos_doc_mask']} (`bos_doc_mask`); "
               f"without a BOS, the window's first token has {word['doc_mask']} (`doc_mask`)." + control))
 if lm.missing.missing:

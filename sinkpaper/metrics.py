@@ -138,6 +138,18 @@ def proxy_attention(sim: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     return torch.where(z > 0, mag / torch.where(z > 0, z, 1.0), 0.0)
 
 
+def first_key_alpha(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """[B, H]: each query's attention on the first key it sees, averaged over the queries: alpha_1 read at each
+    query's own first key. That key is position 1 under a causal mask (this is then alpha_1 exactly, the first
+    query's weight of 1 on itself included, as the paper counts it), the first token of the query's document
+    under intra-document masking, the first key of its window under a sliding window. ``attn`` [B, H, T, T],
+    ``visible`` broadcastable to [B, 1, T, T]."""
+    B, H, T, _ = attn.shape
+    vis = visible if visible.dim() == 4 else visible[:, None]
+    first = vis.to(torch.uint8).argmax(-1).expand(B, H, T)          # the first True of each query's row
+    return _float(attn).gather(-1, first[..., None]).squeeze(-1).mean(-1)
+
+
 # ---------------------------------------------------------------------------------------------- norms, angles
 def hidden_norms(hidden_states: list[torch.Tensor]) -> torch.Tensor:
     """[B, L+1, T]: L2 norm over the model dim of each hidden state [B, T, D] (embeddings, then each block)."""
@@ -188,6 +200,7 @@ class TraceStats:
     hidden_norms: torch.Tensor | None = None
     key_norms: torch.Tensor | None = None
     value_norms: torch.Tensor | None = None
+    first_key_alphas: torch.Tensor | None = None   # [N, L, H]: where a query's first key is not always position 1
     proxy: bool = False
 
     @property
@@ -218,6 +231,12 @@ class TraceStats:
             # each layer's own mask ([B or 1, 1, T, T] against [B, H, T, T]): sliding-window layers differ
             alphas = torch.stack([cpu(alpha(a.detach(), trace.visible_of(i)[:, None]))
                                   for i, a in enumerate(trace.attentions)], dim=1)
+        first = None
+        if trace.attentions is not None and trace.alphas is None:
+            masks = [trace.visible_of(i) for i in range(len(trace.attentions))]
+            if any(bool((m.to(torch.uint8).argmax(-1) != 0).any()) for m in masks):
+                first = torch.stack([cpu(first_key_alpha(a.detach(), m)) for a, m in zip(trace.attentions, masks)],
+                                    dim=1)
         sink = None
         if trace.sink_alphas is not None:
             sink = torch.stack([cpu(s) for s in trace.sink_alphas], dim=1)
@@ -230,6 +249,7 @@ class TraceStats:
             if trace.hidden_states else None,
             key_norms=cpu(head_norms([x.detach() for x in trace.keys])) if trace.keys else None,
             value_norms=cpu(head_norms([x.detach() for x in trace.values])) if trace.values else None,
+            first_key_alphas=first,
             proxy=bool(trace.proxy),
         )
 
@@ -272,6 +292,9 @@ def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = K
         "massive_activation_ratio_by_layer": None if stats.hidden_norms is None
         else massive_activation_ratio(stats.hidden_norms).tolist(),
         "sink_star": None if stats.sink_alphas is None else float(percent_above(stats.sink_alphas, epsilon)),
+        # Sink_1 read at each query's first visible key (a document's first token under intra-document masking)
+        "sink_first_key": None if stats.first_key_alphas is None
+        else float(percent_above(stats.first_key_alphas, epsilon)),
         "proxy": bool(stats.proxy),
         "n_samples": stats.n_samples,
         "seq_len": stats.seq_len,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sinkpaper.metrics import (
-    TraceStats, alpha, alpha_matrix, check_epsilon, check_seq_len, head_norms, hidden_norms,
+    TraceStats, alpha, alpha_matrix, check_epsilon, check_seq_len, first_key_alpha, head_norms, hidden_norms,
     massive_activation_ratio, measure, per_layer_sink_rate, proxy_attention, qk_decomposition, sink_rate,
     sink_rates, summarize,
 )
@@ -325,7 +325,7 @@ def make_trace(seed=0, B=2, L=2, H=3, T=12, D=6, Dh=4, sink=True, vis=None):
 
 
 KEYS = {"sink_k", "alpha_1_mean", "alpha_k", "per_layer_sink_1", "alpha_1_matrix", "massive_activation_ratio_by_layer",
-        "sink_star", "proxy", "n_samples", "seq_len", "n_layers", "n_heads"}
+        "sink_star", "sink_first_key", "proxy", "n_samples", "seq_len", "n_layers", "n_heads"}
 
 
 @pytest.mark.parametrize("with_sink", [True, False])
@@ -460,3 +460,24 @@ def test_uniform_alpha_1_closed_form_and_masked_route_agree_with_the_formulas():
     assert uniform_alpha_1(32768) == pytest.approx(sum(1 / t for t in range(1, 32769)) / 32768)
     with pytest.raises(ValueError, match="seq_len"):
         uniform_alpha_1(0)
+
+
+
+def test_first_key_alpha_is_alpha_1_under_a_causal_mask_and_the_document_start_under_a_document_mask():
+    g = torch.Generator().manual_seed(0)
+    T = 6
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    a = torch.rand(2, 3, T, T, generator=g).masked_fill(~causal, 0)
+    a = a / a.sum(-1, keepdim=True)
+    torch.testing.assert_close(first_key_alpha(a, causal[None]), alpha(a, causal[None, None])[..., 0])
+    docs = torch.tensor([0, 0, 0, 1, 1, 1])                         # a second document starts at position 4
+    vis = causal & (docs[:, None] == docs[None, :])
+    b = torch.rand(1, 1, T, T, generator=g).masked_fill(~vis, 0)
+    b = b / b.sum(-1, keepdim=True)
+    want = (b[0, 0, :3, 0].sum() + b[0, 0, 3:, 3].sum()) / T        # each query on its own document's first token
+    torch.testing.assert_close(first_key_alpha(b, vis[None])[0, 0], want)
+    # the summary reads it only where a first key is not position 1
+    tr = Trace(attentions=[b], visible=vis[None])
+    assert summarize(TraceStats.from_trace(tr), ks=range(1, 3))["sink_first_key"] is not None
+    assert summarize(TraceStats.from_trace(Trace(attentions=[a], visible=causal[None])), ks=range(1, 3))[
+        "sink_first_key"] is None

@@ -69,6 +69,20 @@ def test_document_ids_start_after_each_eos():
     assert b["doc_ids"].tolist() == [[0, 0, 0, 1]]  # [101, 102, 103=EOS, 104]
 
 
+def test_a_bos_before_every_document_under_intra_document_masking():
+    """bos_each_document: the window's BOS, and one after each EOS, so each document of the window starts with
+    a BOS (its own position 1 under the document mask); nothing predicts a BOS, the window keeps its length."""
+    stream = np.array([10, 11, 0, 12, 13, 0, 14, 15, 16, 17], dtype=np.uint16)   # EOS = 0
+    p = Packing(context=7, bos_id=1, eos_id=0, bos_each_document=True)
+    b = p.windows(stream, np.array([0]))
+    win = [1, 10, 11, 0, 1, 12, 13, 0]                                          # 8 = context + 1 tokens
+    assert b["input_ids"].tolist() == [win[:-1]]
+    assert b["targets"].tolist() == [[10, 11, 0, IGNORE, 12, 13, 0]]            # BOS after the EOS: no loss
+    assert b["doc_ids"].tolist() == [[0, 0, 0, 0, 1, 1, 1]]                     # document 1 starts at its BOS
+    plain = Packing(context=7, bos_id=1, eos_id=0).windows(stream, np.array([0]))
+    assert plain["input_ids"].tolist() == [[1, 10, 11, 0, 12, 13, 0]]          # without it: one BOS only
+
+
 @pytest.mark.parametrize("kwargs,match", [
     ({"context": 1}, "context"),
     ({"context": 4, "fixed_token": 1, "fixed_pos": 9}, "fixed_pos"),
@@ -77,6 +91,7 @@ def test_document_ids_start_after_each_eos():
     ({"context": 4, "random_span": (1, 2)}, "random_vocab"),
     ({"context": 4, "unique_tokens": 3}, "unique_tokens"),
     ({"context": 4, "prefix_len": 9}, "prefix_len"),
+    ({"context": 4, "eos_id": 0, "bos_each_document": True}, "needs bos_id"),
 ])
 def test_packing_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -101,6 +116,7 @@ TINY = {"name": "tiny", "model": dict(d_model=32, n_layers=1, n_heads=2, d_ff=64
     ({"eval.seq_len": 8}, "too short"),
     ({"data.fixed_token": "cls"}, "'bos' or 'eos'"),
     ({"data.prefix_lm": 4, "data.doc_mask": True}, "use one"),
+    ({"data.bos_each_document": True, "data.doc_mask": True}, "needs data.bos and data.doc_mask"),
 ])
 def test_config_errors_before_training(overrides, match):
     with pytest.raises(ValueError, match=match):

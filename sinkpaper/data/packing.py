@@ -36,6 +36,8 @@ class Packing:
     unique_tokens: int | None = None   # cap on the distinct training tokens ever sampled
     prefix_len: int | None = None      # prefix LM: no loss on the first p-1 targets
     eos_id: int | None = None          # for document ids
+    bos_each_document: bool = False    # a BOS before every document that starts inside the window too (after each
+                                       # EOS), as packing with intra-document masking does (Barbero et al. 2025)
 
     def __post_init__(self):
         if self.context < 2:
@@ -52,6 +54,9 @@ class Packing:
                 raise ValueError("random_span needs random_vocab = (lo, hi) token ids")
         if self.unique_tokens is not None and self.unique_tokens < self.context + 1:
             raise ValueError(f"unique_tokens must be >= context+1 = {self.context + 1}, got {self.unique_tokens}")
+        if self.bos_each_document and (self.bos_id is None or self.eos_id is None):
+            raise ValueError("bos_each_document needs bos_id (a BOS at the window's start) and eos_id (where a "
+                             "document ends)")
         if self.prefix_len is not None and not 1 <= self.prefix_len <= self.context:
             raise ValueError(f"prefix_len must be in [1, context={self.context}], got {self.prefix_len}")
 
@@ -82,6 +87,8 @@ class Packing:
         inserted = np.zeros_like(win, dtype=bool)   # positions whose token is not data
         if self.bos_id is not None:
             inserted[:, 0] = True
+        if self.bos_each_document:
+            win, inserted = self._bos_after_each_eos(win, inserted)
         if self.fixed_token is not None:
             win[:, self.fixed_pos - 1] = self.fixed_token
             inserted[:, self.fixed_pos - 1] = True
@@ -99,6 +106,21 @@ class Packing:
         if self.eos_id is not None:
             batch["doc_ids"] = torch.from_numpy(document_ids(inputs, self.eos_id))
         return batch
+
+    def _bos_after_each_eos(self, win: np.ndarray, inserted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A BOS inserted after every EOS of each window (the tokens after it move right; the window keeps its
+        length, so its last tokens fall off)."""
+        out, mark = np.empty_like(win), np.zeros_like(inserted)
+        for i, (row, ins) in enumerate(zip(win, inserted)):
+            toks, flags = [], []
+            for t, f in zip(row, ins):
+                toks.append(t)
+                flags.append(f)
+                if t == self.eos_id:
+                    toks.append(self.bos_id)
+                    flags.append(True)
+            out[i], mark[i] = toks[: win.shape[1]], flags[: win.shape[1]]
+        return out, mark
 
     def batch(self, stream: np.ndarray, batch: int, seed: int, step: int, *, rank: int = 0, world: int = 1) -> dict:
         """The step's batch of `batch` windows, or under data parallelism (`world` processes) this rank's share:

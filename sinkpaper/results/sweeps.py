@@ -186,6 +186,8 @@ def uniform_floor(config: Mapping) -> float:
 def value(result: Mapping, name: str) -> float | None:
     """A metric of a result-shaped mapping: a payload's ``result`` or one evaluation of its ``curve`` (the names
     that need the config or the curve are :func:`metric_of`'s); None when it was not recorded."""
+    if name == "Sink_first":   # Sink_1 at each query's first visible key (its document's first token)
+        return result.get("sink_first_key")
     if name.startswith("Sink_"):
         return result["sink_k"].get(name[5:])
     if name == "Sink*":
@@ -196,7 +198,7 @@ def value(result: Mapping, name: str) -> float | None:
         return result.get("final_loss", result.get("loss"))
     if name == "val_loss":
         return result.get("val_loss")
-    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink*, alpha_1, loss, val_loss, first Sink_1, "
+    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink*, alpha_1, loss, val_loss, first Sink_1, "
                      "prefix length, excess alpha_1")
 
 

@@ -51,6 +51,7 @@ class DataConfig:
     unique_fraction: float | None = None  # the same cap as a fraction of the tokens the run will see
     prefix_lm: int | None = None      # prefix LM over the first p tokens (Section 6); sets the model's mask
     doc_mask: bool = False            # intra-document causal masking (data packing); sets the model's mask
+    bos_each_document: bool = False   # with bos and doc_mask: a BOS before every document in the window, too
 
 
 @dataclass
@@ -320,6 +321,9 @@ def validate(cfg: TrainConfig) -> None:
     check_seq_len(e.seq_len, e.k_max)
     if d.prefix_lm and d.doc_mask:
         raise ValueError("data.prefix_lm and data.doc_mask both set the model's mask; use one")
+    if d.bos_each_document and not (d.bos and d.doc_mask):
+        raise ValueError("data.bos_each_document puts a BOS before every document under intra-document masking: "
+                         "it needs data.bos and data.doc_mask")
     if isinstance(d.fixed_token, str) and d.fixed_token not in ("bos", "eos"):
         raise ValueError(f"data.fixed_token must be a token id, 'bos' or 'eos', got {d.fixed_token!r}")
     if d.unique_fraction is not None and not 0 < d.unique_fraction <= 1:

@@ -115,7 +115,7 @@ def packing_for(cfg: TrainConfig, data: TokenData, context: int | None = None) -
                    fixed_pos=d.fixed_pos, random_span=tuple(d.random_span) if d.random_span else None,
                    random_vocab=data.random_vocab if d.random_span else None,
                    unique_tokens=d.unique_tokens if context is None else None, prefix_len=d.prefix_lm,
-                   eos_id=data.eos_id if d.doc_mask else None)
+                   eos_id=data.eos_id if d.doc_mask else None, bos_each_document=d.bos_each_document)
 
 
 def heldout_batch(cfg: TrainConfig, data: TokenData, n_samples: int | None = None) -> dict[str, torch.Tensor]:
@@ -188,6 +188,8 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
            "alpha_1_matrix": summary["alpha_1_matrix"], "sink_star": summary["sink_star"], "proxy": summary["proxy"],
            # token 1's hidden-state norm over the other tokens' mean, per layer (the paper's Section 3)
            "massive_activation_ratio_by_layer": summary["massive_activation_ratio_by_layer"]}
+    if summary["sink_first_key"] is not None:   # a mask under which a query's first key is not position 1
+        out["sink_first_key"] = summary["sink_first_key"]
     if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
         out.update(raw_weights(net, probe["input_ids"][:25].to(device)))
     net.train(was_training)
