@@ -349,7 +349,10 @@ CLAIMS: tuple[Claim, ...] = (
                  for m in ("Sink*", "Sink_1")}}),
               mini=_pts(MINI, {f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")})),
           note="real text: judged on 20v' without a fixed first token; the fixed-BOS runs of 20v', 5v', v'', 5v'' and "
-               "20v'' are shown beside (" + _BIAS_NOTE + ")"),
+               "20v'' are shown beside (" + _BIAS_NOTE + "). Read a disagreement here with the scale in mind: "
+               "without a fixed first token no 2-layer run of the text profile grows a sink on token 1 at all (its "
+               "no_fixed_token control reads 0 %), so there is no sink for 20v' to return there; the claim needs "
+               "at least 4 layers (the GPU profile)"),
     Claim("bias_shared", "7.2", "08_biases", "KV and K biases shared across heads still take a sink", "Section 7.2",
           labels=["kv_bias_shared: Sink*", "kv_bias_shared: Sink_1", "k_bias_shared: Sink*", "k_bias_shared: Sink_1"],
           rule=Sinks(["kv_bias_shared: Sink*", "k_bias_shared: Sink*"], what="Sink*"),
