@@ -84,7 +84,7 @@ if lm.payloads:
                                 "(Sink*_1 for sigmoid, elu, kernel)"))
     lm_raw = [r for p in lm.payloads for r in curves.raw_curve_rows(p)]
     if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training
-        display(figures.alt.hconcat(
+        display(figures.row(
             figures.curve_chart(lm_raw, "proxy Sink*_1 %", "Real text: proxy Sink*_1", width=300, x="step", zero=True),
             figures.curve_chart(lm_raw, "raw weight on token 1", "raw weight on token 1", width=300, x="step",
                                 log_y=True),
@@ -172,17 +172,14 @@ proxy_runs += [(f"stored {sweeps.point_of(p)}, seed {p['config']['run']['seed']}
                for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS]
 raw = [r for label, p in proxy_runs for r in curves.raw_curve_rows(p, label)]
 if raw:
-    display(figures.alt.vconcat(
-        figures.alt.hconcat(
-            figures.curve_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280, x="step",
-                                y_domain=(0, 100)),
-            figures.curve_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280, x="step",
-                                zero=True, rule_y=0.3)),
-        figures.alt.hconcat(
-            figures.curve_chart(raw, "raw weight on token 1", "raw weight on token 1", width=280, x="step",
-                                log_y=True),
-            figures.curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
-                                log_y=True)),
+    display(figures.row(
+        figures.curve_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280, x="step",
+                            y_domain=(0, 100)),
+        figures.curve_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280, x="step",
+                            zero=True, rule_y=0.3),
+        figures.curve_chart(raw, "raw weight on token 1", "raw weight on token 1", width=280, x="step", log_y=True),
+        figures.curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
+                            log_y=True),
         figures.curve_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", width=280, x="step",
                             log_y=True)))
     if lr_.get("proxy"):
