@@ -195,3 +195,24 @@ def test_the_scorecard_and_the_chapter_tables_show_inconclusive_with_its_reason(
     assert scorecard.Scorecard(listing).counts()["real text (CPU)"][I] == len(inconclusive)
     row = paper.row(e["id"])
     assert row["verdict (real text (CPU))"].startswith(f"{I}: ")
+
+
+def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
+    """bias_fixed_v is judged on its runs without a fixed first token; its fixed-BOS runs are shown beside. Without
+    the beside runs the verdict stands (their values read None); without a judged run there is none."""
+    store = tmp_path / "store"
+    shutil.copytree(REPO / "results/store", store)
+    claim = paper.claim("bias_fixed_v")
+    assert claim.measure["real text (CPU)"].beside == {"k_bias_fixed_v (with BOS): Sink*", "k_bias_fixed_v (with BOS): Sink_1"}
+    full = paper.result(claim, "real text (CPU)", {}, str(store))
+    for seed in (0, 1, 2):
+        payload, _ = paper.store_lookup(str(REPO / "configs/biases.yaml"), "text", "k_bias_fixed_v", seed, str(store))
+        (store / f"{payload['hash']}.json.gz").unlink()
+    r = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert r["verdict"] == full["verdict"] != R and r["status"] == "found"
+    assert r["values"]["k_bias_fixed_v (with BOS): Sink*"] is None
+    assert r["values"]["k_bias_fixed_v: Sink*"] == full["values"]["k_bias_fixed_v: Sink*"]
+    payload, _ = paper.store_lookup(str(REPO / "configs/biases.yaml"), "text", "k_bias_fixed_v_no_bos", 0, str(store))
+    (store / f"{payload['hash']}.json.gz").unlink()
+    r = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert r["verdict"] == R and r["status"] == "incomplete"

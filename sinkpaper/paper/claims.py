@@ -12,10 +12,20 @@ from .verdicts import MASSIVE, NO_SINK, SINK
 @dataclass(frozen=True)
 class Runs:
     """Results-store runs: ``points`` maps a value label to (point, metric[, config]) of ``config`` (metric: "Sink_1",
-    "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``."""
+    "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``. A label marked as
+    the other setting (:data:`BESIDE_MARKS`) is shown beside the verdict: no rule reads it, and a run of it not
+    stored yet holds no verdict back."""
     config: str
     points: Mapping[str, tuple[str, str]]
     seeds: tuple[int, ...] = (0, 1, 2)
+
+    @property
+    def beside(self) -> set[str]:
+        return {label for label in self.points if any(mark in label for mark in BESIDE_MARKS)}
+
+
+# the marks of a label shown beside a verdict (the other BOS setting), never read by a rule
+BESIDE_MARKS = (" (with BOS)", " (no BOS)", " (one BOS per window)")
 
 
 @dataclass(frozen=True)

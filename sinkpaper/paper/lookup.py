@@ -56,7 +56,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                     stale.append(f"{point} seed {seed}")
                 continue
             if payload is None:
-                missing_required |= seed in m.seeds
+                missing_required |= seed in m.seeds and label not in m.beside
                 continue
             prov.append(payload["hash"])
             why = training_failure(payload, TRAINED, PLATEAU)
@@ -71,12 +71,15 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             if p is not None:
                 got[label][seed] = p["mean"]
                 plateaus[label][seed] = p
-    # seeds paired across the claim's labels: those every label has (a seed a label lacks drops out for all)
-    paired = sorted(set.intersection(*(set(v) for v in got.values()))) if got else []
+    # seeds paired across the claim's labels: those every label the rule may read has (a seed such a label lacks
+    # drops out for all); a label shown beside gives the paired seeds it has, and is left out where it has none
+    judged = [k for k in got if k not in m.beside]
+    paired = sorted(set.intersection(*(set(got[k]) for k in judged))) if judged else []
     enough = len(paired) >= SEEDS_MIN
-    seed_values = {k: [got[k][s] for s in paired] for k in got} if enough else {}
-    values = {k: (statistics.fmean(v) if v else None) for k, v in seed_values.items()} if enough else \
-        {k: None for k in m.points}
+    seed_values = {k: [got[k][s] for s in paired] for k in got
+                   if k in judged or all(s in got[k] for s in paired)} if enough else {}
+    values = {k: (statistics.fmean(seed_values[k]) if seed_values.get(k) else None) for k in m.points} if enough \
+        else {k: None for k in m.points}
     status = "found"
     if stale:
         status = STALE
