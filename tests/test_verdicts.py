@@ -97,10 +97,16 @@ def test_the_unigram_cache_covers_every_stream_of_the_committed_store():
 
 
 def test_post_norm_runs_that_did_not_learn_are_not_a_result():
-    r = paper.result(paper.claim("arch_norm"), "real text (CPU)")
-    assert r["verdict"] == R and r["status"] == "too few seeds"
+    """Post-norm at the text profile's LR: 2 of 3 seeds never learned, so the point gives no result (the claim
+    reads post-norm at a quarter of the LR instead, where it learns)."""
+    from sinkpaper.paper.claims import Runs
+    from sinkpaper.paper.lookup import _store_result
+
+    r = _store_result(Runs(str(REPO / "configs/architecture.yaml"), {"post_norm": ("post_norm", "Sink_1")}), "text",
+                      str(REPO / "results/store"))
+    assert r["status"] == "too few seeds" and r["values"] == {"post_norm": None}
     assert "post_norm seed 0:" in r["note"] and "post_norm seed 1:" in r["note"] and "did not learn" in r["note"]
-    assert paper.verdict_text(r).startswith(paper.NO_RESULT)
+    assert paper.claim("arch_norm").measure["real text (CPU)"].points == {"post_norm": ("post_norm_lr_x0.25", "Sink_1")}
 
 
 # -------------------------------------------------------------------------------------------- the seed spread
