@@ -65,8 +65,8 @@ seed = 0  # picks the windows
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, provenance
-from sinkpaper.book import explorer, figures
 from sinkpaper.analysis import section3 as s3
+from sinkpaper.book import explorer, figures
 from sinkpaper.book import measuring as ms
 
 device = ms.check_profile(profile)

@@ -66,8 +66,8 @@ import numpy as np
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
-from sinkpaper.book import explorer, figures
 from sinkpaper.analysis import section3 as s3
+from sinkpaper.book import explorer, figures
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import measure_sink
 from sinkpaper.probes import make_inputs

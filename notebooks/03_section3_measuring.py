@@ -58,8 +58,8 @@ long_context_lengths = None  # with long_context_live: the T values (None: up to
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
-from sinkpaper.book import explorer, figures
 from sinkpaper.analysis import section3 as s3
+from sinkpaper.book import explorer, figures
 from sinkpaper.book import measuring as ms
 from sinkpaper.probes import INPUTS
 

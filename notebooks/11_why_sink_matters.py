@@ -77,8 +77,8 @@ from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
 from sinkpaper import streaming as st
-from sinkpaper.book import figures, tables
 from sinkpaper.analysis import section3 as s3
+from sinkpaper.book import figures, tables
 from sinkpaper.book import measuring as ms
 
 t_start = time.perf_counter()
