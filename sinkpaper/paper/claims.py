@@ -298,7 +298,8 @@ CLAIMS: tuple[Claim, ...] = (
           note="real text: post-norm at the text profile's LR (2e-2) did not learn in 2 of 3 seeds (its held-out loss "
                "stayed at the start's), so the claim reads post-norm at a quarter of that LR, where it learns "
                "(architecture/post_norm_lr_x0.25); the runs at the base LR are listed by `python -m sinkpaper store "
-               "untrained`"),
+               "untrained`. Pre-norm at the same quarter LR is optimization/lr_x0.25 (claim opt_lr shows it): the "
+               "control for reading a lower LR's effect apart from post-norm's"),
     Claim("arch_ffn", "7.1", "07_architecture", "The FFN type matters little", "Section 7.1",
           labels=["ffn_relu", "ffn_gelu", "ffn_geglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_relu", "ffn_gelu", "ffn_geglu"], "ffn_swiglu"),
