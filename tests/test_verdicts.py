@@ -222,3 +222,11 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
     (store / f"{payload['hash']}.json.gz").unlink()
     r = paper.result(claim, "real text (CPU)", {}, str(store))
     assert r["verdict"] == R and r["status"] == "incomplete"
+
+
+def test_the_registry_reads_the_unigram_cache_from_any_working_directory(tmp_path, monkeypatch):
+    payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 0,
+                                    str(REPO / "results/store"))
+    here = sweeps.unigram_floor(payload["config"])
+    monkeypatch.chdir(tmp_path)   # no corpus and no cache relative to here: the repository's cache is read
+    assert sweeps.unigram_floor(payload["config"]) == here

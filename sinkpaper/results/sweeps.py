@@ -290,6 +290,9 @@ def unigram_floor(config: Mapping, cache: str | Path = UNIGRAM) -> float:
     the committed ``cache`` (so the registry needs no corpus), computed and added to it when missing."""
     key = stream_key(config)
     path = Path(cache)
+    if not path.is_absolute() and not path.exists():   # a relative cache is the repository's, whatever the cwd
+        in_repo = Path(__file__).resolve().parents[2] / path
+        path = in_repo if in_repo.exists() else path
     known = json.loads(path.read_text()) if path.exists() else {}
     if key in known:
         return float(known[key]["loss"])
