@@ -228,5 +228,8 @@ def test_the_registry_reads_the_unigram_cache_from_any_working_directory(tmp_pat
     payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 0,
                                     str(REPO / "results/store"))
     here = sweeps.unigram_floor(payload["config"])
-    monkeypatch.chdir(tmp_path)   # no corpus and no cache relative to here: the repository's cache is read
+    before = paper.result(paper.claim("opt_lr"), "real text (CPU)", {}, str(REPO / "results/store"))
+    monkeypatch.chdir(tmp_path)   # no corpus, cache or configs relative to here: the repository's are read
     assert sweeps.unigram_floor(payload["config"]) == here
+    after = paper.result(paper.claim("opt_lr"), "real text (CPU)", {}, str(REPO / "results/store"))
+    assert after["verdict"] == before["verdict"] and after["values"] == before["values"] != {}

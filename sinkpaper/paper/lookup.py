@@ -21,8 +21,10 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
     from ..train import store as S
     from ..train.sweep import sweep_configs
 
-    try:
-        [(_, _, cfg)] = sweep_configs(config, profile, [point], [seed])
+    from ..resources import find_config
+
+    try:   # a family's file is found whatever the working directory (./configs, then the shipped configs)
+        [(_, _, cfg)] = sweep_configs(str(find_config(config)), profile, [point], [seed])
     except (ValueError, KeyError, FileNotFoundError):
         return None, "missing"          # e.g. a profile ("text") the config does not define yet
     got = S.get(store, cfg)
