@@ -31,6 +31,26 @@ def gemma3():
     return load_lm("gemma3-270m")
 
 
+_CWD_AT_SETUP: dict[str, str] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _CWD_AT_SETUP[item.nodeid] = os.getcwd()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A test that leaves the process in another working directory (after its fixtures' teardown, so
+    monkeypatch.chdir is fine) errors at its own teardown, and is undone: the registry, the store and the configs
+    are read relative to the repository, so a leak would otherwise fail tests files later."""
+    yield
+    before, after = _CWD_AT_SETUP.pop(item.nodeid, None), os.getcwd()
+    if before is not None and after != before:
+        os.chdir(before)
+        pytest.fail(f"{item.nodeid} left the working directory at {after} (was {before})", pytrace=False)
+
+
 def pytest_collection_modifyitems(config, items):
     """`gpu` tests need CUDA; `slow` ones are skipped only when SINKPAPER_SKIP_SLOW=1. Every skip says why in
     pytest's summary (addopts -ra)."""

@@ -234,12 +234,12 @@ def test_jobs_run_chapters_pinned_side_by_side_and_scorecards_last(tmp_path, mon
         d = pathlib.Path(os.environ["SINKPAPER_BOOK_RESULTS"])
         seen = sorted(p.stem for p in d.glob("*.json"))
         cpus = sorted(os.sched_getaffinity(0))
-        (d / "STEM.json").write_text(json.dumps({"seen": seen, "cpus": cpus, "n": n}))
+        (d / "STEM.json").write_text(json.dumps({"seen": seen, "cpus": cpus, "n": n, "cwd": os.getcwd()}))
         ''')
     for stem in ("a", "b", "c", "00_scorecard"):
         (nbdir / f"{stem}.py").write_text(record.replace("STEM", stem))
     monkeypatch.delenv(runner.RESULTS_ENV, raising=False)
-    mine = sorted(os.sched_getaffinity(0))
+    mine, here = sorted(os.sched_getaffinity(0)), os.getcwd()
     results = runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=2,
                                    stem_params={"b": {"n": 5}})
     assert [(r.stem, r.ok) for r in results] == [("a", True), ("b", True), ("c", True), ("00_scorecard", True)], \
@@ -252,6 +252,10 @@ def test_jobs_run_chapters_pinned_side_by_side_and_scorecards_last(tmp_path, mon
     if len(mine) >= 2:  # a and b start at once on the two threads: two disjoint shares, all CPUs between them
         assert len(shares) == 2 and sorted(c for share in shares for c in share) == mine, shares
     assert sorted(os.sched_getaffinity(0)) == mine
+    # every kernel starts in the chapters' directory, and this process stays where it was: two threads that each
+    # chdir'ed there and back would leave it in the other's directory
+    assert {records[s]["cwd"] for s in records} == {str(tmp_path.resolve())}
+    assert os.getcwd() == here
 
     # mistakes are said before anything runs
     for r in out.glob("*.ipynb"):

@@ -329,7 +329,10 @@ def run_one(
             parameters=dict(parameters),
             engine_name=_engine_name(),
             kernel_name=kernel_name,
-            cwd=str(cwd),
+            # the kernel starts in cwd (nbclient's resources), never via papermill's cwd=, which chdirs this
+            # whole process: with chapters run from threads side by side, one thread's restore would leave the
+            # process in another's directory
+            resources={"metadata": {"path": str(Path(cwd).resolve())}},
             request_save_on_cell_execute=False,
             log_output=False,
             progress_bar=False,
