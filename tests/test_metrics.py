@@ -481,3 +481,24 @@ def test_first_key_alpha_is_alpha_1_under_a_causal_mask_and_the_document_start_u
     assert summarize(TraceStats.from_trace(tr), ks=range(1, 3))["sink_first_key"] is not None
     assert summarize(TraceStats.from_trace(Trace(attentions=[a], visible=causal[None])), ks=range(1, 3))[
         "sink_first_key"] is None
+
+
+def test_an_evaluation_mixing_batches_with_and_without_document_starts_reads_the_first_key_everywhere():
+    """Some held-out batches of a document-masked run hold no document start past position 1; their first key is
+    position 1, so the concatenation reads alpha_1 there, never an error or a silent None."""
+    g = torch.Generator().manual_seed(1)
+    T = 6
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    docs = torch.tensor([0, 0, 1, 1, 1, 1])
+    vis = causal & (docs[:, None] == docs[None, :])
+
+    def weights(mask):
+        w = torch.rand(2, 3, T, T, generator=g).masked_fill(~mask, 0)
+        return w / w.sum(-1, keepdim=True)
+
+    a, b = weights(causal), weights(vis)
+    whole = TraceStats.cat([TraceStats.from_trace(Trace(attentions=[a], visible=causal[None])),
+                            TraceStats.from_trace(Trace(attentions=[b], visible=vis[None]))])
+    want = torch.cat([first_key_alpha(a, causal[None]), first_key_alpha(b, vis[None])])[:, None]
+    torch.testing.assert_close(whole.first_key_alphas, want)
+    assert summarize(whole, ks=range(1, 3))["sink_first_key"] is not None
