@@ -240,9 +240,7 @@ display(Markdown("Mean over queries t > 1, key 1 vs the other visible keys: "
 # tokenizer has a BOS token) that have a sink on natural text (Sink_1 >= 10 %); a setting without a sink has no
 # sink token to describe and is shown, not judged, as is the other BOS setting.
 #
-# These rules changed after results existed: until this revision "a sink" meant Sink_1 > 30 % and both BOS
-# settings were judged; now the registry's one threshold (>= 10 %) applies and the verdict reads the BOS setting
-# stated above, so that every chapter states its BOS choice once and shares one threshold set.
+# Every rule of the book shares one threshold set, and each chapter states its BOS choice once; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 KEYS = {"s3_massive_activation": {"token-1 norm ratio": "token-1 norm ratio (max over layers)"},
@@ -257,17 +255,7 @@ record_prov = {**run_stamp, "source_of_numbers": "computed now", "models": ", ".
                "n_samples": n_profile, "seq_len": seq_len}
 table = []
 for cid, keys in KEYS.items():
-    values, others = {}, []
-    for tag, summ in summaries.items():
-        judged = tag in judged_tag.values() and sink_natural.get(tag, 0.0) >= paper.SINK
-        for label, key in keys.items():
-            v = summ[key]
-            v = None if v is None or v != v else float(v)   # NaN: no sink heads in this setting
-            if judged:
-                values[f"{tag}: {label}"] = v
-            else:
-                others.append(f"{tag} (Sink_1 {sink_natural.get(tag, float('nan')):.2f} %): {label} "
-                              + ("—" if v is None else f"{v:.3g}"))
+    values, others = s3.property_values(summaries, keys, list(judged_tag.values()), sink_natural)
     table.append({"id": cid, **paper.record(
         cid, values=values, measurement=f"{', '.join(models)}, {n_profile} natural-text samples, sink heads",
         provenance=record_prov, setting=setting, note=("shown, not judged: " + "; ".join(others)) if others else "")})

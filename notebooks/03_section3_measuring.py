@@ -259,11 +259,8 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": "randomly initi
 # paper's GPT2-XL (learned positions) keeps a sink there. The propositions are a check of the identities on
 # randomly initialised models, not a reproduction, so they carry no verdict.
 #
-# These rules changed after results existed: until this revision the natural/random threshold was Sink_1 > 30 %
-# (now the registry's one threshold, >= 10 % for a sink), and the T rule asked only for a lower Sink_1 at the
-# largest T (now at least 25 % lower). They changed so that every rule of the book shares one threshold set and
-# fails on a result where nothing happens; see the git history of `sinkpaper/paper/rules.py` (before the registry
-# became a package, `sinkpaper/paper.py`).
+# Every rule shares one threshold set (a sink is Sink_1 >= 10 %; a change moves a value by at least 25 %) and
+# fails on a result where nothing happens; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 values, other = s3.table1_values(sink, by_T, models, has_bos, rope)

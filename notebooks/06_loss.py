@@ -212,16 +212,17 @@ display(Markdown("Measured:\n" + "\n".join(lines)))
 # %% [markdown]
 # ## Paper vs this run
 #
-# One row per claim, from `sinkpaper.paper`. These rules changed after results existed, and why:
-# - *weight decay* was judged on the peak of α_1 alone (Sink_1 saturates in the miniature); the paper reports
-#   Sink_1, so the rule now reads Sink_1: the peak at WD 0.5 or 1, at least 25 % above WD 0, a sink at both
-#   (the paper: 41.08 % and 37.71 %), and none at WD 5. A run where WD 1 removes the sink no longer agrees.
-# - *prefix LM* agreed when the largest Sink_k sat anywhere inside the prefix, so a model that kept an
-#   ordinary first-token sink also agreed. The claim is that the sink moves onto a prefix position; the rule
-#   now asks for the largest Sink_k on a prefix position other than the first, and a sink on token 1 reads
-#   *not comparable* (an ordinary sink looks the same).
-# - *sliding window* keeps its meaning (the smallest window's excess α_1 clearly below the full-attention
-#   run's), now with the registry's one threshold (at least 25 % lower) instead of "below half".
+# One row per claim, from `sinkpaper.paper`, and what each rule reads:
+# - *weight decay* reads Sink_1, as the paper reports it: the peak at WD 0.5 or 1, at least 25 % above WD 0, a
+#   sink at both (the paper: 41.08 % and 37.71 %), and none at WD 5. A run where WD 1 removes the sink does not
+#   agree.
+# - *prefix LM*: the claim is that the sink moves onto a prefix position, so the rule asks for the largest
+#   Sink_k on a prefix position other than the first; a sink on token 1 reads *not comparable* (an ordinary
+#   sink looks the same).
+# - *sliding window*: the smallest window's excess α_1 at least 25 % below the full-attention run's (the
+#   registry's one threshold).
+#
+# the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 display(tables.ClaimsTable(paper.rows(["loss_wd", "loss_prefix", "loss_window"])))

@@ -172,16 +172,7 @@ proxy_runs += [(f"stored {sweeps.point_of(p)}, seed {p['config']['run']['seed']}
                for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS]
 raw = [r for label, p in proxy_runs for r in curves.raw_curve_rows(p, label)]
 if raw:
-    display(figures.row(
-        figures.curve_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280, x="step",
-                            y_domain=(0, 100)),
-        figures.curve_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280, x="step",
-                            zero=True, rule_y=0.3),
-        figures.curve_chart(raw, "raw weight on token 1", "raw weight on token 1", width=280, x="step", log_y=True),
-        figures.curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
-                            log_y=True),
-        figures.curve_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", width=280, x="step",
-                            log_y=True)))
+    display(figures.raw_weight_charts(raw))
     if lr_.get("proxy"):
         display(Markdown(f"The live run's evaluations ({live_label}):"))
         display(figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else

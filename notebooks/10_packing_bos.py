@@ -54,7 +54,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper
 from sinkpaper.analysis import packing_bos as pb
-from sinkpaper.book import experiments, figures, parameters, tables
+from sinkpaper.book import experiments, figures, parameters, prose, tables
 from sinkpaper.lms import load_lm
 from sinkpaper.results import sweeps
 from sinkpaper.results.numbers import sig
@@ -112,21 +112,11 @@ if lm.payloads:
     display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
     display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"))
     display(Markdown(figures.provenance_line(lm.provenance())))
-    # the document-mask claim reads doc_mask and bos_doc_mask; the control without the mask (causal) says whether
-    # "no sink with the mask" is the mask's doing or this scale's. Words from the rules' one sink classification.
+    # the document-mask claim reads doc_mask and bos_doc_mask; the causal control says whether "no sink with the
+    # mask" is the mask's doing or this scale's
     pm = {p: sweeps.mean_of(lm.payloads, p) for p in FOUR}
-    SINK_WORD = {paper.AGREES: "a sink", paper.DISAGREES: "no sink",
-                 paper.NOT_COMPARABLE: f"a Sink_1 between the thresholds of {paper.NO_SINK:g} and {paper.SINK:g} %"}
     if all(v is not None for v in pm.values()):
-        word = {p: SINK_WORD[paper.sink_verdict(v)] for p, v in pm.items()}
-        control = (" The same packing without the mask has none either (`causal`), so at this scale the runs cannot "
-                   "tell whether the mask takes a sink away: without a fixed first token none forms here at all."
-                   if paper.no_sink_verdict(pm["causal"]) == paper.no_sink_verdict(pm["doc_mask"]) == paper.AGREES
-                   else "")
-        display(Markdown(
-            "Measured (mean Sink_1 over seeds): " + "; ".join(f"`{p}` {sig(pm[p])} %" for p in FOUR) + ". "
-            + f"With a fixed BOS and the intra-document mask the BOS has {word['bos_doc_mask']} (`bos_doc_mask`); "
-              f"without a BOS, the window's first token has {word['doc_mask']} (`doc_mask`)." + control))
+        display(Markdown(prose.packing_reading(pm)))
 if lm.missing.missing:
     display(Markdown(lm.missing_text() + " Until then this section has no real-text number of ours for the packing "
                      "variants; the pretrained models below are the real-LM evidence for the BOS question."))
@@ -242,27 +232,16 @@ display(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_
                                   "pretrained models: Sink_k with and without BOS"))
 for c in contrasts:
     display(Markdown(figures.provenance_line(pb.short_provenance(c))))
-lines = []
-for c in contrasts:
-    on, off = pb.condition(c, True), pb.condition(c, False)
-    loss = (f"; loss on the shared targets {on['loss']:.3f} with BOS vs {off['loss']:.3f} without "
-            f"(perplexity {on['perplexity']:.1f} vs {off['perplexity']:.1f}, {loss_samples} windows)"
-            if on["loss"] is not None else "")
-    tokens = ", ".join(f"{t!r}" for t, _ in off["sink_tokens"][:3]) or "none"
-    lines.append(f"- `{c['model']}` (BOS `{c['bos_token']}`, {'put first' if c['prepends_bos'] else 'not added'} by "
-                 f"its tokenizer): Sink_1 {on['sink_k']['1']:.2f} % with BOS, {off['sink_k']['1']:.2f} % without; "
-                 f"without BOS a sink at positions 2..{off['k_max']} in {off['sink_elsewhere']:.2f} % of the "
-                 f"(sample, layer, head) triples, most often on {tokens}{loss}.")
-display(Markdown("Measured now:\n" + "\n".join(lines)))
+display(Markdown(prose.bos_contrast_lines(contrasts, loss_samples)))
 
 # %% [markdown]
 # ## Paper vs this run
 #
 # The three claims are Barbero et al.'s and qualitative, so the paper column names the source, not a number.
 # One row per claim, from `sinkpaper.paper`. The miniature's fixed-BOS runs (`recipe` against
-# `no_fixed_token`) are scored once, by chapter 5's `data_no_fixed_token`; until this revision they were also
-# scored here, so one measurement counted as two agreements. The inference rule now asks for a change of at
-# least 25 % of the with-BOS Sink_1 (it was 20 points), the registry's one threshold.
+# `no_fixed_token`) are scored once, by chapter 5's `data_no_fixed_token`, so one measurement never counts as
+# two agreements. The inference rule asks for a change of at least 25 % of the with-BOS Sink_1, the registry's
+# one threshold; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 trained_with_bos = [c for c in contrasts if c["prepends_bos"]]

@@ -84,22 +84,9 @@ from sinkpaper.book import measuring as ms
 t_start = time.perf_counter()
 device = ms.check_profile(profile)
 models = ms.parse_models(model)
-n_tokens = ms.by_profile(n_tokens, profile, {"cpu": 1024, "gpu": 4096, "paper": 4096}, "n_tokens")
-window = ms.by_profile(window, profile, {"cpu": 128, "gpu": 512, "paper": 512}, "window")
-removal_tokens = min(ms.by_profile(removal_tokens, profile, {"cpu": 512, "gpu": 2048, "paper": 2048},
-                                   "removal_tokens"), n_tokens)
-if sink_counts is None:
-    sink_counts = [1] if profile == "cpu" else [1, 2, 8, 16]
-sink_counts = sorted({ms.positive_int(k, "sink_counts entry") for k in sink_counts} - {n_sink})
-ms.positive_int(bin_size, "bin_size")
-if bos not in (True, False, "auto"):
-    raise ValueError(f"bos must be True, False or 'auto', got {bos!r}")
-if not 0 <= n_sink < window or any(k >= window for k in sink_counts):
-    raise ValueError(f"n_sink ({n_sink}) and every sink_counts entry must be in [0, window) (window {window})")
-if window >= n_tokens - 1:
-    raise ValueError(f"window ({window}) must be shorter than the text (n_tokens {n_tokens}): nothing is evicted")
-if removal_tokens < 4 * max(n_sink, 1) + 2:
-    raise ValueError(f"removal_tokens ({removal_tokens}) is too short for the sink-removal table")
+n_tokens, window, removal_tokens, sink_counts = ms.streaming_sizes(
+    profile, n_tokens=n_tokens, window=window, removal_tokens=removal_tokens, sink_counts=sink_counts,
+    n_sink=n_sink, bin_size=bin_size, bos=bos)
 text, text_prov = st.read_text(text_path)  # a missing file stops here, before any model loads
 
 lms = s3.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
@@ -285,8 +272,8 @@ display(Markdown("\n".join(lines)))
 # billions of parameters, on PG19 books, while we read a few thousand tokens of one text with models of
 # 135-270M parameters. One row per claim, from `sinkpaper.paper`: the window-only cache "breaks" the model
 # when its perplexity past the window is at least 2x the full cache's, and the sinks "restore" it when they
-# recover at least 75 % of that excess log-perplexity. Until this revision the first threshold was 1.5x; it
-# is now the registry's one factor (2), shared with every other rule of the book.
+# recover at least 75 % of that excess log-perplexity. The factor 2 is the registry's one factor, shared with
+# every other rule of the book; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 setting = (f"pretrained {', '.join(models)} ({profile} profile), the first {n_tokens} tokens of {text_path}, "

@@ -67,19 +67,13 @@ from sinkpaper.book import figures, parameters  # noqa: E402
 from sinkpaper.kernels import bench  # noqa: E402
 from sinkpaper.kernels import testing as kt  # noqa: E402
 
-PROFILES = ("cpu", "gpu", "paper")
-if profile not in PROFILES:
-    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-if profile != "cpu" and not torch.cuda.is_available():
-    raise ValueError(f"profile {profile!r} compiles the kernels for a CUDA GPU; none here: use profile='cpu'")
+parameters.device_of(profile)  # an unknown profile, or gpu / paper without CUDA, stops here
 device = "cuda" if torch.cuda.is_available() else "cpu"  # with CUDA the checks run compiled, at any profile
 op_list = parameters.listed(ops, "ops", kernels.OPS, empty=False)
 mask_list = parameters.listed(masks, "masks", kt.MASKS, empty=False)
 sink_list = parameters.listed(sinks, "sinks", [s for s in kt.SINKS if s != "none"])
 section_list = parameters.listed(smoke_sections, "smoke_sections", bench.SECTIONS)
-shape = tuple(check_shape) if check_shape is not None else (kt.CPU_SHAPE if device == "cpu" else kt.GPU_SHAPE)
-if len(shape) != 4 or not all(isinstance(x, int) and x >= 1 for x in shape) or shape[2] < 4:
-    raise ValueError(f"check_shape must be [B, H, T, D] with positive ints and T >= 4, got {check_shape!r}")
+shape = kt.check_shape(check_shape, device)
 
 run_stamp = provenance.stamp(device, profile=profile, kernels=kt.backend(device))
 display(Markdown(figures.provenance_line(run_stamp)))

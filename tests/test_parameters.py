@@ -55,3 +55,29 @@ def test_a_listed_parameter_is_split_and_each_entry_checked():
         parameters.listed("softmax,nope", "ops", ("softmax", "sigmoid"))
     with pytest.raises(ValueError, match="masks must name at least one entry; valid: causal, window"):
         parameters.listed(" , ", "masks", ("causal", "window"), empty=False)
+
+
+def test_chapter_11_sizes_come_from_the_profile_and_each_mistake_is_said_first():
+    from sinkpaper.book import measuring as ms
+
+    ok = dict(n_tokens=None, window=None, removal_tokens=None, sink_counts=None, n_sink=4, bin_size=64, bos="auto")
+    assert ms.streaming_sizes("cpu", **ok) == (1024, 128, 512, [1])
+    assert ms.streaming_sizes("gpu", **{**ok, "n_sink": 2}) == (4096, 512, 2048, [1, 8, 16])
+    for change, message in [({"window": 2000}, "must be shorter than the text"),
+                            ({"n_sink": 128}, r"n_sink \(128\) and every sink_counts entry"),
+                            ({"n_sink": "4"}, "n_sink must be an int"),
+                            ({"bos": "yes"}, "bos must be True, False or 'auto'"),
+                            ({"sink_counts": [0]}, "sink_counts entry must be a positive int"),
+                            ({"removal_tokens": 8}, "too short for the sink-removal table")]:
+        with pytest.raises(ValueError, match=message):
+            ms.streaming_sizes("cpu", **{**ok, **change})
+
+
+def test_chapter_12_check_shape_is_the_devices_default_or_a_valid_bhtd():
+    from sinkpaper.kernels import testing as kt
+
+    assert kt.check_shape(None, "cpu") == kt.CPU_SHAPE and kt.check_shape(None, "cuda") == kt.GPU_SHAPE
+    assert kt.check_shape([1, 1, 8, 16], "cpu") == (1, 1, 8, 16)
+    for bad in ([1, 1, 3, 16], [1, 1, 8], [1, 1, 8, True], [1, 0, 8, 16]):
+        with pytest.raises(ValueError, match=r"check_shape must be \[B, H, T, D\]"):
+            kt.check_shape(bad, "cpu")

@@ -294,3 +294,25 @@ def table1_values(sink: Mapping[tuple, float], by_T: Sequence[Mapping], models: 
             f"{n} has no sink on natural text ({sink[(n, 'natural', False)]:.2f} %)" for n in without)
             + ": its sink exists only on the BOS token")
     return values, other
+
+
+def property_values(summaries: Mapping[str, Mapping], keys: Mapping[str, str], judged: Sequence[str],
+                    sink_natural: Mapping[str, float]) -> tuple[dict, list[str]]:
+    """One Section-3 property claim's values from the sink-head summaries of each setting ("model, BOS on/off"):
+    ({"setting: label": value} for the settings judged (the models' own BOS setting, with a sink on natural
+    text), [the other settings, as shown-not-judged text]). ``keys`` maps a label to its summary key; a NaN
+    (no sink heads in that setting) reads None."""
+    from ..paper import SINK
+
+    values, others = {}, []
+    for tag, summ in summaries.items():
+        is_judged = tag in judged and sink_natural.get(tag, 0.0) >= SINK
+        for label, key in keys.items():
+            v = summ[key]
+            v = None if v is None or v != v else float(v)
+            if is_judged:
+                values[f"{tag}: {label}"] = v
+            else:
+                others.append(f"{tag} (Sink_1 {sink_natural.get(tag, float('nan')):.2f} %): {label} "
+                              + ("—" if v is None else f"{v:.3g}"))
+    return values, others

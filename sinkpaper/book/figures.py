@@ -555,3 +555,18 @@ def show_benchmark(result: Mapping, path: str | os.PathLike | None = None) -> No
     """Display :func:`benchmark_items` in a notebook."""
     for item in benchmark_items(result, path):
         display(item)
+
+
+def raw_weight_charts(raw: Sequence[Mapping]) -> alt.HConcatChart | alt.VConcatChart:
+    """The runs of an operation without normalization over training (rows of
+    :func:`sinkpaper.results.curves.raw_curve_rows`): the proxy Sink*_1 and alpha_1, then the raw weights on token
+    1 and on the other keys and the raw row sum, which say whether the proxy's sink is a large weight on token 1
+    or small weights elsewhere."""
+    return row(
+        curve_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280, x="step", y_domain=(0, 100)),
+        curve_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280, x="step", zero=True,
+                    rule_y=0.3),
+        curve_chart(raw, "raw weight on token 1", "raw weight on token 1", width=280, x="step", log_y=True),
+        curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
+                    log_y=True),
+        curve_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", width=280, x="step", log_y=True))

@@ -1,5 +1,6 @@
 """The Section-3 chapters' (01, 02, 03, 11) parameters and presentation: :func:`check_profile`,
-:func:`parse_models`, :func:`parse_bos`, :func:`parse_inputs`, :func:`by_profile`, :func:`positive_int`;
+:func:`parse_models`, :func:`parse_bos`, :func:`parse_inputs`, :func:`by_profile`, :func:`positive_int`,
+:func:`streaming_sizes`;
 :func:`inputs_table` (the Table-1 settings from explorer payloads); :func:`xy_chart`, a line chart over a numeric
 x (epsilon, T) for rows of dicts. What these chapters measure is in :mod:`sinkpaper.analysis.section3`.
 """
@@ -70,6 +71,31 @@ def by_profile(value: Any, profile: str, defaults: Mapping[str, int], name: str 
     if value is None:
         return defaults[profile]
     return positive_int(value, f"{name} (None = the profile's default)")
+
+
+def streaming_sizes(profile: str, *, n_tokens: Any, window: Any, removal_tokens: Any, sink_counts: Any,
+                    n_sink: Any, bin_size: Any, bos: Any) -> tuple[int, int, int, list[int]]:
+    """Chapter 11's sizes, each None replaced by the profile's default and every mistake said before a model
+    loads: (n_tokens, window, removal_tokens, sink_counts), sink_counts sorted without n_sink."""
+    n_tokens = by_profile(n_tokens, profile, {"cpu": 1024, "gpu": 4096, "paper": 4096}, "n_tokens")
+    window = by_profile(window, profile, {"cpu": 128, "gpu": 512, "paper": 512}, "window")
+    removal_tokens = min(by_profile(removal_tokens, profile, {"cpu": 512, "gpu": 2048, "paper": 2048},
+                                    "removal_tokens"), n_tokens)
+    if sink_counts is None:
+        sink_counts = [1] if profile == "cpu" else [1, 2, 8, 16]
+    if isinstance(n_sink, bool) or not isinstance(n_sink, (int, np.integer)):
+        raise ValueError(f"n_sink must be an int, got {n_sink!r}")
+    sink_counts = sorted({positive_int(k, "sink_counts entry") for k in sink_counts} - {n_sink})
+    positive_int(bin_size, "bin_size")
+    if bos not in (True, False, "auto"):
+        raise ValueError(f"bos must be True, False or 'auto', got {bos!r}")
+    if not 0 <= n_sink < window or any(k >= window for k in sink_counts):
+        raise ValueError(f"n_sink ({n_sink}) and every sink_counts entry must be in [0, window) (window {window})")
+    if window >= n_tokens - 1:
+        raise ValueError(f"window ({window}) must be shorter than the text (n_tokens {n_tokens}): nothing is evicted")
+    if removal_tokens < 4 * max(n_sink, 1) + 2:
+        raise ValueError(f"removal_tokens ({removal_tokens}) is too short for the sink-removal table")
+    return n_tokens, window, removal_tokens, sink_counts
 
 
 # ------------------------------------------------------------------------------------------------ models

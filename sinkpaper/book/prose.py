@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from .. import paper
 from ..paper import NO_SINK, SINK
 from ..results.curves import reaching_steps, transient
-from ..results.numbers import span
+from ..results.numbers import sig, span
 from ..results.sweeps import point_of
 
 
@@ -263,3 +264,38 @@ def sink_token_reading(M: Mapping[str, Mapping], NB: Mapping[str, Mapping]) -> s
                if nb["Sink*"] is not None else
                "not stored yet (`python -m sinkpaper sweep --config configs/miniature.yaml --profile cpu --points "
                "sink_token_no_bos --seeds 0 1 2 --out runs/miniature`)."))
+
+
+def packing_reading(means: Mapping[str, float]) -> str:
+    """Chapter 10's reading of the four packings (mean Sink_1 over seeds of causal, doc_mask, bos, bos_doc_mask),
+    in the words of the rules' one sink classification; the causal control says whether "no sink with the mask"
+    is the mask's doing or this scale's."""
+    word = {paper.AGREES: "a sink", paper.DISAGREES: "no sink",
+            paper.NOT_COMPARABLE: f"a Sink_1 between the thresholds of {NO_SINK:g} and {SINK:g} %"}
+    said = {p: word[paper.sink_verdict(v)] for p, v in means.items()}
+    control = (" The same packing without the mask has none either (`causal`), so at this scale the runs cannot "
+               "tell whether the mask takes a sink away: without a fixed first token none forms here at all."
+               if paper.no_sink_verdict(means["causal"]) == paper.no_sink_verdict(means["doc_mask"]) == paper.AGREES
+               else "")
+    return ("Measured (mean Sink_1 over seeds): " + "; ".join(f"`{p}` {sig(v)} %" for p, v in means.items()) + ". "
+            + f"With a fixed BOS and the intra-document mask the BOS has {said['bos_doc_mask']} (`bos_doc_mask`); "
+              f"without a BOS, the window's first token has {said['doc_mask']} (`doc_mask`)." + control)
+
+
+def bos_contrast_lines(contrasts: Sequence[Mapping], loss_samples: int) -> str:
+    """Chapter 10's pretrained-model contrast in words: per model, Sink_1 with and without BOS, where the sink
+    goes without one, and the loss on the shared targets."""
+    from ..analysis import packing_bos as pb
+
+    lines = []
+    for c in contrasts:
+        on, off = pb.condition(c, True), pb.condition(c, False)
+        loss = (f"; loss on the shared targets {on['loss']:.3f} with BOS vs {off['loss']:.3f} without "
+                f"(perplexity {on['perplexity']:.1f} vs {off['perplexity']:.1f}, {loss_samples} windows)"
+                if on["loss"] is not None else "")
+        tokens = ", ".join(f"{t!r}" for t, _ in off["sink_tokens"][:3]) or "none"
+        lines.append(f"- `{c['model']}` (BOS `{c['bos_token']}`, {'put first' if c['prepends_bos'] else 'not added'} "
+                     f"by its tokenizer): Sink_1 {on['sink_k']['1']:.2f} % with BOS, {off['sink_k']['1']:.2f} % "
+                     f"without; without BOS a sink at positions 2..{off['k_max']} in {off['sink_elsewhere']:.2f} % of "
+                     f"the (sample, layer, head) triples, most often on {tokens}{loss}.")
+    return "Measured now:\n" + "\n".join(lines)

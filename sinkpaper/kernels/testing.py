@@ -44,6 +44,17 @@ def backend(device: str | torch.device) -> str:
                        "before triton is imported (or use a CUDA device)")
 
 
+def check_shape(shape: Sequence[int] | None, device: str | torch.device) -> tuple[int, int, int, int]:
+    """A check's [B, H, T, D]: ``shape`` if given (positive ints, T >= 4), else the device's default."""
+    if shape is None:
+        return CPU_SHAPE if str(device) == "cpu" else GPU_SHAPE
+    shape = tuple(shape)
+    if len(shape) != 4 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in shape) \
+            or shape[2] < 4:
+        raise ValueError(f"check_shape must be [B, H, T, D] with positive ints and T >= 4, got {list(shape)!r}")
+    return shape
+
+
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     """max |a - b| / max |b|, b the reference (its scale floored at 1e-12, so an all-zero b gives |a - b| / 1e-12)."""
     a, b = a.detach().double(), b.detach().to(a.device).double()

@@ -45,7 +45,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
     got: dict[str, dict[int, float]] = {}
     plateaus: dict[str, dict[int, dict]] = {}
     excluded: list[str] = []
-    stale, prov = [], []
+    stale, prov, computed = [], [], []
     missing_required = False
     for label, spec in m.points.items():
         point, metric = spec[0], spec[1]
@@ -61,6 +61,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                 missing_required |= seed in m.seeds and label not in m.beside
                 continue
             prov.append(payload["hash"])
+            computed.append(payload["result"].get("provenance", {}).get("computed_at"))
             why = training_failure(payload, TRAINED, PLATEAU)
             if why:
                 excluded.append(f"{point} seed {seed}: {why}")
@@ -105,6 +106,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             "values": values if status != STALE else {}, "seed_values": seed_values if status != STALE else {},
             "seeds": paired, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in plateaus.items()},
             "status": status, "stale": stale, "excluded": excluded, "runs": sorted(set(prov)),
+            "computed_at": sorted(c for c in computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
             "note": "; ".join(notes)}
 
 

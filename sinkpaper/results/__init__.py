@@ -116,7 +116,7 @@ def device_check_lines(store: str | Path = DEFAULT_STORE, root: str | Path = "."
 
 def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
                       reference: str = "default", other: str = "dtype_fp32", seeds=(0, 1, 2)) -> list[str]:
-    """Issue 14's science check at the text profile's base recipe: the final Sink_1 and held-out loss of the
+    """The precision check at the text profile's base recipe: the final Sink_1 and held-out loss of the
     fp32 runs (`other`) against the bf16 runs' (`reference`) spread over seeds, per seed and as mean [min, max];
     seeds not stored are named."""
     recs = {pt: runs(config, "text", [pt], seeds, store) for pt in (reference, other)}

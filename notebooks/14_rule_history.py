@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Appendix: when each verdict rule was fixed
+#
+# A verdict is only as honest as its rule: a rule chosen after the results it judges can be bent to agree. Every
+# rule of this book lives in one registry (`sinkpaper/paper/`), so its history is in git. This page reads that
+# history, commit by commit, and lists for each claim when its rule was first set and when it last changed, and
+# when the runs it reads last changed. Nothing here is typed by hand: the registry's source at every commit is
+# parsed, each rule compared as normalised source (a reflowed line is not a change).
+#
+# Read it beside the results' own dates: each stored run names its commit and time in its provenance (the
+# chapters' provenance lines), and a commit that changed a rule says in its message why, and whether the rule
+# was fixed before the results it judges were looked at.
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: this page reads git only; the same on every profile
+
+# %%
+from IPython.display import Markdown, display
+
+from sinkpaper import paper, provenance
+from sinkpaper.book import figures, parameters
+from sinkpaper.paper import history
+
+if profile not in parameters.PROFILES:
+    raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(parameters.PROFILES)}")
+display(Markdown(figures.provenance_line({**provenance.stamp("cpu", profile=profile),
+                                          "source_of_numbers": "git history of " + ", ".join(history.REGISTRY_FILES)})))
+try:
+    changes = history.rule_history()
+except RuntimeError as e:
+    changes = None
+    display(Markdown(f"**No git history here**, so no rule history: {e}. Clone the repository to read it."))
+
+# %% [markdown]
+# ## Each claim's rule
+#
+# *rule set*: the commit where the claim's rule first appears in the registry; *rule last changed*: the last
+# commit that changed it; *runs read last changed*: when the points, seeds or chapter it reads last changed. The
+# last column counts, for a claim read from stored real-text runs, the runs computed before its rule in force
+# now (each run's time is in its provenance): *0 of n* means the rule was fixed before every result it judges.
+# A rule set after some of its runs existed is not wrong in itself (a claim added later, a rule the paper's own
+# numbers decide), but it is the place to read the commit's reason.
+
+# %% tags=["hide-input"]
+if changes is not None:
+    if history.is_shallow():
+        display(Markdown("This clone is shallow: the history below starts at its oldest commit, so a rule may "
+                         "look newer than it is (`git fetch --unshallow` reads all of it)."))
+    listing = paper.listing()
+    display(figures.Table(history.by_claim(changes, listing)))
+    display(Markdown(f"{sum(e['rule'] is not None for e in listing)} claims with a rule; {len(changes)} changes "
+                     f"in all, from {changes[0].time} ({changes[0].commit}) to {changes[-1].time} "
+                     f"({changes[-1].commit})."))
+
+# %% [markdown]
+# ## Every change, newest first
+#
+# The rule classes, the functions that judge (the seed spread, the plateau) and the thresholds they share
+# (`SINK`, `NO_SINK`, `CHANGE`, `PLATEAU`, ...) are listed under their own names: a change there changes every
+# rule that uses them. The subject is the commit's first line; `git show <commit>` has the whole message.
+
+# %% tags=["hide-input"]
+if changes is not None:
+    shown = [c for c in changes if c.kind != "set"]
+    display(figures.Table([{"time": c.time, "commit": c.commit, "what": c.name, "change": c.kind,
+                            "why (the commit's subject)": c.subject if len(c.subject) <= 160
+                            else c.subject[:157] + "..."} for c in reversed(shown)]))
