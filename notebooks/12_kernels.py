@@ -67,6 +67,7 @@ from sinkpaper.book import figures, parameters  # noqa: E402
 from sinkpaper.kernels import bench  # noqa: E402
 from sinkpaper.kernels import testing as kt  # noqa: E402
 
+# %%
 parameters.device_of(profile)  # an unknown profile, or gpu / paper without CUDA, stops here
 device = "cuda" if torch.cuda.is_available() else "cpu"  # with CUDA the checks run compiled, at any profile
 op_list = parameters.listed(ops, "ops", kernels.OPS, empty=False)

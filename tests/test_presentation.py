@@ -268,3 +268,15 @@ def test_scorecard_values_are_compact_and_escaped():
     assert "provenance: profile=cpu" in page
     nowhere = scorecard.Scorecard([{**entry, "chapter": "not run"}])._repr_html_()
     assert 'href="not run.html"' not in nowhere and 'title="not run: no chapter runs it">\u2014</span>' in nowhere
+
+
+CELL_LINES = 32   # "no cell over ~30 lines": a chapter tells the story and draws; the logic lives in sinkpaper
+
+
+def test_no_chapter_cell_is_longer_than_a_screen():
+    import jupytext
+
+    long = [f"{src.name} cell {i}: {n} lines" for src in sorted((REPO / "notebooks").glob("*.py"))
+            for i, cell in enumerate(jupytext.read(src).cells)
+            if cell.cell_type == "code" and (n := len(cell.source.splitlines())) > CELL_LINES]
+    assert not long, "move the logic into sinkpaper (analysis, prose, figures): " + "; ".join(long)
