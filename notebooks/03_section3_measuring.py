@@ -303,7 +303,7 @@ print(f"recorded {len(table)} claims of 03_section3_measuring in {provenance.sho
 # The paper fixes T = 64 because the metric falls as T grows, and the curve above stops at a few hundred
 # tokens. The models are used at thousands: SmolLM2-135M takes 8192 tokens, Gemma-3-270M 32768, with
 # sliding-window layers (512 keys) between its global ones. Measuring there needs no T x T map: the
-# column-statistics route (`method="kernel"`, `sinkpaper.kernels.column_stats`; on a CPU the blocked route, memory
+# column-statistics route (`method="stats"`, `sinkpaper.kernels.column_stats`; on a CPU the blocked route, memory
 # linear in T) gives each layer's α_k directly, with each layer's own mask. In a sliding-window layer only the
 # first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the queries that see the key).
 #
@@ -347,7 +347,7 @@ for lc_name, lc_bos in long_context_models.items():
 # ```bash
 # python -m sinkpaper sink-vs-length --model smollm2-135m --lengths 64 128 256 512 1024 2048 4096 8192 --tokens 8192
 # python -m sinkpaper sink-vs-length --model gemma3-270m --bos --lengths 64 128 256 512 1024 2048 4096 8192 16384 --tokens 8192
-# python -m sinkpaper sink --model smollm2-135m --seq-len 8192 --n-samples 1 --method kernel   # one T, peak RSS < 4 GB
+# python -m sinkpaper sink --model smollm2-135m --seq-len 8192 --n-samples 1 --method stats   # one T, peak RSS < 4 GB
 # python -m sinkpaper bench sink --model smollm2-135m --json bench_sink.json  # kernel vs eager maps, T = 256 .. 8192
 # python -m sinkpaper.book run --only 03_section3_measuring -p long_context_live true -p long_context_lengths "[64, 256, 1024]"
 # ```

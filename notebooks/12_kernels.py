@@ -116,7 +116,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "shape [B, H, T, D]": lis
 # ## The sink metric from `column_stats` against the metric from the maps
 #
 # Small random models (`sinkpaper.models`, 2 layers, 2 heads) traced twice: from the attention maps (as the
-# paper) and with `method="kernel"`, which keeps no T x T map and reads α_k from `column_stats`. The two
+# paper) and with `method="stats"`, which keeps no T x T map and reads α_k from `column_stats`. The two
 # routes should give the same α_k up to fp32 rounding, hence the same Sink_k; the count below says whether they do.
 
 # %% tags=["hide-input"]

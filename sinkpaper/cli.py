@@ -29,7 +29,7 @@ from .probes import INPUTS
 
 
 
-KERNEL_ABOVE = metrics.KERNEL_ABOVE  # sequences longer than this default to the column-statistics route
+STATS_ABOVE = metrics.STATS_ABOVE  # sequences longer than this default to the column-statistics route
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,9 +60,9 @@ def _add_sink_parsers(sub) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--batch-size", type=int, default=16)
     s.add_argument("--device", default="cpu")
-    s.add_argument("--method", choices=["maps", "kernel"],
-                   help="maps: the eager attention maps, as the paper; kernel: column statistics from the fused "
-                        f"kernels, no T x T map (default: maps up to T = {KERNEL_ABOVE}, kernel beyond)")
+    s.add_argument("--method", choices=["maps", "stats"],
+                   help="maps: the eager attention maps, as the paper; stats: column statistics from the fused "
+                        f"kernels, no T x T map (default: maps up to T = {STATS_ABOVE}, stats beyond)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--max-memory-gib", type=float, default=None,
                    help="refuse (before any compute) a measurement whose memory estimate exceeds this many GiB "
@@ -74,7 +74,7 @@ def _add_sink_parsers(sub) -> None:
     v.add_argument("--bos", action=argparse.BooleanOptionalAction, default=False,
                    help="put the tokenizer's BOS at position 1 (default: no BOS)")
     v.add_argument("--tokens", type=int, default=16384, help="tokens measured per T (samples = tokens // T, 1..32)")
-    v.add_argument("--method", choices=["kernel", "maps"], default="kernel")
+    v.add_argument("--method", choices=["stats", "maps"], default="stats")
     v.add_argument("--epsilon", type=float, default=metrics.EPSILON)
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--device", default="cpu")
@@ -88,7 +88,7 @@ def _add_bench_parser(sub) -> None:
     b = sub.add_parser("bench", help="benchmark the attention kernels (vs SDPA/eager) or training throughput (vs transformers' Llama)")
     b.add_argument("what", choices=["kernels", "training", "sink"],
                    help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama; "
-                        "sink: `sink --method kernel` vs `--method maps` (eager maps), each T and route in a fresh "
+                        "sink: `sink --method stats` vs `--method maps` (eager maps), each T and route in a fresh "
                         "process (time, peak RSS)")
     b.add_argument("--model", default="smollm2-135m", help="sink: the model (default smollm2-135m)")
     b.add_argument("--lengths", type=int, nargs="+", default=None, help="sink: T values (default 256 .. 8192)")
@@ -319,7 +319,7 @@ def run_sink(a) -> dict:
     if probe is None:
         probe = make_inputs(lm.tokenizer, a.inputs, n_samples=a.n_samples, seq_len=a.seq_len, bos=a.bos,
                             seed=a.seed)
-    method = a.method or ("maps" if probe.input_ids.shape[1] <= KERNEL_ABOVE else "kernel")
+    method = a.method or ("maps" if probe.input_ids.shape[1] <= STATS_ABOVE else "stats")
     limit = None if a.max_memory_gib is None else int(a.max_memory_gib * 2**30)
     return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json, method=method,
                         memory_limit_bytes=limit)
@@ -368,7 +368,7 @@ def run_bench(a, argv: list[str]) -> int:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2
         print(format_bench(r))
-        return 0 if all(p["routes"]["kernel"]["status"] == "ok" for p in r["points"]) else 1
+        return 0 if all(p["routes"]["stats"]["status"] == "ok" for p in r["points"]) else 1
     if a.what == "training":
         from .train.bench import format_training_report, run_training_bench
         profile = a.profile or ("gpu" if torch.cuda.is_available() else "cpu")

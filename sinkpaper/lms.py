@@ -236,7 +236,7 @@ class LM:
         """Bytes one `trace` of [batch, seq_len] needs beyond the loaded weights (an upper-side estimate).
 
         maps: every layer's [B, H, T, T] fp32 map is kept, plus a few more during one layer's eager attention
-        and the metric's reduction; kernel: the blocked route's tiles [B, H, block, T] (a few at a time) and
+        and the metric's reduction; stats: the blocked route's tiles [B, H, block, T] (a few at a time) and
         the layer activations. Both keep the L + 1 hidden states [B, T, d]."""
         from .kernels.blocked import block_size
         cfg = self.model.config.get_text_config()
@@ -254,7 +254,7 @@ class LM:
         need = self.memory_estimate(batch, seq_len, method)
         have, what = (limit_bytes, "the cap") if limit_bytes is not None else available_memory(self.device)
         if need > have:
-            hint = " (method='kernel' needs no T x T map)" if method == "maps" else " (use a smaller --batch-size)"
+            hint = " (method='stats' needs no T x T map)" if method == "maps" else " (use a smaller --batch-size)"
             raise MemoryEstimateError(f"{method} route at T={seq_len}, batch {batch} needs about {need / 2**30:.1f} GiB "
                                       f"beyond the weights, more than {what} ({have / 2**30:.1f} GiB){hint}")
         return need
@@ -264,7 +264,7 @@ class LM:
         """One forward pass on input_ids [B, T] (no BOS added here: the probes decide) -> Trace.
 
         method="maps" records each layer's attention probabilities from the family's own eager attention;
-        method="kernel" records no T x T map: each layer runs `sinkpaper.kernels.attention` and keeps only
+        method="stats" records no T x T map: each layer runs `sinkpaper.kernels.attention` and keeps only
         alpha_k from `sinkpaper.kernels.column_stats` (fused on GPU, so any context length fits).
         """
         if input_ids.dim() != 2:
@@ -279,11 +279,11 @@ class LM:
         handle = layers[-1].register_forward_hook(
             lambda _m, _i, out: hidden.append((out[0] if isinstance(out, tuple) else out).detach().float()))
         recs: list[dict] = []  # one entry per attention call, filled by the capture below
-        capture = (partial(_column_stats_attention, records=recs) if method == "kernel"
+        capture = (partial(_column_stats_attention, records=recs) if method == "stats"
                    else partial(_capture_attention, records=recs, with_qkv=with_qkv))
         try:
-            # no T x T mask on the kernel route (each layer applies its own window; a [B, 1, T, T] mask is O(T^2))
-            with hf_attention.overridden(self.model, capture, eager_mask=method != "kernel"):
+            # no T x T mask on the stats route (each layer applies its own window; a [B, 1, T, T] mask is O(T^2))
+            with hf_attention.overridden(self.model, capture, eager_mask=method != "stats"):
                 # the base model only: the LM head (262k-way for Gemma) is most of the compute and no metric needs it
                 out = self.model.base_model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
         finally:
@@ -295,7 +295,7 @@ class LM:
         hs = [h.detach().float() for h in out.hidden_states[:-1]] + hidden
         T = input_ids.shape[1]
         windows = self.layer_windows()
-        if method == "kernel":
+        if method == "stats":
             if [r["window"] for r in recs] != windows:
                 raise RuntimeError(f"the layers attended with windows {[r['window'] for r in recs]}, but the config "
                                    f"says {windows}")
@@ -314,20 +314,20 @@ class LM:
         )
 
 
-TRACE_METHODS = ("maps", "kernel")
+TRACE_METHODS = ("maps", "stats")
 
 
 def _column_stats_attention(module, query, key, value, attention_mask, *args, records: list, **kwargs):
-    """The kernel route: the layer's output and alpha_k from one `kernels.attention_column_stats` call (fused
+    """The stats route: the layer's output and alpha_k from one `kernels.attention_column_stats` call (fused
     Triton kernels on GPU; on CPU the blocked PyTorch route, no T x T map), with the layer's own window."""
     from . import kernels
     cfg = module.config
     softcap = kwargs.get("softcap", None) or getattr(cfg, "attn_logit_softcapping", None)
     if softcap:
-        raise ValueError(f"method='kernel' does not model attention logit soft-capping ({softcap}); "
+        raise ValueError(f"method='stats' does not model attention logit soft-capping ({softcap}); "
                          "use method='maps'")
     if getattr(module, "sinks", None) is not None:
-        raise ValueError("method='kernel' does not model per-head attention sinks (s_aux); use method='maps'")
+        raise ValueError("method='stats' does not model per-head attention sinks (s_aux); use method='maps'")
     groups = query.shape[1] // key.shape[1]
     k, v = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     window = kwargs.get("sliding_window", None) or getattr(module, "sliding_window", None)
@@ -418,7 +418,7 @@ def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 1
                  method: str = "maps", memory_limit_bytes: int | None = None) -> dict:
     """The paper's Section-3 numbers for one model and one probe: `metrics.summarize` plus provenance.
 
-    method: "maps" (the eager attention maps, as the paper) or "kernel" (column statistics, no T x T map).
+    method: "maps" (the eager attention maps, as the paper) or "stats" (column statistics, no T x T map).
     A measurement whose memory estimate (`LM.memory_estimate`) exceeds the memory available now, or
     memory_limit_bytes, is refused before any compute (`MemoryEstimateError`, a ValueError).
     """

@@ -1,7 +1,7 @@
 """The sink at the length models are used at: Sink_1 and alpha_1 against T, per layer, on natural text.
 
 The paper fixes T = 64 because the metric falls as T grows. `measure_vs_length` measures one pretrained model
-at several T up to its context length with the column-statistics route (`LM.trace(method="kernel")`: each layer
+at several T up to its context length with the column-statistics route (`LM.trace(method="stats")`: each layer
 through `sinkpaper.kernels.attention_column_stats`, its own sliding window included, no T x T map; on a CPU the
 blocked PyTorch route, memory linear in T), and returns one JSON-ready payload: per T, Sink_k, mean alpha_1,
 Sink_1 and mean alpha_1 per layer, the uniform baseline H_T / T, seconds and the process's peak RSS so far.
@@ -47,7 +47,7 @@ def peak_rss_bytes() -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
-def check_lengths(lm, lengths: Sequence[int], *, bos: bool, method: str = "kernel", tokens: int = TOKENS,
+def check_lengths(lm, lengths: Sequence[int], *, bos: bool, method: str = "stats", tokens: int = TOKENS,
                   batch_tokens: int = BATCH_TOKENS) -> list[int]:
     """Every T checked before anything is measured: >= 11 (Sink_k up to k = 10), within the model's context
     length, no longer than the natural text, and within the memory available (the estimate is named)."""
@@ -70,7 +70,7 @@ def _batch(T, tokens, batch_tokens):
 
 
 def measure_vs_length(lm, lengths: Sequence[int] = DEFAULT_LENGTHS, *, bos: bool = False, epsilon: float = EPSILON,
-                      seed: int = 0, method: str = "kernel", tokens: int = TOKENS, batch_tokens: int = BATCH_TOKENS,
+                      seed: int = 0, method: str = "stats", tokens: int = TOKENS, batch_tokens: int = BATCH_TOKENS,
                       on_point: Callable[[dict], None] | None = None, command: str | None = None,
                       previous: dict | None = None) -> dict:
     """Sink_1 and alpha_1 (overall and per layer) of `lm` at each T of `lengths` (BOS included in T when bos).
@@ -165,14 +165,14 @@ def compare_routes(lm, seq_len: int, *, n_samples: int = 1, bos: bool = False, s
     from .probes import make_inputs
     ids = make_inputs(lm.tokenizer, "natural", n_samples=n_samples, seq_len=seq_len, bos=bos, seed=seed).input_ids
     out = {"model": lm.name, "T": seq_len, "n_samples": n_samples, "bos": bos}
-    stats = {}
-    for method in ("maps", "kernel"):
+    by_route = {}
+    for method in ("maps", "stats"):
         t0 = time.perf_counter()
-        stats[method] = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False, method=method))
+        by_route[method] = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False, method=method))
         out[f"{method}_seconds"] = round(time.perf_counter() - t0, 1)
-    out["max_abs_alpha_difference"] = float((stats["kernel"].alphas - stats["maps"].alphas).abs().max())
-    out["sink_k_maps"] = metrics.sink_rates(stats["maps"].alphas)
-    out["sink_k_kernel"] = metrics.sink_rates(stats["kernel"].alphas)
+    out["max_abs_alpha_difference"] = float((by_route["stats"].alphas - by_route["maps"].alphas).abs().max())
+    out["sink_k_maps"] = metrics.sink_rates(by_route["maps"].alphas)
+    out["sink_k_stats"] = metrics.sink_rates(by_route["stats"].alphas)
     out["provenance"] = provenance.stamp(lm.device, **lm.provenance())
     return out
 
@@ -203,7 +203,7 @@ def load(path: str | Path) -> dict:
 
 # ------------------------------------------------------------------------------------------------ benchmark
 BENCH_LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
-ROUTES = ("kernel", "maps")  # column statistics (ours) | the eager attention maps of every layer (output_attentions)
+ROUTES = ("stats", "maps")  # column statistics (ours) | the eager attention maps of every layer (output_attentions)
 
 
 def run_isolated(cmd: Sequence[str], timeout: float | None = None) -> dict:
@@ -248,7 +248,7 @@ def _wait4(pid, timeout):
 
 def bench_sink(model: str = "smollm2-135m", lengths: Sequence[int] = BENCH_LENGTHS, *, cap_gib: float = 6.0,
                json_path: str | Path | None = None, argv: Sequence[str] | None = None, n_samples: int = 1) -> dict:
-    """`python -m sinkpaper sink --method kernel` against `--method maps` at each T, side by side, every (T, route)
+    """`python -m sinkpaper sink --method stats` against `--method maps` at each T, side by side, every (T, route)
     in a fresh process: wall time, the measurement's own seconds, and peak RSS (weights included).
 
     The maps route (eager attention, every layer's T x T map kept, as output_attentions does) runs until its
@@ -290,9 +290,9 @@ def bench_sink(model: str = "smollm2-135m", lengths: Sequence[int] = BENCH_LENGT
                                                              else "error"), why=why)
                 stopped[route] = f"{rec['status']} at T={T}"
             point["routes"][route] = rec
-        k, m = point["routes"]["kernel"], point["routes"]["maps"]
+        k, m = point["routes"]["stats"], point["routes"]["maps"]
         if k.get("status") == "ok" and m.get("status") == "ok":
-            point["ratios_maps_over_kernel"] = {
+            point["ratios_maps_over_stats"] = {
                 "measure_seconds": round(m["measure_seconds"] / k["measure_seconds"], 2),
                 "cpu_seconds": round(m["cpu_seconds"] / k["cpu_seconds"], 2),
                 "peak_rss": round(m["peak_rss_gib"] / k["peak_rss_gib"], 2)}
@@ -309,10 +309,10 @@ def _bench_line(p: dict) -> str:
             return f"{r.get('status')}: {r.get('why', '')}"[:90]
         return (f"{r['cpu_seconds']:6.0f} CPU s ({r['measure_seconds']:.0f} s measuring, {r['seconds']:.0f} s wall)  "
                 f"{r['peak_rss_gib']:5.2f} GiB")
-    ratio = p.get("ratios_maps_over_kernel")
-    tail = (f"   maps/kernel: CPU time {ratio['cpu_seconds']:.2f}x, wall {ratio['measure_seconds']:.2f}x, "
+    ratio = p.get("ratios_maps_over_stats")
+    tail = (f"   maps/stats: CPU time {ratio['cpu_seconds']:.2f}x, wall {ratio['measure_seconds']:.2f}x, "
             f"RSS {ratio['peak_rss']:.2f}x") if ratio else ""
-    return f"T={p['T']:>5}  kernel {cell(p['routes']['kernel'])}  |  maps {cell(p['routes']['maps'])}{tail}"
+    return f"T={p['T']:>5}  kernel {cell(p['routes']['stats'])}  |  maps {cell(p['routes']['maps'])}{tail}"
 
 
 def format_bench(r: dict) -> str:

@@ -27,7 +27,7 @@ EPSILON = 0.3
 KS = range(1, 11)
 # Sequences longer than this are measured from the fused kernels' column statistics (no T x T map); up to it
 # from the attention maps, the paper's own route. One rule for `sinkpaper sink` and the trainer's evaluation.
-KERNEL_ABOVE = 1024
+STATS_ABOVE = 1024
 
 
 # ---------------------------------------------------------------------------------------------- checks

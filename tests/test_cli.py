@@ -42,19 +42,19 @@ def test_token_file_and_table(smollm2, tmp_path):
 
 
 def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path, capsys):
-    """`--method kernel` reaches the Triton column-statistics route (in this process, under the interpreter;
+    """`--method stats` reaches the Triton column-statistics route (in this process, under the interpreter;
     tests/test_lms.py compares the two routes on batches of both models)."""
     tf = tmp_path / "ids.json"
     tf.write_text(json.dumps([[2, 651, 1234, 77, 4005, 9, 310, 88, 12, 5000, 61, 7, 401, 23, 99, 8]]))
     out = {}
-    for method in ("maps", "kernel"):
+    for method in ("maps", "stats"):
         code, stdout, stderr = _main_in_process(["sink", "--model", "gemma3-270m", "--token-file", str(tf),
                                                  "--seq-len", "16", "--method", method, "--json"], capsys)
         assert code == 0, stderr
         out[method] = json.loads(stdout)
         assert out[method]["provenance"]["method"] == method
-    assert out["maps"]["sink_k"] == out["kernel"]["sink_k"]
-    assert abs(out["maps"]["alpha_1_mean"] - out["kernel"]["alpha_1_mean"]) < 1e-5
+    assert out["maps"]["sink_k"] == out["stats"]["sink_k"]
+    assert abs(out["maps"]["alpha_1_mean"] - out["stats"]["alpha_1_mean"]) < 1e-5
 
 
 def _main_in_process(argv, capsys):

@@ -308,7 +308,7 @@ def test_sink_metric_from_column_stats_matches_the_maps(variant):
     ids = torch.randint(0, 61, (2, 36), device=DEVICE)
     docs = DOCS[:, :36].to(DEVICE) if variant == "document" else None
     maps = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs))
-    cols = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs, method="kernel"))
+    cols = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs, method="stats"))
     assert cols.proxy == maps.proxy
     assert torch.allclose(cols.alphas, maps.alphas, atol=1e-5)  # fp32 against fp32
     assert (cols.sink_alphas is None) == (maps.sink_alphas is None)
@@ -324,8 +324,8 @@ def test_column_stats_route_refuses_what_it_does_not_model():
     model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=1, n_heads=2, d_ff=48, max_seq_len=40,
                                   pos_encoding="alibi"))
     with pytest.raises(ValueError, match="needs method='maps'"):
-        model.trace(torch.zeros(1, 12, dtype=torch.long), method="kernel")
-    with pytest.raises(ValueError, match="valid: maps, kernel"):
+        model.trace(torch.zeros(1, 12, dtype=torch.long), method="stats")
+    with pytest.raises(ValueError, match="valid: maps, stats"):
         model.trace(torch.zeros(1, 12, dtype=torch.long), method="flash")
 
 

@@ -133,7 +133,7 @@ def test_other_families_from_a_local_directory(smollm2, tmp_path):
 
 @pytest.mark.parametrize("name,n_samples", [("smollm2", 1), ("gemma3", 2)])
 def test_kernel_route_gives_the_maps_alphas(name, n_samples, request):
-    """LM.trace(method="kernel") runs each layer through sinkpaper.kernels and keeps only alpha_k: the same
+    """LM.trace(method="stats") runs each layer through sinkpaper.kernels and keeps only alpha_k: the same
     numbers as the eager maps (Gemma 3's query scaling included; its 512-token windows are not reached here).
     A batch of two on the smaller model; SmolLM2's 30 layers x 9 heads under the interpreter take one row."""
     from sinkpaper import metrics
@@ -141,7 +141,7 @@ def test_kernel_route_gives_the_maps_alphas(name, n_samples, request):
     lm = request.getfixturevalue(name)
     ids = make_inputs(lm.tokenizer, "natural", n_samples=n_samples, seq_len=24, bos=True, seed=0).input_ids
     maps = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False))
-    cols = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False, method="kernel"))
+    cols = metrics.TraceStats.from_trace(lm.trace(ids, with_qkv=False, method="stats"))
     assert torch.allclose(cols.alphas, maps.alphas, atol=1e-5)
     assert torch.allclose(cols.hidden_norms, maps.hidden_norms, rtol=1e-4)
     assert metrics.sink_rates(cols.alphas) == metrics.sink_rates(maps.alphas)

@@ -177,7 +177,7 @@ def test_gemma3_beyond_the_window_kernel_route_equals_maps(gemma3, monkeypatch):
     ids = _natural(gemma3, 600)
     tr = gemma3.trace(ids, with_qkv=False)
     maps = metrics.TraceStats.from_trace(tr)
-    cols = metrics.TraceStats.from_trace(gemma3.trace(ids, with_qkv=False, method="kernel"))
+    cols = metrics.TraceStats.from_trace(gemma3.trace(ids, with_qkv=False, method="stats"))
     assert float((cols.alphas - maps.alphas).abs().max()) < 1e-5
     one_mask = metrics.alpha(tr.attentions[0], tr.visible[:, None])
     assert float((one_mask - maps.alphas[:, 0]).abs().max()) > 1e-3  # a key late in the window loses queries
@@ -188,7 +188,7 @@ def test_smollm2_kernel_route_blocked_equals_maps(smollm2, monkeypatch):
     monkeypatch.setattr(api, "_INTERPRET", False)
     ids = _natural(smollm2, 300, bos=False)
     maps = metrics.TraceStats.from_trace(smollm2.trace(ids, with_qkv=False))
-    cols = metrics.TraceStats.from_trace(smollm2.trace(ids, with_qkv=False, method="kernel"))
+    cols = metrics.TraceStats.from_trace(smollm2.trace(ids, with_qkv=False, method="stats"))
     assert float((cols.alphas - maps.alphas).abs().max()) < 1e-5
 
 
@@ -197,7 +197,7 @@ def test_context_length_is_named(smollm2, gemma3):
     with pytest.raises(ValueError, match="context length 8192"):
         smollm2.check_seq_len(8193)
     with pytest.raises(ValueError, match="context length 32768"):
-        gemma3.trace(torch.zeros(1, 32769, dtype=torch.long), method="kernel")
+        gemma3.trace(torch.zeros(1, 32769, dtype=torch.long), method="stats")
     gemma3.check_seq_len(4096, "maps")  # the sliding window no longer limits the maps route
 
 
@@ -217,11 +217,11 @@ def test_memory_estimate_refuses_before_compute(smollm2):
     from sinkpaper.lms import MemoryEstimateError, measure_sink
     from sinkpaper.probes import make_inputs
     maps = smollm2.memory_estimate(1, 8192, "maps")
-    kernel = smollm2.memory_estimate(1, 8192, "kernel")
+    kernel = smollm2.memory_estimate(1, 8192, "stats")
     assert maps > 30 * 9 * 8192 ** 2 * 4  # every layer's map is kept
     assert kernel < 2 * 2 ** 30 and kernel < maps / 50
-    # linear in T on the kernel route (tiles of a fixed number of rows), quadratic on the maps route
-    assert smollm2.memory_estimate(1, 8192, "kernel") == pytest.approx(2 * smollm2.memory_estimate(1, 4096, "kernel"))
+    # linear in T on the stats route (tiles of a fixed number of rows), quadratic on the maps route
+    assert smollm2.memory_estimate(1, 8192, "stats") == pytest.approx(2 * smollm2.memory_estimate(1, 4096, "stats"))
     probe = make_inputs(smollm2.tokenizer, "random", n_samples=1, seq_len=64)
     with pytest.raises(MemoryEstimateError, match=r"maps route at T=64, batch 1 needs about .* GiB .* the cap"):
         measure_sink(smollm2, probe, progress=False, memory_limit_bytes=1000)
@@ -229,7 +229,7 @@ def test_memory_estimate_refuses_before_compute(smollm2):
 
 def test_cli_refusals_exit_2(smollm2, capsys):
     from sinkpaper.cli import main
-    assert main(["sink", "--model", "smollm2-135m", "--seq-len", "9000", "--method", "kernel"]) == 2
+    assert main(["sink", "--model", "smollm2-135m", "--seq-len", "9000", "--method", "stats"]) == 2
     assert "context length 8192" in capsys.readouterr().err
     assert main(["sink", "--model", "smollm2-135m", "--seq-len", "8192", "--n-samples", "1", "--method", "maps",
                  "--max-memory-gib", "16"]) == 2

@@ -171,7 +171,7 @@ def test_zero_key_v_bias_is_an_extra_column_and_v_bias_is_not():
 @pytest.mark.parametrize("sink", ["v_bias", "kv_bias", "zero_key_v_bias"])
 def test_column_statistics_trace_has_a_sink_column_only_for_an_extra_key(sink):
     model = build(sink=sink)
-    maps, cols = model.trace(ids(), method="maps"), model.trace(ids(), method="kernel")
+    maps, cols = model.trace(ids(), method="maps"), model.trace(ids(), method="stats")
     from sinkpaper import metrics
     ref = [metrics.alpha(a, maps.visible[:, None]) for a in maps.attentions]
     for got, want in zip(cols.alphas, ref):

@@ -141,7 +141,7 @@ def test_long_context_bench_block(tmp_path):
     from sinkpaper.results.measured import LONG_CONTEXT_BENCH, long_context_bench_lines
     assert "not measured" in long_context_bench_lines(root=tmp_path)[0]
     # peak RSS exactly 1 GiB + 0.5 GiB per 1k tokens: the least-squares line must give those back
-    pts = [{"T": T, "routes": {"kernel": _route(T / 100, T / 200, 1 + 0.5 * T / 1024),
+    pts = [{"T": T, "routes": {"stats": _route(T / 100, T / 200, 1 + 0.5 * T / 1024),
                                "maps": _route(1.0, 2.0, 3.0) if T == 1024 else
                                {"status": "refused", "why": "sinkpaper: error: needs 9 GiB"} if T == 2048 else
                                {"status": "not run", "why": "refused at T=2048"}}} for T in (1024, 2048, 4096)]
@@ -152,14 +152,14 @@ def test_long_context_bench_block(tmp_path):
     assert "| 1024 | 10 CPU s (5 s), 1.50 GiB | 1 CPU s (2 s), 3.00 GiB |" in lines
     assert "| 2048 | 20 CPU s (10 s), 2.00 GiB | refused: needs 9 GiB |" in lines
     assert "| 4096 | 41 CPU s (20 s), 3.00 GiB | not run: refused at T=2048 |" in lines
-    assert lines[-1] == ("Peak RSS of the kernel route from T = 1024 to 4096: +0.50, +1.00 GiB from one T to the "
+    assert lines[-1] == ("Peak RSS of the stats route from T = 1024 to 4096: +0.50, +1.00 GiB from one T to the "
                          "next; a least-squares line through the 3 points: 0.50 GiB per 1k tokens over 1.00 GiB "
                          "(the weights and Python) at T = 0.")
 
 
 def _curve(model, bos, pts):
     return {"kind": "sink_vs_length", "model": model, "bos": bos, "inputs": "natural", "epsilon": 0.3,
-            "method": "kernel", "complete": len(pts) == 2,
+            "method": "stats", "complete": len(pts) == 2,
             "points": [{"T": T, "sink_1": s, "alpha_1_mean": a, "n_samples": 1} for T, s, a in pts],
             "provenance": {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "code_version": "v1",
                            "tokens_per_length": 128, "total_seconds": 3.0}}
@@ -189,9 +189,9 @@ def test_routes_agree_block(tmp_path):
     assert "not measured" in routes_agree_lines("lc", root=tmp_path)[0]
     prov = {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU test", "code_version": "v1"}
     rows = [{"model": "a", "bos": False, "n_samples": 1, "max_abs_alpha_difference": 2e-6, "sink_k_maps": {"1": 50.0},
-             "sink_k_kernel": {"1": 50.0}, "provenance": prov},
+             "sink_k_stats": {"1": 50.0}, "provenance": prov},
             {"model": "b", "bos": True, "n_samples": 2, "max_abs_alpha_difference": 3e-4, "sink_k_maps": {"1": 50.0},
-             "sink_k_kernel": {"1": 25.0}, "provenance": prov}]
+             "sink_k_stats": {"1": 25.0}, "provenance": prov}]
     _write(tmp_path / "lc/routes-agree-T64.json", {"T": 64, "tolerance": 1e-5, "rows": rows})
     [line] = routes_agree_lines("lc", root=tmp_path)
     assert line.startswith("At T = 64 (`lc/routes-agree-T64.json`, measured 2000-01-01 00:00 UTC")

@@ -43,7 +43,7 @@ def format_errors(rows: Sequence[Mapping]) -> list[dict]:
 
 def metric_agreement(variants: Sequence[str] = ("softmax", "sigmoid", "kv_bias", "window", "document"),
                      seed: int = 0, device: str | torch.device = "cpu", seq_len: int = 36) -> list[dict]:
-    """Small random SinkModels traced twice, from the attention maps and from column_stats (method='kernel'):
+    """Small random SinkModels traced twice, from the attention maps and from column_stats (method='stats'):
     the largest |alpha difference| and whether Sink_k^eps agree for eps = 0.05 and 0.3 (every k)."""
     from .. import metrics
     from ..data.packing import document_ids
@@ -68,7 +68,7 @@ def metric_agreement(variants: Sequence[str] = ("softmax", "sigmoid", "kv_bias",
             ids[0, seq_len // 3] = 0  # token 0 plays EOS: two documents in row 0, one in row 1
             docs = torch.from_numpy(document_ids(ids.cpu().numpy(), 0)).to(device)
         maps = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs))
-        cols = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs, method="kernel"))
+        cols = metrics.TraceStats.from_trace(model.trace(ids, doc_ids=docs, method="stats"))
         rows.append({"variant": variant, "largest alpha difference (maps vs column_stats)":
                      f"{float((maps.alphas - cols.alphas).abs().max()):.1e}",
                      "Sink_k equal (eps 0.05, 0.3)": all(metrics.sink_rates(maps.alphas, e) == metrics.sink_rates(cols.alphas, e)

@@ -26,7 +26,7 @@ from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tabl
                          sinusoidal_embedding)
 
 
-TRACE_METHODS = ("maps", "kernel")
+TRACE_METHODS = ("maps", "stats")
 # positional encodings that add no score bias, so the fused kernels (which take none) cover them
 FUSED_POSITIONS = ("rope", "nope", "absolute", "learnable")
 
@@ -293,7 +293,7 @@ class SinkModel(nn.Module):
 
     def fused_supported(self) -> bool:
         """True when the fused Triton path computes this model's attention (`backend="triton"` then trains
-        through it, and `trace(method="kernel")` reads alpha from its column statistics): the operator and its
+        through it, and `trace(method="stats")` reads alpha from its column statistics): the operator and its
         settings, and the sink design, as the operator table lists them; positions that add no score bias; heads
         that are concatenated. The rest run on the reference."""
         cfg = self.cfg
@@ -351,12 +351,12 @@ class SinkModel(nn.Module):
         """One forward pass that records maps, q/k/v and hidden states into a `Trace` (real tokens only;
         the sink token's or KV / K bias's column goes to `sink_attention`; the paper's V bias has no column).
 
-        method="kernel" records no T x T map: each layer's alpha_k comes from `sinkpaper.kernels.column_stats`
+        method="stats" records no T x T map: each layer's alpha_k comes from `sinkpaper.kernels.column_stats`
         (fused on GPU; the reference on CPU unless TRITON_INTERPRET=1), for any sequence length.
         """
         if method not in TRACE_METHODS:
             raise ValueError(f"method={method!r}; valid: {', '.join(TRACE_METHODS)}")
-        if method == "kernel":
+        if method == "stats":
             return self._trace_column_stats(input_ids, doc_ids)
         store: dict[str, list] = {}
         handles = []
@@ -394,7 +394,7 @@ class SinkModel(nn.Module):
         if not self.fused_supported():
             fused_ops = ", ".join(name for name, op in OPERATORS.items() if op.fused_id is not None)
             fused_sinks = ", ".join(name for name, d in SINK_DESIGNS.items() if d.fused)
-            raise ValueError(f"method='kernel' covers the fused operators ({fused_ops}; sigmoid and elu without "
+            raise ValueError(f"method='stats' covers the fused operators ({fused_ops}; sigmoid and elu without "
                              f"normalization, softmax with softmax_sum=1), the sinks {fused_sinks}, positions "
                              f"{'/'.join(FUSED_POSITIONS)} and concatenated heads; this model (attention="
                              f"{cfg.attention}, pos_encoding={cfg.pos_encoding}, sink={cfg.sink}, head_combine="

@@ -130,19 +130,19 @@ def _route_cell(x: dict) -> str:
 
 def long_context_bench_lines(path: str | Path = LONG_CONTEXT_BENCH, root: str | Path = ".") -> list[str]:
     """`python -m sinkpaper bench sink`: CPU seconds, wall seconds and peak RSS of the column-statistics
-    (kernel) route against the eager maps, per T, and how the kernel route's peak RSS grows with T."""
+    (stats) route against the eager maps, per T, and how the stats route's peak RSS grows with T."""
     r = _load(path, root)
     if r is None:
-        return [f"The kernel route against the maps route: not measured (no `{path}`; `python -m sinkpaper bench "
+        return [f"The stats route against the maps route: not measured (no `{path}`; `python -m sinkpaper bench "
                 f"sink --json {path}` measures it)."]
     pv = r["provenance"]
     lines = [f"`{r['model']}`, {r['n_samples']} sample(s), memory cap {r['cap_gib']:g} GiB, measured "
              f"{pv['computed_at']} on {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']} (`{path}`; "
              f"{pv.get('note', '')}).", "",
-             "| T | kernel route: CPU s (wall), peak RSS | maps route (eager, every T x T map) |", "|---|---|---|"]
+             "| T | stats route: CPU s (wall), peak RSS | maps route (eager, every T x T map) |", "|---|---|---|"]
     ok = []
     for p in r["points"]:
-        k, mp = p["routes"]["kernel"], p["routes"]["maps"]
+        k, mp = p["routes"]["stats"], p["routes"]["maps"]
         lines.append(f"| {p['T']} | {_route_cell(k)} | {_route_cell(mp)} |")
         if k.get("status") == "ok":
             ok.append((p["T"], k["peak_rss_gib"]))
@@ -152,7 +152,7 @@ def long_context_bench_lines(path: str | Path = LONG_CONTEXT_BENCH, root: str | 
         n = len(ok)
         mx, my = sum(t for t, _ in ok) / n, sum(g for _, g in ok) / n
         slope = sum((t - mx) * (g - my) for t, g in ok) / sum((t - mx) ** 2 for t, _ in ok)
-        lines.append(f"Peak RSS of the kernel route from T = {ok[0][0]} to {ok[-1][0]}: {', '.join(steps)} GiB from "
+        lines.append(f"Peak RSS of the stats route from T = {ok[0][0]} to {ok[-1][0]}: {', '.join(steps)} GiB from "
                      f"one T to the next; a least-squares line through the {n} points: {1024 * slope:.2f} GiB per "
                      f"1k tokens over {my - slope * mx:.2f} GiB (the weights and Python) at T = 0.")
     return lines
@@ -221,12 +221,12 @@ def routes_agree_lines(directory: str | Path = LONG_CONTEXT, root: str | Path = 
         r = json.loads(f.read_text())
         cells = []
         for row in r["rows"]:
-            same = row["sink_k_maps"] == row["sink_k_kernel"]
+            same = row["sink_k_maps"] == row["sink_k_stats"]
             cells.append(f"{row['model']} (BOS {'on' if row['bos'] else 'off'}, {row['n_samples']} sample(s)): largest "
                          f"|α_k difference| {row['max_abs_alpha_difference']:.1e} "
                          f"({'within' if row['max_abs_alpha_difference'] <= r['tolerance'] else 'beyond'} "
                          f"{r['tolerance']:g}), Sink_k {'identical' if same else 'different'} on both routes "
-                         f"(Sink_1 {row['sink_k_kernel']['1']:.1f} %)")
+                         f"(Sink_1 {row['sink_k_stats']['1']:.1f} %)")
         pv = r["rows"][0]["provenance"]
         lines.append(f"At T = {r['T']} (`{Path(directory, f.name).as_posix()}`, measured {pv['computed_at']} on "
                      f"{pv['hardware']}, code "

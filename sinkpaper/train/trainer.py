@@ -175,12 +175,12 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
         losses.append(float(loss) * len(b["input_ids"]))
     probe = heldout_batch(cfg, data)
     # the paper's maps, as on the CPU, unless the sequences are long enough that T x T maps cost real memory
-    use_kernel = (device.type == "cuda" and net.fused_supported()
-                  and probe["input_ids"].shape[1] > metrics.KERNEL_ABOVE)
+    use_stats = (device.type == "cuda" and net.fused_supported()
+                  and probe["input_ids"].shape[1] > metrics.STATS_ABOVE)
 
     def trace(ids):
         docs = torch.from_numpy(document_ids(ids.cpu().numpy(), data.eos_id)).to(device) if cfg.data.doc_mask else None
-        return net.trace(ids.to(device), doc_ids=docs, method="kernel" if use_kernel else "maps")
+        return net.trace(ids.to(device), doc_ids=docs, method="stats" if use_stats else "maps")
     stats = metrics.measure(trace, probe["input_ids"], batch_size=25, progress=False)
     summary = metrics.summarize(stats, e.epsilon, range(1, e.k_max + 1))
     out = {"val_loss": sum(losses) / e.n_samples, "sink_k": summary["sink_k"],
