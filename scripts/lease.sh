@@ -29,8 +29,9 @@ if [ "${1:-}" = import ]; then OUT=${OUT:-/tmp}; fi
 OUT=${OUT:?the device tool sets OUT: where results must be written}
 BUDGET=${LEASE_SECONDS:-500}        # seconds of work in this call; the rest of the 9 minutes is margin
 WORKERS=${WORKERS:-6}
-STORE=runs/lease/store
-mkdir -p "$OUT" "$STORE" runs/lease
+LEASE_DIR=${LEASE_DIR:-runs/lease}   # this call's run directories and store (a rehearsal may put them elsewhere)
+STORE=$LEASE_DIR/store
+mkdir -p "$OUT" "$STORE" "$LEASE_DIR"
 T0=$(date +%s)
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/lease.log"; }
 
@@ -45,6 +46,7 @@ if [ "${REHEARSE:-0}" = 1 ]; then    # the same commands at tiny shapes on the C
         --set run.checkpoint_every=3 --set run.log_every=3 --set model.backend=eager
         --set data.path=data/sample/tokens.u16.xz)
   BENCH=(--profile cpu --steps 1 --no-compile)
+  [ "${1:-}" = import ] || touch "$OUT/REHEARSAL"   # its runs have tiny shapes: never for results/store
 else
   SETS=()
   BENCH=(--profile gpu)
@@ -52,7 +54,7 @@ fi
 
 collect() {   # every store entry written in this call, as one tarball written whole (atomic rename)
   local list
-  list=$(find "$STORE" -name '*.json.gz' -newer runs/lease/.start -not -path '*/.claims/*' 2>/dev/null | sort)
+  list=$(find "$STORE" -name '*.json.gz' -newer "$LEASE_DIR/.start" -not -path '*/.claims/*' 2>/dev/null | sort)
   [ -n "$list" ] || return 0
   tar czf "$OUT/.store.tgz.tmp" $list && mv "$OUT/.store.tgz.tmp" "$OUT/store.tgz"
 }
@@ -61,8 +63,8 @@ sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share
   local end=$1 config=$2; shift 2
   local stop; stop=$(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S)
   for i in $(seq 1 "$WORKERS"); do
-    "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --seeds "$@" --out runs/lease \
-      --store "$STORE" --keep-going --start-before "$stop" "${SETS[@]}" > "runs/lease/worker-$i.log" 2>&1 &
+    "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --seeds "$@" --out "$LEASE_DIR" \
+      --store "$STORE" --keep-going --start-before "$stop" "${SETS[@]}" > "$LEASE_DIR/worker-$i.log" 2>&1 &
     sleep 1
   done
 }
@@ -72,7 +74,7 @@ wait_collecting() {   # wait_collecting END_EPOCH : collect every 30 s; at END s
   while [ -n "$(jobs -pr)" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect; done
   if [ -n "$(jobs -pr)" ]; then
     log "time is up: stopping the runs in flight"
-    pkill -f -- "--out runs/lease" 2>/dev/null || true; kill $(jobs -pr) 2>/dev/null || true
+    pkill -f -- "--out $LEASE_DIR" 2>/dev/null || true; kill $(jobs -pr) 2>/dev/null || true
   fi
   wait 2>/dev/null || true
   collect
@@ -82,7 +84,7 @@ wait_collecting() {   # wait_collecting END_EPOCH : collect every 30 s; at END s
 if [ "${1:-}" != import ]; then
   cp -np results/store/*.json.gz "$STORE"/ 2>/dev/null || true
   sleep 1
-  touch runs/lease/.start
+  touch "$LEASE_DIR/.start"
 fi
 case "${1:-}" in
   calibrate)
@@ -109,12 +111,16 @@ case "${1:-}" in
     end=$(( T0 + BUDGET ))
     log "text-profile runs in scripts/text_queue.txt's order, until $(date -u -d "@$end" +%H:%M:%S)"
     SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE \
-      --start-before $(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" OUT_DIR=runs/lease WORKERS=$WORKERS \
-      STAGGER=1 PYTHON="$PY" bash scripts/sweep_text.sh > runs/lease/text.log 2>&1 &
+      --start-before $(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" OUT_DIR="$LEASE_DIR" WORKERS=$WORKERS \
+      STAGGER=1 PYTHON="$PY" bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
     wait_collecting "$end" ;;
   import)
     src=${2:?import needs the folder the device tool returned}
     dest=${DEST:-results/store}
+    if [ -e "$src/REHEARSAL" ] && [ "$dest" = results/store ]; then
+      echo "$src holds a rehearsal's runs (tiny shapes, same names): they never go into results/store; set DEST" >&2
+      exit 2
+    fi
     tmp=$(mktemp -d)
     tar xzf "$src/store.tgz" -C "$tmp"
     n=0
