@@ -156,7 +156,7 @@ display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε =
 # slower than the synthetic recipe (its stored wall time is below). It is reported whether or not a sink forms.
 # One seed.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
 if text.payloads:
     tp = text.payloads[0]
@@ -188,7 +188,7 @@ else:
 # LR × 0.5 with twice the steps (the same LR × steps as the recipe). Each has three seeds; the table shows
 # Sink_1 as mean [min, max] over seeds, the chart each seed as a dot and the mean as a black tick.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
 CHANGES = {"recipe": "LR 2e-2 x 1500 steps", "lr_x0.3": "LR 6e-3 x 1500", "lr_x3": "LR 6e-2 x 1500",
            "lr_x0.5_steps_x2": "LR 1e-2 x 3000 (same LR x steps)"}

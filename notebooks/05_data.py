@@ -153,7 +153,7 @@ display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0
 # over seeds), i.e. where the sink sits. The second table gives, per seed, the step at which the sink at
 # the point's own position first reached 50 %.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at position 2",
            "fixed_pos3": "fixed token at position 3", "random_first": "x1 ~ U(V)",
            "no_fixed_token": "no fixed token (arbitrary offsets)", "random_first_two": "x1, x2 ~ U(V)",

@@ -82,7 +82,7 @@ display(figures.Table(floors))
 # profile, whose base run uses weight decay 0.5: `wd_0.5` is the base run there) are read from the store, and
 # the missing ones listed; at `gpu` or `paper` they are trained.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 ORDER = ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5", "prefix_5", "prefix_20", "window_4",
          "window_16", "window_64"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—": a figure only
@@ -154,7 +154,7 @@ display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0
 # Three seeds per point. Sink_1 counts heads, so in a 4-head model it can read 100 % at several points; the
 # second chart shows the mean α_1, which can still tell them apart.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 WD = {"wd_0": 0.0, "wd_0.1": 0.1, "recipe": 0.5, "wd_1": 1.0, "wd_2": 2.0, "wd_5": 5.0}
 display(tables.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay {v:g}" for p, v in WD.items()},
                             paper={p: paper.paper_text("wd_0.5" if p == "recipe" else p) for p in WD}))
@@ -186,7 +186,7 @@ display(Markdown(
 # `window_4`: each query sees its last 16 / 4 keys. The uniform floor and the excess over it are computed
 # per point with its own mask.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "window_16": "sliding window, 16 keys",
            "window_4": "sliding window, 4 keys"}
 display(tables.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True))

@@ -62,7 +62,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # exact form: each head's values are d_model wide and the heads' outputs are summed before the output
 # projection (`model.head_combine: add`).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base=ORDER[0],
               curves=ORDER[:4], maps=ORDER[:2])

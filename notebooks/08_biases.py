@@ -74,7 +74,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # exact form for a k* in d_a dimensions; ours is one reading of it: k* is learned in the head's first d_a
 # dimensions and the others stay 0 (`model.k_bias_dims`).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="none",
               curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"])
@@ -132,7 +132,7 @@ display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payloa
 # The stored miniature sweep: every bias point of `configs/miniature.yaml`, three seeds each (mean [min, max]
 # over seeds). The `paper` column is the paper's number (its 60M model) for the same bias, for orientation.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 if mini.payloads:
     display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
     display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)",

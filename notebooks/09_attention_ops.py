@@ -75,7 +75,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # there are none. At `gpu` or `paper` it trains whatever the store lacks. Numbers marked * are the proxy
 # (Sink*_1).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="softmax",
               curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"])
@@ -135,7 +135,7 @@ display(Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.
 # max] over seeds; the `paper` column is the paper's number (its 60M model) for the same operation, for
 # orientation).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"

@@ -95,7 +95,7 @@ display(Markdown(paper.bos_statement(["pack_bos_inference"])))
 # under a plain causal mask the two are equal). At the `cpu` profile the real-text runs at CPU scale are read
 # from the store (the page lists the ones still missing); at `gpu` or `paper` they are trained.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 FOUR = ["causal", "doc_mask", "bos", "bos_doc_mask"]
 ORDER = FOUR + ["bos_each_doc_mask"]
 CHANGES = {"bos_each_doc_mask": "a BOS before every document, intra-document mask",
@@ -125,7 +125,7 @@ if lm.missing.missing:
 # At the `gpu` and `paper` profiles the run trained with a fixed BOS is also measured the way Barbero et al.
 # ask: on held-out windows of its own data, with its BOS and without it (the same text in both).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 lm_ablation = None
 if profile != "cpu":
     bos_dir = Path("runs/packing/bos") / f"seed-{gpu_seeds[0]}"
@@ -150,7 +150,7 @@ else:
 # same without BOS: the paper's packing) and with a fixed token moved to position 2 or 3. The miniature has
 # no intra-document-mask point.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 MINI_ORDER = ["recipe", "no_fixed_token", "fixed_pos2", "fixed_pos3"]
 MINI_CHANGES = {"recipe": "fixed BOS at position 1", "no_fixed_token": "no fixed token (the paper's packing)",
                 "fixed_pos2": "fixed token at position 2", "fixed_pos3": "fixed token at position 3"}
@@ -176,7 +176,7 @@ display(Markdown(
 # text (the BOS version is BOS + the first 63 tokens of the 64-token window), and the loss is compared on
 # the same 63 targets, each predicted from the same text with or without the BOS in front.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, steps=live_steps)
 lr_ = live.payload["result"]
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": "recipe"}
@@ -211,7 +211,7 @@ display(Markdown(
 # its model was trained on; SmolLM2's tokenizer adds none, and its "BOS" token is the chat-turn marker
 # `<|im_start|>`, so for it BOS off is the trained input.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 contrasts = []
 for name in models:
     lm_ = load_lm(name, device=device)

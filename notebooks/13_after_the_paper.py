@@ -73,7 +73,7 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # reads the stored runs and names the ones still missing. The table gives each design's Sink_1 on token 1 and, for
 # the designs with a logit, Sink*: the share of heads that put more than 0.3 of their attention on that logit.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 source = {"softmax": f"{paper.paper_text('softmax')} (the paper's 60M default, no fixed token)",
           "gate_elementwise": "sink-free (no number at this metric)", "gate_headwise": "sink-free (no number)",

@@ -48,13 +48,14 @@ except RuntimeError as e:
 # ## Each claim's rule
 #
 # *rule set*: the commit where the claim's rule first appears in the registry; *rule last changed*: the last
-# commit that changed it; *runs read last changed*: when the points, seeds or chapter it reads last changed. The
-# last column counts, for a claim read from stored real-text runs, the runs computed before its rule in force
-# now (each run's time is in its provenance): *0 of n* means the rule was fixed before every result it judges.
+# commit that changed it; *runs it reads, last changed*: when the points, seeds or chapter it reads last changed.
+# The last columns count, at each scale where the claim reads stored runs, the runs computed before its rule in
+# force now (each run's time is in its provenance): *0 of n* means the rule was fixed before every result it
+# judges there. A chapter measures its claims when it runs, so after their rules.
 # A rule set after some of its runs existed is not wrong in itself (a claim added later, a rule the paper's own
 # numbers decide), but it is the place to read the commit's reason.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 if changes is not None:
     if history.is_shallow():
         display(Markdown("This clone is shallow: the history below starts at its oldest commit, so a rule may "

@@ -280,3 +280,15 @@ def test_no_chapter_cell_is_longer_than_a_screen():
             for i, cell in enumerate(jupytext.read(src).cells)
             if cell.cell_type == "code" and (n := len(cell.source.splitlines())) > CELL_LINES]
     assert not long, "move the logic into sinkpaper (analysis, prose, figures): " + "; ".join(long)
+
+
+def test_a_spread_over_seeds_never_breaks_mid_number_in_a_table():
+    from sinkpaper.book.figures import Table
+
+    html = Table([{"point": "k_bias", "Sink_1 %": "55.9 [49.6, 67.6]*", "paper": "Sink* 32.18, Sink_1 4.74",
+                   "what": "a, b"}])._repr_html_()
+    assert '<span class="mean">55.9*</span><span class="range">[49.6, 67.6]</span>' in html
+    assert '<span class="mean">Sink* 32.18</span>, <span class="mean">Sink_1 4.74</span>' in html
+    assert "<td style=\"text-align:left\">a, b</td>" in html and "<td style=\"text-align:left\">k_bias</td>" in html
+    css = (REPO / "book" / "_static" / "sinkpaper.css").read_text()
+    assert ".mean { white-space: nowrap; }" in css and ".range { display: block; white-space: nowrap;" in css

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -222,6 +223,23 @@ def provenance_line(prov: Mapping[str, Any]) -> str:
 COLUMNS = ("setting", "paper", "ours", "difference", "note")
 
 
+_SPREAD = re.compile(r"(-?\d[\d.,]*)( \[-?\d[\d.,]*, -?\d[\d.,]*\])(\*?)")
+_PAIRS = re.compile(r"\S+ -?\d[\d.]*(, \S+ -?\d[\d.]*)+")
+
+
+def _cell_html(text: str) -> str:
+    """A cell's text as HTML; a spread over seeds, 'mean [min, max]' (sinkpaper.results.numbers.fmt_spread),
+    keeps each number whole: the mean on its line, the range under it, smaller, never broken mid-number; a list of
+    'label number' pairs breaks only between pairs."""
+    m = _SPREAD.fullmatch(text)
+    if not m:
+        if _PAIRS.fullmatch(text):     # "Sink* 32.18, Sink_1 4.74": a line break only between the pairs
+            return ", ".join(f'<span class="mean">{html.escape(p)}</span>' for p in text.split(", "))
+        return html.escape(text)
+    mean, rng, mark = (html.escape(g) for g in m.groups())
+    return f'<span class="mean">{mean}{mark}</span><span class="range">{rng.strip()}</span>'
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
@@ -258,7 +276,7 @@ class Table:
         th = "".join(f"<th>{c}</th>" for c in self.columns)
         body = "".join(
             "<tr>" + "".join(
-                f'<td style="text-align:{"right" if c in num else "left"}">{html.escape(_fmt(r[c]))}</td>'
+                f'<td style="text-align:{"right" if c in num else "left"}">{_cell_html(_fmt(r[c]))}</td>'
                 for c in self.columns) + "</tr>"
             for r in self.rows
         )

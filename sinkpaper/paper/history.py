@@ -188,13 +188,13 @@ def by_claim(changes: list[Change], entries: list[dict],
         row = {"claim": cid,
                "rule set": f"{rule[0].time} ({rule[0].commit})" if rule else "not in the history",
                "rule last changed": f"{rule[-1].time} ({rule[-1].commit})" if len(rule) > 1 else "never",
-               "runs read last changed": f"{measure[-1].time} ({measure[-1].commit})" if measure else ""}
+               "runs it reads, last changed": f"{measure[-1].time} ({measure[-1].commit})" if measure else ""}
         for scale in scales:
             r = e["results"].get(scale, {})
             col = f"{scale}: runs older than the rule"
             if not r.get("measurement", "").startswith("store"):
-                row[col] = "measured by a chapter, after its rule" if r.get("measurement", "").startswith(
-                    "chapter") else "not run at this scale"
+                row[col] = "a chapter's, after its rule" if r.get("measurement", "").startswith(
+                    "chapter") else "not run"
             elif not r.get("computed_at"):
                 row[col] = "no runs stored yet"
             elif rule:
