@@ -65,7 +65,7 @@ seed = 0  # picks the windows
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, provenance
-from sinkpaper.analysis import section3 as s3
+from sinkpaper.analysis import explorer_payload, section3 as s3
 from sinkpaper.book import explorer, figures
 from sinkpaper.book import measuring as ms
 
@@ -80,12 +80,12 @@ ms.positive_int(n_samples, "n_samples")
 
 lm = s3.load_models([name], device)[name]
 bos = s3.tokenizer_adds_bos(lm.tokenizer)
-payload = explorer.collect(lm, name, inputs=("natural",), bos=(bos,), n_samples=n_samples, n_map_samples=1,
+payload = explorer_payload.collect(lm, name, inputs=("natural",), bos=(bos,), n_samples=n_samples, n_map_samples=1,
                            seq_len=seq_len, seed=seed)
 display(explorer.render([payload], epsilon=epsilon, title=f"{name}: attention on natural text"))
 
 # %% tags=["hide-input"]
-sample = explorer.decode(payload, "natural", bos)
+sample = explorer_payload.decode(payload, "natural", bos)
 a1 = sample["alpha_1"]  # [samples, layers, heads]
 n_heads = a1[0].size
 opening = " ".join("".join(sample["tokens"][0][:16]).replace("`", "'").split())  # one line, no Markdown code marks

@@ -66,7 +66,7 @@ import numpy as np
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
-from sinkpaper.analysis import section3 as s3
+from sinkpaper.analysis import explorer_payload, section3 as s3
 from sinkpaper.book import explorer, figures
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import measure_sink
@@ -157,7 +157,7 @@ for name in models:  # one row per model: BOS off | BOS on
 # random and repeated inputs.
 
 # %% tags=["hide-input"]
-small = [explorer.collect(lm, name, inputs=("natural",), bos=bos_for[name], n_samples=explorer_samples,
+small = [explorer_payload.collect(lm, name, inputs=("natural",), bos=bos_for[name], n_samples=explorer_samples,
                           n_map_samples=1, seq_len=seq_len, seed=seed, batch_size=batch_size)
          for name, lm in lms.items()]
 display(explorer.render(small, epsilon=epsilon, title="Attention explorer: natural text"))

@@ -58,7 +58,7 @@ long_context_lengths = None  # with long_context_live: the T values (None: up to
 from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
-from sinkpaper.analysis import section3 as s3
+from sinkpaper.analysis import explorer_payload, section3 as s3
 from sinkpaper.book import explorer, figures
 from sinkpaper.book import measuring as ms
 from sinkpaper.probes import INPUTS
@@ -136,7 +136,7 @@ display(Markdown(paper.bos_statement(["t1_natural", "t1_random", "t1_repeat", "m
 # any ε is recomputed from those values (the same numbers `sinkpaper.lms.measure_sink` gives).
 
 # %%
-payloads = [explorer.collect(lm, name, inputs=INPUTS, bos=bos_for[name], n_samples=n_samples,
+payloads = [explorer_payload.collect(lm, name, inputs=INPUTS, bos=bos_for[name], n_samples=n_samples,
                              n_map_samples=n_map_samples, seq_len=seq_len, seed=seed, batch_size=batch_size)
             for name, lm in lms.items()]
 rows = ms.inputs_table(payloads, epsilon)
@@ -177,7 +177,7 @@ EPSILONS = [round(0.05 * i, 2) for i in range(1, 20)]
 curve = []
 for p in payloads:
     for s in p["settings"]:
-        a = explorer.decode(p, s["inputs"], s["bos"])["alpha_1"]
+        a = explorer_payload.decode(p, s["inputs"], s["bos"])["alpha_1"]
         for eps, v in zip(EPSILONS, s3.sink_vs_epsilon(a, EPSILONS)):
             curve.append({"series": f"{p['model']}, BOS {'on' if s['bos'] else 'off'}", "inputs": s["inputs"],
                           "epsilon": eps, "Sink_1 (%)": v})

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from sinkpaper import metrics
+from sinkpaper.analysis import explorer_payload
 from sinkpaper.book import explorer
 from sinkpaper.lms import measure_sink
 from sinkpaper.probes import make_inputs
@@ -24,12 +25,12 @@ SMALL = dict(inputs=("natural", "repeat"), bos=(False, True), n_samples=4, n_map
 
 @pytest.fixture(scope="module")
 def smol_payload(smollm2):
-    return explorer.collect(smollm2, "smollm2-135m", **SMALL)
+    return explorer_payload.collect(smollm2, "smollm2-135m", **SMALL)
 
 
 @pytest.fixture(scope="module")
 def gemma_payload(gemma3):
-    return explorer.collect(gemma3, "gemma3-270m", inputs=("natural",), bos=(False, True), n_samples=3,
+    return explorer_payload.collect(gemma3, "gemma3-270m", inputs=("natural",), bos=(False, True), n_samples=3,
                             n_map_samples=1, seq_len=12, seed=1)
 
 
@@ -44,18 +45,18 @@ def test_payload_matches_model_and_metric(smollm2, smol_payload):
                                                                 ("natural", True), ("repeat", True)]
     for n, s in enumerate(p["settings"]):
         probe = make_inputs(smollm2.tokenizer, s["inputs"], n_samples=4, seq_len=T, bos=s["bos"], seed=0)
-        got = explorer.decode(p, s["inputs"], s["bos"])
+        got = explorer_payload.decode(p, s["inputs"], s["bos"])
         # alpha_1: exactly the metric's values (same trace, same batching as measure_sink)
         stats = metrics.measure(lambda ids: smollm2.trace(ids, with_qkv=False), probe.input_ids, batch_size=2,
                                 progress=False)
         assert got["alpha_1"].dtype == np.float32 and got["alpha_1"].shape == (4, L, H)
         np.testing.assert_array_equal(got["alpha_1"], stats.alphas[..., 0].numpy())
         for eps in (0.3, 0.5):
-            assert explorer.sink_1(p, s["inputs"], s["bos"], eps) == metrics.sink_rate(stats.alphas, eps, 1)
+            assert explorer_payload.sink_1(p, s["inputs"], s["bos"], eps) == metrics.sink_rate(stats.alphas, eps, 1)
         if n in (0, 3):  # and through the public entry point (forward passes are slow here: twice only)
             eps = 0.3 if n == 0 else 0.5
             want = measure_sink(smollm2, probe, epsilon=eps, batch_size=2, progress=False)["sink_k"]["1"]
-            assert explorer.sink_1(p, s["inputs"], s["bos"], eps) == want
+            assert explorer_payload.sink_1(p, s["inputs"], s["bos"], eps) == want
         # maps: the model's attention of the first 3 samples, within 1/255 (uint8), nothing above the diagonal
         tr = smollm2.trace(probe.input_ids[:3], with_qkv=False)
         want_maps = torch.stack(tr.attentions, dim=1).numpy()
@@ -70,7 +71,7 @@ def test_payload_matches_model_and_metric(smollm2, smol_payload):
         if s["bos"]:
             assert got["token_ids"][0][0] == smollm2.tokenizer.bos_token_id
     with pytest.raises(ValueError, match="no setting"):
-        explorer.decode(p, "random", False)
+        explorer_payload.decode(p, "random", False)
 
 
 URL_PATTERNS = [r"(?i)\b(?:https?|ftp|wss?|file):", r"(?i)\b(?:src|href|srcset|action|poster)\s*=",
@@ -122,7 +123,7 @@ def test_bad_arguments_fail_before_compute(smollm2, smol_payload, monkeypatch):
     ]
     for kwargs, match in cases:
         with pytest.raises(ValueError, match=match):
-            explorer.collect(smollm2, "smollm2-135m", **kwargs)
+            explorer_payload.collect(smollm2, "smollm2-135m", **kwargs)
         with pytest.raises(ValueError, match=match):  # every model is checked before the first one runs
             explorer.attention_explorer({"smollm2-135m": smollm2}, **kwargs)
     class NoBos:  # the tokenizer of a model without a BOS token
@@ -142,14 +143,14 @@ def test_bad_arguments_fail_before_compute(smollm2, smol_payload, monkeypatch):
 
     monkeypatch.setattr(smollm2, "tokenizer", NoBos(smollm2.tokenizer))
     with pytest.raises(ValueError, match="no BOS token; use bos=\\(False,\\)"):
-        explorer.collect(smollm2, "smollm2-135m", bos=(True,))
+        explorer_payload.collect(smollm2, "smollm2-135m", bos=(True,))
     with pytest.warns(UserWarning, match="no BOS token"), pytest.raises(AssertionError, match="model ran"):
-        explorer.collect(smollm2, "smollm2-135m", bos=(False, True))  # BOS on is skipped; off goes ahead
+        explorer_payload.collect(smollm2, "smollm2-135m", bos=(False, True))  # BOS on is skipped; off goes ahead
     monkeypatch.setattr(smollm2, "tokenizer", smollm2.tokenizer._tok)
     with pytest.raises(ValueError, match="name must be a non-empty string"):
-        explorer.collect(smollm2, "")
+        explorer_payload.collect(smollm2, "")
     with pytest.raises(ValueError, match="sinkpaper.lms.LM"):
-        explorer.collect(object(), "x")
+        explorer_payload.collect(object(), "x")
     with pytest.raises(ValueError, match="at least one model"):
         explorer.attention_explorer({})
     with pytest.raises(ValueError, match="unknown arguments"):
@@ -231,16 +232,16 @@ def test_explorer_in_headless_chromium(tmp_path, smol_payload, gemma_payload):
             # initial readouts: model 1, natural, BOS off, at each explorer's starting epsilon
             for i, (p, eps) in enumerate([(smol_payload, 0.3), (smol_payload, 0.3), (gemma_payload, 0.5)]):
                 got, text = readout(i)
-                want = explorer.sink_1(p, "natural", False, eps)
+                want = explorer_payload.sink_1(p, "natural", False, eps)
                 assert abs(got - want) < 1e-9 and shows(text, want), (i, got, want, text)
                 assert f"over {p['n_samples']} samples" in text
                 assert roots.nth(i).locator('[data-r="prov"]').text_content().startswith("Provenance: model ")
             assert roots.nth(2).locator('[data-r="model"] option').count() == 1
 
             # move the second copy's slider with the keyboard to an epsilon where Sink_1 differs from 0.3
-            base = explorer.sink_1(smol_payload, "natural", False, 0.3)
+            base = explorer_payload.sink_1(smol_payload, "natural", False, 0.3)
             target = next(e for e in (0.5, 0.7, 0.9, 0.2, 0.1, 0.05)
-                          if explorer.sink_1(smol_payload, "natural", False, e) != base)
+                          if explorer_payload.sink_1(smol_payload, "natural", False, e) != base)
             slider = roots.nth(1).locator('[data-r="eps"]')
             slider.focus()
             steps = round((target - 0.3) * 100)
@@ -248,13 +249,13 @@ def test_explorer_in_headless_chromium(tmp_path, smol_payload, gemma_payload):
                 page.keyboard.press("ArrowRight" if steps > 0 else "ArrowLeft")
             assert float(slider.input_value()) == pytest.approx(target)
             got, text = readout(1)
-            want = explorer.sink_1(smol_payload, "natural", False, target)
+            want = explorer_payload.sink_1(smol_payload, "natural", False, target)
             assert abs(got - want) < 1e-9 and shows(text, want) and want != base, (got, want, text)
             assert readout(0)[0] == pytest.approx(base)  # the first copy did not move
             # the other settings follow the same slider: repeat, BOS on
             roots.nth(1).locator('[data-r="input"]').select_option("repeat")
             roots.nth(1).locator('[data-r="bos"]').select_option("1")
-            assert readout(1)[0] == pytest.approx(explorer.sink_1(smol_payload, "repeat", True, target), abs=1e-9)
+            assert readout(1)[0] == pytest.approx(explorer_payload.sink_1(smol_payload, "repeat", True, target), abs=1e-9)
 
             # layer and head change the drawn map
             r0 = roots.nth(0)
@@ -282,7 +283,7 @@ def test_explorer_in_headless_chromium(tmp_path, smol_payload, gemma_payload):
             page.wait_for_function("r => r.dataset.mapKey.endsWith(',4,2,0')", arg=r0.element_handle())
 
             # hovering the map shows query/key tokens and the embedded value
-            dec = explorer.decode(smol_payload, "natural", False)
+            dec = explorer_payload.decode(smol_payload, "natural", False)
             box = canvas.bounding_box()
             size = 384 // 16
             canvas.hover(position={"x": 0.5 * size, "y": 9.5 * size})  # query 10, key 1
@@ -298,7 +299,7 @@ def test_explorer_in_headless_chromium(tmp_path, smol_payload, gemma_payload):
             r0.locator('[data-r="model"]').select_option("1")
             page.wait_for_function("r => r.dataset.mapKey.startsWith('1,')", arg=r0.element_handle())
             assert grid.evaluate("c => c.width") != width
-            assert readout(0)[0] == pytest.approx(explorer.sink_1(gemma_payload, "natural", False, 0.3), abs=1e-9)
+            assert readout(0)[0] == pytest.approx(explorer_payload.sink_1(gemma_payload, "natural", False, 0.3), abs=1e-9)
             assert r0.locator('[data-r="sample"]').input_value() == "2"  # clamped to gemma's 3 samples
         finally:
             browser.close()

@@ -234,3 +234,26 @@ def test_one_module_overrides_the_pretrained_models_attention(tmp_path):
     (pkg / "c.py").write_text("import transformers\n")
     assert attention_registry_users(pkg) == ["pkg.a", "pkg.b"]
     assert attention_registry_users() == ["sinkpaper.hf_attention"]
+
+
+# what a module of the presentation layer may not call: the model's forward passes and the metric's measurement
+# (those live in sinkpaper.analysis and below; the book only presents what they return)
+_MEASURING_CALLS = {"trace", "measure", "measure_sink", "forward"}
+
+
+def test_the_book_measures_nothing_itself():
+    """Nothing under sinkpaper/book/ runs a model or measures: no forward pass, trace or metric measurement
+    called there, and torch imported only to ask whether CUDA is there (the profile check)."""
+    found = []
+    for path in sorted((ROOT / "book").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in _MEASURING_CALLS:
+                    found.append(f"{path.name}:{node.lineno} calls {name}()")
+        uses = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id == "torch"}
+        if uses - {"cuda"}:
+            found.append(f"{path.name} uses torch.{', torch.'.join(sorted(uses - {'cuda'}))}")
+    assert found == [], "move the measurement into sinkpaper.analysis: " + "; ".join(found)

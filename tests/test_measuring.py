@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from sinkpaper import metrics
-from sinkpaper.analysis import section3 as s3
-from sinkpaper.book import colab, explorer
+from sinkpaper.analysis import explorer_payload, section3 as s3
+from sinkpaper.book import colab
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import ModelUnavailableError, available_models, measure_sink
 from sinkpaper.probes import make_inputs
@@ -75,7 +75,7 @@ def test_sink_vs_epsilon_matches_the_metric():
 
 
 def test_inputs_table_equals_measure_sink(smollm2):
-    p = explorer.collect(smollm2, "smollm2-135m", inputs=("natural", "repeat"), bos=(False,), n_samples=3,
+    p = explorer_payload.collect(smollm2, "smollm2-135m", inputs=("natural", "repeat"), bos=(False,), n_samples=3,
                          n_map_samples=0, seq_len=16, seed=1)
     rows = ms.inputs_table([p], 0.3)
     assert [(r["inputs"], r["BOS"]) for r in rows] == [("natural", "off"), ("repeat", "off")]

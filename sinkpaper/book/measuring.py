@@ -102,12 +102,12 @@ def streaming_sizes(profile: str, *, n_tokens: Any, window: Any, removal_tokens:
 def inputs_table(payloads: Sequence[Mapping], epsilon: float) -> list[dict]:
     """One row per (model, BOS, inputs) of explorer payloads: Sink_1 at epsilon, mean alpha_1, and the heads whose
     mean alpha_1 exceeds epsilon. Sink_1 equals :func:`sinkpaper.lms.measure_sink`'s on the same probe."""
-    from . import explorer
+    from sinkpaper.analysis import explorer_payload
 
     rows = []
     for p in payloads:
         for s in p["settings"]:
-            a = explorer.decode(p, s["inputs"], s["bos"])["alpha_1"]  # [S, L, H]
+            a = explorer_payload.decode(p, s["inputs"], s["bos"])["alpha_1"]  # [S, L, H]
             mean = a.mean(0)
             rows.append({"model": p["model"], "BOS": "on" if s["bos"] else "off", "inputs": s["inputs"],
                          "Sink_1 (%)": round(sink_vs_epsilon(a, [epsilon])[0], 2),
