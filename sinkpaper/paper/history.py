@@ -3,9 +3,9 @@
 
 For every claim it follows two things, each as normalised source text (``ast.unparse``: a reflowed line is not a
 change): its ``rule=`` (what decides the verdict) and its ``measure=`` (which runs or chapter it reads). It also
-follows the rule classes and the module-level thresholds they share (SINK, NO_SINK, CHANGE, PLATEAU, ...),
-docstrings left out. A change to a class or a threshold changes every rule that uses it; those are listed once,
-under their own names.
+follows the rule classes, the functions that judge (the seed spread, the plateau's verdict) and the numeric
+thresholds they share (SINK, NO_SINK, CHANGE, PLATEAU, ...), docstrings left out. A change to one of those
+changes every rule that uses it; each is listed once, under its own name.
 """
 from __future__ import annotations
 
@@ -136,13 +136,12 @@ def _sources(root: Path, commit: str) -> list[str]:
 
 def rule_history(root: str | Path = ROOT) -> list[Change]:
     """Every change, oldest first, of what decides a verdict: each claim's rule and measure, the rule classes,
-    the thresholds. Raises RuntimeError when ``root`` has no git history (a source archive, a shallow clone
-    that does not reach the registry's first commit still works, from its first commit on)."""
+    the judging functions, the thresholds. RuntimeError when ``root`` has no git history (a source archive); a
+    shallow clone gives the history from its oldest commit on (:func:`is_shallow` says so)."""
     root = Path(root)
     try:
         log = _git(root, "log", "--reverse", "--date=format-local:%Y-%m-%d %H:%M UTC", "--format=%h%x09%ad%x09%s",
-                   "--",
-                   *REGISTRY_FILES, env_tz="UTC").decode("utf-8")
+                   "--", *REGISTRY_FILES, env_tz="UTC").decode("utf-8")
     except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         raise RuntimeError(f"no git history at {root}: the rule history is read from git ({e})") from e
     changes: list[Change] = []
