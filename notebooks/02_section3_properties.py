@@ -67,7 +67,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
 from sinkpaper.analysis import explorer_payload, section3 as s3
-from sinkpaper.book import explorer, figures
+from sinkpaper.book import explorer, figures, tables
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import measure_sink
 from sinkpaper.probes import make_inputs
@@ -259,7 +259,7 @@ for cid, keys in KEYS.items():
     table.append({"id": cid, **paper.record(
         cid, values=values, measurement=f"{', '.join(models)}, {n_profile} natural-text samples, sink heads",
         provenance=record_prov, setting=setting, note=("shown, not judged: " + "; ".join(others)) if others else "")})
-display(figures.Table(table))
+display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales run here
 no_sink = [tag for tag, s in sink_natural.items() if s < paper.NO_SINK]
 if no_sink:
     norm = {tag: summaries[tag]["token-1 norm ratio (max over layers)"] for tag in no_sink}

@@ -59,7 +59,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
 from sinkpaper.analysis import explorer_payload, section3 as s3
-from sinkpaper.book import explorer, figures
+from sinkpaper.book import explorer, figures, tables
 from sinkpaper.book import measuring as ms
 from sinkpaper.probes import INPUTS
 
@@ -91,7 +91,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "models": ", ".join(model
 # Whether the tokenizer adds a BOS by itself matters: the paper's script used the tokenizers' defaults, which
 # put a BOS first for LLaMA and Mistral but not for GPT-2. Here BOS is always explicit.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 cards = [s3.model_card(lm) for lm in lms.values()]
 display(figures.Table(cards))
 rope = {n: s3.is_rope(lm) for n, lm in lms.items()}
@@ -282,7 +282,7 @@ table.append({"id": "prop_repeat", **paper.record(
     measurement="randomly initialised sinkpaper.models (2 layers, 4 heads)", setting=props["summary"],
     note="a check of the propositions, not a reproduction; pretrained RoPE models on pure repeats: " + ", ".join(
         f"{n} {sink[(n, 'repeat', False)]:.2f} %" for n in models if rope[n] and (n, "repeat", False) in sink))})
-display(figures.Table(table))
+display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales run here
 display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repeat): " + "; ".join(
     f"{m} " + " / ".join(f"{paper.NUMBERS[f'{m}: {i}'].value:.2f}" for i in INPUTS)
     for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")) + "."))

@@ -135,7 +135,7 @@ for name, lm in lms.items():
                                                         chunk=chunk)
 print(f"{len(runs)} streaming runs in {sum(r.seconds for r in runs.values()):.0f} s")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 rows = []
 for (name, policy), r in runs.items():
     full = runs[name, "full"]

@@ -95,7 +95,7 @@ display(Markdown(f"The kernels run on **{kt.backend(device)}**"
 # = three documents per row. The comparison is `sinkpaper.kernels.testing.compare`, the one
 # `tests/test_kernels.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 t0 = time.perf_counter()
 errors = kt.error_table(op_list, mask_list, ("none",), shape=shape, seed=seed, device=device)
 if sink_list:
