@@ -41,7 +41,7 @@ def test_token_file_and_table(smollm2, tmp_path):
     assert "Sink_k^eps (%)" in r.stdout and "inputs=token-file" in r.stdout and "N=2  T=16" in r.stdout
 
 
-def test_method_kernel_gives_the_same_numbers(gemma3, tmp_path, capsys):
+def test_method_stats_gives_the_same_numbers(gemma3, tmp_path, capsys):
     """`--method stats` reaches the Triton column-statistics route (in this process, under the interpreter;
     tests/test_lms.py compares the two routes on batches of both models)."""
     tf = tmp_path / "ids.json"
