@@ -38,11 +38,15 @@ if profile not in parameters.PROFILES:
     raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(parameters.PROFILES)}")
 display(Markdown(figures.provenance_line({**provenance.stamp("cpu", profile=profile),
                                           "source_of_numbers": "git history of " + ", ".join(history.REGISTRY_FILES)})))
-try:
-    changes = history.rule_history()
-except RuntimeError as e:
-    changes = None
-    display(Markdown(f"**No git history here**, so no rule history: {e}. Clone the repository to read it."))
+changes = None
+if not history.unshallow():   # a shallow clone (Colab's) would date every rule at its one commit
+    display(Markdown("**This clone is shallow and its history could not be fetched** (`git fetch --unshallow` "
+                     "needs the network), so no rule history here: every rule would look newer than it is."))
+else:
+    try:
+        changes = history.rule_history()
+    except RuntimeError as e:
+        display(Markdown(f"**No git history here**, so no rule history: {e}. Clone the repository to read it."))
 
 # %% [markdown]
 # ## Each claim's rule
@@ -57,9 +61,6 @@ except RuntimeError as e:
 
 # %% tags=["hide-input", "full-width"]
 if changes is not None:
-    if history.is_shallow():
-        display(Markdown("This clone is shallow: the history below starts at its oldest commit, so a rule may "
-                         "look newer than it is (`git fetch --unshallow` reads all of it)."))
     listing = paper.listing()
     display(figures.Table(history.by_claim(changes, listing)))
     display(Markdown(f"{sum(e['rule'] is not None for e in listing)} claims with a rule; {len(changes)} changes "

@@ -92,3 +92,23 @@ def test_the_repositorys_own_history_dates_every_ruled_claim():
     rows = history.by_claim(history.rule_history(), paper.listing())
     assert rows and all(r["rule set"] != "not in the history" for r in rows), \
         [r["claim"] for r in rows if r["rule set"] == "not in the history"]
+
+
+def test_a_shallow_clone_is_deepened_from_its_origin(tmp_path):
+    """Colab clones with --depth 1: the appendix fetches the rest before reading the history, and says so when
+    it cannot (no origin to fetch from)."""
+    origin = tmp_path / "origin"
+    subprocess.run(["git", "init", "-q", str(origin)], check=True)
+    for i, day in enumerate(("01", "02")):
+        _commit(origin, MODULE.replace("SINK = 10.0", f"SINK = 1{i}.0"), f"commit {i}", f"2026-01-{day}T10:00:00+00:00")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(clone)], check=True)
+    assert history.is_shallow(clone)
+    assert len(history.rule_history(clone)) == len(history.followed(MODULE))   # one commit: everything "set"
+    assert history.unshallow(clone) and not history.is_shallow(clone)
+    assert [(c.name, c.kind) for c in history.rule_history(clone) if c.kind != "set"] == [("SINK", "changed")]
+    (tmp_path / "lonely").mkdir()
+    lonely = tmp_path / "lonely" / "c"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(lonely)], check=True)
+    subprocess.run(["git", "-C", str(lonely), "remote", "remove", "origin"], check=True)
+    assert history.unshallow(lonely) is False and history.is_shallow(lonely)

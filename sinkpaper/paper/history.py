@@ -172,6 +172,19 @@ def is_shallow(root: str | Path = ROOT) -> bool:
         return False
 
 
+def unshallow(root: str | Path = ROOT, timeout: float = 180) -> bool:
+    """Fetch the rest of a shallow clone's history (a Colab copy is cloned with --depth 1); True when the clone
+    is complete afterwards. Needs the network; False (and the clone unchanged) when the fetch fails."""
+    if not is_shallow(root):
+        return True
+    try:
+        subprocess.run(["git", "-C", str(root), "fetch", "--unshallow", "--quiet"], capture_output=True,
+                       check=True, timeout=timeout)
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return False
+    return not is_shallow(root)
+
+
 def by_claim(changes: list[Change], entries: list[dict],
              scales: tuple[str, ...] = ("real text (CPU)", "miniature")) -> list[dict]:
     """One row per claim of ``entries`` (the registry's listing) that has a rule: when its rule was set and last
