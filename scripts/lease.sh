@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The GPU work of one lease (15 minutes of device time, starts included; 10 minutes at most per call), as two
-# calls of the device tool, each under 9 minutes, each returning under $OUT what finished even if it is cut:
+# The GPU work of one lease (15 minutes of device time, starts included; 10 minutes at most per call), in
+# ../shared/gpu-queue.md's order, as device-tool calls each under 9 minutes, each returning under $OUT what
+# finished even if it is cut:
 #
-#   call 1  bash scripts/lease.sh calibrate   benchmarks (ours vs transformers' Llama, the Triton kernels vs SDPA
-#                                             flash) then the gpu-profile calibration grid (configs/calibration.yaml,
-#                                             seed 0 of every point, then seeds 1 and 2), WORKERS runs side by side
-#   call 2  bash scripts/lease.sh text        the text-profile runs still missing (scripts/sweep_text.sh's queue)
+#   call 1  bash scripts/lease.sh calibrate   the gpu-profile calibration grid (configs/calibration.yaml, seed 0 of
+#                                             every point, then seeds 1 and 2; WORKERS runs side by side) and,
+#                                             beside it on the same GPU, TEXT_WORKERS text-profile runs still
+#                                             missing (launch-bound, they leave most of the GPU to the grid)
+#   call 2  bash scripts/lease.sh text        only the text-profile runs (scripts/sweep_text.sh's queue)
+#   call 3  bash scripts/lease.sh bench       benchmarks: ours vs transformers' Llama, the Triton kernels vs SDPA
+#                                             flash (BENCH_SECONDS each); worth the warm machine's last minutes
 #
 # Run each from the repository root with the device tool (timeout_s 560), carrying .devgpu (see below):
 #   run(command="bash scripts/lease.sh calibrate", carry=[".devgpu"], timeout_s=560)
@@ -28,7 +32,9 @@ export PYTHONPATH=${PYTHONPATH:-.}
 if [ "${1:-}" = import ]; then OUT=${OUT:-/tmp}; fi
 OUT=${OUT:?the device tool sets OUT: where results must be written}
 BUDGET=${LEASE_SECONDS:-500}        # seconds of work in this call; the rest of the 9 minutes is margin
-WORKERS=${WORKERS:-6}
+WORKERS=${WORKERS:-3}
+TEXT_WORKERS=${TEXT_WORKERS:-0}
+BENCH_SECONDS=${BENCH_SECONDS:-120}
 LEASE_DIR=${LEASE_DIR:-runs/lease}   # this call's run directories and store (a rehearsal may put them elsewhere)
 STORE=$LEASE_DIR/store
 mkdir -p "$OUT" "$STORE" "$LEASE_DIR"
@@ -54,6 +60,7 @@ fi
 
 collect() {   # every store entry written in this call, as one tarball written whole (atomic rename)
   local list
+  tar czf "$OUT/.logs.tgz.tmp" "$LEASE_DIR"/*.log 2>/dev/null && mv "$OUT/.logs.tgz.tmp" "$OUT/logs.tgz" || true
   list=$(find "$STORE" -name '*.json.gz' -newer "$LEASE_DIR/.start" -not -path '*/.claims/*' 2>/dev/null | sort)
   [ -n "$list" ] || return 0
   tar czf "$OUT/.store.tgz.tmp" $list && mv "$OUT/.store.tgz.tmp" "$OUT/store.tgz"
@@ -61,10 +68,12 @@ collect() {   # every store entry written in this call, as one tarball written w
 
 sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share the store; none starts after END
   local end=$1 config=$2; shift 2
-  local stop; stop=$(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S)
+  local seed0=$1
+  # a grid run takes minutes: none starts that cannot finish before END (GRID_RUN_SECONDS is a guess until measured)
+  local stop; stop=$(date -u -d "@$(( end - ${GRID_RUN_SECONDS:-150} ))" +%Y-%m-%dT%H:%M:%S)
   for i in $(seq 1 "$WORKERS"); do
     "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --seeds "$@" --out "$LEASE_DIR" \
-      --store "$STORE" --keep-going --start-before "$stop" "${SETS[@]}" > "$LEASE_DIR/worker-$i.log" 2>&1 &
+      --store "$STORE" --keep-going --start-before "$stop" "${SETS[@]}" > "$LEASE_DIR/grid-$seed0-$i.log" 2>&1 &
     sleep 1
   done
 }
@@ -80,6 +89,22 @@ wait_collecting() {   # wait_collecting END_EPOCH : collect every 30 s; at END s
   collect
 }
 
+wait_grid() {   # wait_grid END_EPOCH : collect every 30 s until the grid's sweeps end (text workers go on)
+  local end=$1
+  while pgrep -f -- "--config configs/calibration.yaml" > /dev/null && [ "$(date +%s)" -lt "$end" ]; do
+    sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect
+  done
+  collect
+}
+
+start_text() {   # start_text END_EPOCH N : N workers on the text-profile runs still missing, in the queue's order
+  local end=$1 n=$2
+  log "text-profile runs in scripts/text_queue.txt's order ($n workers), until $(date -u -d "@$end" +%H:%M:%S)"
+  SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE \
+    --start-before $(date -u -d "@$(( end - ${TEXT_RUN_SECONDS:-100} ))" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" \
+    OUT_DIR="$LEASE_DIR" WORKERS=$n STAGGER=1 PYTHON="$PY" bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
+}
+
 # what the store holds already is skipped (copied with its times, so only this call's runs are collected)
 if [ "${1:-}" != import ]; then
   cp -np results/store/*.json.gz "$STORE"/ 2>/dev/null || true
@@ -88,31 +113,30 @@ if [ "${1:-}" != import ]; then
 fi
 case "${1:-}" in
   calibrate)
-    log "benchmarks"
-    timeout 120 "$PY" -m sinkpaper bench training "${BENCH[@]}" --json "$OUT/bench-training.json" >> "$OUT/lease.log" 2>&1 \
-      || log "training benchmark failed (see above)"
-    if [ "${REHEARSE:-0}" = 1 ]; then
-      TRITON_INTERPRET=1 timeout 120 "$PY" -m sinkpaper bench kernels --smoke --json "$OUT/bench-kernels.json" \
-        >> "$OUT/lease.log" 2>&1 || log "kernel benchmark failed (see above)"
-    else
-      timeout 120 "$PY" -m sinkpaper bench kernels --json "$OUT/bench-kernels.json" >> "$OUT/lease.log" 2>&1 \
-        || log "kernel benchmark failed (see above)"
-    fi
     end=$(( T0 + BUDGET ))
+    if [ "$TEXT_WORKERS" -gt 0 ]; then start_text "$end" "$TEXT_WORKERS"; fi
     log "calibration grid, seed 0, until $(date -u -d "@$end" +%H:%M:%S)"
     sweep_until "$end" configs/calibration.yaml 0
-    wait_collecting "$end"
+    wait_grid "$end"
     if [ "$(date +%s)" -lt $(( end - 60 )) ]; then
       log "calibration grid, seeds 1 and 2"
       sweep_until "$end" configs/calibration.yaml 1 2
-      wait_collecting "$end"
+    fi
+    wait_collecting "$end" ;;
+  bench)
+    log "benchmarks"
+    timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench training "${BENCH[@]}" --json "$OUT/bench-training.json" \
+      >> "$OUT/lease.log" 2>&1 || log "training benchmark failed (see above)"
+    if [ "${REHEARSE:-0}" = 1 ]; then
+      TRITON_INTERPRET=1 timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench kernels --smoke --json "$OUT/bench-kernels.json" \
+        >> "$OUT/lease.log" 2>&1 || log "kernel benchmark failed (see above)"
+    else
+      timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench kernels --json "$OUT/bench-kernels.json" >> "$OUT/lease.log" 2>&1 \
+        || log "kernel benchmark failed (see above)"
     fi ;;
   text)
     end=$(( T0 + BUDGET ))
-    log "text-profile runs in scripts/text_queue.txt's order, until $(date -u -d "@$end" +%H:%M:%S)"
-    SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE \
-      --start-before $(date -u -d "@$end" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" OUT_DIR="$LEASE_DIR" WORKERS=$WORKERS \
-      STAGGER=1 PYTHON="$PY" bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
+    start_text "$end" "$WORKERS"
     wait_collecting "$end" ;;
   import)
     src=${2:?import needs the folder the device tool returned}
@@ -132,6 +156,6 @@ case "${1:-}" in
     echo "$n new run(s) in $dest"
     if [ "$dest" = results/store ]; then "$PY" -m sinkpaper report --write > /dev/null; fi ;;
   *)
-    echo "usage: $0 calibrate | text | import DIR" >&2; exit 2 ;;
+    echo "usage: $0 calibrate | text | bench | import DIR" >&2; exit 2 ;;
 esac
 log "done: $(( $(date +%s) - T0 )) s"
