@@ -34,6 +34,7 @@ OUT=${OUT:?the device tool sets OUT: where results must be written}
 BUDGET=${LEASE_SECONDS:-500}        # seconds of work in this call; the rest of the 9 minutes is margin
 WORKERS=${WORKERS:-3}
 TEXT_WORKERS=${TEXT_WORKERS:-0}
+GRID_SETS=()
 BENCH_SECONDS=${BENCH_SECONDS:-120}
 LEASE_DIR=${LEASE_DIR:-runs/lease}   # this call's run directories and store (a rehearsal may put them elsewhere)
 STORE=$LEASE_DIR/store
@@ -73,7 +74,7 @@ sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share
   local stop; stop=$(date -u -d "@$(( end - ${GRID_RUN_SECONDS:-150} ))" +%Y-%m-%dT%H:%M:%S)
   for i in $(seq 1 "$WORKERS"); do
     "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --seeds "$@" --out "$LEASE_DIR" \
-      --store "$STORE" --keep-going --start-before "$stop" "${SETS[@]}" > "$LEASE_DIR/grid-$seed0-$i.log" 2>&1 &
+      --store "$STORE" --keep-going --start-before "$stop" "${GRID_SETS[@]}" "${SETS[@]}" > "$LEASE_DIR/grid-$seed0-$i.log" 2>&1 &
     sleep 1
   done
 }
@@ -116,8 +117,17 @@ case "${1:-}" in
     end=$(( T0 + BUDGET ))
     if [ "$TEXT_WORKERS" -gt 0 ]; then start_text "$end" "$TEXT_WORKERS"; fi
     log "calibration grid, seed 0, until $(date -u -d "@$end" +%H:%M:%S)"
+    GRID_SETS=()
     sweep_until "$end" configs/calibration.yaml 0
     wait_grid "$end"
+    if grep -q "^\[.*\] failed calibration/" "$LEASE_DIR"/grid-0-*.log && [ "$(date +%s)" -lt $(( end - 200 )) ]; then
+      # a compiled run that fails does so at its first step: the rest of the lease trains the grid eager
+      # (run.compile is bookkeeping: the same runs, the same config hashes)
+      log "compiled grid runs failed (see logs.tgz): the grid again, eager"
+      GRID_SETS=(--set run.compile=false)
+      sweep_until "$end" configs/calibration.yaml 0
+      wait_grid "$end"
+    fi
     if [ "$(date +%s)" -lt $(( end - 60 )) ]; then
       log "calibration grid, seeds 1 and 2"
       sweep_until "$end" configs/calibration.yaml 1 2

@@ -347,6 +347,26 @@ def test_training_throughput_bench_json_contract(tmp_path):
     assert "ratio ours / transformers" in text and "GEMM peak" in text and text.count("\n  ours ") == 1 + bf16
 
 
+def test_a_compiled_row_that_fails_to_compile_is_skipped_with_its_reason_and_an_eager_one_raises():
+    """On a lease, one row's failed compilation must not cost the benchmark: the row is dropped, its reason kept;
+    a failing eager row is a bug and raises."""
+    from sinkpaper.models import ModelConfig
+    from sinkpaper.train.bench import _Row, _warm
+    mcfg = ModelConfig(vocab_size=64, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_seq_len=16)
+    ids = torch.randint(0, 64, (2, 9))
+    eager, broken = (_Row("ours", "fp32", False, mcfg, 64, ids, torch.device("cpu")) for _ in range(2))
+
+    def refuse():
+        raise RuntimeError("Loop-carried variable acc re-assigned to fp64")
+    broken.compiled, broken.step = True, refuse
+    skipped = []
+    assert _warm([eager, broken], 1, skipped) == [eager]
+    assert len(skipped) == 1 and skipped[0].startswith("ours fp32 compiled: RuntimeError: Loop-carried")
+    broken.compiled = False
+    with pytest.raises(RuntimeError, match="fp64"):
+        _warm([broken], 1, [])
+
+
 # ------------------------------------------------------------------------------------------------ sources
 def test_datasets_streaming_from_local_jsonl(tmp_path, monkeypatch):
     """The `hf` source through real `datasets` streaming, on local JSON-lines files and a local BPE."""

@@ -22,19 +22,23 @@ import time
 ARCH = 90                       # sm_90: the H100 and H200 this project's GPU notes and benchmarks name
 FP32_POINTERS = ("S0", "V0", "Stat", "Delta", "Alpha")
 SCALARS = {"H": "i32", "T": "i32", "W": "i32", "scale": "fp32", "sig_bias": "fp32", "softpick_eps": "fp32"}
+# what torch.compile passes when it traces the api's launches into a graph: inductor types Python floats as fp64
+# and sizes as i64 where it cannot prove they fit in 32 bits (torch._inductor.codegen.triton_utils.signature_of)
+INDUCTOR_SCALARS = {"H": "i64", "T": "i64", "W": "i64", "scale": "fp64", "sig_bias": "fp64", "softpick_eps": "fp64"}
 KINDS = {"attn_fwd": "fwd", "attn_bwd_dkdv": "dkdv", "attn_bwd_dq": "dq", "column_stats_kernel": "stats"}
 FLAGS = {"HAS_DOC": False, "HAS_SINK": False, "HAS_V0": False, "WRITE_OUT": True, "WRITE_STAT": True}  # defaults
 
 
-def signature(fn, dtype: str) -> dict[str, str]:
+def signature(fn, dtype: str, scalars: dict[str, str] = SCALARS) -> dict[str, str]:
     """Triton's signature of a kernel's runtime arguments: tensors of the input dtype, fp32 statistics, int32
-    document ids, int32 sizes and fp32 scalars (what sinkpaper.kernels.api passes); constexprs are marked."""
+    document ids, and the scalars' types: int32 sizes and fp32 floats when sinkpaper.kernels.api launches the
+    kernel itself, INDUCTOR_SCALARS under torch.compile; constexprs are marked."""
     sig = {}
     for p in fn.params:
         if p.is_constexpr:
             sig[p.name] = "constexpr"
-        elif p.name in SCALARS:
-            sig[p.name] = SCALARS[p.name]
+        elif p.name in scalars:
+            sig[p.name] = scalars[p.name]
         elif p.name == "DOC":
             sig[p.name] = "*i32"
         else:
@@ -49,7 +53,7 @@ def variants():
     masks = (MASK_NONE, MASK_CAUSAL, MASK_WINDOW, MASK_PREFIX)
     out = []
 
-    def add(name, dtype="bf16", D=64, op=0, mask=MASK_CAUSAL, doc=False, **flags):
+    def add(name, dtype="bf16", D=64, op=0, mask=MASK_CAUSAL, doc=False, scalars=SCALARS, **flags):
         blocks = api._blocks(KINDS[name], D, interpret=False)
         opts = {k: blocks.pop(k) for k in ("num_warps", "num_stages")}
         const = dict(D=D, BLOCK_D=api._pow2(D), OP=op, MASK=mask, HAS_DOC=doc, F32_DOT=False,
@@ -59,7 +63,7 @@ def variants():
         if name == "attn_fwd":
             const.update({k: v for k, v in FLAGS.items() if k != "HAS_DOC"})
         const.update(flags)
-        out.append((name, dtype, const, opts))
+        out.append((name, dtype, const, opts, scalars))
     for op in OPS.values():
         for mask in masks:
             add("attn_fwd", op=op, mask=mask)
@@ -78,15 +82,19 @@ def variants():
     add("attn_fwd", HAS_SINK=True, HAS_V0=True)
     add("attn_fwd", op=OPS["sigmoid"], HAS_SINK=True, HAS_V0=True)
     add("attn_fwd", WRITE_OUT=False)
+    for name in KINDS:                      # a model compiled with torch.compile launches them with inductor's types
+        for op in OPS.values():
+            add(name, op=op, scalars=INDUCTOR_SCALARS)
     return out
 
 
-def compile_kernel(fn, dtype: str, constexprs: dict, options: dict, arch: int = ARCH):
+def compile_kernel(fn, dtype: str, constexprs: dict, options: dict, arch: int = ARCH,
+                   scalars: dict[str, str] = SCALARS):
     """Compile one variant to a cubin for sm_`arch`; raises what Triton raises when it does not compile."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    src = ASTSource(fn=fn, signature=signature(fn, dtype), constexprs=constexprs)
+    src = ASTSource(fn=fn, signature=signature(fn, dtype, scalars), constexprs=constexprs)
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
 
@@ -105,11 +113,12 @@ def check(arch: int = ARCH, log=print) -> list[str]:
     from . import triton_kernels as tk
     failures, t0 = [], time.perf_counter()
     todo = variants()
-    for name, dtype, const, opts in todo:
+    for name, dtype, const, opts, scalars in todo:
         label = f"{name} {dtype} " + " ".join(f"{k}={v}" for k, v in const.items()
                                                if k in ("D", "OP", "MASK") or FLAGS.get(k, v) != v)
+        label += " (inductor's scalar types)" if scalars is INDUCTOR_SCALARS else ""
         try:
-            compile_kernel(getattr(tk, name), dtype, const, opts, arch)
+            compile_kernel(getattr(tk, name), dtype, const, opts, arch, scalars)
         except Exception as e:  # noqa: BLE001 -- every failure is reported, not only the first
             failures.append(f"{label}: {_reason(e)}")
     log(f"{len(todo) - len(failures)} of {len(todo)} kernel variants compile for sm_{arch} "

@@ -35,6 +35,13 @@ MASK_NONE, MASK_CAUSAL, MASK_WINDOW, MASK_PREFIX = 0, 1, 2, 3
 
 
 @triton.jit
+def _fp32(x):
+    """A scalar argument as fp32. torch.compile (inductor) passes Python floats to a Triton kernel as fp64,
+    which would promote every tile they multiply to fp64; the kernels compute in fp32 whatever the caller passes."""
+    return tl.cast(x, tl.float32)
+
+
+@triton.jit
 def _dot(a, b, IEEE: tl.constexpr):
     if IEEE:  # fp32 inputs on a GPU: full precision instead of TF32
         return tl.dot(a, b, input_precision="ieee")
@@ -164,6 +171,9 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
              HAS_DOC: tl.constexpr, HAS_SINK: tl.constexpr, HAS_V0: tl.constexpr, WRITE_OUT: tl.constexpr,
              WRITE_STAT: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+    scale = _fp32(scale)
+    sig_bias = _fp32(sig_bias)
+    softpick_eps = _fp32(softpick_eps)
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -333,6 +343,8 @@ def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, H, T, W, scale, sig_
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
                   HAS_DOC: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
     """One program per key block: loop over the query blocks that see it (no atomics; deterministic)."""
+    scale = _fp32(scale)
+    sig_bias = _fp32(sig_bias)
     pid_n = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -416,6 +428,8 @@ def attn_bwd_dq(Q, K, V, DO, Stat, Delta, DOC, DQ, H, T, W, scale, sig_bias,
                 D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
                 HAS_DOC: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+    scale = _fp32(scale)
+    sig_bias = _fp32(sig_bias)
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -469,6 +483,8 @@ def column_stats_kernel(Q, K, Stat, DOC, Alpha, H, T, W, scale, sig_bias,
                         IEEE: tl.constexpr):
     """alpha_k: mean over the queries that see key k of what the sink metric scores, one key block per
     program, recomputing the weights from the forward's row statistic (like the dK/dV kernel)."""
+    scale = _fp32(scale)
+    sig_bias = _fp32(sig_bias)
     pid_n = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
