@@ -102,6 +102,50 @@ def test_training_bench_block(tmp_path):
     assert lines[lines.index(head) - 1] == ""          # a table needs an empty line above it
 
 
+def test_training_bench_block_from_a_gpu(tmp_path):
+    """A GPU's benchmark names the GPU (and its host), and has no fp32-eager row to compare with."""
+    from sinkpaper.results.measured import TRAINING_BENCH_GPU, training_bench_lines
+    assert "on a lent GPU, `python -m sinkpaper bench training --profile gpu" in \
+        training_bench_lines(TRAINING_BENCH_GPU, root=tmp_path)[0]
+    rows = [_bench_row("ours", "bf16", False, 3000.0, 0.2), _bench_row("transformers", "bf16", False, 2000.0, 0.1)]
+    _write(tmp_path / TRAINING_BENCH_GPU, {
+        "model_config": {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16}, "vocab_size": 32, "micro_batch": 2,
+        "context": 4, "threads": 16, "rows": rows, "best": {"model": "ours", "dtype": "bf16", "compiled": False},
+        "ours_best_side_by_side_with_transformers": _bench_row("ours", "bf16", False, 2900.0, 0.2),
+        "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9},
+        "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
+        "flops_per_token": 400_000, "ratio_best_vs_fp32_eager": 1.0, "ratio_best_vs_transformers": 1.45,
+        "skipped": ["ours bf16 compiled: InductorError: no"],
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "command": ["bench", "training"],
+                       "hardware": "NVIDIA Test GPU", "cpu_model": "Host CPU", "torch": "9.9", "code_version": "v1",
+                       "steps": 5, "warmup": 1, "load_average_1min": [0.1, 0.2], "cpus": 16}})
+    text = "\n".join(training_bench_lines(TRAINING_BENCH_GPU, root=tmp_path))
+    assert "NVIDIA Test GPU (host: Host CPU), 16 threads" in text and "no AMX" not in text
+    assert "Best (" not in text and "fp32 eager" not in text
+    assert "(2,900 vs 2,000 tokens/s): **1.45x**" in text and "1.45x transformers (target 1.3x: reached)" in text
+    assert "Skipped: ours bf16 compiled: InductorError: no" in text
+
+
+def test_kernels_bench_block(tmp_path):
+    from sinkpaper.results.measured import KERNELS_BENCH_GPU, kernels_bench_lines
+    assert "not measured yet" in kernels_bench_lines(root=tmp_path)[0]
+    ratio = lambda T, D, mode, x, what="ours/sdpa_flash": {"section": "speed", "kind": "speed", "what": what,  # noqa: E731
+                                                          "op": "softmax", "mode": mode, "T": T, "D": D, "ratio": x}
+    doc = {"smoke": False, "provenance": {"computed_at": "2000-01-01 00:00 UTC", "hardware": "NVIDIA Test GPU",
+                                          "torch": "9.9", "triton": "3.9", "code_version": "v1"},
+           "ratios": [ratio(4096, 64, "fwd", 1.2), ratio(4096, 64, "fwd+bwd", 0.8), ratio(1024, 64, "fwd", 1.1),
+                      ratio(1024, 64, "fwd+bwd", 0.7), ratio(1024, 64, "fwd", 0.5, "ours/sdpa_cudnn")],
+           "goals": [{"goal": "softmax fwd+bwd at least 0.9x", "status": "MISS", "detail": "worst 0.70x"}]}
+    _write(tmp_path / KERNELS_BENCH_GPU, doc)
+    lines = kernels_bench_lines(root=tmp_path)
+    assert "NVIDIA Test GPU, torch 9.9, triton 3.9, code v1" in lines[0]
+    table = [x for x in lines if x.startswith("| 1") or x.startswith("| 4")]
+    assert table == ["| 1,024 | 64 | 1.10x | 0.70x |", "| 4,096 | 64 | 1.20x | 0.80x |"]   # cuDNN is not this table
+    assert lines[-1] == "Goal: softmax fwd+bwd at least 0.9x: **MISS** (worst 0.70x)."
+    _write(tmp_path / KERNELS_BENCH_GPU, {**doc, "smoke": True})   # a rehearsal's tiny shapes are not a measurement
+    assert "not measured yet" in kernels_bench_lines(root=tmp_path)[0]
+
+
 def test_thread_scaling_block(tmp_path):
     from sinkpaper.results.measured import THREAD_SCALING, thread_scaling_lines
     assert thread_scaling_lines(root=tmp_path) == [

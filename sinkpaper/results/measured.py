@@ -1,5 +1,5 @@
 """README blocks generated from stored measurements that are not training runs: the training-throughput
-benchmark, the thread scaling of training runs, the long-context measurements of `sink` and the offline
+benchmark (CPU and GPU), the Triton kernels against SDPA on a GPU, the thread scaling of training runs, the long-context measurements of `sink` and the offline
 corpus's token file. Each renderer reads one stored JSON file and returns the block's lines; a file that is not
 there gives a line saying what is not measured and the command that measures it (never a number).
 
@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 TRAINING_BENCH = "results/bench/training-text.json"
+TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
+KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
 THREAD_SCALING = "results/bench/thread-scaling-text.json"
 LONG_CONTEXT = "results/long_context"
 LONG_CONTEXT_BENCH = f"{LONG_CONTEXT}/bench-sink-smollm2-135m.json"
@@ -43,11 +45,15 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     provenance, the table of rows, the GEMM peaks, the two ratios and the targets, reached or not."""
     r = _load(path, root)
     if r is None:
-        return [f"Training throughput: not measured yet (no `{path}`; `python -m sinkpaper bench training "
-                f"--profile text --json {path}` measures it)."]
+        where = "on a lent GPU, " if path == TRAINING_BENCH_GPU else ""
+        profile = "gpu" if path == TRAINING_BENCH_GPU else "text"
+        return [f"Training throughput: not measured yet (no `{path}`; {where}`python -m sinkpaper bench training "
+                f"--profile {profile} --json {path}` measures it)."]
     pv, m = r["provenance"], r["model_config"]
-    cpu = pv.get("cpu_model") or pv.get("hardware", "CPU unknown")
-    amx = "" if not pv.get("cpu_model") or "amx" in pv["cpu_model"] else ", no AMX"
+    hw = pv.get("hardware", "")
+    cpu = (pv.get("cpu_model") or hw or "CPU unknown") if not hw or hw.startswith("CPU") else \
+        f"{hw} (host: {pv.get('cpu_model') or 'CPU unknown'})"
+    amx = "" if not pv.get("cpu_model") or "amx" in pv["cpu_model"] or hw and not hw.startswith("CPU") else ", no AMX"
     load = pv.get("load_average_1min")
     lines = [f"Measured {pv['computed_at']} (`{path}`, from `python -m sinkpaper {' '.join(pv['command'])}`): "
              f"{cpu}{amx}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}, torch {pv['torch']}, code "
@@ -72,9 +78,11 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     b, side, hf = r["best"], r["ours_best_side_by_side_with_transformers"], r["rows"][-1]
     best_row = next(x for x in r["rows"] if x["model"] == "ours" and x["dtype"] == b["dtype"]
                     and x["compiled"] == b["compiled"])
-    lines.append(f"Best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) / ours fp32 eager: "
-                 f"**{r['ratio_best_vs_fp32_eager']:.2f}x**; ours / transformers, same dtype and compile, side by "
-                 f"side ({side['tokens_per_s']:,.0f} vs {hf['tokens_per_s']:,.0f} tokens/s): "
+    base = r["rows"][0]["dtype"]   # fp32 on the CPU; on a GPU the config's dtype, eager
+    vs_base = (f"Best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) / ours {base} eager: "
+               f"**{r['ratio_best_vs_fp32_eager']:.2f}x**; ") if len(r["rows"]) > 2 else ""
+    lines.append(f"{vs_base}ours / transformers, same dtype and compile, side by side "
+                 f"({side['tokens_per_s']:,.0f} vs {hf['tokens_per_s']:,.0f} tokens/s): "
                  f"**{r['ratio_best_vs_transformers']:.2f}x**.")
     t = TRAINING_TARGETS
     reached = lambda got, target: "reached" if got >= target else "not reached"  # noqa: E731
@@ -83,12 +91,36 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
         mfu = best_row["tokens_per_s"] * r["flops_per_token"] / peaks["bf16"]
         parts.append(f"MFU **{100 * mfu:.0f} %** of the bf16 GEMM peak (target {100 * t['mfu_bf16_peak']:.0f} %: "
                      f"{reached(mfu, t['mfu_bf16_peak'])})")
-    parts.append(f"{r['ratio_best_vs_fp32_eager']:.2f}x fp32 eager (target {t['best_vs_fp32_eager']:g}x: "
-                 f"{reached(r['ratio_best_vs_fp32_eager'], t['best_vs_fp32_eager'])})")
+    if base == "fp32":
+        parts.append(f"{r['ratio_best_vs_fp32_eager']:.2f}x fp32 eager (target {t['best_vs_fp32_eager']:g}x: "
+                     f"{reached(r['ratio_best_vs_fp32_eager'], t['best_vs_fp32_eager'])})")
     parts.append(f"{r['ratio_best_vs_transformers']:.2f}x transformers (target {t['best_vs_transformers']:g}x: "
                  f"{reached(r['ratio_best_vs_transformers'], t['best_vs_transformers'])})")
     lines.append("Against the targets: " + "; ".join(parts) + ".")
     lines += [f"Skipped: {s}" for s in r.get("skipped", [])]
+    return lines
+
+
+def kernels_bench_lines(path: str | Path = KERNELS_BENCH_GPU, root: str | Path = ".") -> list[str]:
+    """The Triton kernels against SDPA's flash path on a GPU (`python -m sinkpaper bench kernels --json PATH`):
+    provenance, ours / SDPA-flash for the softmax forward and forward+backward at each shape, and the goals."""
+    r = _load(path, root)
+    if r is None or r.get("smoke"):
+        return [f"Triton kernels on a GPU: not measured yet (no `{path}`; on a lent GPU, `bash scripts/lease.sh "
+                "bench` measures it)."]
+    pv = r["provenance"]
+    lines = [f"Measured {pv['computed_at']} (`{path}`): {pv['hardware']}, torch {pv['torch']}, triton "
+             f"{pv.get('triton', '?')}, code {pv['code_version']}; causal softmax, bf16, batch x T = 16,384 tokens and "
+             "heads x D = 2,048 at every shape. Ours / SDPA-flash in time (> 1: ours faster):", "",
+             "| T | D | forward | forward + backward |", "|---|---|---|---|"]
+    cells: dict[tuple, dict] = {}
+    for x in r["ratios"]:
+        if x["kind"] == "speed" and x["what"] == "ours/sdpa_flash" and x["op"] == "softmax":
+            cells.setdefault((x["T"], x["D"]), {})[x["mode"]] = x["ratio"]
+    for (T, D), c in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        lines.append(f"| {T:,} | {D} | {c.get('fwd', float('nan')):.2f}x | {c.get('fwd+bwd', float('nan')):.2f}x |")
+    lines.append("")
+    lines += [f"Goal: {g['goal']}: **{g['status']}** ({g['detail']})." for g in r["goals"]]
     return lines
 
 
