@@ -3,8 +3,8 @@
 # ../shared/gpu-queue.md's order, as device-tool calls each under 9 minutes, each returning under $OUT what
 # finished even if it is cut:
 #
-#   call 1  bash scripts/lease.sh calibrate   the gpu-profile calibration grid (configs/calibration.yaml, seed 0 of
-#                                             every point, then seeds 1 and 2; WORKERS runs side by side) and,
+#   call 1  bash scripts/lease.sh calibrate   the gpu-profile calibration grid (configs/calibration.yaml; seed 0 of
+#                                             GRID_POINTS, then seeds 1 and 2; WORKERS runs side by side) and,
 #                                             beside it on the same GPU, TEXT_WORKERS text-profile runs still
 #                                             missing (launch-bound, they leave most of the GPU to the grid)
 #   call 2  bash scripts/lease.sh text        only the text-profile runs (scripts/sweep_text.sh's queue)
@@ -35,6 +35,10 @@ BUDGET=${LEASE_SECONDS:-500}        # seconds of work in this call; the rest of 
 WORKERS=${WORKERS:-3}
 TEXT_WORKERS=${TEXT_WORKERS:-0}
 GRID_SETS=()
+# The grid's points this lease trains. A run cannot outlive its call (the machine is bare at each start and a
+# checkpoint is too large to come back), so the default is the 4-layer points, which fit beside each other in
+# one call; the 6- and 8-layer ones wait for a measured speed (GRID_POINTS="L6_d384_lr2e-3 ...").
+GRID_POINTS=${GRID_POINTS:-"L4_d256_lr2e-3 L4_d256_lr4e-3 L4_d256_lr2e-3_wd0.1"}
 BENCH_SECONDS=${BENCH_SECONDS:-120}
 LEASE_DIR=${LEASE_DIR:-runs/lease}   # this call's run directories and store (a rehearsal may put them elsewhere)
 STORE=$LEASE_DIR/store
@@ -73,7 +77,7 @@ sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share
   # a grid run takes minutes: none starts that cannot finish before END (GRID_RUN_SECONDS is a guess until measured)
   local stop; stop=$(date -u -d "@$(( end - ${GRID_RUN_SECONDS:-150} ))" +%Y-%m-%dT%H:%M:%S)
   for i in $(seq 1 "$WORKERS"); do
-    "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --seeds "$@" --out "$LEASE_DIR" \
+    "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --points $GRID_POINTS --seeds "$@" --out "$LEASE_DIR" \
       --store "$STORE" --keep-going --start-before "$stop" "${GRID_SETS[@]}" "${SETS[@]}" > "$LEASE_DIR/grid-$seed0-$i.log" 2>&1 &
     sleep 1
   done
