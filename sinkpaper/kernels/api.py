@@ -1,4 +1,4 @@
-"""`attention` and `column_stats`: argument checks, the autograd wrapper and the kernel launches.
+"""`attention` and `column_stats`: argument checks, the fused attention as torch operators and the kernel launches.
 
 `impl="auto"` runs the Triton kernels on CUDA tensors, and on CPU tensors when the Triton interpreter is on
 (TRITON_INTERPRET=1 set before triton was imported); otherwise `attention` runs the pure-PyTorch reference (same
@@ -223,51 +223,91 @@ def _sink_terms(s0, stat, spec):
     return torch.relu(e - torch.exp(-stat)), e
 
 
-class _FusedAttention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, s0, v0, doc_ids, spec):
-        out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=spec.op in _STAT_IDS)
-        ctx.save_for_backward(q, k, v, out, stat, s0, v0, doc_ids)
-        ctx.spec = spec
-        ctx.mark_non_differentiable(stat)
-        return out, stat
+# torch.compile sees the fused attention as two opaque operators, forward and backward: inductor compiles the model
+# around them and calls them as they are, so the kernels are launched by this module with its own argument types
+# in eager and compiled runs alike (inductor's own code for a Triton kernel inside its graph passes Python floats
+# as fp64), and a compiled model runs on the CPU too, its kernels interpreted.
+@torch.library.custom_op("sinkpaper::fused_attention", mutates_args=())
+def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s0: torch.Tensor | None,
+                     v0: torch.Tensor | None, doc_ids: torch.Tensor | None, op: int, mask: int, w: int, scale: float,
+                     sig_bias: float, softpick_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out, stat): the forward kernel at one _Spec (its fields, flattened: an operator's arguments are plain)."""
+    spec = _Spec(op, mask, w, scale, sig_bias, softpick_eps)
+    out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=op in _STAT_IDS)
+    return out, stat
 
-    @staticmethod
-    def backward(ctx, dout, _dstat):
-        from . import triton_kernels as tk
-        q, k, v, out, stat, s0, v0, doc_ids = ctx.saved_tensors
-        spec = ctx.spec
-        B, H, T, D = q.shape
-        dout = dout.contiguous()
-        v_after = s0 is None and v0 is not None  # the paper's V bias: out = A V + v*, v* outside the attention
-        # delta_i = dO_i . (A V)_i: a sink column's value is part of the attention, a V bias added after is not
-        attn_out = out.float() - v0[None, :, None, :] if v_after else out.float()
-        delta = (dout.float() * attn_out).sum(-1).contiguous()
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        doc, has_doc = _doc(doc_ids, q)
-        common = dict(**_common(q, v, spec), HAS_DOC=has_doc)
-        blocks = _blocks("dkdv", D)
-        tk.attn_bwd_dkdv[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
-            q, k, v, dout, stat, delta, doc, dk, dv, H, T, spec.w, spec.scale, spec.sig_bias, **common, **blocks)
-        blocks = _blocks("dq", D)
-        tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
-            q, k, v, dout, stat, delta, doc, dq, H, T, spec.w, spec.scale, spec.sig_bias, **common, **blocks)
-        ds0 = dv0 = None
-        if v_after and ctx.needs_input_grad[4]:
-            dv0 = dout.float().sum(dim=(0, 2))  # d(out)/d(v*) = 1 for every row: sum dO over batch and tokens
-        if s0 is not None:
-            w0, g0 = _sink_terms(s0, stat, spec)
-            dp0 = (dout.float() * v0.float()[None, :, None, :].expand(B, H, 1, -1)).sum(-1) if v0 is not None \
-                else torch.zeros_like(s0)
-            if spec.op == tk.OPS["softmax"]:
-                ds0 = w0 * (dp0 - delta)
-            elif spec.op == tk.OPS["softpick"]:
-                ds0 = g0 * (torch.where(s0 > 0, dp0, 0.0) - torch.sign(s0) * delta)
-            else:
-                ds0 = g0 * dp0
-            if v0 is not None and ctx.needs_input_grad[4]:
-                dv0 = torch.einsum("bht,bhtd->hd", w0, dout.float())
-        return dq, dk, dv, ds0, dv0, None, None
+
+@_fused_attention.register_fake
+def _(q, k, v, s0, v0, doc_ids, op, mask, w, scale, sig_bias, softpick_eps):
+    B, H, T, _ = q.shape
+    return torch.empty_like(v), q.new_empty((B, H, T), dtype=torch.float32)
+
+
+@torch.library.custom_op("sinkpaper::fused_attention_backward", mutates_args=())
+def _fused_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                              stat: torch.Tensor, delta: torch.Tensor, doc_ids: torch.Tensor | None, op: int,
+                              mask: int, w: int, scale: float, sig_bias: float
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) from the two backward kernels (one program per key block, one per query block)."""
+    from . import triton_kernels as tk
+    B, H, T, D = q.shape
+    spec = _Spec(op, mask, w, scale, sig_bias, 0.0)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    doc, has_doc = _doc(doc_ids, q)
+    common = dict(**_common(q, v, spec), HAS_DOC=has_doc)
+    blocks = _blocks("dkdv", D)
+    tk.attn_bwd_dkdv[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
+        q, k, v, dout, stat, delta, doc, dk, dv, H, T, w, scale, sig_bias, **common, **blocks)
+    blocks = _blocks("dq", D)
+    tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
+        q, k, v, dout, stat, delta, doc, dq, H, T, w, scale, sig_bias, **common, **blocks)
+    return dq, dk, dv
+
+
+@_fused_attention_backward.register_fake
+def _(dout, q, k, v, stat, delta, doc_ids, op, mask, w, scale, sig_bias):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, s0, v0, doc_ids, *fields = inputs
+    out, stat = output
+    ctx.save_for_backward(q, k, v, out, stat, s0, v0, doc_ids)
+    ctx.spec = _Spec(*fields)
+    ctx.mark_non_differentiable(stat)
+
+
+def _backward(ctx, dout, _dstat):
+    from . import triton_kernels as tk
+    q, k, v, out, stat, s0, v0, doc_ids = ctx.saved_tensors
+    spec = ctx.spec
+    B, H, T, D = q.shape
+    dout = dout.contiguous()
+    v_after = s0 is None and v0 is not None  # the paper's V bias: out = A V + v*, v* outside the attention
+    # delta_i = dO_i . (A V)_i: a sink column's value is part of the attention, a V bias added after is not
+    attn_out = out.float() - v0[None, :, None, :] if v_after else out.float()
+    delta = (dout.float() * attn_out).sum(-1).contiguous()
+    dq, dk, dv = _fused_attention_backward(dout, q, k, v, stat, delta, doc_ids, spec.op, spec.mask, spec.w,
+                                           spec.scale, spec.sig_bias)
+    ds0 = dv0 = None
+    if v_after and ctx.needs_input_grad[4]:
+        dv0 = dout.float().sum(dim=(0, 2))  # d(out)/d(v*) = 1 for every row: sum dO over batch and tokens
+    if s0 is not None:
+        w0, g0 = _sink_terms(s0, stat, spec)
+        dp0 = (dout.float() * v0.float()[None, :, None, :].expand(B, H, 1, -1)).sum(-1) if v0 is not None \
+            else torch.zeros_like(s0)
+        if spec.op == tk.OPS["softmax"]:
+            ds0 = w0 * (dp0 - delta)
+        elif spec.op == tk.OPS["softpick"]:
+            ds0 = g0 * (torch.where(s0 > 0, dp0, 0.0) - torch.sign(s0) * delta)
+        else:
+            ds0 = g0 * dp0
+        if v0 is not None and ctx.needs_input_grad[4]:
+            dv0 = torch.einsum("bht,bhtd->hd", w0, dout.float())
+    return (dq, dk, dv, ds0, dv0) + (None,) * 7
+
+
+_fused_attention.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _sink_logits(q, sink_logit, k_bias, v_bias, scale, dtype=torch.float32):
@@ -305,7 +345,8 @@ def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, d
     spec = _spec(op, causal, window, prefix, scale, q.shape[-1], sigmoid_bias, softpick_eps)
     s0 = _sink_logits(q, sink_logit, k_bias, v_bias, spec.scale)
     v0 = v_bias.float().expand(q.shape[1], v.shape[-1]).contiguous() if v_bias is not None else None
-    out, stat = _FusedAttention.apply(q.contiguous(), k.contiguous(), v.contiguous(), s0, v0, doc_ids, spec)
+    out, stat = _fused_attention(q.contiguous(), k.contiguous(), v.contiguous(), s0, v0, doc_ids, spec.op, spec.mask,
+                                 spec.w, spec.scale, spec.sig_bias, spec.softpick_eps)
     if op in ("sigmoid", "elu") and return_lse:
         # the training forward skips the row sums; recompute them for the caller
         _, stat = _forward(q.contiguous(), k.contiguous(), None, s0, None, doc_ids, spec, write_out=False)
