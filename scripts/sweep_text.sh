@@ -37,7 +37,8 @@ FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd
        pos_nope pos_absolute pos_learnable pos_relative pos_alibi"}
 # QUEUE (a file of point names, default scripts/text_queue.txt: the points that decide a verdict first) replaces
 # FIRST and is read again before each point, so points can be appended while the workers run; QUEUE= (empty)
-# uses FIRST.
+# uses FIRST. An entry POINT@3,4 trains those seeds of the point instead of SEEDS (the seeds added to settle a
+# claim whose seeds split: the registry reads seeds 3 and 4 where every point of the claim has them).
 QUEUE=${QUEUE-scripts/text_queue.txt}
 OUT_DIR=${OUT_DIR:-runs/text}
 nth_point() {  # the n-th point (1-based) of the queue file, or of FIRST
@@ -48,8 +49,10 @@ for i in $(seq 1 "$WORKERS"); do
   # shellcheck disable=SC2086  # word splitting of the lists is intended
   (
     n=1
-    while point=$(nth_point "$n") && [ -n "$point" ]; do
-      "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points "$point" --seeds $SEEDS --out "$OUT_DIR" \
+    while item=$(nth_point "$n") && [ -n "$item" ]; do
+      point=${item%@*}; seeds=$SEEDS
+      [ "$item" = "$point" ] || seeds=${item#*@}; seeds=${seeds//,/ }
+      "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --points "$point" --seeds $seeds --out "$OUT_DIR" \
         "${EXTRA[@]}" || true
       n=$((n + 1))
     done

@@ -21,7 +21,13 @@ def payload(point, seed, sink_1, *, sink_star=None, alpha_1=0.1, proxy=False, cu
             "result": {"sink_k": {"1": sink_1}, "sink_star": sink_star, "alpha_1_mean": alpha_1, "proxy": proxy,
                        "final_loss": 3.1, "tokens_seen": 1000,
                        "provenance": {"hardware": "cpu", "code_version": "test", "computed_at": "now"}},
-            "curve": curve or []}
+            "curve": curve if curve is not None else _flat_curve(sink_1, sink_star, alpha_1)}
+
+
+def _flat_curve(sink_1, sink_star, alpha_1, n=10):
+    """A curve that ends on a plateau at the run's final values (what a stored run's curve gives the tables)."""
+    return [{"step": 100 * (i + 1), "sink_k": {"1": sink_1}, "sink_star": sink_star, "alpha_1_mean": alpha_1}
+            for i in range(n)]
 
 
 @pytest.mark.parametrize("config, family", [("configs/architecture.yaml", points.ARCHITECTURE),

@@ -59,7 +59,8 @@ def test_tables_and_charts_from_payloads():
     assert [r["point"] for r in t.rows] == ["window_4", "recipe"]
     w4 = t.rows[0]
     assert w4["uniform alpha_1"] == pytest.approx(0.521, abs=1e-3) and w4["excess"] < 0.05
-    assert t.rows[1]["Sink_1 %"] == "100.0 [100.0, 100.0]" and t.rows[1]["paper"] == "41"
+    # three evaluations, one of them in the last 20 % of the steps: too short for a plateau, so the final value, marked
+    assert t.rows[1]["Sink_1 %"] == "100.0 [100.0, 100.0] (final)" and t.rows[1]["paper"] == "41"
     e = tables.emergence_table(ps, ["recipe"]).rows
     assert len(e) == 3 and e[0]["first step with Sink_k >= 50 %"] == 200 and e[0]["tokens seen then"] == 2000
     for chart in (figures.sweep_chart(ps, ["recipe", "window_4"]),
@@ -158,6 +159,21 @@ def test_the_formatters():
     assert numbers.fmt_spread([]) == "—" and numbers.fmt_spread(sweeps.spread([1.0, 3.0])) == "2.0 [1.0, 3.0]"
 
 
+def test_the_tables_and_dots_read_each_run_on_its_plateau_as_the_verdicts_do():
+    """A run that ends one evaluation below its plateau shows its plateau, not the dip (what a reader
+    compares with the verdict beside it); a seed without a plateau is shown final and says so."""
+    from sinkpaper.paper import PLATEAU
+    dip = curve([0, 0, 0, 0, 0, 0, 0, 40, 50, 10])           # steps 100..1000: the last 20 % holds 800, 900, 1000
+    ps = [payload("recipe", 0, {1: 10}, 0.1, dip, steps=1000), payload("recipe", 1, {1: 10}, 0.1, dip, steps=1000)]
+    assert PLATEAU == 0.2
+    row = tables.points_table(ps, ["recipe"]).rows[0]
+    assert row["Sink_1 %"] == "33.3 [33.3, 33.3]" and row["alpha_1"] == 0.333      # (40 + 50 + 10) / 3, not 10
+    dots = figures.sweep_chart(ps, ["recipe"]).to_dict()
+    assert {round(d["v"], 1) for d in dots["layer"][0]["data"]["values"]} == {33.3}
+    ps.append(payload("recipe", 2, {1: 70}, 0.1, curve([70]), steps=100))
+    assert tables.points_table(ps, ["recipe"]).rows[0]["Sink_1 %"] == "45.6 [33.3, 70.0] (final in 1 of 3)"
+
+
 def test_the_per_point_table_with_points_names_and_the_registry():
     from sinkpaper.book.points import BIASES
     from sinkpaper.paper import paper_text
@@ -166,8 +182,8 @@ def test_the_per_point_table_with_points_names_and_the_registry():
     ps[1]["result"]["sink_star"], ps[1]["result"]["tokens_seen"] = 90.0, 2000
     t = tables.points_table(ps, BIASES, names={"none": "recipe"}, paper=True)
     assert [r["point"] for r in t.rows] == ["recipe", "sink_token"]
-    assert t.rows[1]["what changes"] == "learnable sink token at position 0" and t.rows[1]["Sink_1 %"] == "50.0"
-    assert t.rows[1]["Sink* % (bias position)"] == "90.0" and t.rows[0]["Sink* % (bias position)"] == "—"
+    assert t.rows[1]["what changes"] == "learnable sink token at position 0" and t.rows[1]["Sink_1 %"] == "50.0 (final)"
+    assert t.rows[1]["Sink* % (bias position)"] == "90.0 (final)" and t.rows[0]["Sink* % (bias position)"] == "—"
     assert t.rows[0]["paper"] == paper_text("none") and t.rows[1]["tokens"] == "2,000"   # tokens differ: shown
     plain = tables.points_table(ps[:1], ["recipe"])        # names only, no Sink* run, one token count
     assert plain.columns == ("point", "seeds", "Sink_1 %", "alpha_1", "loss")

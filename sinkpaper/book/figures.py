@@ -23,7 +23,8 @@ import altair as alt
 from IPython.display import Markdown, display
 import numpy as np
 
-from ..results.sweeps import mean_of, metric_of, point_of
+from ..paper import PLATEAU, PLATEAU_EVALS
+from ..results.sweeps import mean_of, point_of, shown_values
 
 WIDTH = 300
 HEIGHT = 300
@@ -449,10 +450,16 @@ def long_rows(rows: Sequence[Mapping], keys: Sequence[str], key_name: str = "ser
 _METRIC_LABEL = {"Sink*": "Sink* (bias position)"}
 
 
+def _shown_values(payloads: Sequence[dict], point: str, name: str) -> list[tuple[int, float]]:
+    """(seed, value) of a point's runs as the tables show them: each run on its plateau (else its final value)."""
+    return shown_values(payloads, point, name, PLATEAU, PLATEAU_EVALS)[0]
+
+
 def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, title: str = "",
                 value: str | Sequence[str] = "sink", width: int = 360, height: int = 200) -> alt.LayerChart:
     """THE dot-and-tick chart of a sweep: per point (x, in ``order``; points without runs are left out) each
-    seed's number as a dot and the mean over seeds as a tick, so the spread over seeds shows. ``value``: "sink"
+    seed's number (its plateau, as the tables show it) as a dot and the mean over seeds as a tick, so the spread over
+    seeds shows. ``value``: "sink"
     (Sink_k %), "alpha_1", or several metrics of :func:`sinkpaper.results.sweeps.metric_of` side by side, each
     its own colour: ("Sink*", "Sink_1") puts the sink on a bias position next to the one on token 1 (a metric a
     run does not record is left out)."""
@@ -462,9 +469,10 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     x = alt.X("point:N", sort=present, title=None, axis=alt.Axis(labelAngle=-30))
     if isinstance(value, str):
         name = f"Sink_{k}" if value == "sink" else value
-        dots = [{"point": point_of(p), "seed": p["config"]["run"]["seed"], "v": _num(metric_of(p, name))}
-                for p in payloads if point_of(p) in present]
-        means = [{"point": pt, "v": _num(mean_of(payloads, pt, name))} for pt in present]
+        shown = {pt: _shown_values(payloads, pt, name) for pt in present}
+        dots = [{"point": pt, "seed": seed, "v": _num(v)} for pt in present for seed, v in shown[pt]]
+        means = [{"point": pt, "v": _num(statistics.fmean(v for _, v in shown[pt]) if shown[pt] else None)}
+                 for pt in present]
         is_sink = name.startswith("Sink")
         y = alt.Y("v:Q", title=f"{name} %" if is_sink else f"{name} (mean over heads)",
                   scale=alt.Scale(domain=[0, 100] if is_sink else [0, 1]))
@@ -480,7 +488,7 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     for pt in present:
         ps = [p for p in payloads if point_of(p) == pt]
         for name, label in zip(value, labels):
-            vals = [(p["config"]["run"]["seed"], v) for p in ps if (v := metric_of(p, name)) is not None]
+            vals = _shown_values(ps, pt, name)
             dots += [{"point": pt, "metric": label, "seed": s, "v": _num(v)} for s, v in vals]
             if vals:
                 means.append({"point": pt, "metric": label, "v": _num(statistics.fmean(v for _, v in vals))})

@@ -21,7 +21,7 @@ from ..paper import DEFAULT_ALIASES, paper_text
 from ..results.curves import curve_rows as run_curve_rows
 from ..results.sweeps import LMSweep, point_of
 from .figures import curve_chart, heatmap, provenance_line, row
-from .tables import points_table
+from .tables import PLATEAU_NOTE, points_table
 
 
 def recipe(payload: Mapping) -> str:
@@ -76,7 +76,7 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
     if ps:
         ref = next((p for p in ps if point_of(p) == base), ps[0])
         out.append(Markdown(f"**The runs ({lm.profile} profile).** `{point_of(ref)}`: {recipe(ref)} Every other "
-                            "point changes one thing of it (its name says what; `configs/` has the exact form)."))
+                            "point changes one thing of it (its name says what; `configs/` has the exact form). " + PLATEAU_NOTE))
         if paper is not None and (base == "default" or base in DEFAULT_ALIASES) and base in paper \
                 and ref["config"]["data"].get("fixed_token") and ref["config"]["data"].get("fixed_pos") == 1:
             # the paper's base run packs without a fixed token; ours fixes one, as its fixed_pos1 point does

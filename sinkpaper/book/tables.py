@@ -11,8 +11,20 @@ from .. import paper as registry
 from ..metrics import excess_alpha
 from ..results.curves import first_reaching, transient
 from ..results.numbers import MISSING, fmt_spread
-from ..results.sweeps import point_of, uniform_floor, values_of
+from ..results.sweeps import point_of, shown_values, uniform_floor, values_of
 from .figures import Table
+
+# how the tables and dot charts read a run, said once where a chapter shows them
+PLATEAU_NOTE = (f"Sink and alpha_1 are each run's plateau, the mean of its evaluations over the last "
+                f"{100 * registry.PLATEAU:g} % of its steps (what the verdicts read; \"final\" marks a run whose curve "
+                "is too short for one), then mean [min, max] over seeds.")
+
+
+def _shown(ps: Sequence[dict], point: str, name: str) -> tuple[list[float], str]:
+    """The values a table shows for one point's runs (each on its plateau) and the mark for those that are not."""
+    vals, final = shown_values(ps, point, name, registry.PLATEAU, registry.PLATEAU_EVALS)
+    mark = "" if not final else " (final)" if final == len(vals) else f" (final in {final} of {len(vals)})"
+    return [v for _, v in vals], mark
 
 
 def points_table(payloads: Sequence[dict], points: Sequence[Any], ks: Sequence[int] = (1,), *,
@@ -22,7 +34,7 @@ def points_table(payloads: Sequence[dict], points: Sequence[Any], ks: Sequence[i
     """One row per point of ``points`` that has runs, in that order (points without runs are left out): the
     point, what changes, the seeds, Sink_k % for each k of ``ks`` as mean [min, max] over seeds (marked * where
     it is the |w| / sum |w| proxy), Sink* % on the bias or extra position, alpha_1, the loss, tokens seen and the
-    paper's number.
+    paper's number. Sink and alpha_1 are each run's plateau (:data:`PLATEAU_NOTE`); the losses are the final ones.
 
     * ``points``: point names, or :class:`sinkpaper.book.points.Point`s (a Point says what it changes);
     * ``changes``: {point: what changes} (a Point's own by default; no column for names without it);
@@ -53,10 +65,12 @@ def points_table(payloads: Sequence[dict], points: Sequence[Any], ks: Sequence[i
         row["seeds"] = ",".join(str(s) for s in sorted(p["config"]["run"]["seed"] for p in ps))
         proxy = "*" if any(p["result"].get("proxy") for p in ps) else ""
         for k in ks:
-            row[f"Sink_{k} %"] = fmt_spread(values_of(ps, run_name, f"Sink_{k}")) + proxy
+            vals, mark = _shown(ps, run_name, f"Sink_{k}")
+            row[f"Sink_{k} %"] = fmt_spread(vals) + proxy + mark
         if sink_star:
-            row["Sink* % (bias position)"] = fmt_spread(values_of(ps, run_name, "Sink*"))
-        a1 = statistics.fmean(values_of(ps, run_name, "alpha_1"))
+            vals, mark = _shown(ps, run_name, "Sink*")
+            row["Sink* % (bias position)"] = fmt_spread(vals) + (mark if vals else "")
+        a1 = statistics.fmean(_shown(ps, run_name, "alpha_1")[0])
         row["alpha_1"] = round(a1, 3)
         if uniform:
             u = uniform_floor(ps[0]["config"])

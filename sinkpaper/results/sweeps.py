@@ -12,7 +12,8 @@ bias or extra position, %), ``alpha_1`` (mean over layers and heads), ``loss`` (
 ``val_loss`` (the held-out loss), ``first Sink_1`` (at the first evaluation), ``prefix length`` (the config's
 prefix_lm) and ``excess alpha_1`` ((alpha_1 - u) / (1 - u), u the uniform floor under the run's mask).
 :func:`metric_of` reads the final evaluation; :func:`plateau_of` the mean over the last evaluations (what the
-paper registry judges), and :func:`training_failure` says whether a run trained at all.
+paper registry judges, and what the chapters show: :func:`shown_values`), and :func:`training_failure` says whether
+a run trained at all.
 """
 from __future__ import annotations
 
@@ -340,6 +341,25 @@ def training_failure(payload: Mapping, margin: float, fraction: float, cache: st
 
 
 # ------------------------------------------------------------------------------------- summaries over seeds
+def shown_values(payloads: Sequence[Mapping], point: str, name: str, fraction: float,
+                 min_evals: int) -> tuple[list[tuple[int, float]], int]:
+    """What a chapter shows for one point: (seed, value) of every run that records ``name``, the value read as the
+    verdicts read it (:func:`plateau_of`'s mean) where the run's curve holds a plateau, else its final evaluation;
+    and how many runs fell back to the final evaluation (a curve too short, or none), for the table to say so."""
+    out, final = [], 0
+    for p in payloads:
+        if point_of(p) != point:
+            continue
+        try:
+            pl = plateau_of(p, name, fraction, min_evals)
+            v = None if pl is None else pl["mean"]
+        except NotEnoughEvaluations:
+            v, final = metric_of(p, name), final + (metric_of(p, name) is not None)
+        if v is not None:
+            out.append((p["config"]["run"]["seed"], float(v)))
+    return out, final
+
+
 def values_of(payloads: Sequence[Mapping], point: str, name: str = "Sink_1") -> list[float]:
     """The metric of every run of one point that records it, in the order of ``payloads``."""
     return [float(v) for p in payloads if point_of(p) == point and (v := metric_of(p, name)) is not None]
