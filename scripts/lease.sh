@@ -57,6 +57,7 @@ if [ "${REHEARSE:-0}" = 1 ]; then    # the same commands at tiny shapes on the C
         --set run.checkpoint_every=3 --set run.log_every=3 --set model.backend=eager
         --set data.path=data/sample/tokens.u16.xz)
   BENCH=(--profile cpu --steps 1 --no-compile)
+  : "${TEXT_RUN_SECONDS:=10}" "${GRID_RUN_SECONDS:=10}"   # a rehearsal's runs take seconds
   [ "${1:-}" = import ] || touch "$OUT/REHEARSAL"   # its runs have tiny shapes: never for results/store
 else
   SETS=()

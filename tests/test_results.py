@@ -116,7 +116,8 @@ def test_training_bench_block_from_a_gpu(tmp_path):
         "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
         "flops_per_token": 400_000, "ratio_best_vs_fp32_eager": 1.0, "ratio_best_vs_transformers": 1.45,
         "skipped": ["ours bf16 compiled: InductorError: no"],
-        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "command": ["bench", "training"],
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC",
+                       "command": ["bench", "training", "--profile", "gpu", "--json", "/root/out/bench-training.json"],
                        "hardware": "NVIDIA Test GPU", "cpu_model": "Host CPU", "torch": "9.9", "code_version": "v1",
                        "steps": 5, "warmup": 1, "load_average_1min": [0.1, 0.2], "cpus": 16}})
     text = "\n".join(training_bench_lines(TRAINING_BENCH_GPU, root=tmp_path))
@@ -124,6 +125,8 @@ def test_training_bench_block_from_a_gpu(tmp_path):
     assert "Best (" not in text and "fp32 eager" not in text
     assert "(2,900 vs 2,000 tokens/s): **1.45x**" in text and "1.45x transformers (target 1.3x: reached)" in text
     assert "Skipped: ours bf16 compiled: InductorError: no" in text
+    # where the device wrote it is not a path of this repository (nor of the reader's machine)
+    assert "from `python -m sinkpaper bench training --profile gpu`" in text and "/root" not in text
 
 
 def test_kernels_bench_block(tmp_path):

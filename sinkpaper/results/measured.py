@@ -55,7 +55,11 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
         f"{hw} (host: {pv.get('cpu_model') or 'CPU unknown'})"
     amx = "" if not pv.get("cpu_model") or "amx" in pv["cpu_model"] or hw and not hw.startswith("CPU") else ", no AMX"
     load = pv.get("load_average_1min")
-    lines = [f"Measured {pv['computed_at']} (`{path}`, from `python -m sinkpaper {' '.join(pv['command'])}`): "
+    cmd = list(pv["command"])
+    if "--json" in cmd:          # where it was written on the machine that ran it; `path` is where it is stored
+        i = cmd.index("--json")
+        del cmd[i:i + 2]
+    lines = [f"Measured {pv['computed_at']} (`{path}`, from `python -m sinkpaper {' '.join(cmd)}`): "
              f"{cpu}{amx}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}, torch {pv['torch']}, code "
              f"{pv['code_version']}, {pv['steps']} timed steps per row after {pv['warmup']} warm-up"
              + (f", load average (1 min) {load[0]:.1f} before and {load[1]:.1f} after, {pv['cpus']} CPUs"
