@@ -84,11 +84,16 @@ sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share
   done
 }
 
+TEXT_PGID=""
+stop_text() { if [ -n "$TEXT_PGID" ]; then kill -TERM -- -"$TEXT_PGID" 2>/dev/null || true; fi; }
+trap stop_text EXIT   # nothing of this call outlives it (a rehearsal's workers would go on burning the CPU)
+
 wait_collecting() {   # wait_collecting END_EPOCH : collect every 30 s; at END stop the workers (their runs are lost)
   local end=$1
   while [ -n "$(jobs -pr)" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect; done
   if [ -n "$(jobs -pr)" ]; then
     log "time is up: stopping the runs in flight"
+    stop_text
     pkill -f -- "--out $LEASE_DIR" 2>/dev/null || true; kill $(jobs -pr) 2>/dev/null || true
   fi
   wait 2>/dev/null || true
@@ -108,7 +113,8 @@ start_text() {   # start_text END_EPOCH N : N workers on the text-profile runs s
   log "text-profile runs in scripts/text_queue.txt's order ($n workers), until $(date -u -d "@$end" +%H:%M:%S)"
   SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE \
     --start-before $(date -u -d "@$(( end - ${TEXT_RUN_SECONDS:-100} ))" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" \
-    OUT_DIR="$LEASE_DIR" WORKERS=$n STAGGER=1 PYTHON="$PY" bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
+    OUT_DIR="$LEASE_DIR" WORKERS=$n STAGGER=1 PYTHON="$PY" setsid bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
+  TEXT_PGID=$!   # its own process group: its workers loop over the queue, and stopping must reach every one
 }
 
 # what the store holds already is skipped (copied with its times, so only this call's runs are collected)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,9 @@ def test_a_rehearsed_lease_returns_its_finished_runs_and_imports_them_once(tmp_p
     dest.mkdir()
     r = _lease("text", REHEARSE="1", OUT=str(out), LEASE_DIR=str(lease_dir), LEASE_SECONDS="45", WORKERS="1")
     assert r.returncode == 0, r.stdout + r.stderr
+    time.sleep(3)   # nothing of the call outlives it: its workers loop over the queue, each would start the next point
+    left = subprocess.run(["pgrep", "-af", str(lease_dir)], capture_output=True, text=True).stdout
+    assert not left.strip(), left
     log = (out / "lease.log").read_text()
     assert "text-profile runs" in log and "done:" in log
     with tarfile.open(out / "store.tgz") as t:
