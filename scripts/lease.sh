@@ -35,6 +35,7 @@ BUDGET=${LEASE_SECONDS:-500}        # seconds of work in this call; the rest of 
 WORKERS=${WORKERS:-3}
 TEXT_WORKERS=${TEXT_WORKERS:-0}
 GRID_SETS=()
+GRID_TAG=""   # in the grid's log names: the eager retry keeps the compiled runs' logs (and their errors)
 # The grid's points this lease trains. A run cannot outlive its call (the machine is bare at each start and a
 # checkpoint is too large to come back), so the default is the 4-layer points, which fit beside each other in
 # one call; the 6- and 8-layer ones wait for a measured speed (GRID_POINTS="L6_d384_lr2e-3 ...").
@@ -79,7 +80,7 @@ sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share
   local stop; stop=$(date -u -d "@$(( end - ${GRID_RUN_SECONDS:-150} ))" +%Y-%m-%dT%H:%M:%S)
   for i in $(seq 1 "$WORKERS"); do
     "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --points $GRID_POINTS --seeds "$@" --out "$LEASE_DIR" \
-      --store "$STORE" --keep-going --start-before "$stop" "${GRID_SETS[@]}" "${SETS[@]}" > "$LEASE_DIR/grid-$seed0-$i.log" 2>&1 &
+      --store "$STORE" --keep-going --start-before "$stop" "${GRID_SETS[@]}" "${SETS[@]}" > "$LEASE_DIR/grid$GRID_TAG-$seed0-$i.log" 2>&1 &
     sleep 1
   done
 }
@@ -136,6 +137,7 @@ case "${1:-}" in
       # (run.compile is bookkeeping: the same runs, the same config hashes)
       log "compiled grid runs failed (see logs.tgz): the grid again, eager"
       GRID_SETS=(--set run.compile=false)
+      GRID_TAG=-eager
       sweep_until "$end" configs/calibration.yaml 0
       wait_grid "$end"
     fi
