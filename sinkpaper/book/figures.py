@@ -450,9 +450,10 @@ def long_rows(rows: Sequence[Mapping], keys: Sequence[str], key_name: str = "ser
 _METRIC_LABEL = {"Sink*": "Sink* (bias position)"}
 
 
-def _shown_values(payloads: Sequence[dict], point: str, name: str) -> list[tuple[int, float]]:
-    """(seed, value) of a point's runs as the tables show them: each run on its plateau (else its final value)."""
-    return shown_values(payloads, point, name, PLATEAU, PLATEAU_EVALS)[0]
+def book_values(payloads: Sequence[dict], point: str, name: str) -> tuple[list[tuple[int, float]], int]:
+    """How the book reads a point's runs, in tables and charts alike: (seed, value) with each run on its plateau as
+    the verdicts read it (:data:`sinkpaper.paper.PLATEAU`), and how many fell back to their final value."""
+    return shown_values(payloads, point, name, PLATEAU, PLATEAU_EVALS)
 
 
 def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, title: str = "",
@@ -469,7 +470,7 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     x = alt.X("point:N", sort=present, title=None, axis=alt.Axis(labelAngle=-30))
     if isinstance(value, str):
         name = f"Sink_{k}" if value == "sink" else value
-        shown = {pt: _shown_values(payloads, pt, name) for pt in present}
+        shown = {pt: book_values(payloads, pt, name)[0] for pt in present}
         dots = [{"point": pt, "seed": seed, "v": _num(v)} for pt in present for seed, v in shown[pt]]
         means = [{"point": pt, "v": _num(statistics.fmean(v for _, v in shown[pt]) if shown[pt] else None)}
                  for pt in present]
@@ -488,7 +489,7 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     for pt in present:
         ps = [p for p in payloads if point_of(p) == pt]
         for name, label in zip(value, labels):
-            vals = _shown_values(ps, pt, name)
+            vals = book_values(ps, pt, name)[0]
             dots += [{"point": pt, "metric": label, "seed": s, "v": _num(v)} for s, v in vals]
             if vals:
                 means.append({"point": pt, "metric": label, "v": _num(statistics.fmean(v for _, v in vals))})

@@ -11,8 +11,8 @@ from .. import paper as registry
 from ..metrics import excess_alpha
 from ..results.curves import first_reaching, transient
 from ..results.numbers import MISSING, fmt_spread
-from ..results.sweeps import point_of, shown_values, uniform_floor, values_of
-from .figures import Table
+from ..results.sweeps import point_of, uniform_floor, values_of
+from .figures import Table, book_values
 
 # how the tables and dot charts read a run, said once where a chapter shows them
 PLATEAU_NOTE = (f"Sink and alpha_1 are each run's plateau, the mean of its evaluations over the last "
@@ -22,7 +22,7 @@ PLATEAU_NOTE = (f"Sink and alpha_1 are each run's plateau, the mean of its evalu
 
 def _shown(ps: Sequence[dict], point: str, name: str) -> tuple[list[float], str]:
     """The values a table shows for one point's runs (each on its plateau) and the mark for those that are not."""
-    vals, final = shown_values(ps, point, name, registry.PLATEAU, registry.PLATEAU_EVALS)
+    vals, final = book_values(ps, point, name)
     mark = "" if not final else " (final)" if final == len(vals) else f" (final in {final} of {len(vals)})"
     return [v for _, v in vals], mark
 

@@ -354,7 +354,8 @@ def shown_values(payloads: Sequence[Mapping], point: str, name: str, fraction: f
             pl = plateau_of(p, name, fraction, min_evals)
             v = None if pl is None else pl["mean"]
         except NotEnoughEvaluations:
-            v, final = metric_of(p, name), final + (metric_of(p, name) is not None)
+            v = metric_of(p, name)
+            final += v is not None
         if v is not None:
             out.append((p["config"]["run"]["seed"], float(v)))
     return out, final
