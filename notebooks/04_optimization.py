@@ -167,7 +167,7 @@ if text.payloads:
                                             y_title="alpha_1")))
     tr = tp["result"]
     earlier = [r["Sink_1 %"] for r in text_rows[:-1]]
-    synthetic = sweeps.mean_of(mini.payloads, "recipe", "alpha_1")
+    synthetic = figures.book_mean(mini.payloads, "recipe", "alpha_1")
     display(Markdown(
         f"On real text the recipe ends, after {tr['step']} steps ({tr['tokens_seen']:,} tokens), at Sink_1 "
         f"{tr['sink_k']['1']:.1f} % and mean α_1 {tr['alpha_1_mean']:.3f} (uniform: "
@@ -197,8 +197,8 @@ display(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
-m_sink = {p: sweeps.mean_of(mini.payloads, p) for p in LR_ORDER}
-m_alpha = {p: sweeps.mean_of(mini.payloads, p, "alpha_1") for p in LR_ORDER}
+m_sink = {p: figures.book_mean(mini.payloads, p) for p in LR_ORDER}
+m_alpha = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in LR_ORDER}
 display(Markdown(
     f"Measured: LR × 0.3 → Sink_1 {sig(m_sink['lr_x0.3'])} % (α_1 {sig(m_alpha['lr_x0.3'])}), "
     f"the recipe → {sig(m_sink['recipe'])} % (α_1 {sig(m_alpha['recipe'])}), LR × 3 → "

@@ -165,9 +165,9 @@ display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payload
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
-m = {(p, k): sweeps.mean_of(mini.payloads, p, f"Sink_{k}") for p in STORED for k in (1, 2, 3)}
+m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in STORED for k in (1, 2, 3)}
 first = {p: prose.first_reached(mini.payloads, p, LIVE_K[p]) for p in STORED}  # first >= 50 %, over seeds
-peak = {p: sweeps.peak_position(mini.payloads, p) for p in STORED}  # (k, mean Sink_k) of the largest, k = 1..10
+peak = {p: figures.book_peak(mini.payloads, p) for p in STORED}  # (k, mean Sink_k) of the largest, k = 1..10
 display(Markdown(
     f"Measured (mean over seeds; “first ≥ 50 %” is the range over seeds). Fixed BOS at 1 (the recipe): Sink_1 "
     f"{sig(m['recipe', 1])} %, first ≥ 50 % {first['recipe']}. Fixed token at 2: Sink_2 "

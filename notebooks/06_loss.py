@@ -164,8 +164,8 @@ display(figures.row(figures.sweep_chart(mini.payloads, WD_ORDER, title="miniatur
                                         title="miniature: mean alpha_1 by weight decay", width=300)))
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
     [p for p in mini.payloads if sweeps.point_of(p) in WD_ORDER], loaded=True))))
-ma = {p: sweeps.mean_of(mini.payloads, p, "alpha_1") for p in MINI_POINTS}
-ms = {p: sweeps.mean_of(mini.payloads, p) for p in MINI_POINTS}
+ma = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in MINI_POINTS}
+ms = {p: figures.book_mean(mini.payloads, p) for p in MINI_POINTS}
 display(Markdown(
     "Measured (mean over seeds): "
     + "; ".join(f"WD {WD[p]:g}: Sink_1 {sig(ms[p])} %, α_1 {sig(ma[p])}" for p in WD_ORDER) + ". "
@@ -196,16 +196,17 @@ display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
 if mini.missing:
     display(Markdown(mini.missing_text()))
 
-mx = {p: sweeps.mean_of(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
+mx = {p: figures.book_mean(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
 if live_point in MASK_ORDER and live_point not in mini.by_point():  # not stored yet: the live run stands in
     mx[live_point] = sweeps.metric_of(live.payload, "excess alpha_1")
-top_k, top_sink = sweeps.peak_position(mini.payloads, "prefix_4")  # where prefix_4's sink sits, k = 1..10
+top_k, top_sink = figures.book_peak(mini.payloads, "prefix_4")  # where prefix_4's sink sits, k = 1..10
 prefix_len = next((sweeps.metric_of(p, "prefix length") for p in mini.by_point().get("prefix_4", [])), None)
 lines = [f"- {p}: excess α_1 {sig(mx[p])}" + (" (from the live run)" if p == live_point and p not in mini.by_point()
                                               else "") for p in MASK_ORDER if mx[p] is not None]
 if top_k is not None:
+    top_seeds = [v for _, v in figures.book_values(mini.payloads, "prefix_4", f"Sink_{top_k}")[0]]
     lines.append(f"- prefix_4: the largest Sink_k over k = 1..10 is at position {top_k} ({top_sink:.1f} % mean, "
-                 f"{span(sweeps.values_of(mini.payloads, 'prefix_4', f'Sink_{top_k}'), 1)} over seeds)"
+                 f"{span(top_seeds, 1)} over seeds)"
                  + (f", {where}" if (where := prose.prefix_peak(top_k, prefix_len)) else ""))
 display(Markdown("Measured:\n" + "\n".join(lines)))
 

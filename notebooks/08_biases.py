@@ -151,13 +151,13 @@ if mini.missing:
 
 # %% tags=["hide-input"]
 mp = mini.payloads + ([live.payload] if not stored_live else [])
-M = {pt: {key: sweeps.mean_of(mp, pt, key) for key in KEYS} for pt in MINI_ORDER}
+M = {pt: {key: figures.book_mean(mp, pt, key) for key in KEYS} for pt in MINI_ORDER}
 display(figures.Table([{"point": pt, "Sink* % (bias position)": fmt(M[pt]["Sink*"], 1, ""),
                         "Sink_1 % (BOS)": fmt(M[pt]["Sink_1"], 1, ""), "α_1 (BOS, mean)": fmt(M[pt]["alpha_1"], 3, "")}
                        for pt in MINI_ORDER if M[pt]["Sink_1"] is not None]))
 no_bos = sweeps.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_token_no_bos", "k_bias_no_bos"],
                              seeds=tuple(miniature_seeds))
-NB = {pt: {key: sweeps.mean_of(no_bos.payloads, pt, key) for key in KEYS}
+NB = {pt: {key: figures.book_mean(no_bos.payloads, pt, key) for key in KEYS}
       for pt in ("sink_token_no_bos", "k_bias_no_bos", "no_fixed_token")}
 lines = prose.miniature_bias_lines(M, NB, len(no_bos.by_point().get("no_fixed_token", [])))
 display(Markdown("\n".join(lines) if lines else "The stored miniature runs needed here are missing (see above)."))

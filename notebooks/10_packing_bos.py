@@ -114,7 +114,7 @@ if lm.payloads:
     display(Markdown(figures.provenance_line(lm.provenance())))
     # the document-mask claim reads doc_mask and bos_doc_mask; the causal control says whether "no sink with the
     # mask" is the mask's doing or this scale's
-    pm = {p: sweeps.mean_of(lm.payloads, p) for p in FOUR}
+    pm = {p: figures.book_mean(lm.payloads, p) for p in FOUR}
     if all(v is not None for v in pm.values()):
         display(Markdown(prose.packing_reading(pm)))
 if lm.missing.missing:
@@ -161,7 +161,7 @@ if mini.payloads:
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
     display(Markdown(mini.missing_text()))
-m = {(p, k): sweeps.mean_of(mini.payloads, p, f"Sink_{k}") for p in MINI_ORDER for k in (1, 2, 3)}
+m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in MINI_ORDER for k in (1, 2, 3)}
 display(Markdown(
     f"Measured (mean over seeds). Fixed BOS at 1: Sink_1 {sig(m['recipe', 1])} %. No fixed token: Sink_1 "
     f"{sig(m['no_fixed_token', 1])} %. Fixed token at 2: Sink_2 {sig(m['fixed_pos2', 2])} %, Sink_1 "

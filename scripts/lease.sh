@@ -89,25 +89,26 @@ TEXT_PGID=""
 stop_text() { if [ -n "$TEXT_PGID" ]; then kill -TERM -- -"$TEXT_PGID" 2>/dev/null || true; fi; }
 trap stop_text EXIT   # nothing of this call outlives it (a rehearsal's workers would go on burning the CPU)
 
-wait_collecting() {   # wait_collecting END_EPOCH : collect every 30 s; at END stop the workers (their runs are lost)
-  local end=$1
-  while [ -n "$(jobs -pr)" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect; done
-  if [ -n "$(jobs -pr)" ]; then
+collect_while() {   # collect_while END_EPOCH CMD... : collect every 30 s while CMD succeeds, until END
+  local end=$1; shift
+  while "$@" && [ "$(date +%s)" -lt "$end" ]; do sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect; done
+  collect
+}
+has_jobs() { [ -n "$(jobs -pr)" ]; }
+grid_running() { pgrep -f -- "--config configs/calibration.yaml" > /dev/null; }
+
+wait_collecting() {   # wait_collecting END_EPOCH : collect until every worker ends; at END stop them (their runs are lost)
+  collect_while "$1" has_jobs
+  if has_jobs; then
     log "time is up: stopping the runs in flight"
     stop_text
     pkill -f -- "--out $LEASE_DIR" 2>/dev/null || true; kill $(jobs -pr) 2>/dev/null || true
+    wait 2>/dev/null || true
+    collect
   fi
-  wait 2>/dev/null || true
-  collect
 }
 
-wait_grid() {   # wait_grid END_EPOCH : collect every 30 s until the grid's sweeps end (text workers go on)
-  local end=$1
-  while pgrep -f -- "--config configs/calibration.yaml" > /dev/null && [ "$(date +%s)" -lt "$end" ]; do
-    sleep 5; [ $(( $(date +%s) % 30 )) -lt 5 ] && collect
-  done
-  collect
-}
+wait_grid() { collect_while "$1" grid_running; }   # until the grid's sweeps end (text workers go on)
 
 start_text() {   # start_text END_EPOCH N : N workers on the text-profile runs still missing, in the queue's order
   local end=$1 n=$2

@@ -56,7 +56,7 @@ def test_point_table_puts_sink_star_next_to_sink_1():
     assert row["Sink_1 %"] == "75.0 [50.0, 100.0]" and row["Sink* % (bias position)"] == "87.5 [75.0, 100.0]"
     assert row["seeds"] == "0,1" and row["alpha_1"] == 0.45 and row["paper"].startswith("Sink* 74.12")
     assert t.rows[0]["Sink* % (bias position)"] == "—"
-    assert sweeps.mean_of(ps, "sink_token", "Sink*") == 87.5 and sweeps.mean_of(ps, "v_bias") is None
+    assert figures.book_mean(ps, "sink_token", "Sink*") == 87.5 and figures.book_mean(ps, "v_bias") is None
 
 
 def test_point_table_marks_the_proxy():

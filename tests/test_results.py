@@ -70,6 +70,18 @@ def _bench_row(model, dtype, compiled, tps, mfu):
             "mfu": mfu}
 
 
+def _training_bench(rows, best_compiled, side_by_side, vs_fp32, vs_transformers, skipped, threads, **provenance):
+    """A training benchmark's JSON as `bench training --json` writes it, around the rows a test varies."""
+    return {"model_config": {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16}, "vocab_size": 32,
+            "micro_batch": 2, "context": 4, "threads": threads, "rows": rows,
+            "best": {"model": "ours", "dtype": "bf16", "compiled": best_compiled},
+            "ours_best_side_by_side_with_transformers": side_by_side, "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9},
+            "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}}, "flops_per_token": 400_000,
+            "ratio_best_vs_fp32_eager": vs_fp32, "ratio_best_vs_transformers": vs_transformers, "skipped": skipped,
+            "provenance": {"computed_at": "2000-01-01 00:00 UTC", "torch": "9.9", "code_version": "v1", "steps": 5,
+                           "warmup": 1, **provenance}}
+
+
 def test_training_bench_block(tmp_path):
     from sinkpaper.results.measured import TRAINING_BENCH, training_bench_lines
     missing = training_bench_lines(root=tmp_path)
@@ -77,17 +89,9 @@ def test_training_bench_block(tmp_path):
                        f"training --profile text --json {TRAINING_BENCH}` measures it)."]
     rows = [_bench_row("ours", "fp32", False, 1000.0, 0.5), _bench_row("ours", "bf16", True, 3000.0, 0.2),
             _bench_row("transformers", "bf16", True, 2000.0, 0.1)]
-    _write(tmp_path / TRAINING_BENCH, {
-        "model_config": {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16}, "vocab_size": 32, "micro_batch": 2,
-        "context": 4, "threads": 1, "rows": rows, "best": {"model": "ours", "dtype": "bf16", "compiled": True},
-        "ours_best_side_by_side_with_transformers": _bench_row("ours", "bf16", True, 2800.0, 0.2),
-        "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9},
-        "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
-        "flops_per_token": 400_000, "ratio_best_vs_fp32_eager": 3.0, "ratio_best_vs_transformers": 1.4, "skipped": [],
-        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "command": ["bench", "training"],
-                       "cpu_model": "Test CPU (amx_bf16)",
-                       "torch": "9.9", "code_version": "v1", "steps": 5, "warmup": 1, "load_average_1min": [3.0, 1.0],
-                       "cpus": 2}})
+    _write(tmp_path / TRAINING_BENCH, _training_bench(
+        rows, True, _bench_row("ours", "bf16", True, 2800.0, 0.2), 3.0, 1.4, [], 1,
+        command=["bench", "training"], cpu_model="Test CPU (amx_bf16)", load_average_1min=[3.0, 1.0], cpus=2))
     lines = training_bench_lines(root=tmp_path)
     text = "\n".join(lines)
     assert "| ours | bf16 | yes | 3,000 | 3,001 | 20.0 % |" in lines and "| transformers | bf16 | yes | 2,000 |" in text
@@ -108,18 +112,10 @@ def test_training_bench_block_from_a_gpu(tmp_path):
     assert "on a lent GPU, `python -m sinkpaper bench training --profile gpu" in \
         training_bench_lines(TRAINING_BENCH_GPU, root=tmp_path)[0]
     rows = [_bench_row("ours", "bf16", False, 3000.0, 0.2), _bench_row("transformers", "bf16", False, 2000.0, 0.1)]
-    _write(tmp_path / TRAINING_BENCH_GPU, {
-        "model_config": {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16}, "vocab_size": 32, "micro_batch": 2,
-        "context": 4, "threads": 16, "rows": rows, "best": {"model": "ours", "dtype": "bf16", "compiled": False},
-        "ours_best_side_by_side_with_transformers": _bench_row("ours", "bf16", False, 2900.0, 0.2),
-        "gemm_peak_flops": {"fp32": 1e9, "bf16": 4e9},
-        "gemm": {"fp32": {"n": 64, "reps": 3}, "bf16": {"n": 64, "reps": 3}},
-        "flops_per_token": 400_000, "ratio_best_vs_fp32_eager": 1.0, "ratio_best_vs_transformers": 1.45,
-        "skipped": ["ours bf16 compiled: InductorError: no"],
-        "provenance": {"computed_at": "2000-01-01 00:00 UTC",
-                       "command": ["bench", "training", "--profile", "gpu", "--json", "/root/out/bench-training.json"],
-                       "hardware": "NVIDIA Test GPU", "cpu_model": "Host CPU", "torch": "9.9", "code_version": "v1",
-                       "steps": 5, "warmup": 1, "load_average_1min": [0.1, 0.2], "cpus": 16}})
+    _write(tmp_path / TRAINING_BENCH_GPU, _training_bench(
+        rows, False, _bench_row("ours", "bf16", False, 2900.0, 0.2), 1.0, 1.45,
+        ["ours bf16 compiled: InductorError: no"], 16, command=["bench", "training", "--profile", "gpu", "--json", "/root/out/bench-training.json"],
+        hardware="NVIDIA Test GPU", cpu_model="Host CPU", load_average_1min=[0.1, 0.2], cpus=16))
     text = "\n".join(training_bench_lines(TRAINING_BENCH_GPU, root=tmp_path))
     assert "NVIDIA Test GPU (host: Host CPU), 16 threads" in text and "no AMX" not in text
     assert "Best (" not in text and "fp32 eager" not in text

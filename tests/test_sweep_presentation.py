@@ -48,8 +48,14 @@ def test_uniform_floor_matches_the_closed_forms():
 def test_means():
     ps = [payload("fixed_pos2", s, {2: 100, 1: 0}, 0.03) for s in (0, 1)]
     ps += [payload("fixed_pos3", 0, {}, 0.07)]
-    assert sweeps.mean_of(ps, "fixed_pos2", "Sink_2") == 100 and sweeps.mean_of(ps, "nope") is None
-    assert sweeps.mean_of(ps, "fixed_pos2", "alpha_1") == pytest.approx(0.03)
+    assert figures.book_mean(ps, "fixed_pos2", "Sink_2") == 100 and figures.book_mean(ps, "nope") is None
+    assert figures.book_mean(ps, "fixed_pos2", "alpha_1") == pytest.approx(0.03)
+    # with a curve, the prose's number is the plateau the tables and verdicts read, not the last evaluation:
+    # steps 100..1000, the last 20 % of the steps (>= 800) hold 30, 50 and 10 (the run ends at 10)
+    c = curve([0, 0, 0, 0, 0, 0, 0, 30, 50, 10])
+    runs = [payload("p", 0, {1: 10}, 0.1, curve=c, steps=1000), payload("p", 1, {1: 10}, 0.1, curve=c, steps=1000)]
+    assert figures.book_mean(runs, "p") == pytest.approx(30.0)
+    assert figures.book_peak(runs, "p") == (1, pytest.approx(30.0))
 
 
 def test_tables_and_charts_from_payloads():
@@ -126,18 +132,18 @@ def test_one_metric_vocabulary_and_the_summaries_over_seeds():
     # every name reads the payload's own field; the statistics are the plain formulas
     assert sweeps.values_of(ps, "prefix_4", "Sink_1") == [40.0, 50.0, 60.0]
     assert sweeps.values_of(ps, "prefix_4", "Sink*") == [12.5]                   # runs without one are left out
-    assert sweeps.mean_of(ps, "prefix_4", "loss") == 3.1 and sweeps.mean_of(ps, "prefix_4", "val_loss") is None
+    assert figures.book_mean(ps, "prefix_4", "loss") == 3.1 and figures.book_mean(ps, "prefix_4", "val_loss") is None
     assert sweeps.spread([1.0, 2.0, 6.0]) == {"mean": 3.0, "min": 1.0, "max": 6.0, "n": 3}
     u = float(metrics.uniform_alpha(64, prefix=4)[0])
     assert sweeps.uniform_floor(ps[0]["config"]) == u
-    assert sweeps.mean_of(ps, "prefix_4", "excess alpha_1") == pytest.approx((0.6 - u) / (1 - u))
+    assert figures.book_mean(ps, "prefix_4", "excess alpha_1") == pytest.approx((0.6 - u) / (1 - u))
     assert sweeps.metric_of(ps[0], "prefix length") == 4 and sweeps.metric_of(ps[0], "first Sink_1") is None
     with pytest.raises(ValueError, match="unknown metric 'Sink star'; valid: Sink_k"):
         sweeps.metric_of(ps[0], "Sink star")
     # where the sink sits: the largest mean Sink_k, the smallest k on a tie; (None, None) without runs
-    assert sweeps.peak_position(ps, "prefix_4") == (3, 89.0)
-    assert sweeps.peak_position([payload("flat", 0, {}, 0.1)], "flat") == (1, 0.0)
-    assert sweeps.peak_position(ps, "nope") == (None, None)
+    assert figures.book_peak(ps, "prefix_4") == (3, 89.0)
+    assert figures.book_peak([payload("flat", 0, {}, 0.1)], "flat") == (1, 0.0)
+    assert figures.book_peak(ps, "nope") == (None, None)
 
 
 def test_when_the_sink_emerged_per_seed():

@@ -24,7 +24,7 @@ from IPython.display import Markdown, display
 import numpy as np
 
 from ..paper import PLATEAU, PLATEAU_EVALS
-from ..results.sweeps import mean_of, point_of, shown_values
+from ..results.sweeps import point_of, shown_values
 
 WIDTH = 300
 HEIGHT = 300
@@ -456,6 +456,24 @@ def book_values(payloads: Sequence[dict], point: str, name: str) -> tuple[list[t
     return shown_values(payloads, point, name, PLATEAU, PLATEAU_EVALS)
 
 
+def book_mean(payloads: Sequence[dict], point: str, name: str = "Sink_1") -> float | None:
+    """The mean over the seeds of :func:`book_values` (the number a chapter's prose quotes beside its table); None
+    when no run of the point records ``name``."""
+    vals = [v for _, v in book_values(payloads, point, name)[0]]
+    return statistics.fmean(vals) if vals else None
+
+
+def book_peak(payloads: Sequence[dict], point: str, ks: Sequence[int] = range(1, 11)) \
+        -> tuple[int | None, float | None]:
+    """(k, :func:`book_mean` of Sink_k) of the position k with the largest Sink_k (the smallest k on a tie): where a
+    point's sink sits. (None, None) when the point has no run."""
+    means = {k: book_mean(payloads, point, f"Sink_{k}") for k in ks}
+    if all(v is None for v in means.values()):
+        return None, None
+    k = max(ks, key=lambda k: (means[k] or 0.0, -k))
+    return k, means[k]
+
+
 def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, title: str = "",
                 value: str | Sequence[str] = "sink", width: int = 360, height: int = 200) -> alt.LayerChart:
     """THE dot-and-tick chart of a sweep: per point (x, in ``order``; points without runs are left out) each
@@ -509,7 +527,7 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
 def position_profile_chart(payloads: Sequence[dict], order: Sequence[str], title: str, k_max: int = 10,
                            width: int = 360, height: int = 200) -> alt.Chart:
     """Sink_k % for k = 1..k_max, one line per point (mean over seeds): where the sink sits."""
-    values = [{"point": pt, "k": k, "v": _num(mean_of(payloads, pt, f"Sink_{k}"))}
+    values = [{"point": pt, "k": k, "v": _num(book_mean(payloads, pt, f"Sink_{k}"))}
               for pt in order if any(point_of(p) == pt for p in payloads) for k in range(1, k_max + 1)]
     if not values:
         return no_data_chart(title, "no stored run of " + ", ".join(order), width, height)

@@ -407,18 +407,3 @@ def format_summary(rows: Sequence[Mapping], name: str = "Sink_1") -> str:
     return "\n".join(lines)
 
 
-def mean_of(payloads: Sequence[Mapping], point: str, name: str = "Sink_1") -> float | None:
-    """The mean over the seeds of one point of a metric; None when no run of the point records it."""
-    vals = values_of(payloads, point, name)
-    return statistics.fmean(vals) if vals else None
-
-
-def peak_position(payloads: Sequence[Mapping], point: str, ks: Sequence[int] = range(1, 11)) \
-        -> tuple[int | None, float | None]:
-    """(k, mean Sink_k) of the position k with the largest Sink_k (mean over seeds; the smallest k on a tie):
-    where a point's sink sits. (None, None) when the point has no run."""
-    means = {k: mean_of(payloads, point, f"Sink_{k}") for k in ks}
-    if all(v is None for v in means.values()):
-        return None, None
-    k = max(ks, key=lambda k: (means[k] or 0.0, -k))
-    return k, means[k]
