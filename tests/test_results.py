@@ -286,16 +286,20 @@ def test_dtype_check_and_eval_share_blocks(tmp_path):
     assert "seed 0 1.0 %; seed 1 2.0 %; seed 2 3.0 %; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]
 
 
-def _store_curve_run(store, config, point, seed, curve, **prov):
-    """A stored text-profile run of `config`/`point` whose evaluations are `curve`: (step, Sink_1, wall s)."""
+def _store_curve_run(store, config, point, seed, curve, profile="text", val_loss=5.0, **prov):
+    """A stored run of `config`/`point` at `profile` whose evaluations are `curve`: (step, Sink_1, wall s), with
+    alpha_1 Sink_1 / 200 unless a fourth element gives it."""
     from sinkpaper.train.store import write_result
     from sinkpaper.train.sweep import sweep_configs
-    [(_, _, cfg)] = sweep_configs(REPO / config, "text", [point], [seed])
-    evals = [{"step": s, "tokens": 4096 * s, "sink_k": {"1": v}, "alpha_1_mean": v / 200, "val_loss": 5.0,
-              "wall_seconds": w} for s, v, w in curve]
-    write_result(store, cfg, {"sink_k": {"1": curve[-1][1]}, "alpha_1_mean": 0.1, "val_loss": 5.1, "provenance": {
+    [(_, _, cfg)] = sweep_configs(REPO / config, profile, [point], [seed])
+    per_step = cfg.optim.batch_size * cfg.data.context
+    evals = [{"step": c[0], "tokens": per_step * c[0], "sink_k": {"1": c[1]},
+              "alpha_1_mean": c[3] if len(c) > 3 else c[1] / 200, "val_loss": val_loss, "wall_seconds": c[2]}
+             for c in curve]
+    write_result(store, cfg, {"sink_k": {"1": curve[-1][1]}, "alpha_1_mean": 0.1, "val_loss": val_loss + 0.1,
+                              "step": curve[-1][0], "tokens_seen": per_step * curve[-1][0], "provenance": {
         "hardware": "CPU test, 2 threads", "dtype": "bf16", "compiled": True, "code_version": "v1", "threads": 2,
-        "computed_at": "2000-01-01 00:00 UTC", "wall_seconds": curve[-1][2], "tokens_seen": 4096 * curve[-1][0],
+        "computed_at": "2000-01-01 00:00 UTC", "wall_seconds": curve[-1][2], "tokens_seen": per_step * curve[-1][0],
         **prov}}, curve=evals)
 
 
@@ -323,6 +327,36 @@ def test_nobos_search_block_lists_stored_and_missing_points(tmp_path):
     assert "| 3.0 (200) | 0.015 | 3.0 | 5.100 | 40 min, CPU, 2 threads |" in row
     assert "Best so far: nobos_lr_x2, highest Sink_1 3.0 %." in lines[-1]
     assert "Not stored yet: nobos_steps_x3, nobos_layers_4" in lines[-1]
+
+
+def test_calibration_block_judges_each_point_against_the_bar_fixed_with_the_grid(tmp_path):
+    from sinkpaper.results.calibration import calibration_lines
+    cal = "configs/calibration.yaml"
+    assert calibration_lines(tmp_path, REPO)[0].startswith(
+        "No run of the calibration grid is stored yet: `scripts/lease.sh calibrate` trains it on a lent GPU (18 runs")
+
+    def run(point, seed, plateau, **kw):   # 8000 steps; the plateau window (steps >= 6400) holds 4 evaluations
+        _store_curve_run(tmp_path, cal, point, seed, [(2000, 0.0, 60.0, 0.08), (4000, 5.0, 120.0, 0.2)]
+                         + [(s, plateau, 60.0 + s / 40, 0.3) for s in (6500, 7000, 7500, 8000)],
+                         profile="gpu", hardware="GPU test", **kw)
+    for seed, plateau in ((0, 30.0), (1, 25.0), (2, 20.0)):
+        run("L4_d256_lr2e-3", seed, plateau)
+    run("L4_d256_lr4e-3", 0, 40.0)
+    run("L4_d256_lr4e-3", 1, 19.9)
+    run("L4_d256_lr2e-3_wd0.1", 0, 90.0, val_loss=7.9)      # never below the corpus's unigram loss: not a result
+    lines = calibration_lines(tmp_path, REPO)
+    row = next(x for x in lines if x.startswith("| L4_d256_lr2e-3 | ") and "| 0 |" in x)
+    # 8000 x 128 x 256 tokens over the corpus's 64,648,487 unique training tokens: 4.1 passes; the first
+    # evaluation whose excess alpha_1 reaches 0.05 is step 4000 (alpha_1 0.08 at step 2000 is within it)
+    assert ("| L4_d256_lr2e-3 | 4 x d 256, context 256, LR 0.002, WD 0.5, 8,000 x 128 | 0 | 262,144,000 (4.1 passes) "
+            "| 30.0 [30.0, 30.0] | 131,072,000 tokens (step 4000) | 5.100 | 4.3 min, GPU test |") == row
+    assert "- L4_d256_lr2e-3: Sink_1 >= 20 % on the plateau in 3 of 3 seeds: **clears the bar**." in lines
+    assert "- L4_d256_lr4e-3: Sink_1 >= 20 % on the plateau in 1 of 3 seeds (2 stored): does not clear the bar." in lines
+    assert "- L4_d256_lr2e-3_wd0.1: Sink_1 >= 20 % on the plateau in 0 of 3 seeds (1 stored)" in "\n".join(lines)
+    assert "(not a result: held-out loss 7.90 at the end against the unigram loss" in "\n".join(lines)
+    best = next(x for x in lines if x.startswith("- Best:"))
+    assert best.startswith("- Best: L4_d256_lr2e-3 (3 of 3 seeds at or above 20 %, mean 25.0 %); it clears the bar.")
+    assert "Not stored yet: L4_d256_lr4e-3 seed 2, L4_d256_lr2e-3_wd0.1 seed 1," in best
 
 
 def test_device_check_block_compares_gpu_seeds_with_the_cpu_seeds_spread(tmp_path):

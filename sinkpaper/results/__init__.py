@@ -213,6 +213,7 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
     """Every generated block, by name (stored files other than the store are read under `root`)."""
     from . import measured as M
     from . import text_runs as T
+    from .calibration import calibration_lines
     root = Path(root)
     return {"text-profile": text_profile_summary(store), "timings": timing_lines(root / TIMINGS),
             "training-bench": M.training_bench_lines(root=root), "thread-scaling": M.thread_scaling_lines(root=root),
@@ -223,7 +224,8 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
             "corpus": M.corpus_lines(root=root), "data-memory": M.data_memory_lines(root=root),
             "text-new-seed": T.new_seed_lines(store), "text-nobos": T.nobos_search_lines(store),
-            "text-sweep": T.sweep_progress_lines(store), "device-check": device_check_lines(store, root)}
+            "text-sweep": T.sweep_progress_lines(store), "device-check": device_check_lines(store, root),
+            "gpu-calibration": calibration_lines(store, root)}
 
 
 def render(text: str, name: str, lines: list[str], yaml: bool = False) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..data.sources import DEFAULT_CORPUS
 from ..files import atomic_write_text
 from ..metrics import excess_alpha, uniform_alpha
 from ..train.store import DEFAULT_STORE, FOUND, STALE, get, result_path
@@ -281,8 +282,8 @@ def stream_key(config: Mapping) -> str:
     """The token stream a stored config trains on, as a short stable key."""
     d = config["data"]
     fields = {k: d.get(k) for k in _STREAM_FIELDS}
-    if d.get("source") == "corpus":   # a corpus file is its path; the other fields do not apply
-        fields = {"source": "corpus", "path": d.get("path")}
+    if d.get("source") == "corpus":   # a corpus file is its path (none: the default one); the other fields do not apply
+        fields = {"source": "corpus", "path": d.get("path") or DEFAULT_CORPUS}
     return json.dumps(fields, sort_keys=True)
 
 
@@ -312,6 +313,9 @@ def unigram_floor(config: Mapping, cache: str | Path = UNIGRAM) -> float:
 
 
 def _window_mean(records: Sequence[Mapping], key: str, fraction: float) -> float | None:
+    """The mean of ``key`` over the records in the last ``fraction`` of the steps; None without any."""
+    if not records:
+        return None
     last = records[-1]["step"]
     vals = [r[key] for r in records if r["step"] >= (1 - fraction) * last and r.get(key) is not None]
     return statistics.fmean(vals) if vals else None
