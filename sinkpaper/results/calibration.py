@@ -12,13 +12,13 @@ from ..metrics import excess_alpha
 from ..paper import PLATEAU, PLATEAU_EVALS, TRAINED
 from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
+from .measured import CORPUS_SIDECAR
 from .numbers import fmt_spread
 from .sweeps import NotEnoughEvaluations, evaluations, plateau_of, training_failure, uniform_floor
 from .text_runs import where
 
 CALIBRATION = "configs/calibration.yaml"
 PROFILE = "gpu"
-CORPUS_SIDECAR = "data/corpus/tokens.u16.xz.json"
 # Fixed with the grid, before any of its runs existed:
 BAR = 20.0            # Sink_1 % on the plateau that each seed must reach (the paper's default run: 18.18 %)
 SEEDS = (0, 1, 2)     # ... in all of these seeds
