@@ -12,6 +12,7 @@ from ..metrics import excess_alpha
 from ..paper import PLATEAU, PLATEAU_EVALS, TRAINED
 from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
+from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
 from .numbers import fmt_spread
 from .sweeps import NotEnoughEvaluations, evaluations, plateau_of, training_failure, uniform_floor
@@ -32,11 +33,9 @@ def leaves_uniform(payload: dict, threshold: float = LEAVES_UNIFORM) -> dict | N
     """The first evaluation of a run at which its excess alpha_1 reaches ``threshold`` ({"step", "tokens",
     "alpha_1"}), or None when none does."""
     u = uniform_floor(payload["config"])
-    for c in evaluations(payload):
-        a = c.get("alpha_1_mean")
-        if a is not None and excess_alpha(a, u) >= threshold:
-            return {"step": c["step"], "tokens": c.get("tokens"), "alpha_1": a}
-    return None
+    hit = first_reaching(evaluations(payload), threshold=threshold,
+                         metric=lambda c: None if c.get("alpha_1_mean") is None else excess_alpha(c["alpha_1_mean"], u))
+    return None if hit is None else {"step": hit["step"], "tokens": hit.get("tokens"), "alpha_1": hit["alpha_1_mean"]}
 
 
 def unique_train_tokens(root: str | Path = ".") -> int | None:

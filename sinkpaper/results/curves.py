@@ -4,7 +4,7 @@ behind the |w| / sum |w| proxy the paper scores. No plotting here (the book draw
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .sweeps import logged, point_of, value
 
@@ -25,12 +25,17 @@ def curve_rows(payload: Mapping, label: str | None = None, metrics: Sequence[str
             for c in logged(payload["curve"]) if "sink_k" in c]
 
 
-def first_reaching(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0) -> Mapping | None:
-    """THE first crossing: the first evaluation at which Sink_k reaches (>=) ``threshold`` %, as that curve entry
-    (its step, tokens and the rest); None if never. ``curve`` is a stored payload's (Sink_k under "sink_k") or a
-    :class:`~sinkpaper.results.records.RunRecord`'s (Sink_1 under "sink_1")."""
+def first_reaching(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0,
+                   metric: Callable[[Mapping], float | None] | None = None) -> Mapping | None:
+    """THE first crossing: the first evaluation at which Sink_k (or ``metric`` of the entry) reaches (>=)
+    ``threshold``, as that curve entry (its step, tokens and the rest); None if never. ``curve`` is a stored
+    payload's (Sink_k under "sink_k") or a :class:`~sinkpaper.results.records.RunRecord`'s (Sink_1 under
+    "sink_1")."""
     for c in curve:
-        value = c["sink_k"][str(k)] if "sink_k" in c else c.get(f"sink_{k}")
+        if metric is not None:
+            value = metric(c)
+        else:
+            value = c["sink_k"][str(k)] if "sink_k" in c else c.get(f"sink_{k}")
         if value is not None and value >= threshold:
             return c
     return None
