@@ -350,12 +350,13 @@ def test_calibration_block_judges_each_point_against_the_bar_fixed_with_the_grid
     # evaluation whose excess alpha_1 reaches 0.05 is step 4000 (alpha_1 0.08 at step 2000 is within it)
     assert ("| L4_d256_lr2e-3 | 4 x d 256, context 256, LR 0.002, WD 0.5, 8,000 x 128 | 0 | 262,144,000 (4.1 passes) "
             "| 30.0 [30.0, 30.0] | 131,072,000 tokens (step 4000) | 5.100 | 4.3 min, GPU test |") == row
-    assert "- L4_d256_lr2e-3: Sink_1 >= 20 % on the plateau in 3 of 3 seeds: **clears the bar**." in lines
-    assert "- L4_d256_lr4e-3: Sink_1 >= 20 % on the plateau in 1 of 3 seeds (2 stored): does not clear the bar." in lines
-    assert "- L4_d256_lr2e-3_wd0.1: Sink_1 >= 20 % on the plateau in 0 of 3 seeds (1 stored)" in "\n".join(lines)
+    assert not any(x.startswith("- ") for x in lines)    # the block's writer makes each line a bullet
+    assert "L4_d256_lr2e-3: Sink_1 >= 20 % on the plateau in 3 of 3 seeds: **clears the bar**." in lines
+    assert "L4_d256_lr4e-3: Sink_1 >= 20 % on the plateau in 1 of 3 seeds (2 stored): does not clear the bar." in lines
+    assert "L4_d256_lr2e-3_wd0.1: Sink_1 >= 20 % on the plateau in 0 of 3 seeds (1 stored)" in "\n".join(lines)
     assert "(not a result: held-out loss 7.90 at the end against the unigram loss" in "\n".join(lines)
-    best = next(x for x in lines if x.startswith("- Best:"))
-    assert best.startswith("- Best: L4_d256_lr2e-3 (3 of 3 seeds at or above 20 %, mean 25.0 %); it clears the bar.")
+    best = next(x for x in lines if x.startswith("Best:"))
+    assert best.startswith("Best: L4_d256_lr2e-3 (3 of 3 seeds at or above 20 %, mean 25.0 %); it clears the bar.")
     assert "Not stored yet: L4_d256_lr4e-3 seed 2, L4_d256_lr2e-3_wd0.1 seed 1," in best
 
 

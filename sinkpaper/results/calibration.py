@@ -88,7 +88,7 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
     for point, values in per_point.items():
         above = sum(v is not None and v >= BAR for v in values)
         clears = above == len(SEEDS)
-        lines.append(f"- {point}: Sink_1 >= {BAR:g} % on the plateau in {above} of {len(SEEDS)} seeds"
+        lines.append(f"{point}: Sink_1 >= {BAR:g} % on the plateau in {above} of {len(SEEDS)} seeds"
                      + (f" ({len(values)} stored)" if len(values) < len(SEEDS) else "")
                      + (": **clears the bar**." if clears else ": does not clear the bar."))
         scored = [v for v in values if v is not None]
@@ -96,11 +96,11 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
         if best is None or key > best[1]:
             best = (point, key)
     point, (clears, above, mean) = best
-    lines.append(f"- Best: {point} ({above} of {len(SEEDS)} seeds at or above {BAR:g} %"
+    lines.append(f"Best: {point} ({above} of {len(SEEDS)} seeds at or above {BAR:g} %"
                  + (f", mean {mean:.1f} %" if mean >= 0 else "") + ")"
                  + ("; it clears the bar." if clears else "; no point clears the bar yet.")
                  + (f" Not stored yet: {', '.join(missing)}." if missing else " Every run of the grid is stored."))
-    lines.append(f"- The bar and the grid were fixed before any run (`{config}`): no fixed first token, no BOS, "
+    lines.append(f"The bar and the grid were fixed before any run (`{config}`): no fixed first token, no BOS, "
                  f"100 held-out 64-token sequences, epsilon 0.3; a run's value is its plateau (the mean over the "
                  f"last {100 * PLATEAU:g} % of its steps); alpha_1 leaves uniform at the first evaluation whose "
                  f"excess alpha_1 reaches {LEAVES_UNIFORM:g}. Passes count the corpus's "
