@@ -38,7 +38,10 @@ GRID_SETS=()
 GRID_TAG=""   # in the grid's log names: the eager retry keeps the compiled runs' logs (and their errors)
 # The grid's points this lease trains. A run cannot outlive its call (the machine is bare at each start and a
 # checkpoint is too large to come back), so the default is the 4-layer points, which fit beside each other in
-# one call; the 6- and 8-layer ones wait for a measured speed (GRID_POINTS="L6_d384_lr2e-3 ...").
+# one call; the 6- and 8-layer ones wait for a measured speed (GRID_POINTS="L6_d384_lr2e-3 ..."). A call trains
+# seed 0 of its points, then seeds 1 and 2; what is stored is skipped. Once seed 0 of a point is stored, give
+# seeds 1 and 2 to the points nearest the bar first (the bar is 3 of 3 seeds: one seed decides nothing), e.g.
+# GRID_POINTS=L4_d256_lr2e-3 WORKERS=2, and a larger point's seed 0 in the next call.
 GRID_POINTS=${GRID_POINTS:-"L4_d256_lr2e-3 L4_d256_lr4e-3 L4_d256_lr2e-3_wd0.1"}
 BENCH_SECONDS=${BENCH_SECONDS:-120}
 LEASE_DIR=${LEASE_DIR:-runs/lease}   # this call's run directories and store (a rehearsal may put them elsewhere)
@@ -76,8 +79,9 @@ collect() {   # every store entry written in this call, as one tarball written w
 sweep_until() {   # sweep_until END_EPOCH CONFIG SEEDS... : WORKERS sweeps share the store; none starts after END
   local end=$1 config=$2; shift 2
   local seed0=$1
-  # a grid run takes minutes: none starts that cannot finish before END (GRID_RUN_SECONDS is a guess until measured)
-  local stop; stop=$(date -u -d "@$(( end - ${GRID_RUN_SECONDS:-150} ))" +%Y-%m-%dT%H:%M:%S)
+  # a grid run takes minutes: none starts that cannot finish before END. A 4-layer point took 265 s on an H200,
+  # compiled, three side by side beside six text workers (compile included); a 6- or 8-layer one, more
+  local stop; stop=$(date -u -d "@$(( end - ${GRID_RUN_SECONDS:-300} ))" +%Y-%m-%dT%H:%M:%S)
   for i in $(seq 1 "$WORKERS"); do
     "$PY" -m sinkpaper sweep --profile "${PROFILE:-gpu}" --config "$config" --points $GRID_POINTS --seeds "$@" --out "$LEASE_DIR" \
       --store "$STORE" --keep-going --start-before "$stop" "${GRID_SETS[@]}" "${SETS[@]}" > "$LEASE_DIR/grid$GRID_TAG-$seed0-$i.log" 2>&1 &
