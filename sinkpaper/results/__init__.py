@@ -268,8 +268,13 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
     return changed
 
 
+def markdown_line(line: str) -> str:
+    """A generated block's line as Markdown: a table row or a blank line as it is, any other line a bullet."""
+    return line if line.startswith("|") or not line else "- " + line
+
+
 def _wrap(line: str, width: int) -> list[str]:
     if not width:
-        return [line if line.startswith("|") or not line else "- " + line]
+        return [markdown_line(line)]
     import textwrap
     return textwrap.wrap(line, width, subsequent_indent="  ") or [""]

@@ -12,10 +12,11 @@ from ..metrics import excess_alpha
 from ..paper import PLATEAU, PLATEAU_EVALS, TRAINED
 from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
+from . import markdown_line
 from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
 from .numbers import fmt_spread
-from .sweeps import NotEnoughEvaluations, evaluations, plateau_of, training_failure, uniform_floor
+from .sweeps import NotEnoughEvaluations, evaluations, plateau_of, stored_sweep, training_failure, uniform_floor
 from .text_runs import where
 
 CALIBRATION = "configs/calibration.yaml"
@@ -107,3 +108,12 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
                  + (f"{unique:,} unique training tokens." if unique else "unique training tokens (no corpus here)."))
     return lines
 
+
+def calibration_markdown(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> str:
+    """The calibration block as the Measurements page shows it, for a chapter."""
+    return "\n".join(markdown_line(line) for line in calibration_lines(store, root))
+
+
+def calibration_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> list[dict]:
+    """Every stored run of the calibration grid (seeds :data:`SEEDS`), in the grid's order."""
+    return stored_sweep(str(Path(root) / CALIBRATION), PROFILE, seeds=SEEDS, store=str(store)).payloads
