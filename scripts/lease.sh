@@ -119,7 +119,7 @@ start_text() {   # start_text END_EPOCH N : N workers on the text-profile runs s
   log "text-profile runs in scripts/text_queue.txt's order ($n workers), until $(date -u -d "@$end" +%H:%M:%S)"
   SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going --store $STORE \
     --start-before $(date -u -d "@$(( end - ${TEXT_RUN_SECONDS:-100} ))" +%Y-%m-%dT%H:%M:%S) ${SETS[*]}" \
-    OUT_DIR="$LEASE_DIR" WORKERS=$n STAGGER=1 PYTHON="$PY" setsid bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
+    OUT_DIR="$LEASE_DIR" WORKERS=$n STAGGER=1 PENDING_ONLY=1 PYTHON="$PY" setsid bash scripts/sweep_text.sh > "$LEASE_DIR/text.log" 2>&1 &
   TEXT_PGID=$!   # its own process group: its workers loop over the queue, and stopping must reach every one
 }
 

@@ -36,11 +36,21 @@ FIRST=${FIRST:-"default dtype_fp32 lr_x2 lr_x0.5 lr_x0.5_steps_x2 wd_0 wd_0.1 wd
        softmax_sum_0.1 softmax_sum_0.05 kernel_identity_z1 kernel_mlp_maxabs kernel_mlp_z1 ffn_relu ffn_gelu ffn_geglu
        pos_nope pos_absolute pos_learnable pos_relative pos_alibi"}
 # QUEUE (a file of point names, default scripts/text_queue.txt: the points that decide a verdict first) replaces
-# FIRST and is read again before each point, so points can be appended while the workers run; QUEUE= (empty)
-# uses FIRST. An entry POINT@3,4 trains those seeds of the point instead of SEEDS (the seeds added to settle a
-# claim whose seeds split: the registry reads seeds 3 and 4 where every point of the claim has them).
+# FIRST and is read again before each point, so points can be appended while the workers run (PENDING_ONLY=1:
+# only its entries with a run left, found once at the start); QUEUE= (empty) uses FIRST. An entry POINT@3,4
+# trains those seeds of the point instead of SEEDS (the seeds added to settle a claim whose seeds split: the
+# registry reads seeds 3 and 4 where every point of the claim has them).
 QUEUE=${QUEUE-scripts/text_queue.txt}
 OUT_DIR=${OUT_DIR:-runs/text}
+if [ -n "$QUEUE" ] && [ "${PENDING_ONLY:-0}" = 1 ]; then
+  # one process finds the entries that still have a run to train, so each worker starts training at once
+  # instead of starting a process per stored point to find it done (minutes of a lent GPU's call); entries
+  # appended to QUEUE after this are not seen
+  # shellcheck disable=SC2086
+  "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --pending "$QUEUE" "${EXTRA[@]}" \
+    > "$OUT_DIR/queue.pending"
+  QUEUE=$OUT_DIR/queue.pending
+fi
 nth_point() {  # the n-th point (1-based) of the queue file, or of FIRST
   if [ -n "$QUEUE" ]; then tr -s ' \t\n' '\n' < "$QUEUE" | grep -v '^$' | sed -n "${1}p"
   else echo $FIRST | tr -s ' ' '\n' | sed -n "${1}p"; fi

@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from . import metrics
 from .argparsing import OneLineParser as _Parser  # usage errors: one line on stderr, status 2
@@ -132,6 +133,9 @@ def _add_training_parsers(sub) -> None:
     w.add_argument("--out", help="run directories: OUT/<family>/<point>/seed-<N>-<hash> (required unless --status)")
     w.add_argument("--store", default=None, help="results store (default results/store)")
     w.add_argument("--status", action="store_true", help="print done / running / left per family and exit")
+    w.add_argument("--pending", metavar="QUEUE",
+                   help="print the entries of a queue file (POINT or POINT@SEEDS, whitespace-separated; --seeds "
+                        "for a bare POINT) that still have a run to train, one per line, and exit")
     w.add_argument("--keep-going", action="store_true",
                    help="a run that fails (not one that diverges: that is recorded) is logged and left unstored, "
                         "and the sweep goes on to the next run")
@@ -265,10 +269,14 @@ def run_sweep_command(a) -> int:
     from . import train as T
     from .paper import PLATEAU, PLATEAU_EVALS
     from .results.sweeps import format_summary, summary_rows
-    from .train.sweep import format_status, parse_start_before, run_sweep, status
+    from .train.sweep import format_status, parse_start_before, pending, run_sweep, status
     store = a.store or T.DEFAULT_STORE
     if a.status:
         print(format_status(status(a.config, a.profile, store, a.seeds)))
+        return 0
+    if a.pending:
+        entries = Path(a.pending).read_text().split()
+        print("\n".join(pending(a.config, a.profile, store, entries, a.seeds, T.parse_sets(a.set))))
         return 0
     if not a.out:
         raise ValueError("sweep needs --out DIR for the run directories (or --status)")

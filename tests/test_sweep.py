@@ -152,3 +152,23 @@ def test_start_before_begins_no_run_after_it_and_still_reads_the_stored_ones(fam
     assert parse_start_before("2026-11-25T21:05+01:00") == datetime(2026, 11, 25, 20, 5, tzinfo=timezone.utc)
     with pytest.raises(ValueError, match="not an ISO 8601 date and time"):
         parse_start_before("20h05")
+
+
+def test_pending_keeps_the_queue_entries_with_a_run_left(family, tmp_path, capsys):
+    from sinkpaper.cli import main
+    from sinkpaper.train.sweep import pending
+    store = tmp_path / "store"
+    run_sweep(family, "cpu", tmp_path / "runs", store, points=["wd_0"], seeds=[0], progress=False)
+    entries = ["wd_0", "wd_0@0", "wd_0@0,1", "sigmoid@1"]
+    assert pending([family], "cpu", store, entries, seeds=[0]) == ["wd_0@0,1", "sigmoid@1"]
+    assert pending([family], "cpu", store, entries, seeds=[1]) == ["wd_0", "wd_0@0,1", "sigmoid@1"]
+    with pytest.raises(ValueError, match=r"unknown sweep point\(s\) nope; valid: sigmoid, wd_0"):
+        pending([family], "cpu", store, ["wd_0", "nope"])
+    with pytest.raises(ValueError, match="'wd_0@x'.*integers"):
+        pending([family], "cpu", store, ["wd_0@x"])
+    queue = tmp_path / "queue.txt"
+    queue.write_text("wd_0 wd_0@0,1\n\nsigmoid@1\n")
+    assert main(["sweep", "--config", str(family), "--store", str(store), "--seeds", "0", "--pending", str(queue)]) == 0
+    assert capsys.readouterr().out.split() == ["wd_0@0,1", "sigmoid@1"]
+    assert main(["sweep", "--config", str(family), "--pending", str(tmp_path / "missing.txt")]) == 2
+    assert "missing.txt" in capsys.readouterr().err

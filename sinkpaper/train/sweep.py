@@ -263,6 +263,24 @@ def status(configs: list[str | Path], profile: str, store: str | Path, seeds=(0,
     return rows
 
 
+def pending(configs: list[str | Path], profile: str, store: str | Path, entries: list[str], seeds=(0, 1, 2),
+            overrides: dict | None = None) -> list[str]:
+    """The entries of a run queue (``POINT`` for ``seeds``, or ``POINT@3,4`` for those seeds) that still have a
+    run to train: neither stored nor recorded as diverged. A worker that walks only these starts training at
+    once, instead of starting a process per stored point to find it done (minutes of a lease). Every entry is
+    validated first: an unknown point raises, listing the valid ones."""
+    parsed = []
+    for entry in entries:
+        point, _, listed = entry.partition("@")
+        try:
+            wanted = [int(x) for x in listed.split(",")] if listed else list(seeds)
+        except ValueError:
+            raise ValueError(f"queue entry {entry!r}: seeds after '@' are integers separated by commas") from None
+        parsed.append((entry, plan(configs, profile, [point], wanted, overrides)))
+    return [entry for entry, runs in parsed
+            if any(read_result(store, r.cfg) is None and read_diverged(store, r.cfg) is None for r in runs)]
+
+
 def format_status(rows: list[dict]) -> str:
     keys = ("runs", "done", "running", "diverged", "left")
     lines = [f"{'family':<16}{'profile':<9}" + "".join(f"{k:>10}" for k in keys)]
