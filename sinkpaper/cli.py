@@ -146,13 +146,17 @@ def _add_training_parsers(sub) -> None:
 
 def _add_results_parsers(sub) -> None:
     """`store`, `report` and `claims`: the results store, the blocks quoted from it, the paper's claims."""
-    r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, or rename runs "
-                                     "to the current key scheme")
-    r.add_argument("action", choices=["stale", "migrate", "untrained"],
+    r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, rename runs "
+                                     "to the current key scheme, or replace runs by reruns that reproduce them")
+    r.add_argument("action", choices=["stale", "migrate", "untrained", "replace"],
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
                         "migrate: rename every run to its key under the definitions it ran with (compressed); "
-                        "untrained: list the runs that did not learn, which no verdict counts")
+                        "untrained: list the runs that did not learn, which no verdict counts; replace: replace "
+                        "each stored run that a rerun in --rerun reproduces (every stored value the same, timings "
+                        "aside), so it gains what the evaluation records today")
     r.add_argument("--store", default=None, help="results store (default results/store)")
+    r.add_argument("--rerun", metavar="DIR", help="with replace: the store folder the reruns were written to "
+                                                  "(train --store DIR)")
     rp = sub.add_parser("report", help="regenerate the README / config blocks quoted from the results store")
     rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
     rp.add_argument("--check", action="store_true", help="exit 1 when a committed block differs from the store")
@@ -239,6 +243,15 @@ def run_store(a) -> int:
                 print(f"untrained  {S.entry_key(p)}  {payload.get('name')} seed "
                       f"{payload.get('config', {}).get('run', {}).get('seed')} ({payload.get('profile')}): {why}")
         print(f"{root}: {n} run(s) that did not learn (kept on disk, never counted in a verdict)")
+        return 0
+    if a.action == "replace":
+        if not a.rerun:
+            raise ValueError("store replace needs --rerun DIR: the store folder a rerun wrote (train --store DIR)")
+        reruns = S.entry_paths(a.rerun)
+        if not reruns:
+            raise ValueError(f"no store file in {a.rerun}")
+        for path, rerun in zip(S.replace_with_reruns(root, reruns), reruns):
+            print(f"replaced  {path}  by its rerun {rerun}")
         return 0
     if a.action == "migrate":
         renamed = S.migrate(root)

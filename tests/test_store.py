@@ -159,6 +159,40 @@ def test_store_entries_are_compressed_and_byte_reproducible(tmp_path):
     assert [p.name for p in S.entry_paths(tmp_path / "c")] == [f"{cfg.hash()}.json.gz"]
 
 
+def test_a_rerun_replaces_a_stored_run_only_if_it_reproduces_every_stored_value(tmp_path, capsys):
+    from sinkpaper.cli import main
+    cfg = build(TINY)
+    stored_curve = [{"step": 2, "loss": 2.0, "sink_k": {"1": 5.0}, "wall_seconds": 3.0},
+                    {"step": 4, "loss": 1.5, "sink_k": {"1": 7.5}, "wall_seconds": 6.0}]
+    store = S.write_result(tmp_path / "store", cfg, {"val_loss": 1.4, "provenance": {"wall_seconds": 6.0}},
+                           curve=stored_curve).parent
+
+    def rerun(folder, curve, result=None):
+        # today's evaluation records one more value; timings and provenance differ
+        result = result or {"val_loss": 1.4, "massive": [1.0, 9.0], "provenance": {"wall_seconds": 60.0}}
+        return S.write_result(tmp_path / folder, cfg, result, curve=curve)
+    same = rerun("same", [{**r, "massive": [1.0, 9.0], "wall_seconds": 10 * r["wall_seconds"]} for r in stored_curve])
+    drifted = rerun("drifted", [stored_curve[0], {**stored_curve[1], "sink_k": {"1": 7.25}}])
+    short = rerun("short", stored_curve[:1])
+    assert S.rerun_difference(S.read_entry(S.result_path(store, cfg.hash())), S.read_entry(same)) is None
+    for path, why in ((drifted, r"curve\[step 4\]\.sink_k\.1: 7\.5 stored, 7\.25 in the rerun"),
+                      (short, "curve: step 4 missing in the rerun")):
+        with pytest.raises(ValueError, match=why + "; nothing replaced"):
+            S.replace_with_reruns(store, [same, path])                 # checked first: same is not written either
+    assert "massive" not in S.read_result(store, cfg)["result"]
+    other = S.write_result(tmp_path / "other", build({**TINY, "optim": {**TINY["optim"], "steps": 6}}), {})
+    with pytest.raises(ValueError, match="no stored run .* to replace"):
+        S.replace_with_reruns(store, [other])
+    assert main(["store", "replace", "--store", str(store)]) == 2
+    assert "needs --rerun DIR" in capsys.readouterr().err
+    assert main(["store", "replace", "--store", str(store), "--rerun", str(drifted.parent)]) == 2
+    assert "does not reproduce" in capsys.readouterr().err
+    assert main(["store", "replace", "--store", str(store), "--rerun", str(same.parent)]) == 0
+    assert "replaced" in capsys.readouterr().out
+    got = S.read_result(store, cfg)
+    assert got["result"]["massive"] == [1.0, 9.0] and got["curve"][1]["massive"] == [1.0, 9.0]
+
+
 def test_migrate_refuses_two_files_of_one_config_with_different_results(tmp_path):
     (path, payload), = _committed()[:1]
     a = dict(payload, hash="a" * 16)

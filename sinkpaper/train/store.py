@@ -13,6 +13,10 @@ key is no longer the key its config has today is *stale*: it ran under an older 
 written under an older key scheme (`python -m sinkpaper store migrate` renames it). Stale runs are kept on disk,
 listed by `stale_results` / `python -m sinkpaper store stale`, and never returned as current by the readers
 (`read_result`, `list_results`). `get` is the one lookup of a config's run: found, stale or missing.
+
+A stored run gains what the evaluation records today (a measurement added after it ran) only through a rerun
+that reproduces it: `replace_with_reruns` checks that every value the stored run holds is the rerun's, timings
+aside, before it replaces the file (on the CPU, one thread, a rerun of the same config is bit for bit the same).
 """
 from __future__ import annotations
 
@@ -98,6 +102,65 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
     if legacy.exists():
         legacy.unlink()       # the same run, now compressed
     return path
+
+
+# what a rerun may change: how long it took, and where and when it ran
+TIMINGS = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "provenance"})
+
+
+def _first_difference(old, new, where: str) -> str | None:
+    """Where ``new`` does not hold ``old``'s value (a mapping may add keys; timings are not compared)."""
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            return f"{where}: {type(new).__name__} instead of a mapping"
+        for k, v in old.items():
+            if k in TIMINGS:
+                continue
+            if k not in new:
+                return f"{where}.{k}: missing in the rerun"
+            found = _first_difference(v, new[k], f"{where}.{k}")
+            if found:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return next((d for i, (a, b) in enumerate(zip(old, new)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
+                    None)
+    return None if old == new else f"{where}: {old!r} stored, {new!r} in the rerun"
+
+
+def rerun_difference(stored: dict, rerun: dict) -> str | None:
+    """None when ``rerun`` reproduces ``stored``: the same key, config and definitions, and every value the stored
+    run recorded (result and every logged step of its curve) the rerun's, timings aside; else the first
+    difference, in words."""
+    if stored_key(stored) != stored_key(rerun):
+        return f"a different run (key {stored_key(rerun)}, stored {stored_key(stored)})"
+    steps = {r.get("step"): r for r in rerun.get("curve", [])}
+    for r in stored.get("curve", []):
+        if r.get("step") not in steps:
+            return f"curve: step {r.get('step')} missing in the rerun"
+        found = _first_difference(r, steps[r["step"]], f"curve[step {r['step']}]")
+        if found:
+            return found
+    return _first_difference(stored.get("result", {}), rerun.get("result", {}), "result")
+
+
+def replace_with_reruns(store: str | Path, reruns: list[str | Path]) -> list[Path]:
+    """Replace each stored run by its rerun (a store file written by a rerun of the same config), so it keeps
+    every value and gains what the evaluation records today. Every rerun is checked before any file is replaced:
+    one that does not reproduce its stored run, or whose run is not stored, raises naming the first difference,
+    and nothing is replaced."""
+    checked = []
+    for path in reruns:
+        rerun = read_entry(path)
+        target = result_path(store, stored_key(rerun))
+        if not target.exists():
+            raise ValueError(f"{path}: no stored run {target.name} to replace (a new run is stored by training it); "
+                             "nothing replaced")
+        why = rerun_difference(read_entry(target), rerun)
+        if why:
+            raise ValueError(f"{path} does not reproduce {target}: {why}; nothing replaced")
+        checked.append((target, rerun))
+    return [write_entry(target, rerun) for target, rerun in checked]
 
 
 def read_result(store: str | Path, cfg) -> dict | None:
