@@ -39,9 +39,8 @@ GRID_TAG=""   # in the grid's log names: the eager retry keeps the compiled runs
 # The grid's points this lease trains. A run cannot outlive its call (the machine is bare at each start and a
 # checkpoint is too large to come back), so the default is the 4-layer points, which fit beside each other in
 # one call; the 6- and 8-layer ones wait for a measured speed (GRID_POINTS="L6_d384_lr2e-3 ..."). A call trains
-# seed 0 of its points, then seeds 1 and 2; what is stored is skipped. Once seed 0 of a point is stored, give
-# seeds 1 and 2 to the points nearest the bar first (the bar is 3 of 3 seeds: one seed decides nothing), e.g.
-# GRID_POINTS=L4_d256_lr2e-3 WORKERS=2, and a larger point's seed 0 in the next call.
+# seed 0 of its points, then seeds 1 and 2 of those that can still clear the bar (no stored seed below it);
+# what is stored is skipped. A larger point's seed 0 is best given a call of its own.
 GRID_POINTS=${GRID_POINTS:-"L4_d256_lr2e-3 L4_d256_lr4e-3 L4_d256_lr2e-3_wd0.1"}
 BENCH_SECONDS=${BENCH_SECONDS:-120}
 LEASE_DIR=${LEASE_DIR:-runs/lease}   # this call's run directories and store (a rehearsal may put them elsewhere)
@@ -146,9 +145,17 @@ case "${1:-}" in
       sweep_until "$end" configs/calibration.yaml 0
       wait_grid "$end"
     fi
-    if [ "$(date +%s)" -lt $(( end - 60 )) ]; then
-      log "calibration grid, seeds 1 and 2"
-      sweep_until "$end" configs/calibration.yaml 1 2
+    # seeds 1 and 2 only where they can change the answer: the bar asks it of every seed, so a point with a
+    # stored seed below it is decided
+    open=$("$PY" -c 'import sys; from sinkpaper.results.calibration import still_open
+print(" ".join(still_open(sys.argv[2:], sys.argv[1])))' "$STORE" $GRID_POINTS) || open=$GRID_POINTS
+    if [ -z "$open" ]; then
+      log "no point of GRID_POINTS can still clear the bar: seeds 1 and 2 skipped"
+    elif [ "$(date +%s)" -lt $(( end - 60 )) ]; then
+      log "calibration grid, seeds 1 and 2 of $open"
+      GRID_POINTS=$open sweep_until "$end" configs/calibration.yaml 1 2
+    else
+      log "no time left in this call for seeds 1 and 2 of $open"
     fi
     wait_collecting "$end" ;;
   bench)

@@ -330,7 +330,8 @@ def test_nobos_search_block_lists_stored_and_missing_points(tmp_path):
 
 
 def test_calibration_block_judges_each_point_against_the_bar_fixed_with_the_grid(tmp_path):
-    from sinkpaper.results.calibration import calibration_lines, calibration_markdown, calibration_runs
+    from sinkpaper.results.calibration import (calibration_lines, calibration_markdown, calibration_runs,
+                                               still_open)
     cal = "configs/calibration.yaml"
     assert calibration_lines(tmp_path, REPO)[0].startswith(
         "No run of the calibration grid is stored yet: `scripts/lease.sh calibrate` trains it on a lent GPU (18 runs")
@@ -358,6 +359,10 @@ def test_calibration_block_judges_each_point_against_the_bar_fixed_with_the_grid
     best = next(x for x in lines if x.startswith("Best:"))
     assert best.startswith("Best: L4_d256_lr2e-3 (3 of 3 seeds at or above 20 %, mean 25.0 %); it clears the bar.")
     assert "Not stored yet: L4_d256_lr4e-3 seed 2, L4_d256_lr2e-3_wd0.1 seed 1," in best
+    # what a lease trains next: seeds 1 and 2 only of the points no stored seed has decided (19.9 % and a run that
+    # did not learn each close a point; a point with no seed stored is open)
+    assert still_open(["L4_d256_lr2e-3", "L4_d256_lr4e-3", "L4_d256_lr2e-3_wd0.1", "L6_d384_lr2e-3"],
+                      tmp_path, REPO) == ["L4_d256_lr2e-3", "L6_d384_lr2e-3"]
     # a chapter shows the block as the Measurements page does, and draws the runs it reads
     md = calibration_markdown(tmp_path, REPO).splitlines()
     assert md[0].startswith("| point |") and "- " + best in md and f"- {lines[-1]}" == md[-1]

@@ -51,6 +51,28 @@ def _shape(cfg: dict) -> str:
             f"{o['steps']:,} x {o['batch_size']}")
 
 
+def _reading(payload: dict) -> tuple[float | None, dict | str, str | None]:
+    """A stored grid run read as the bar reads it: (its Sink_1 plateau mean, or None where it is not a result;
+    the plateau, or why there is none; why the run is not a result, or None)."""
+    failure = training_failure(payload, TRAINED, PLATEAU)
+    try:
+        pl = plateau_of(payload, "Sink_1", PLATEAU, PLATEAU_EVALS)
+    except NotEnoughEvaluations as e:
+        return None, str(e), failure
+    return (None if failure else pl["mean"]), pl, failure
+
+
+def still_open(points: list[str], store: str | Path = DEFAULT_STORE, root: str | Path = ".",
+               config: str = CALIBRATION) -> list[str]:
+    """The points of ``points`` that can still clear the bar: every stored seed's plateau at or above it. The bar
+    asks it of each seed, so one seed below it (or a run that is not a result) decides the point, and training
+    its other seeds would not change the answer."""
+    closed = {point for point, _, cfg in sweep_configs(Path(root) / config, PROFILE, list(points), list(SEEDS))
+              if (got := get(store, cfg)).status == FOUND
+              and ((v := _reading(got.payload)[0]) is None or v < BAR)}
+    return [p for p in points if p not in closed]
+
+
 def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".", config: str = CALIBRATION) \
         -> list[str]:
     """One row per stored run of the calibration grid (``config``, under ``root``) and one verdict per point
@@ -66,19 +88,15 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
         prov = p["result"].get("provenance", {})
         tokens = p["result"].get("tokens_seen", 0)
         passes = f" ({tokens / unique:.1f} passes)" if unique else ""
-        failure = training_failure(p, TRAINED, PLATEAU)
-        try:
-            pl = plateau_of(p, "Sink_1", PLATEAU, PLATEAU_EVALS)
-            sink = fmt_spread(pl, 1)
-        except NotEnoughEvaluations as e:
-            pl, sink = None, str(e)
+        value, pl, failure = _reading(p)
+        sink = fmt_spread(pl, 1) if isinstance(pl, dict) else pl
         if failure:
             sink += f" (not a result: {failure})"
         leave = leaves_uniform(p)
         left = f"{leave['tokens']:,} tokens (step {leave['step']})" if leave else "never"
         rows.append(f"| {point} | {_shape(p['config'])} | {seed} | {tokens:,}{passes} | {sink} | {left} | "
                     f"{p['result']['val_loss']:.3f} | {prov.get('wall_seconds', 0) / 60:.1f} min, {where(prov)} |")
-        per_point.setdefault(point, []).append(None if failure or pl is None else pl["mean"])
+        per_point.setdefault(point, []).append(value)
     if not rows:
         return [f"No run of the calibration grid is stored yet: `scripts/lease.sh calibrate` trains it on a lent GPU "
                 f"({len(missing)} runs: every point of `{config}` x seeds {', '.join(map(str, SEEDS))})."]
