@@ -77,8 +77,8 @@ def pytest_collection_finish(session):
 # tests/test_notebooks.py checks the executed notebooks, tests/test_site.py opens the built pages in Chromium.
 #
 # * SMOKE_PARAMS: per-notebook parameter overrides that keep the run small (a few samples instead of 100).
-# * SINKPAPER_TEST_NOTEBOOKS=stem,stem: execute only these (for developing a chapter); tests of the other
-#   chapters and pages are then skipped, with that reason.
+# * SINKPAPER_TEST_NOTEBOOKS=stem,stem: execute only these and the book's root chapter (for developing a
+#   chapter); tests of the other chapters and pages are then skipped, with that reason.
 # * The kernels run with the repository as working directory and SINKPAPER_BOOK_RESULTS pointing into the
 #   temporary book (book/_results), so the scorecard reads this session's records, never the repository's.
 # * The per-chapter times are printed at the end of the session (pytest_terminal_summary below).
@@ -163,6 +163,11 @@ class BuiltBook:
 _SESSION: dict = {}
 
 
+def _toc_root_stem(repo: Path = REPO_ROOT) -> str:
+    import yaml
+    return Path(yaml.safe_load((repo / "_toc.yml").read_text())["root"]).name
+
+
 def _selected_stems(stems: list[str]) -> list[str]:
     wanted = [s.strip() for s in os.environ.get(NOTEBOOKS_ENV, "").split(",") if s.strip()]
     if not wanted:
@@ -170,6 +175,7 @@ def _selected_stems(stems: list[str]) -> list[str]:
     unknown = [s for s in wanted if s not in stems]
     if unknown:
         raise pytest.UsageError(f"{NOTEBOOKS_ENV} names unknown notebook(s) {unknown}; valid: {stems}")
+    wanted.append(_toc_root_stem())   # jupyter-book builds nothing without its root page
     return [s for s in stems if s in wanted]
 
 
