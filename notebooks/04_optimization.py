@@ -79,11 +79,11 @@ realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], ma
 # Every run above has a fixed first token at position 1: the setting in which the text profile's 2-layer model
 # grows a sink. The paper's default run has none (windows cut anywhere in the token stream), and no stored
 # 2-layer run grew a sink without one (chapter 5, `no_fixed_token`): recognising position 1 without a fixed token
-# takes about two blocks before the layer where the sink forms (Peng et al. 2026). The `gpu` profile is calibrated for that default on a lent GPU
-# (`configs/calibration.yaml`: at least 4 layers, 262M tokens, no BOS, evaluated as the paper does). Its bar was
-# fixed with the grid, before any run: Sink_1 at least 20 % on the plateau in each of 3 seeds. Below, every stored
-# run of the grid: its Sink_1 and mean alpha_1 over the tokens seen (the dashed line: the bar), then the table
-# the Measurements page carries. A point clears the bar only if every seed does: one seed below it decides the
+# takes about two blocks before the layer where the sink forms (Peng et al. 2026). The `gpu` profile is
+# calibrated for that default on a lent GPU (`configs/calibration.yaml`: at least 4 layers, 262M tokens, no BOS,
+# evaluated as the paper does). Its bar was fixed with the grid, before any run: Sink_1 at least 20 % on the
+# plateau in each of 3 seeds. Below, every stored run of the grid: its Sink_1 and mean alpha_1 over the tokens
+# seen (the dashed line: the bar), then the table the Measurements page carries. A point clears the bar only if every seed does: one seed below it decides the
 # point, one above it decides nothing.
 
 # %% tags=["hide-input", "full-width"]
