@@ -83,8 +83,8 @@ realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], ma
 # calibrated for that default on a lent GPU (`configs/calibration.yaml`: at least 4 layers, 262M tokens, no BOS,
 # evaluated as the paper does). Its bar was fixed with the grid, before any run: Sink_1 at least 20 % on the
 # plateau in each of 3 seeds. Below, every stored run of the grid: its Sink_1 and mean alpha_1 over the tokens
-# seen (the dashed line: the bar), then the table the Measurements page carries. A point clears the bar only if every seed does: one seed below it decides the
-# point, one above it decides nothing.
+# seen (the dashed line: the bar), then the table the Measurements page carries. A point clears the bar only if
+# every seed does: one seed below it decides the point, one above it decides nothing.
 
 # %% tags=["hide-input", "full-width"]
 grid = calibration.calibration_runs()
