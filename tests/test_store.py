@@ -164,12 +164,14 @@ def test_a_rerun_replaces_a_stored_run_only_if_it_reproduces_every_stored_value(
     cfg = build(TINY)
     stored_curve = [{"step": 2, "loss": 2.0, "sink_k": {"1": 5.0}, "wall_seconds": 3.0},
                     {"step": 4, "loss": 1.5, "sink_k": {"1": 7.5}, "wall_seconds": 6.0}]
-    store = S.write_result(tmp_path / "store", cfg, {"val_loss": 1.4, "provenance": {"wall_seconds": 6.0}},
+    store = S.write_result(tmp_path / "store", cfg, {"val_loss": 1.4, "provenance": {"wall_seconds": 6.0},
+                                                     "data": {"n_train_tokens": 9, "mapped": "/cache/a.tok"}},
                            curve=stored_curve).parent
 
     def rerun(folder, curve, result=None):
         # today's evaluation records one more value; timings and provenance differ
-        result = result or {"val_loss": 1.4, "massive": [1.0, 9.0], "provenance": {"wall_seconds": 60.0}}
+        result = result or {"val_loss": 1.4, "massive": [1.0, 9.0], "provenance": {"wall_seconds": 60.0},
+                            "data": {"n_train_tokens": 9, "mapped": "/other/cache/a.tok"}}
         return S.write_result(tmp_path / folder, cfg, result, curve=curve)
     same = rerun("same", [{**r, "massive": [1.0, 9.0], "wall_seconds": 10 * r["wall_seconds"]} for r in stored_curve])
     drifted = rerun("drifted", [stored_curve[0], {**stored_curve[1], "sink_k": {"1": 7.25}}])

@@ -104,17 +104,18 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
     return path
 
 
-# what a rerun may change: how long it took, and where and when it ran
-TIMINGS = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "provenance"})
+# what a rerun may change: how long it took, and where and when it ran (its provenance, and the machine's cached
+# copy of the token file)
+NOT_COMPARED = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "provenance", "mapped"})
 
 
 def _first_difference(old, new, where: str) -> str | None:
-    """Where ``new`` does not hold ``old``'s value (a mapping may add keys; timings are not compared)."""
+    """Where ``new`` does not hold ``old``'s value (a mapping may add keys; :data:`NOT_COMPARED` is not compared)."""
     if isinstance(old, dict):
         if not isinstance(new, dict):
             return f"{where}: {type(new).__name__} instead of a mapping"
         for k, v in old.items():
-            if k in TIMINGS:
+            if k in NOT_COMPARED:
                 continue
             if k not in new:
                 return f"{where}.{k}: missing in the rerun"
