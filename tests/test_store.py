@@ -174,6 +174,8 @@ def test_a_rerun_replaces_a_stored_run_only_if_it_reproduces_every_stored_value(
                             "data": {"n_train_tokens": 9, "mapped": "/other/cache/a.tok"}}
         return S.write_result(tmp_path / folder, cfg, result, curve=curve)
     same = rerun("same", [{**r, "massive": [1.0, 9.0], "wall_seconds": 10 * r["wall_seconds"]} for r in stored_curve])
+    renamed = S.read_entry(same)                     # trained under another name (a family's base is another's point)
+    S.write_entry(same, {**renamed, "name": "other/default", "result": {**renamed["result"], "name": "other/default"}})
     drifted = rerun("drifted", [stored_curve[0], {**stored_curve[1], "sink_k": {"1": 7.25}}])
     short = rerun("short", stored_curve[:1])
     assert S.rerun_difference(S.read_entry(S.result_path(store, cfg.hash())), S.read_entry(same)) is None
@@ -193,6 +195,7 @@ def test_a_rerun_replaces_a_stored_run_only_if_it_reproduces_every_stored_value(
     assert "replaced" in capsys.readouterr().out
     got = S.read_result(store, cfg)
     assert got["result"]["massive"] == [1.0, 9.0] and got["curve"][1]["massive"] == [1.0, 9.0]
+    assert got["name"] == cfg.name and "stored_as" not in got                # the name it was stored under
 
 
 def test_migrate_refuses_two_files_of_one_config_with_different_results(tmp_path):

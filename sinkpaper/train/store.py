@@ -104,9 +104,9 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
     return path
 
 
-# what a rerun may change: how long it took, and where and when it ran (its provenance, and the machine's cached
-# copy of the token file)
-NOT_COMPARED = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "provenance", "mapped"})
+# what a rerun may change: how long it took, where and when it ran (its provenance, and the machine's cached copy
+# of the token file), and the name it was trained under (the key is the run; a family's base is another's point)
+NOT_COMPARED = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "provenance", "mapped", "name"})
 
 
 def _first_difference(old, new, where: str) -> str | None:
@@ -147,9 +147,9 @@ def rerun_difference(stored: dict, rerun: dict) -> str | None:
 
 def replace_with_reruns(store: str | Path, reruns: list[str | Path]) -> list[Path]:
     """Replace each stored run by its rerun (a store file written by a rerun of the same config), so it keeps
-    every value and gains what the evaluation records today. Every rerun is checked before any file is replaced:
-    one that does not reproduce its stored run, or whose run is not stored, raises naming the first difference,
-    and nothing is replaced."""
+    every value and the name it was stored under, and gains what the evaluation records today. Every rerun is
+    checked before any file is replaced: one that does not reproduce its stored run, or whose run is not stored,
+    raises naming the first difference, and nothing is replaced."""
     checked = []
     for path in reruns:
         rerun = read_entry(path)
@@ -157,9 +157,14 @@ def replace_with_reruns(store: str | Path, reruns: list[str | Path]) -> list[Pat
         if not target.exists():
             raise ValueError(f"{path}: no stored run {target.name} to replace (a new run is stored by training it); "
                              "nothing replaced")
-        why = rerun_difference(read_entry(target), rerun)
+        stored = read_entry(target)
+        why = rerun_difference(stored, rerun)
         if why:
             raise ValueError(f"{path} does not reproduce {target}: {why}; nothing replaced")
+        # the run keeps the name it was stored under
+        rerun["name"] = stored.get("name", rerun.get("name"))
+        if "name" in stored.get("result", {}):
+            rerun["result"]["name"] = stored["result"]["name"]
         checked.append((target, rerun))
     return [write_entry(target, rerun) for target, rerun in checked]
 
