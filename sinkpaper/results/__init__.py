@@ -20,7 +20,7 @@ from pathlib import Path
 from ..provenance import on_cpu
 from ..train.store import DEFAULT_STORE, list_results
 from ..train.sweep import sweep_configs
-from .numbers import fmt_spread
+from .numbers import fmt_spread, markdown_line
 from .records import RunRecord, emergence, runs
 from .sweeps import spread
 
@@ -266,11 +266,6 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
             if not check:
                 atomic_write_text(path, new)
     return changed
-
-
-def markdown_line(line: str) -> str:
-    """A generated block's line as Markdown: a table row or a blank line as it is, any other line a bullet."""
-    return line if line.startswith("|") or not line else "- " + line
 
 
 def _wrap(line: str, width: int) -> list[str]:

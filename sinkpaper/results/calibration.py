@@ -12,10 +12,9 @@ from ..metrics import excess_alpha
 from ..paper import PLATEAU, PLATEAU_EVALS, TRAINED
 from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
-from . import markdown_line
 from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
-from .numbers import fmt_spread
+from .numbers import fmt_spread, markdown_line
 from .sweeps import NotEnoughEvaluations, evaluations, plateau_of, stored_sweep, training_failure, uniform_floor
 from .text_runs import where
 

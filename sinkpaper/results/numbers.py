@@ -41,3 +41,8 @@ def fmt_spread(values: Sequence[float] | Mapping, digits: int = 1) -> str:
     if n == 1:
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def markdown_line(line: str) -> str:
+    """A generated block's line as Markdown: a table row or a blank line as it is, any other line a bullet."""
+    return line if line.startswith("|") or not line else "- " + line
