@@ -216,11 +216,17 @@ def _kernel(scores, visible, p):
 
 
 def _softpick(scores, visible, p):
+    # In fp32 at least, as autocast computes softmax: compiled under bf16 autocast, inductor's backward of the row
+    # max below recomputed the scores at another precision than the saved max, matched no element and gave NaN
+    # gradients. fp32 and fp64 inputs are computed as before.
+    dtype = scores.dtype
+    scores = scores.to(torch.promote_types(dtype, torch.float32))
     # a running max clamped at >= 0 so exp never overflows
     masked = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
     m = masked.amax(-1, keepdim=True).clamp_min(0.0)
     shifted = (torch.exp(masked - m) - torch.exp(-m)) * visible  # (e^s - 1) e^-m, masked entries excluded
-    return F.relu(shifted) / (shifted.abs().sum(-1, keepdim=True) + p.softpick_eps * torch.exp(-m)), None
+    weights = F.relu(shifted) / (shifted.abs().sum(-1, keepdim=True) + p.softpick_eps * torch.exp(-m))
+    return weights.to(dtype), None
 
 
 def _always(_p: OpParams) -> bool:
