@@ -234,32 +234,33 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
     return payloads
 
 
+def run_state(store: str | Path, cfg) -> str:
+    """Where one run stands: "done" (stored), "diverged" (recorded as such: a result, not retried), "running"
+    (claimed by a live process) or "left"."""
+    if read_result(store, cfg) is not None:
+        return "done"
+    if read_diverged(store, cfg) is not None:
+        return "diverged"
+    held = read_claim(store, cfg.hash())
+    return "running" if held is not None and _alive(held) else "left"
+
+
+STATES = ("done", "running", "diverged", "left")
+
+
 def status(configs: list[str | Path], profile: str, store: str | Path, seeds=(0, 1, 2)) -> list[dict]:
     """Per family: how many runs are done (in the store), running (claimed by a live process) and left. The first
     row also carries `unique`: the same counts over distinct runs (one config shared by two families counts once)."""
     rows, seen = [], {}
     for config in configs:
         runs = plan([config], profile, None, list(seeds))
-        done = running = diverged = 0
-        for run in runs:
-            if read_result(store, run.cfg) is not None:
-                done += 1
-                state = "done"
-            elif read_diverged(store, run.cfg) is not None:
-                diverged += 1
-                state = "diverged"
-            else:
-                held = read_claim(store, run.cfg.hash())
-                alive = held is not None and _alive(held)
-                running += alive
-                state = "running" if alive else "left"
-            seen[run.cfg.hash()] = state
-        rows.append({"family": Path(config).stem, "profile": profile, "runs": len(runs), "done": done,
-                     "running": running, "diverged": diverged,
-                     "left": len(runs) - done - running - diverged})
+        states = [run_state(store, run.cfg) for run in runs]
+        seen.update((run.cfg.hash(), state) for run, state in zip(runs, states))
+        rows.append({"family": Path(config).stem, "profile": profile, "runs": len(runs),
+                     **{k: states.count(k) for k in STATES}})
     if rows:
         states = list(seen.values())
-        rows[0]["unique"] = {"runs": len(states), **{k: states.count(k) for k in ("done", "running", "diverged", "left")}}
+        rows[0]["unique"] = {"runs": len(states), **{k: states.count(k) for k in STATES}}
     return rows
 
 
@@ -277,12 +278,11 @@ def pending(configs: list[str | Path], profile: str, store: str | Path, entries:
         except ValueError:
             raise ValueError(f"queue entry {entry!r}: seeds after '@' are integers separated by commas") from None
         parsed.append((entry, plan(configs, profile, [point], wanted, overrides)))
-    return [entry for entry, runs in parsed
-            if any(read_result(store, r.cfg) is None and read_diverged(store, r.cfg) is None for r in runs)]
+    return [entry for entry, runs in parsed if any(run_state(store, r.cfg) in ("running", "left") for r in runs)]
 
 
 def format_status(rows: list[dict]) -> str:
-    keys = ("runs", "done", "running", "diverged", "left")
+    keys = ("runs", *STATES)
     lines = [f"{'family':<16}{'profile':<9}" + "".join(f"{k:>10}" for k in keys)]
     for r in rows:
         lines.append(f"{r['family']:<16}{r['profile']:<9}" + "".join(f"{r[k]:>10}" for k in keys))
