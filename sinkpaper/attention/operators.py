@@ -216,9 +216,9 @@ def _kernel(scores, visible, p):
 
 
 def _softpick(scores, visible, p):
-    # In fp32 at least, as autocast computes softmax: compiled under bf16 autocast, inductor's backward of the row
-    # max below recomputed the scores at another precision than the saved max, matched no element and gave NaN
-    # gradients. fp32 and fp64 inputs are computed as before.
+    # In fp32 at least, as autocast computes softmax. Compiled under bf16 autocast, the backward through the row
+    # max below came out NaN (eager bf16 and compiled fp32 did not; computed in fp32, or with the max detached, it
+    # is finite). fp32 and fp64 inputs compute exactly as before.
     dtype = scores.dtype
     scores = scores.to(torch.promote_types(dtype, torch.float32))
     # a running max clamped at >= 0 so exp never overflows
