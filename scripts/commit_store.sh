@@ -7,7 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
-mapfile -t new < <(git status --porcelain --untracked-files=all -- results/store | awk '$1 != "D" && $2 ~ /\.json(\.gz)?$/ {print $2}')
+# Stage the store first and name what was staged: a run a worker stores while this script runs waits for the
+# next commit instead of being committed under a message that does not name it.
+git add results/store
+mapfile -t new < <(git diff --cached --name-status -- results/store | awk '$1 != "D" && $2 ~ /\.json(\.gz)?$/ {print $2}')
 if [ "${#new[@]}" = 0 ]; then echo "no new runs in results/store"; exit 0; fi
 summary=$("$PY" - "${new[@]}" <<'EOF'
 import sys
@@ -23,6 +26,6 @@ print(f"{len(runs)} new run(s): " + "; ".join(sorted(runs)))
 EOF
 )
 "$PY" -m sinkpaper report --write > /dev/null
-git add results/store README.md book/measurements.md configs/_base.yaml
+git add README.md book/measurements.md configs/_base.yaml
 git commit -q -m "Results store: $summary${1:+. $1}; generated blocks (README, Measurements page, _base.yaml) regenerated from the store"
 git log --oneline -1
