@@ -123,8 +123,9 @@ def test_migrate_renames_old_scheme_runs_keeps_changed_definitions_stale_and_is_
     names = {}
     # six runs whose definitions never changed (a run under a revised definition, such as the kernel operators',
     # re-keys elsewhere by design), and one V-bias run, whose definition did
-    unrevised = [r for r in _committed() if not r[1].get("revisions")]
-    v_bias = [r for r in _committed() if r[1]["config"]["model"].get("sink") == "v_bias"][:1]
+    committed = _committed()
+    unrevised = [r for r in committed if not r[1].get("revisions")]
+    v_bias = [r for r in committed if r[1]["config"]["model"].get("sink") == "v_bias"][:1]
     for path, payload in unrevised[:6] + v_bias:
         legacy = {k: v for k, v in payload.items() if k != "revisions"}  # as written before this scheme
         legacy["hash"] = _old_scheme_key(payload["config"])
