@@ -14,9 +14,51 @@
 # %% [markdown]
 # # Reproduction scorecard
 #
-# Every claim of Gu et al. (2025), *When Attention Sink Emerges in Language Models: An Empirical View*
-# (ICLR 2025), that this book checks, and the paper's experiments it does not run, with the paper's numbers,
-# ours at three scales and the verdict of each claim's rule. Everything on this page comes from one listing,
+# Every claim of Gu et al. (2025), *When Attention Sink Emerges in Language Models: An Empirical View* (ICLR
+# 2025), that this book checks: per scale, the verdict of the claim's rule, the one number to compare (the
+# paper's and ours, at the claim's own point) and why. Hover over a cell for the rule and the note; the chapter
+# link opens the figures. How the verdicts are decided is in the fold under the grid.
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: the profile the chapters ran at (this page only reads their records)
+results = ""  # folder of chapter records; "" = the one the book runner set (book/_results in a checkout)
+
+# %%
+from IPython.display import Markdown, display
+
+from sinkpaper import paper, provenance
+from sinkpaper.book import figures, findings, scorecard
+
+PROFILES = ("cpu", "gpu", "paper")
+if profile not in PROFILES:
+    raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
+directory = results or paper.results_dir()
+entries = paper.listing(directory)
+recorded = paper.load_records(directory)
+chapters = sorted({e["chapter"] for e in entries
+                   if any(isinstance(m, paper.Chapter) for m in paper.claim(e["id"]).measure.values())})
+missing_chapters = [ch for ch in chapters if not any(paper.claim(cid).chapter == ch for cid in recorded)]
+
+# %% tags=["hide-input", "full-width"]
+display(findings.verdict_chart(entries))
+display(scorecard.Scorecard(entries))
+n_rules = sum(e["rule"] is not None for e in entries)
+checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == paper.AGREES
+                and e["rule_check"]["no_effect"] != paper.AGREES for e in entries)
+display(Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok} of those read *agrees* on the "
+                 "paper's numbers and not on a result with the claimed effect absent. The others are qualitative "
+                 "(or, for the propositions, a check rather than a reproduction) and carry no verdict."))
+if missing_chapters:
+    display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
+                     + " (they failed or were not executed; their claims read *no result*)."))
+display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profile,
+                                          "records": provenance.shown_path(directory)})))
+
+# %% [markdown]
+# ````{admonition} How the verdicts are decided (the method)
+# :class: dropdown
+#
+# Everything on this page comes from one listing,
 # `sinkpaper.paper` (also `python -m sinkpaper claims`): the paper's numbers are typed there once, each
 # claim's rule is stated there in one sentence, and our numbers are read from the records the chapters wrote
 # when they ran (the book runner executes this page last) and from the results store. Nothing else decides a
@@ -47,47 +89,5 @@
 # stored, or stored under an older definition of a variant (*stale, rerun*). Each rule was checked to read
 # *agrees* on the paper's own numbers and not on a result where the claimed effect is absent. A disagreement that
 # survives the seeds is a finding, reported as measured.
+# ````
 
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: the profile the chapters ran at (this page only reads their records)
-results = ""  # folder of chapter records; "" = the one the book runner set (book/_results in a checkout)
-
-# %%
-from IPython.display import Markdown, display
-
-from sinkpaper import paper, provenance
-from sinkpaper.book import figures, scorecard
-
-PROFILES = ("cpu", "gpu", "paper")
-if profile not in PROFILES:
-    raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
-directory = results or paper.results_dir()
-entries = paper.listing(directory)
-recorded = paper.load_records(directory)
-chapters = sorted({e["chapter"] for e in entries
-                   if any(isinstance(m, paper.Chapter) for m in paper.claim(e["id"]).measure.values())})
-missing_chapters = [ch for ch in chapters if not any(paper.claim(cid).chapter == ch for cid in recorded)]
-
-# %% [markdown]
-# ## Every claim
-#
-# Above the table, the count of each verdict at each scale. Each row shows a short claim, the paper's number
-# and, per scale, our value with the rule's verdict; the last column links to the chapter that measured it.
-# Open a claim (▸) for its full text, its rule and everything a verdict depends on: the BOS choice of a
-# pretrained-LM claim and why, the numbers with the other BOS setting (a model whose sink vanishes without BOS
-# shows it there), the v' (not 20v') choice of the fixed-v* bias, and any run read as *stale, rerun*. Hover
-# over a cell for its measurement and provenance.
-
-# %%
-display(scorecard.Scorecard(entries))
-n_rules = sum(e["rule"] is not None for e in entries)
-checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == paper.AGREES
-                and e["rule_check"]["no_effect"] != paper.AGREES for e in entries)
-display(Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok} of those read *agrees* on the "
-                 "paper's numbers and not on a result with the claimed effect absent. The others are qualitative "
-                 "(or, for the propositions, a check rather than a reproduction) and carry no verdict."))
-if missing_chapters:
-    display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
-                     + " (they failed or were not executed; their claims read *no result*)."))
-display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profile,
-                                          "records": provenance.shown_path(directory)})))

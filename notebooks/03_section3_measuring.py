@@ -13,18 +13,6 @@
 
 # %% [markdown]
 # # Section 3: measuring the sink
-#
-# Gu et al. (2025) turn "a head attends to the first token" into a number, Sink_k^ε, and measure it on open
-# language models (their Table 1). This chapter measures it the same way on the pretrained models that install
-# offline (SmolLM2-135M and Gemma-3-270M) and on any Hugging Face id passed as the `model` parameter:
-#
-# * what the metric is, and how it depends on its two knobs, the threshold ε and the sequence length T;
-# * natural text, random tokens and one repeated token, each with and without a BOS token at position 1;
-# * the paper's propositions for repeated tokens, checked numerically;
-# * the paper's Table 1 next to ours, with a stated rule for what "agrees" means.
-#
-# An attention explorer lets you open every head of every setting measured here; it works in the static page,
-# with no Python running.
 
 # %% tags=["hide-input"]
 # Colab only: install sinkpaper at the version that built this page; elsewhere this cell does nothing
@@ -53,6 +41,24 @@ seed = 0  # seeds the probe inputs and the small models of the propositions
 batch_size = 16  # sequences per forward pass
 long_context_live = False  # the long-context section: True measures Sink_1 vs T now (minutes), False loads the store
 long_context_lengths = None  # with long_context_live: the T values (None: up to min(8192, the context length))
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("03_section3_measuring")
+
+# %% [markdown]
+# Gu et al. (2025) turn "a head attends to the first token" into a number, Sink_k^ε, and measure it on open
+# language models (their Table 1). This chapter measures it the same way on the pretrained models that install
+# offline (SmolLM2-135M and Gemma-3-270M) and on any Hugging Face id passed as the `model` parameter:
+#
+# * what the metric is, and how it depends on its two knobs, the threshold ε and the sequence length T;
+# * natural text, random tokens and one repeated token, each with and without a BOS token at position 1;
+# * the paper's propositions for repeated tokens, checked numerically;
+# * the paper's Table 1 next to ours, with a stated rule for what "agrees" means.
+#
+# An attention explorer lets you open every head of every setting measured here; it works in the static page,
+# with no Python running.
 
 # %%
 from IPython.display import Markdown, display
@@ -282,6 +288,7 @@ table.append({"id": "prop_repeat", **paper.record(
     measurement="randomly initialised sinkpaper.models (2 layers, 4 heads)", setting=props["summary"],
     note="a check of the propositions, not a reproduction; pretrained RoPE models on pure repeats: " + ", ".join(
         f"{n} {sink[(n, 'repeat', False)]:.2f} %" for n in models if rope[n] and (n, "repeat", False) in sink))})
+card.refresh()  # the records just written: the card at the top now shows them
 display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales run here
 display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repeat): " + "; ".join(
     f"{m} " + " / ".join(f"{paper.NUMBERS[f'{m}: {i}'].value:.2f}" for i in INPUTS)

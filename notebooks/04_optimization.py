@@ -13,7 +13,22 @@
 
 # %% [markdown]
 # # Section 4: optimization — the sink emerges after enough training
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
+live_point = "recipe"  # miniature point trained live: recipe | lr_x0.3 | lr_x3 | lr_x0.5_steps_x2
+live_seed = 0  # seed of the live miniature run
+live_steps = None  # None: the steps of the point (1500 for the recipe); tests pass fewer
+mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head mechanism
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("04_optimization")
+
+# %% [markdown]
 # Gu et al. (2025), Section 4, pre-train their 60M LLaMA-style model from scratch and measure Sink_1^0.3
 # (the share of heads whose first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences) as
 # training goes. Their findings:
@@ -30,15 +45,6 @@
 # results store when they are there) and the same directions *in miniature*, on a synthetic task small enough
 # to train in minutes on a CPU (each run prints its wall time and its Sink_1). It ends with the mechanism: what
 # the heads of the miniature do, measured.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
-live_point = "recipe"  # miniature point trained live: recipe | lr_x0.3 | lr_x3 | lr_x0.5_steps_x2
-live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the steps of the point (1500 for the recipe); tests pass fewer
-mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head mechanism
 
 # %%
 from IPython.display import Markdown, display

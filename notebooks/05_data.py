@@ -13,7 +13,21 @@
 
 # %% [markdown]
 # # Section 5: data distribution — where the sink goes is decided by the data
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
+live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_first | no_fixed_token | recipe
+live_seed = 0  # seed of the live miniature run
+live_steps = None  # None: the 1500 steps of the point; tests pass fewer
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("05_data")
+
+# %% [markdown]
 # Gu et al. (2025), Section 5, change what the model is trained on and watch Sink_k^0.3 (the share of heads
 # whose importance α_k of position k exceeds 0.3, on 100 held-out 64-token sequences):
 #
@@ -28,14 +42,6 @@
 #
 # As in the other Sections 4-7 chapters: the real-text runs of `configs/data.yaml` (read from the results
 # store when they are there) and the same interventions in miniature, one of them trained live.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
-live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_first | no_fixed_token | recipe
-live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 
 # %%
 from IPython.display import Markdown, display

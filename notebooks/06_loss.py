@@ -13,7 +13,21 @@
 
 # %% [markdown]
 # # Section 6: loss function — weight decay, prefix LM and sliding windows
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
+live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0 | wd_0.1 | recipe | wd_1 | wd_2 | wd_5
+live_seed = 0  # seed of the live miniature run
+live_steps = None  # None: the 1500 steps of the point; tests pass fewer
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("06_loss")
+
+# %% [markdown]
 # Gu et al. (2025), Section 6, change the training objective and watch Sink_1^0.3 (the share of heads whose
 # first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences):
 #
@@ -28,14 +42,6 @@
 # queries that *can see* it; with a window of w keys only w queries see token 1, so even a head that spreads
 # its attention uniformly gets α_1 = H_w / w, which is 0.52 for w = 4: above ε = 0.3. This page therefore
 # shows, next to Sink_1, the uniform floor of α_1 under each point's mask and the *excess* of α_1 over it.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
-live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0 | wd_0.1 | recipe | wd_1 | wd_2 | wd_5
-live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 
 # %%
 from IPython.display import Markdown, display

@@ -13,7 +13,17 @@
 
 # %% [markdown]
 # # Section 7.1: architecture — positional embeddings, norms, FFNs and heads
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("07_architecture")
+
+# %% [markdown]
 # Gu et al. (2025), Section 7.1, ask whether the attention sink hinges on a particular design choice of the
 # LLaMA-style model. They pre-train their 60M model from scratch with one part of the architecture changed
 # at a time and measure Sink_1^0.3 (the share of heads whose first-token importance α_1 exceeds 0.3, on 100
@@ -32,10 +42,6 @@
 # there) and the paper's numbers. **The miniature (the synthetic Bigram-Backcopy task of chapters 4-6 and
 # 8-9) does not cover this section**: `configs/miniature.yaml` has no architecture points, so nothing here is
 # trained live.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 
 # %%
 from IPython.display import Markdown, display

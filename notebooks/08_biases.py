@@ -13,7 +13,21 @@
 
 # %% [markdown]
 # # Section 7.2: attention biases — give the sink somewhere else to go
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
+live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
+live_seed = 0  # seed of the live miniature run
+live_steps = None  # None: the point's own steps (1500); tests pass fewer
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("08_biases")
+
+# %% [markdown]
 # Gu et al. (2025), Section 7.2, argue that the first token acts as a **key bias**: a head that has nothing
 # to do parks its attention on a key that every query sees, and that key's value adds (almost) nothing. If so,
 # a model given an explicit bias should put its sink there instead of on token 1. They pre-train their 60M
@@ -33,14 +47,6 @@
 #
 # This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
 # there) and the same biases **in miniature**, where one run takes minutes.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
-live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_token | v_bias | recipe
-live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the point's own steps (1500); tests pass fewer
 
 # %%
 from IPython.display import Markdown, display

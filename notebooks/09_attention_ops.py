@@ -13,7 +13,21 @@
 
 # %% [markdown]
 # # Section 7.3: attention operations — the sink needs softmax's normalization
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
+live_point = "sigmoid"  # miniature point trained live: sigmoid | sigmoid_norm | elu | elu_norm | softpick | recipe
+live_seed = 0  # seed of the live miniature run
+live_steps = None  # None: the point's own steps (1500); tests pass fewer
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("09_attention_ops")
+
+# %% [markdown]
 # Softmax makes each query's attention weights sum to one. A head that has nothing useful to read at some
 # position must still put that unit of attention somewhere; the paper's explanation of the sink is that heads
 # learn to put it on a key whose value changes little (the first token). Gu et al. (2025), Section 7.3, test
@@ -38,14 +52,6 @@
 # There, the proxy of an operation without normalization can show an early burst of sink that then vanishes
 # (the stored runs below say in which seeds); the raw weights, recorded next to the proxy at every evaluation,
 # say what that transient is.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
-live_point = "sigmoid"  # miniature point trained live: sigmoid | sigmoid_norm | elu | elu_norm | softpick | recipe
-live_seed = 0  # seed of the live miniature run
-live_steps = None  # None: the point's own steps (1500); tests pass fewer
 
 # %%
 from IPython.display import Markdown, display

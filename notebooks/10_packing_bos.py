@@ -13,7 +13,27 @@
 
 # %% [markdown]
 # # Data packing and BOS: what a fixed first token does, and what happens without it
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+model = "smollm2-135m,gemma3-270m"  # pretrained models: comma-separated offline names or Hugging Face ids (e.g. gpt2-xl)
+n_samples = 50  # natural-text windows per (model, BOS) setting; the paper uses 100 (50 keeps the chapter near its budget)
+seq_len = 64  # T, BOS included; the paper uses 64
+epsilon = 0.3  # sink threshold
+seed = 0  # seeds the natural-text windows
+batch_size = 25  # windows per forward pass
+loss_samples = 16  # windows whose loss is compared with and without BOS (0 skips it: the LM head is the costly part)
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
+live_steps = None  # steps of the live miniature run (the recipe, fixed BOS); None: the recipe's 1500; tests pass fewer
+live_eval_samples = 100  # held-out windows the live model is measured on, with and without its BOS
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("10_packing_bos")
+
+# %% [markdown]
 # Gu et al. (2025) pack their training data the simple way: documents are joined with EOS and cut into
 # fixed-length windows that start at an arbitrary token, so position 1 of a window is usually the middle of
 # some sentence and there is no BOS. Their Section 5 shows that a *fixed* token at position 1 makes the sink
@@ -32,20 +52,6 @@
 #
 # The metric is the paper's: α_k is the mean attention key k receives from the queries that see it, and
 # Sink_k^ε is the percentage of (layer, head) pairs with α_k > ε = 0.3, on T = 64 tokens.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-model = "smollm2-135m,gemma3-270m"  # pretrained models: comma-separated offline names or Hugging Face ids (e.g. gpt2-xl)
-n_samples = 50  # natural-text windows per (model, BOS) setting; the paper uses 100 (50 keeps the chapter near its budget)
-seq_len = 64  # T, BOS included; the paper uses 64
-epsilon = 0.3  # sink threshold
-seed = 0  # seeds the natural-text windows
-batch_size = 25  # windows per forward pass
-loss_samples = 16  # windows whose loss is compared with and without BOS (0 skips it: the LM head is the costly part)
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
-live_steps = None  # steps of the live miniature run (the recipe, fixed BOS); None: the recipe's 1500; tests pass fewer
-live_eval_samples = 100  # held-out windows the live model is measured on, with and without its BOS
 
 # %%
 from pathlib import Path
@@ -263,6 +269,7 @@ paper.record("pack_bos_inference", scale="miniature",
              provenance=ablation["provenance"],
              measurement=f"the live recipe run, {lr_['step']} steps, {live_eval_samples} held-out windows",
              note=f"loss on the same targets {a_on['loss']:.3f} with BOS, {a_off['loss']:.3f} without")
+card.refresh()  # the records just written: the card at the top now shows them
 display(tables.ClaimsTable(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"])))
 
 # %% [markdown]

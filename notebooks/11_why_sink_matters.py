@@ -13,7 +13,39 @@
 
 # %% [markdown]
 # # Why the sink matters: streaming with a bounded KV cache
-#
+
+# %% tags=["hide-input"]
+# Colab only: install sinkpaper at the version that built this page; elsewhere this cell does nothing
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "sinkpaper[offline-models] @ git+https://github.com/sinkpaper/sinkpaper@main"], check=True)
+    from sinkpaper.book import colab
+
+    colab.setup()
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: where this runs (gpu and paper use CUDA)
+model = "smollm2-135m"  # comma-separated offline names or Hugging Face ids of RoPE causal LMs (e.g. gemma3-270m)
+text_path = "/usr/share/common-licenses/GPL-3"  # a long plain-text file; the default ships with Debian/Ubuntu
+n_tokens = None  # tokens read from the start of the text; None: by profile, cpu 1024, gpu/paper 4096
+window = None  # KV entries per layer for window and sink_window, sinks included; None: cpu 128, gpu/paper 512
+n_sink = 4  # sink tokens kept by sink_window (StreamingLLM uses 4)
+sink_counts = None  # more n_sink values to try (a list); None: by profile, cpu [1], gpu/paper [1, 2, 8, 16]
+bos = "auto"  # True, False or "auto" (the tokenizer's default: Gemma adds <bos>, SmolLM2 adds nothing)
+removal_tokens = None  # tokens of the sink-removal table (a prefix of the same text); None: cpu 512, gpu 2048
+bin_size = 64  # predictions per point of the perplexity-over-position curve
+chunk = 128  # tokens per forward pass; the numbers do not depend on it, only the speed does
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("11_why_sink_matters")
+
+# %% [markdown]
 # The earlier chapters measure *that* language models put a large share of their attention on the first token.
 # This one measures what happens when that token is taken away. The best-known consequence comes from
 # StreamingLLM (Xiao et al. 2024, "Efficient Streaming Language Models with Attention Sinks"): to read an
@@ -41,32 +73,6 @@
 #
 # The second half of the page removes the sink's attention inside the full model: no query may attend to the
 # first token(s), and each head's softmax renormalizes over the other keys.
-
-# %% tags=["hide-input"]
-# Colab only: install sinkpaper at the version that built this page; elsewhere this cell does nothing
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "sinkpaper[offline-models] @ git+https://github.com/sinkpaper/sinkpaper@main"], check=True)
-    from sinkpaper.book import colab
-
-    colab.setup()
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: where this runs (gpu and paper use CUDA)
-model = "smollm2-135m"  # comma-separated offline names or Hugging Face ids of RoPE causal LMs (e.g. gemma3-270m)
-text_path = "/usr/share/common-licenses/GPL-3"  # a long plain-text file; the default ships with Debian/Ubuntu
-n_tokens = None  # tokens read from the start of the text; None: by profile, cpu 1024, gpu/paper 4096
-window = None  # KV entries per layer for window and sink_window, sinks included; None: cpu 128, gpu/paper 512
-n_sink = 4  # sink tokens kept by sink_window (StreamingLLM uses 4)
-sink_counts = None  # more n_sink values to try (a list); None: by profile, cpu [1], gpu/paper [1, 2, 8, 16]
-bos = "auto"  # True, False or "auto" (the tokenizer's default: Gemma adds <bos>, SmolLM2 adds nothing)
-removal_tokens = None  # tokens of the sink-removal table (a prefix of the same text); None: cpu 512, gpu 2048
-bin_size = 64  # predictions per point of the perplexity-over-position curve
-chunk = 128  # tokens per forward pass; the numbers do not depend on it, only the speed does
 
 # %%
 import json
@@ -293,6 +299,7 @@ paper.record("stream_window", values={f"{label[n]}: {k}": past[n][k] for n in mo
 paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n in models
                                            for k in ("full ppl", "window ppl", "sink+window ppl")},
              measurement=measured, provenance=record_prov, setting=setting)
+card.refresh()  # the records just written: the card at the top now shows them
 display(tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"])))
 print(f"recorded 2 claims of 11_why_sink_matters in {provenance.shown_path(paper.results_dir())}")
 

@@ -13,7 +13,18 @@
 
 # %% [markdown]
 # # After the paper: gated attention, sink logits, softmax plus one and softpick
-#
+
+# %% tags=["parameters"]
+profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
+maps = "softmax, gate_elementwise, sink_logit, softmax_plus_one"  # points whose alpha_1 map per layer/head is drawn
+
+# %% tags=["hide-input"]
+from sinkpaper.book import findings
+
+card = findings.finding_card("13_after_the_paper")
+
+# %% [markdown]
 # Since Gu et al. (2025), production models adopted attention designs that each claim to tame the sink. Each
 # source showed its design alone, at its own scale, with its own measure. This chapter trains all of them on the
 # same real text as chapters 4-9 and reads them with the paper's metric (Sink_1 at ε = 0.3):
@@ -37,11 +48,6 @@
 #
 # Every design is its source's exact form; `sinkpaper.models.ModelConfig` (`gate`, `sink`) and the operator table
 # (`sinkpaper.attention.SINK_DESIGNS`) write each out with its source.
-
-# %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
-gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
-maps = "softmax, gate_elementwise, sink_logit, softmax_plus_one"  # points whose alpha_1 map per layer/head is drawn
 
 # %%
 from IPython.display import Markdown, display

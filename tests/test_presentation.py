@@ -1,7 +1,7 @@
 """What a reader gets: the runner's page post-processing (code folded, parameters block, no absolute path of
 the build machine), the Colab notebooks (committed, in sync with notebooks/*.py, installing what each page
-needs), the git-ignore rules that keep `make book` from dirtying the checkout, and the compact scorecard table
-over the claims listing's JSON shape. The built site itself is checked in tests/test_site.py."""
+needs) and the git-ignore rules that keep `make book` from dirtying the checkout. The scorecard and the finding
+cards are checked in tests/test_findings.py, the built site itself in tests/test_site.py."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,6 @@ import shlex
 import subprocess
 import sys
 import textwrap
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,9 @@ import pytest
 pytest.importorskip("papermill")
 pytest.importorskip("jupytext")
 
-from sinkpaper.book import colab, machine_paths, parameters, runner, scorecard  # noqa: E402
+from sinkpaper.book import colab, machine_paths, parameters, runner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-LISTING = REPO / "tests" / "data" / "claims_listing.json"  # `python -m sinkpaper claims --json`, 14 entries
 
 PAGE = textwrap.dedent(
     '''\
@@ -225,49 +223,7 @@ def test_make_book_outputs_are_ignored_by_git():
     assert not [p for p in tracked_book if p.endswith(".ipynb")], tracked_book
 
 
-# ------------------------------------------------------------------------------------------- scorecard
-@pytest.fixture(scope="module")
-def listing():
-    return json.loads(LISTING.read_text())
-
-
-def test_scorecard_counts_and_rows_follow_the_listing(listing):
-    card = scorecard.Scorecard(listing)
-    page = card._repr_html_()
-    expected = {s: Counter(e["results"][s]["verdict"] for e in listing) for s in scorecard.SCALES}
-    assert card.counts() == expected
-    for s in scorecard.SCALES:  # the summary row of each scale shows those counts, in VERDICTS order
-        row = re.search(rf"<tr><td>{re.escape(scorecard.SCALE_TITLES[s])}</td>((?:<td>\d+</td>)+)</tr>", page)
-        assert [int(x) for x in re.findall(r"\d+", row.group(1))] == [expected[s][v] for v in scorecard.VERDICTS]
-    assert page.count('<tr id="claim-') == len(listing)
-    for e in listing:
-        row = re.search(rf'<tr id="claim-{re.escape(e["id"])}">(.*?)</tr>', page, re.S).group(1)
-        if re.fullmatch(r"\d\d_\w+", e["chapter"]):
-            assert f'href="{e["chapter"]}.html"' in row
-        else:   # "not run": no chapter page exists to link to
-            assert "href=" not in row.split("</details>")[-1] and "no chapter runs it" in row
-        verdicts = re.findall(r'<span class="v ([a-z-]+)">', row)
-        assert verdicts == [e["results"][s]["verdict"].replace(" ", "-") for s in scorecard.SCALES]
-        assert len(re.search(r"<summary>(.*?)</summary>", row).group(1)) <= scorecard.SHORT_CLAIM + 10
-    # provenance and notes sit in tooltips and the collapsed detail, not in the cells' visible text
-    visible = re.sub(r'title="[^"]*"', "", re.sub(r"<details>.*?</details>", "", page, flags=re.S))
-    assert "measurement" not in visible and "no record: run the chapter" not in visible
-    assert "table-layout:fixed" in page and "width:100%" in page
-
-
-def test_scorecard_values_are_compact_and_escaped():
-    assert scorecard.compact_values({"a": 18.18}) == "18.18"
-    assert scorecard.compact_values({"a": 2.9, "b": 32.23, "c": None}) == "2.9\u201332.23 (3 values, 1 missing)"
-    assert scorecard.compact_values({}) == ""
-    entry = {"id": "x", "chapter": "04_optimization", "claim": "<b>bold</b> claim: with a long tail " * 4,
-             "kind": "reproduction", "paper": {"source": "Table 1", "values": {"k": 1.0}},
-             "results": {s: {"verdict": "agrees", "values": {"k": 2.0}, "measurement": 'm "q" <x>',
-                             "status": "found", "provenance": {"profile": "cpu"}} for s in scorecard.SCALES}}
-    page = scorecard.Scorecard([entry])._repr_html_()
-    assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page and 'm &quot;q&quot; &lt;x&gt;' in page
-    assert "provenance: profile=cpu" in page
-    nowhere = scorecard.Scorecard([{**entry, "chapter": "not run"}])._repr_html_()
-    assert 'href="not run.html"' not in nowhere and 'title="not run: no chapter runs it">\u2014</span>' in nowhere
+# The scorecard grid and the finding cards: tests/test_findings.py.
 
 
 CELL_LINES = 32   # "no cell over ~30 lines": a chapter tells the story and draws; the logic lives in sinkpaper

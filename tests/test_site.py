@@ -437,11 +437,11 @@ def test_scorecard_fits_a_1280_pixel_window(chromium, built_book, browser):
     try:
         page.set_viewport_size(VIEWPORT)
         page.goto(html.as_uri(), wait_until="load", timeout=60_000)
-        rows = page.locator(".spx-card tr[id^='claim-']").count()
+        rows = page.locator(".spx-grid tr[id^='claim-']").count()
         wide = wide_elements(page)
     finally:
         page.close()
-    assert rows > 0, f"{root}: no compact scorecard table (.spx-card)"
+    assert rows > 0, f"{root}: no scorecard grid (.spx-grid)"
     assert not wide, f"{root} scrolls sideways at 1280 px: {wide}"
 
 

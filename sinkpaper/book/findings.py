@@ -1,0 +1,360 @@
+"""What a reader sees first: the finding card at the top of a chapter that holds claims, and the scorecard grid.
+
+Both read one shape only, a listing entry (:func:`sinkpaper.paper.entry`: ``{"id", "claim", "kind", "rule",
+"paper": {"source", "values"}, "results": {scale: {"values", "seed_values", "seeds", "verdict", "why",
+"status", "note"}}}``), so the page shows exactly what the registry says and invents no number: a claim whose
+paper values are empty is drawn without a paper mark and says "the paper gives no number".
+
+* :func:`claim_chart`: one compact dot plot per claim, the paper's value as a hollow black marker, our seeds as
+  dots and their mean as a tick, one colour per scale, at every scale that has values (the scales come from
+  :data:`sinkpaper.paper.SCALES`, whatever they are);
+* :func:`chip` / :func:`reason`: the verdict as a coloured chip with one line saying why, for every verdict word;
+* :func:`headline`: the one number to compare in a cell, "paper X / ours Y" (the claim's own point, named);
+* :class:`FindingCard`: a chapter's claims, one row each (claim, chips, chart) under a one-sentence summary.
+
+The scorecard (:mod:`.scorecard`) draws every claim with the same chips.
+"""
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import altair as alt
+
+from .. import paper as registry
+from ..results.numbers import sig
+
+VERDICT_COLORS = {registry.AGREES: "#1a7f37", registry.DISAGREES: "#cf222e", registry.INCONCLUSIVE: "#8250df",
+                  registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
+CHECK_COLOR = "#0969da"  # a check of the propositions is not a reproduction: its own colour, no verdict word
+# One colour per scale across the book; a scale added to the registry later takes the next free colour.
+SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", "miniature": "#8250df"}
+SPARE_COLORS = ("#1a7f37", "#bc4c00", "#1b7c83", "#bf3989")
+PAPER_COLOR = "black"
+REASON_CHARS = 150   # a chip's reason in the card; the whole reason is in its tooltip
+GRID_REASON_CHARS = 70  # ... and in a scorecard cell
+CLAIM_CHARS = 90
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def scale_color(scale: str) -> str:
+    if scale in SCALE_COLORS:
+        return SCALE_COLORS[scale]
+    spare = [s for s in registry.SCALES if s not in SCALE_COLORS]
+    return SPARE_COLORS[spare.index(scale) % len(SPARE_COLORS)] if scale in spare else SPARE_COLORS[-1]
+
+
+def chapter_entries(chapter: str, store: str = registry.STORE) -> list[dict]:
+    """The listing entries of the claims a chapter holds, in the registry's order."""
+    records = registry.load_records()
+    return [registry.entry(c, records, store) for c in registry.CLAIMS if c.chapter == chapter]
+
+
+def shown_scales(e: Mapping) -> list[str]:
+    """The scales of an entry that a reader should see: every scale the book runs the claim at (not "not run")."""
+    return [s for s in registry.SCALES if e["results"].get(s, {}).get("status") != registry.NOT_RUN]
+
+
+def has_values(res: Mapping) -> bool:
+    return any(v is not None for v in (res.get("values") or {}).values())
+
+
+def scale_order(entries: Sequence[Mapping]) -> list[str]:
+    """The registry's scales, those with the most results first (ties in the registry's order)."""
+    n = Counter(s for e in entries for s in registry.SCALES if has_values(e["results"].get(s, {})))
+    return sorted(registry.SCALES, key=lambda s: -n[s])
+
+
+# ------------------------------------------------------------------------------------------------ verdicts
+def verdict_word(e: Mapping, res: Mapping) -> str:
+    """The chip's word: the registry's verdict, or "check" for a check of the propositions (not a reproduction)."""
+    if e.get("kind") == "check":
+        return "check"
+    v = res.get("verdict") or registry.NO_RESULT
+    return v if v in registry.VERDICTS else registry.NO_RESULT
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " \u2026"
+
+
+def reason(e: Mapping, res: Mapping) -> str:
+    """One line that says why a cell reads what it reads, for every verdict word (from the entry only)."""
+    status = res.get("status")
+    if status == registry.STALE:
+        return "the stored runs were made under an older definition: rerun them"
+    if status == "missing":   # the note says how to make it (in the tooltip)
+        return ("not measured yet: its chapter has not run" if str(res.get("measurement", "")).startswith("chapter")
+                else "not stored yet")
+    if status == "incomplete":
+        return "not every run the rule reads is stored yet"
+    if status == "too few seeds":
+        return f"fewer than {registry.SEEDS_MIN} seeds that trained"
+    if e.get("kind") == "check":
+        return "a check of the propositions, not a reproduction: " + _values_text(res.get("values") or {})
+    if not e.get("rule"):
+        return "qualitative claim: the paper gives no number and no rule judges it"
+    if res.get("why"):
+        return res["why"]
+    v = res.get("verdict")
+    rule = str(e["rule"]).rstrip(".")
+    if v == registry.AGREES:
+        return f"meets the rule: {rule}"
+    if v == registry.DISAGREES:
+        return f"fails the rule: {rule}"
+    if v == registry.NOT_COMPARABLE:
+        return f"the rule cannot judge these runs: {rule}"
+    return rule
+
+
+def _first_clause(text: Any) -> str:
+    return str(text or "").split(";")[0].strip()
+
+
+def _values_text(values: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {sig(v)}" for k, v in values.items())
+
+
+# ------------------------------------------------------------------------------------- one value per cell
+def _point(label: str) -> str:
+    return label.split(": ")[0]
+
+
+def _specificity() -> Counter:
+    """How many claims' paper values name each point: a control ("default", "softmax") is named by many."""
+    return Counter(_point(k) for c in registry.CLAIMS for k in c.paper_values())
+
+
+def key_label(e: Mapping, res: Mapping) -> str | None:
+    """The label a cell compares: among the labels both the paper and our result have, the one named by the
+    fewest claims (the claim's own point, not a shared control); else our first label, else the paper's."""
+    ours = [k for k, v in (res.get("values") or {}).items() if v is not None]
+    paper_vals = e["paper"]["values"] or {}
+    common = [k for k in paper_vals if k in ours]
+    if common:
+        spec = _specificity()
+        return min(common, key=lambda k: (spec[_point(k)], common.index(k)))
+    return (ours or list(paper_vals) or [None])[0]
+
+
+def _is_percent(label: str, e: Mapping) -> bool:
+    metric = label.split(": ")[-1] if ": " in label else ""
+    return label in (e["paper"]["values"] or {}) or not metric or "Sink" in metric
+
+
+def _value(v: float | None, percent: bool) -> str:
+    return "\u2014" if v is None else f"{sig(v)}{' %' if percent else ''}"
+
+
+def headline(e: Mapping, res: Mapping) -> str:
+    """The one number to compare in a cell: "paper X / ours Y (label)" at the claim's key label; "the paper
+    gives no number" where the registry has none for it."""
+    label = key_label(e, res)
+    if label is None:
+        return "the paper gives no number / ours: no result"
+    pct = _is_percent(label, e)
+    p = (e["paper"]["values"] or {}).get(label)
+    o = (res.get("values") or {}).get(label)
+    paper_txt = f"paper {_value(p, pct)}" if p is not None else "the paper gives no number"
+    if o is None:     # the chip already says "no result"
+        return paper_txt + (f" ({label})" if p is not None else "")
+    return f"{paper_txt} / ours {_value(o, pct)} ({label})"
+
+
+def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS) -> str:
+    """The verdict as HTML: a coloured word (with the scale's name), the headline, and the one-line reason; the
+    whole reason and the rule in the tooltip."""
+    word = verdict_word(e, res)
+    color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
+    why = reason(e, res)
+    tip = (f"{scale + ': ' if scale else ''}{word}. {why}" + (f"\nRule: {e['rule']}" if e.get("rule") else "")
+           + (f"\nNote: {res['note']}" if res.get("note") else ""))
+    head = f'<span class="spx-chip" style="background:{color}">{_e(word)}</span>'
+    where = f'<span class="spx-scale" style="color:{scale_color(scale)}">{_e(scale)}</span>' if scale else ""
+    body = f'<span class="spx-headline">{_e(headline(e, res))}</span>'
+    return (f'<div class="spx-verdict" title="{_e(tip)}">{head}{where}{body}'
+            f'<span class="spx-why">{_e(_cut(why, limit))}</span></div>')
+
+
+# ---------------------------------------------------------------------------------------------- the chart
+def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
+    """The rows :func:`claim_chart` draws: per label, the paper's value ("paper") and, per scale with values,
+    each seed's value ("seed") and the mean over seeds ("mean"); a label's unit ("%" or its metric)."""
+    rows = []
+    labels: list[str] = list(e["paper"]["values"] or {})
+    for s in scales:
+        labels += [k for k in (e["results"][s].get("values") or {}) if k not in labels]
+    for label in labels:
+        unit = "%" if _is_percent(label, e) else label.split(": ")[-1]
+        p = (e["paper"]["values"] or {}).get(label)
+        if p is not None:
+            rows.append({"label": label, "unit": unit, "who": "paper", "kind": "paper", "value": p, "seed": ""})
+        for s in scales:
+            res = e["results"][s]
+            seeds = res.get("seeds") or []
+            for i, v in enumerate((res.get("seed_values") or {}).get(label) or []):
+                rows.append({"label": label, "unit": unit, "who": s, "kind": "seed", "value": v,
+                             "seed": str(seeds[i]) if i < len(seeds) else str(i)})
+            m = (res.get("values") or {}).get(label)
+            if m is not None:
+                rows.append({"label": label, "unit": unit, "who": s, "kind": "mean", "value": m, "seed": ""})
+    return rows
+
+
+def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | str = "container",
+                row_px: int = 11) -> alt.TopLevelMixin | None:
+    """One claim's dot plot: a row per label (the paper's and ours), the value across; the paper's value a hollow
+    black circle, each of our seeds a dot and the mean a tick, in the scale's colour, one sub-row per scale.
+    Labels of another unit than % (excess alpha_1, a prefix length) get their own panel. None when there is
+    nothing to draw (no paper value and no result)."""
+    scales = [s for s in (scales or registry.SCALES) if has_values(e["results"].get(s, {}))]
+    rows = chart_rows(e, scales)
+    if not rows or e.get("kind") == "check":
+        return None
+    who = ["paper", *scales]
+    colors = [PAPER_COLOR, *map(scale_color, scales)]
+    units = list(dict.fromkeys(r["unit"] for r in rows))
+    panels = []
+    for unit in units:
+        part = [r for r in rows if r["unit"] == unit]
+        labels = list(dict.fromkeys(r["label"] for r in part))
+        pct = unit == "%"
+        x = alt.X("value:Q", title="% of heads" if pct else unit,
+                  scale=alt.Scale(domain=[0, 100]) if pct else alt.Scale(zero=True))
+        y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=190))
+        offset = alt.YOffset("who:N", scale=alt.Scale(domain=who))
+        color = alt.Color("who:N", scale=alt.Scale(domain=who, range=colors), title=None,
+                          legend=alt.Legend(orient="bottom", direction="horizontal") if unit == units[-1] else None)
+        tip = [alt.Tooltip("label:N", title="point"), alt.Tooltip("who:N", title="source"),
+               alt.Tooltip("kind:N", title="value"), alt.Tooltip("seed:N"),
+               alt.Tooltip("value:Q", format=".3g")]
+        base = alt.Chart(alt.Data(values=part))
+        height = max(36, row_px * len(who) * len(labels))
+        w = width if len(units) == 1 else 300
+        panels.append(alt.layer(
+            base.transform_filter("datum.kind == 'seed'").mark_circle(size=30, opacity=0.55).encode(
+                x=x, y=y, yOffset=offset, color=color, tooltip=tip),
+            base.transform_filter("datum.kind == 'mean'").mark_tick(thickness=2.5, size=row_px + 2).encode(
+                x=x, y=y, yOffset=offset, color=color, tooltip=tip),
+            base.transform_filter("datum.kind == 'paper'").mark_point(filled=False, size=70, strokeWidth=2).encode(
+                x=x, y=y, yOffset=offset, color=color, tooltip=tip),
+        ).properties(width=w, height=height))
+    if len(panels) == 1:
+        return panels[0].configure_view(stroke=None)
+    return alt.vconcat(*panels).resolve_scale(x="independent", color="shared").configure_view(stroke=None)
+
+
+def chart_html(chart: alt.TopLevelMixin) -> str:
+    """A chart as the HTML altair's default renderer writes (drawn by the book's offline vega bundle)."""
+    bundle = chart._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    return bundle["text/html"]
+
+
+# ----------------------------------------------------------------------------------------------- the card
+def summary(entries: Sequence[Mapping]) -> str:
+    """One sentence: per scale with results, how many claims read each verdict."""
+    parts = []
+    for s in scale_order(entries):
+        c = Counter(verdict_word(e, e["results"][s]) for e in entries if s in shown_scales(e))
+        if not c or set(c) <= {registry.NO_RESULT}:
+            continue
+        words = [f"{c[v]} {v}" for v in (*registry.VERDICTS, "check") if c.get(v)]
+        parts.append(f"{s}: " + ", ".join(words))
+    n = len(entries)
+    head = f"{n} claim{'s' if n != 1 else ''} on this page"
+    return head + (" \u2014 " + "; ".join(parts) + "." if parts else ": no result yet.")
+
+
+CSS = """
+.spx-findings{margin:.2em 0 1em 0}
+.spx-findings .spx-sum{font-weight:600;margin:.2em 0 .5em 0}
+.spx-finding{display:grid;grid-template-columns:minmax(0,5fr) minmax(0,7fr);gap:.3em 1em;padding:.45em 0;
+  border-top:1px solid #d0d7de;align-items:start}
+.spx-finding .spx-claim{font-weight:600;margin-bottom:.15em}
+.spx-finding .spx-src{font-size:.8em;color:#57606a}
+.spx-finding .spx-plot{min-width:0;width:100%}
+.spx-finding .spx-plot .vega-embed{width:100%}
+.spx-nochart{font-size:.85em;color:#57606a;font-style:italic}
+.spx-verdict{margin:.2em 0;font-size:.86em;line-height:1.35}
+.spx-chip{display:inline-block;color:#fff;border-radius:.8em;padding:0 .55em;font-weight:600;margin-right:.35em;
+  white-space:nowrap}
+.spx-scale{font-weight:600;margin-right:.35em;white-space:nowrap}
+.spx-headline{display:block;font-variant-numeric:tabular-nums}
+.spx-why{display:block;color:#57606a;font-size:.95em}
+@media (max-width:700px){.spx-finding{grid-template-columns:minmax(0,1fr)}}
+"""
+
+
+def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
+    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
+    shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
+    chips = "".join(chip(e, e["results"][s], s) for s in shown) or (
+        '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
+    chart = claim_chart(e, shown)
+    no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
+    plot = (chart_html(chart) if chart is not None else
+            f'<div class="spx-nochart">nothing to draw: {"a check, not a measurement" if e.get("kind") == "check" else "no number yet"}</div>')
+    return (f'<div class="spx-finding" id="finding-{_e(e["id"])}"><div>'
+            f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
+            f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>{chips}</div>'
+            f'<div class="spx-plot">{plot}</div></div>')
+
+
+class FindingCard:
+    """A chapter's finding card: a summary sentence, then one row per claim the chapter holds (the claim, a chip
+    per scale with its headline and reason, the chart). ``show()`` displays it with a display id, so a chapter
+    that writes its records further down can ``refresh()`` it once they are written."""
+
+    def __init__(self, chapter: str, entries: Sequence[Mapping] | None = None):
+        self.chapter = chapter
+        self.entries = list(entries) if entries is not None else chapter_entries(chapter)
+        self._handle = None
+
+    def _repr_html_(self) -> str:
+        order = scale_order(self.entries)
+        rows = "".join(card_row(e, order) for e in self.entries)
+        return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
+                f'</div>{rows}</div>')
+
+    def show(self) -> "FindingCard":
+        from IPython.display import display
+
+        self._handle = display(self, display_id=True)
+        return self
+
+    def refresh(self) -> None:
+        """Re-read the registry (records written since) and redraw the card where it was first shown."""
+        self.entries = chapter_entries(self.chapter)
+        if self._handle is not None:
+            self._handle.update(self)
+
+
+def finding_card(chapter: str) -> FindingCard:
+    """Show the finding card of ``chapter`` (its stem, e.g. "04_optimization") and return it."""
+    return FindingCard(chapter).show()
+
+
+def verdict_chart(entries: Sequence[Mapping], width: int | str = "container", height: int = 90) -> alt.Chart:
+    """The scorecard at a glance: per scale (the one with the most results on top), how many claims read each
+    verdict, as one stacked bar in the chips' colours."""
+    scales = scale_order(entries)
+    rows = [{"scale": s, "verdict": verdict_word(e, e["results"][s]), "claim": e["id"]}
+            for e in entries for s in scales if s in shown_scales(e)]
+    words = [*registry.VERDICTS, "check"]
+    colors = [*(VERDICT_COLORS[v] for v in registry.VERDICTS), CHECK_COLOR]
+    return (alt.Chart(alt.Data(values=rows), width=width, height=height)
+            .mark_bar()
+            .encode(y=alt.Y("scale:N", sort=scales, title=None),
+                    x=alt.X("count():Q", title="claims"),
+                    color=alt.Color("verdict:N", scale=alt.Scale(domain=words, range=colors), title=None,
+                                    legend=alt.Legend(orient="bottom", direction="horizontal")),
+                    order=alt.Order("verdict_order:Q"),
+                    tooltip=["scale:N", "verdict:N", alt.Tooltip("count():Q", title="claims")])
+            .transform_calculate(verdict_order=f"indexof({words!r}, datum.verdict)")
+            .configure_view(stroke=None))

@@ -1,0 +1,139 @@
+"""The finding card and the scorecard grid (sinkpaper.book.findings, sinkpaper.book.scorecard): every number they
+show is the listing's, a missing paper number is said, never drawn, every verdict word comes with a reason, and a
+scale the registry adds later is drawn without code changes."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("altair")
+
+from sinkpaper import paper  # noqa: E402
+from sinkpaper.book import findings, scorecard  # noqa: E402
+
+LISTING = Path(__file__).parent / "data" / "claims_listing.json"
+
+
+@pytest.fixture(scope="module")
+def listing():
+    return json.loads(LISTING.read_text())
+
+
+def _entry(listing, cid):
+    return copy.deepcopy(next(e for e in listing if e["id"] == cid))
+
+
+def _layers(spec):
+    """Every unit spec of a chart dict (layers, concatenations), with its data values."""
+    for key in ("layer", "vconcat", "hconcat", "concat"):
+        for sub in spec.get(key, []):
+            yield from _layers(sub)
+    if "mark" in spec:
+        yield spec
+
+
+def _values(chart):
+    spec = chart.to_dict()
+    return [v for u in _layers(spec) for v in u.get("data", {}).get("values", [])] + \
+        [v for u in [spec] for v in u.get("data", {}).get("values", [])]
+
+
+def test_the_chart_draws_the_papers_values_and_every_seed_exactly(listing):
+    e = _entry(listing, "opt_batch")
+    chart = findings.claim_chart(e)
+    rows = findings.chart_rows(e, [s for s in paper.SCALES if findings.has_values(e["results"][s])])
+    drawn = {(r["label"], r["who"], r["kind"], r["value"]) for r in rows}
+    for label, v in e["paper"]["values"].items():
+        assert (label, "paper", "paper", v) in drawn
+    for s, res in e["results"].items():
+        for label, seeds in (res.get("seed_values") or {}).items():
+            assert sorted(r["value"] for r in rows if (r["label"], r["who"], r["kind"]) == (label, s, "seed")) \
+                == sorted(seeds)
+    assert chart is not None and chart.to_dict()
+
+
+def test_no_paper_number_is_said_and_never_drawn(listing):
+    e = _entry(listing, "loss_window")
+    assert not e["paper"]["values"]
+    rows = findings.chart_rows(e, paper.SCALES)
+    assert rows and not [r for r in rows if r["kind"] == "paper"]
+    assert "the paper gives no number" in findings.card_row(e)
+    for s in findings.shown_scales(e):
+        assert findings.headline(e, e["results"][s]).startswith("the paper gives no number")
+
+
+def test_every_verdict_word_comes_with_a_reason(listing):
+    seen = set()
+    for e in listing:
+        for s in findings.shown_scales(e):
+            res = e["results"][s]
+            word = findings.verdict_word(e, res)
+            seen.add(word)
+            why = findings.reason(e, res)
+            assert why.strip(), (e["id"], s, word)
+            assert f">{word}</span>" in findings.chip(e, res, s)
+    assert {"agrees", "disagrees", "no result"} <= seen
+
+
+def test_a_scale_the_registry_adds_is_drawn_and_one_without_results_is_not(listing, monkeypatch):
+    e = _entry(listing, "opt_emergence")
+    gpu = "GPU, the paper's default"
+    e["results"][gpu] = {**copy.deepcopy(e["results"]["miniature"]), "verdict": "agrees"}
+    monkeypatch.setattr(paper, "SCALES", (*paper.SCALES, gpu))
+    assert gpu in findings.shown_scales(e)
+    html = findings.card_row(e)
+    assert gpu in html
+    assert gpu in [v["who"] for v in _values(findings.claim_chart(e))]
+    e["results"][gpu] = {"values": {}, "verdict": "no result", "status": paper.NOT_RUN}
+    assert gpu not in findings.shown_scales(e) and gpu not in findings.card_row(e)
+
+
+def test_the_headline_compares_the_claims_own_point_not_the_control(listing):
+    e = _entry(listing, "data_random_first")
+    res = next(e["results"][s] for s in paper.SCALES if findings.has_values(e["results"][s]))
+    label = findings.key_label(e, res)
+    assert not label.startswith("default"), label
+    text = findings.headline(e, res)
+    assert f"paper {paper.NUMBERS[label].value:.3g}" in text or f"paper {e['paper']['values'][label]:.3g}" in text
+
+
+def test_a_check_has_its_own_status(listing):
+    e = _entry(listing, "prop_repeat")
+    for s in findings.shown_scales(e):
+        assert findings.verdict_word(e, e["results"][s]) == "check"
+    assert findings.claim_chart(e) is None
+
+
+def test_scorecard_rows_chips_and_links_follow_the_listing(listing):
+    card = scorecard.Scorecard(listing)
+    page = card._repr_html_()
+    assert card.counts() == {s: __import__("collections").Counter(e["results"][s]["verdict"] for e in listing)
+                             for s in paper.SCALES}
+    assert page.count('<tr id="claim-') == len(listing)
+    for e in listing:
+        row = re.search(rf'<tr id="claim-{re.escape(e["id"])}">(.*?)</tr>', page, re.S).group(1)
+        if re.fullmatch(r"\d\d_\w+", e["chapter"]):
+            assert f'href="{e["chapter"]}.html"' in row
+        else:   # "not run": no chapter page exists to link to
+            assert "href=" not in row and "no chapter runs it" in row
+        chips = re.findall(r'class="spx-chip"[^>]*>([a-z ]+)</span>', row)
+        assert chips == [findings.verdict_word(e, e["results"][s]) for s in card.scales if s in findings.shown_scales(e)]
+    # one readable value per cell: no "(n values)" ranges, no lists of every Sink_k
+    assert "values)" not in page and "Sink_10" not in re.sub(r'title="[^"]*"', "", page)
+
+
+def test_scorecard_escapes_and_puts_the_scale_with_results_first(listing):
+    entry = {"id": "x", "chapter": "04_optimization", "claim": "<b>bold</b> claim", "kind": "reproduction",
+             "rule": "a <rule>", "paper": {"source": "Table 1", "values": {"k": 1.0}},
+             "results": {s: {"verdict": "no result", "values": {}, "status": "missing", "measurement": "store"}
+                         for s in paper.SCALES}}
+    last = paper.SCALES[-1]
+    entry["results"][last] = {"verdict": "agrees", "values": {"k": 2.0}, "status": "found", "measurement": "m"}
+    page = scorecard.Scorecard([entry])._repr_html_()
+    assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
+    assert scorecard.Scorecard([entry]).scales[0] == last
+    assert "paper 1 % / ours 2 % (k)" in page
