@@ -5,6 +5,8 @@
   bench kernels|training|sink  our Triton kernels against PyTorch's attention; our model against transformers'
                         Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
+  lease run|import|width  one call of a lent GPU kept full from a queue of runs; its runs brought into the store;
+                        the runs side by side that give the most steps per second
   data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.build)
   store stale|migrate|untrained
                         the results store: runs stored under an older definition or key scheme; runs that did
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sink_parsers(sub)
     _add_bench_parser(sub)
     _add_training_parsers(sub)
+    _add_lease_parser(sub)
     _add_results_parsers(sub)
     _add_data_parser(sub)
     return p
@@ -142,6 +145,34 @@ def _add_training_parsers(sub) -> None:
     w.add_argument("--start-before", metavar="TIME",
                    help="start no run at or after this ISO 8601 time (UTC when no offset), e.g. the end of the "
                         "machine's lease less one run: a run the machine cannot finish is not begun")
+
+
+def _add_lease_parser(sub) -> None:
+    """`lease run|import|width`: a lent GPU's call kept full from one queue (sinkpaper.train.lease)."""
+    e = sub.add_parser("lease", help="one call of a lent GPU kept full from a queue; import its runs; measure the "
+                                     "width")
+    e.add_argument("action", choices=["run", "import", "width"],
+                   help="run: train the queue until --seconds pass; import DIR: bring a call's runs into --store; "
+                        "width: time 1, 2, 3, 4, 6 runs side by side")
+    e.add_argument("source", nargs="?", help="import: the folder a call returned (store.tgz, lease.json)")
+    e.add_argument("--queue", default="scripts/gpu_queue.txt", help="FAMILY POINT[@SEEDS] per line")
+    e.add_argument("--profile", default="gpu")
+    e.add_argument("--seconds", type=float, help="run: this call's time for runs (the device time left, less "
+                                                  "start-up and the time to return the files)")
+    e.add_argument("--slots", default="auto", help="run: runs side by side, or auto (the width JSON's best)")
+    e.add_argument("--width-json", default="results/bench/side-by-side-gpu.json",
+                   help="run: the side-by-side measurement (its width and seconds per step); width: where to write it")
+    e.add_argument("--widths", type=int, nargs="+", default=[1, 2, 3, 4, 6])
+    e.add_argument("--width-seconds", type=float, default=30.0, help="width: seconds measured at each width")
+    e.add_argument("--out", help="run: where the call's files go ($OUT on the device)")
+    e.add_argument("--lease-dir", default="runs/lease", help="run: run directories and the call's store")
+    e.add_argument("--store", default=None, help="run: the store whose runs are skipped (copied into the call's "
+                                                 "store); import: the store to fill (default results/store)")
+    e.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="run, width: overrides for every run (a rehearsal's tiny shapes)")
+    e.add_argument("--rehearsal", action="store_true",
+                   help="run: mark the call's files as a rehearsal's (never imported into a results store); "
+                        "import: accept them")
 
 
 def _add_results_parsers(sub) -> None:
@@ -430,6 +461,11 @@ def run_bench(a, argv: list[str]) -> int:
     return 1 if any(x["name"] in ("ours", "ours_forward") and x["status"] == "error" for x in r["records"]) else 0
 
 
+def run_lease(a) -> int:
+    from .train.lease import run_lease_command
+    return run_lease_command(a)
+
+
 def run_data(a) -> int:
     from .data import build as B
     from .data.corpus_sources import describe_sources
@@ -497,6 +533,12 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     if args.command == "bench":
         return run_bench(args, argv)
+    if args.command == "lease":
+        try:
+            return run_lease(args)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
     if args.command in ("store", "report"):
         try:
             return run_store(args) if args.command == "store" else run_report(args)

@@ -334,7 +334,7 @@ def test_calibration_block_judges_each_point_against_the_bar_fixed_with_the_grid
                                                still_open)
     cal = "configs/calibration.yaml"
     assert calibration_lines(tmp_path, REPO)[0].startswith(
-        "No run of the calibration grid is stored yet: `scripts/lease.sh calibrate` trains it on a lent GPU (18 runs")
+        "No run of the calibration grid is stored yet: `scripts/lease.sh gpu` trains it on a lent GPU (21 runs")
 
     def run(point, seed, plateau, **kw):   # 8000 steps; the plateau window (steps >= 6400) holds 4 evaluations
         _store_curve_run(tmp_path, cal, point, seed, [(2000, 0.0, 60.0, 0.08), (4000, 5.0, 120.0, 0.2)]
@@ -358,9 +358,15 @@ def test_calibration_block_judges_each_point_against_the_bar_fixed_with_the_grid
     assert "(not a result: held-out loss 7.90 at the end against the unigram loss" in "\n".join(lines)
     best = next(x for x in lines if x.startswith("Best:"))
     assert best.startswith("Best: L4_d256_lr2e-3 (3 of 3 seeds at or above 20 %, mean 25.0 %); it clears the bar.")
-    assert "Not stored yet: L4_d256_lr4e-3 seed 2, L4_d256_lr2e-3_wd0.1 seed 1," in best
+    assert ("Not stored yet: L4_d256_lr2e-3_steps10k seed 0, L4_d256_lr2e-3_steps10k seed 1, "
+            "L4_d256_lr2e-3_steps10k seed 2, L4_d256_lr4e-3 seed 2,") in best
     # what a lease trains next: seeds 1 and 2 only of the points no stored seed has decided (19.9 % and a run that
     # did not learn each close a point; a point with no seed stored is open)
+    # the calibrated point, by the rule registered with the grid: the first point in the grid's order to clear it
+    from sinkpaper.results.calibration import calibrated_point
+    assert calibrated_point(tmp_path, REPO) == "L4_d256_lr2e-3"
+    assert "Calibrated: L4_d256_lr2e-3, the first point in the grid's order to clear the bar" in "\n".join(lines)
+    assert calibrated_point(REPO / "results" / "store", REPO) is None     # one seed stored: nothing calibrated yet
     assert still_open(["L4_d256_lr2e-3", "L4_d256_lr4e-3", "L4_d256_lr2e-3_wd0.1", "L6_d384_lr2e-3"],
                       tmp_path, REPO) == ["L4_d256_lr2e-3", "L6_d384_lr2e-3"]
     # a chapter shows the block as the Measurements page does, and draws the runs it reads

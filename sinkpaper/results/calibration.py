@@ -72,6 +72,17 @@ def still_open(points: list[str], store: str | Path = DEFAULT_STORE, root: str |
     return [p for p in points if p not in closed]
 
 
+def calibrated_point(store: str | Path = DEFAULT_STORE, root: str | Path = ".", config: str = CALIBRATION) \
+        -> str | None:
+    """The calibrated point, by the rule registered with the grid: the first point in the grid's order whose
+    seeds :data:`SEEDS` are all stored and all on or above :data:`BAR`; None while no point has."""
+    per_point: dict[str, list] = {}
+    for point, _, cfg in sweep_configs(Path(root) / config, PROFILE, None, list(SEEDS)):
+        got = get(store, cfg)
+        per_point.setdefault(point, []).append(_reading(got.payload)[0] if got.status == FOUND else None)
+    return next((p for p, vs in per_point.items() if all(v is not None and v >= BAR for v in vs)), None)
+
+
 def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".", config: str = CALIBRATION) \
         -> list[str]:
     """One row per stored run of the calibration grid (``config``, under ``root``) and one verdict per point
@@ -97,7 +108,7 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
                     f"{p['result']['val_loss']:.3f} | {prov.get('wall_seconds', 0) / 60:.1f} min, {where(prov)} |")
         per_point.setdefault(point, []).append(value)
     if not rows:
-        return [f"No run of the calibration grid is stored yet: `scripts/lease.sh calibrate` trains it on a lent GPU "
+        return [f"No run of the calibration grid is stored yet: `scripts/lease.sh gpu` trains it on a lent GPU "
                 f"({len(missing)} runs: every point of `{config}` x seeds {', '.join(map(str, SEEDS))})."]
     lines = ["| point | shape | seed | tokens (passes over the unique tokens) | Sink_1 % on the plateau [its min, max] "
              "| alpha_1 leaves uniform at | held-out loss | wall, where |", "|---|---|---|---|---|---|---|---|",
@@ -114,6 +125,10 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
         if best is None or key > best[1]:
             best = (point, key)
     point, (clears, above, mean) = best
+    chosen = calibrated_point(store, root, config)
+    if chosen is not None:
+        lines.append(f"Calibrated: {chosen}, the first point in the grid's order to clear the bar (the rule "
+                     f"registered with the grid); the `gpu` profile trains its recipe.")
     lines.append(f"Best: {point} ({above} of {len(SEEDS)} seeds at or above {BAR:g} %"
                  + (f", mean {mean:.1f} %" if mean >= 0 else "") + ")"
                  + ("; it clears the bar." if clears else "; no point clears the bar yet.")
