@@ -88,19 +88,19 @@ realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], ma
 # takes about two blocks before the layer where the sink forms (Peng et al. 2026). The `gpu` profile is
 # calibrated for that default on a lent GPU (`configs/calibration.yaml`: at least 4 layers, 262M tokens, no BOS,
 # evaluated as the paper does). Its bar was fixed with the grid, before any run: Sink_1 at least 20 % on the
-# plateau in each of 3 seeds. Below, every stored run of the grid: its Sink_1 and mean alpha_1 over the tokens
-# seen (the dashed line: the bar), then the table the Measurements page carries. A point clears the bar only if
-# every seed does: one seed below it decides the point, one above it decides nothing.
+# plateau in each of 3 seeds. Below, every point of the grid: its Sink_1 and mean alpha_1 over the tokens seen
+# (the mean over seeds as a line, the min-max as a band; the grey dotted line: the bar; the black dashed line: the
+# paper's default run at the end of its training), then the table the Measurements page carries. A point clears
+# the bar only if every seed does: one seed below it decides the point, one above it decides nothing.
 
 # %% tags=["hide-input", "full-width"]
 grid = calibration.calibration_runs()
 if grid:
-    rows = [r for p in grid for r in curves.curve_rows(p, f"{sweeps.point_of(p)}, seed {p['config']['run']['seed']}")]
-    display(figures.row(
-        figures.curve_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
-                            rule_y=calibration.BAR, legend="bottom"),
-        figures.curve_chart(rows, "alpha_1", "no fixed first token: mean alpha_1", y_title="alpha_1",
-                            legend="bottom")))
+    rows = figures.seed_rows(grid, curves.curve_rows)
+    display(figures.Columns(
+        figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
+                           rule_y=calibration.BAR, paper_level=paper.paper_value("default")),
+        figures.band_chart(rows, "alpha_1", "no fixed first token: mean alpha_1", y_title="alpha_1")))
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(grid, loaded=True))))
 display(Markdown(calibration.calibration_markdown()))
 

@@ -88,14 +88,9 @@ realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=Tr
 if lm.payloads:
     display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 "
                                 "(Sink*_1 for sigmoid, elu, kernel)"))
-    lm_raw = [r for p in lm.payloads for r in curves.raw_curve_rows(p)]
-    if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training
-        display(figures.row(
-            figures.curve_chart(lm_raw, "proxy Sink*_1 %", "Real text: proxy Sink*_1", width=300, x="step", zero=True),
-            figures.curve_chart(lm_raw, "raw weight on token 1", "raw weight on token 1", width=300, x="step",
-                                log_y=True),
-            figures.curve_chart(lm_raw, "raw weight on other keys", "raw weight on other keys", width=300, x="step",
-                                log_y=True)))
+    lm_raw = figures.seed_rows(lm.payloads, curves.raw_curve_rows)
+    if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training (seeds as bands)
+        display(figures.raw_weight_bands(lm_raw))
 
 # %% [markdown]
 # ### The paper's numbers

@@ -45,7 +45,7 @@ def _values(chart):
 def test_the_chart_draws_the_papers_values_and_every_seed_exactly(listing):
     e = _entry(listing, "opt_batch")
     chart = findings.claim_chart(e)
-    rows = findings.chart_rows(e, [s for s in paper.SCALES if findings.has_values(e["results"][s])])
+    rows = findings.chart_rows(e, [s for s in paper.SCALES if findings.has_values(findings.result_at(e, s))])
     drawn = {(r["label"], r["who"], r["kind"], r["value"]) for r in rows}
     for label, v in e["paper"]["values"].items():
         assert (label, "paper", "paper", v) in drawn
@@ -63,14 +63,14 @@ def test_no_paper_number_is_said_and_never_drawn(listing):
     assert rows and not [r for r in rows if r["kind"] == "paper"]
     assert "the paper gives no number" in findings.card_row(e)
     for s in findings.shown_scales(e):
-        assert findings.headline(e, e["results"][s]).startswith("the paper gives no number")
+        assert findings.headline(e, findings.result_at(e, s)).startswith("the paper gives no number")
 
 
 def test_every_verdict_word_comes_with_a_reason(listing):
     seen = set()
     for e in listing:
         for s in findings.shown_scales(e):
-            res = e["results"][s]
+            res = findings.result_at(e, s)
             word = findings.verdict_word(e, res)
             seen.add(word)
             why = findings.reason(e, res)
@@ -94,7 +94,7 @@ def test_a_scale_the_registry_adds_is_drawn_and_one_without_results_is_not(listi
 
 def test_the_headline_compares_the_claims_own_point_not_the_control(listing):
     e = _entry(listing, "data_random_first")
-    res = next(e["results"][s] for s in paper.SCALES if findings.has_values(e["results"][s]))
+    res = next(findings.result_at(e, s) for s in paper.SCALES if findings.has_values(findings.result_at(e, s)))
     label = findings.key_label(e, res)
     assert not label.startswith("default"), label
     text = findings.headline(e, res)
@@ -104,14 +104,14 @@ def test_the_headline_compares_the_claims_own_point_not_the_control(listing):
 def test_a_check_has_its_own_status(listing):
     e = _entry(listing, "prop_repeat")
     for s in findings.shown_scales(e):
-        assert findings.verdict_word(e, e["results"][s]) == "check"
+        assert findings.verdict_word(e, findings.result_at(e, s)) == "check"
     assert findings.claim_chart(e) is None
 
 
 def test_scorecard_rows_chips_and_links_follow_the_listing(listing):
     card = scorecard.Scorecard(listing)
     page = card._repr_html_()
-    assert card.counts() == {s: __import__("collections").Counter(e["results"][s]["verdict"] for e in listing)
+    assert card.counts() == {s: __import__("collections").Counter(findings.result_at(e, s)["verdict"] for e in listing)
                              for s in paper.SCALES}
     assert page.count('<tr id="claim-') == len(listing)
     for e in listing:
@@ -121,7 +121,7 @@ def test_scorecard_rows_chips_and_links_follow_the_listing(listing):
         else:   # "not run": no chapter page exists to link to
             assert "href=" not in row and "no chapter runs it" in row
         chips = re.findall(r'class="spx-chip"[^>]*>([a-z ]+)</span>', row)
-        assert chips == [findings.verdict_word(e, e["results"][s]) for s in card.scales if s in findings.shown_scales(e)]
+        assert chips == [findings.verdict_word(e, findings.result_at(e, s)) for s in card.scales if s in findings.shown_scales(e)]
     # one readable value per cell: no "(n values)" ranges, no lists of every Sink_k
     assert "values)" not in page and "Sink_10" not in re.sub(r'title="[^"]*"', "", page)
 

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("altair")
 from sinkpaper import paper  # noqa: E402
-from sinkpaper.book import realtext  # noqa: E402
+from sinkpaper.book import figures, realtext  # noqa: E402
 from sinkpaper.results.sweeps import LMSweep, StoredSweep  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,9 +54,16 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     assert rows[0]["paper"] == PAPER["lr_x2"]
     # the paper's base run packs without a fixed token; ours fixes one: the row says both numbers
     assert rows[1]["paper"] == f"{PAPER['default']} (no fixed token); {paper.paper_text('fixed_pos1')} with one at 1"
-    curves = [o for o in out if hasattr(o, "to_dict") and o.to_dict().get("mark", {}).get("type") == "line"]
-    assert len(curves) == 2 and {v["run"] for v in curves[0].to_dict()["data"]["values"]} == {"default, seed 0",
-                                                                                            "default, seed 1"}
+    # the curves: the seeds of a point as one mean line and a min-max band, the paper's final number dashed
+    [columns] = [o for o in out if isinstance(o, figures.Columns)]
+    sink, alpha = (c.to_dict() for c in columns.charts)
+    band = [v for layer in sink["layer"] for v in layer.get("data", {}).get("values", []) if "seeds" in v]
+    assert {v["group"] for v in band} == {"default"} and all(v["n"] == 2 for v in band)
+    assert band[-1]["seeds"].startswith("seed 0: 20, seed 1: 40") and (band[-1]["lo"], band[-1]["hi"]) == (20, 40)
+    assert figures.draws_the_paper(sink) and not figures.draws_the_paper(alpha)
+    assert not figures.joined_lines(sink) and not figures.joined_lines(alpha)
+    caption = out[out.index(columns) + 1].data
+    assert f"default {paper.paper_value('default'):.2f} %" in caption and "gives no alpha_1 curve" in caption
     assert "loaded" in out[-2].data and "dtype=bf16" in out[-2].data.replace("`", "")
     assert "Not in the results store" in out[-1].data and "lr_x0.5" in out[-1].data
 

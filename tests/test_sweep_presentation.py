@@ -10,7 +10,7 @@ import pytest
 import torch
 
 pytest.importorskip("altair")
-from sinkpaper import mechanism, metrics  # noqa: E402
+from sinkpaper import mechanism, metrics, paper  # noqa: E402
 from sinkpaper.book import figures, tables  # noqa: E402
 from sinkpaper.results import curves, numbers, sweeps  # noqa: E402
 
@@ -214,13 +214,17 @@ def test_one_curve_chart_over_tokens_or_steps():
 def test_one_dot_and_tick_chart_with_one_or_several_metrics():
     ps = [payload("k_bias", s, {1: 10.0 * s}, 0.1) for s in (0, 1)] + [payload("recipe", 0, {1: 100}, 0.9)]
     ps[0]["result"]["sink_star"], ps[1]["result"]["sink_star"] = 80.0, 100.0
-    dots, ticks = figures.sweep_chart(ps, ["recipe", "k_bias"], value=("Sink*", "Sink_1")).to_dict()["layer"]
+    dots, ticks, marks = figures.sweep_chart(ps, ["recipe", "k_bias"], value=("Sink*", "Sink_1")).to_dict()["layer"]
     assert sorted((d["point"], d["metric"], d["v"]) for d in dots["data"]["values"]) == [
         ("k_bias", "Sink* (bias position)", 80.0), ("k_bias", "Sink* (bias position)", 100.0),
         ("k_bias", "Sink_1", 0.0), ("k_bias", "Sink_1", 10.0), ("recipe", "Sink_1", 100.0)]
     assert {(m["point"], m["metric"]): m["v"] for m in ticks["data"]["values"]} == {
         ("k_bias", "Sink* (bias position)"): 90.0, ("k_bias", "Sink_1"): 5.0, ("recipe", "Sink_1"): 100.0}
-    dots, ticks = figures.sweep_chart(ps, ["k_bias"]).to_dict()["layer"]
+    # the paper's numbers where the registry has them (k_bias), none for a point it does not give (recipe)
+    assert {(m["point"], m["metric"]): m["v"] for m in marks["data"]["values"]} == {
+        ("k_bias", "Sink* (bias position)"): paper.NUMBERS["k_bias: Sink*"].value,
+        ("k_bias", "Sink_1"): paper.NUMBERS["k_bias: Sink_1"].value}
+    dots, ticks, _ = figures.sweep_chart(ps, ["k_bias"]).to_dict()["layer"]
     assert [d["v"] for d in dots["data"]["values"]] == [0.0, 10.0] and ticks["data"]["values"] == [{"point": "k_bias",
                                                                                                     "v": 5.0}]
 

@@ -23,7 +23,7 @@ import altair as alt
 from IPython.display import Markdown, display
 import numpy as np
 
-from ..paper import PLATEAU, PLATEAU_EVALS
+from ..paper import DEFAULT_ALIASES, NUMBERS, PLATEAU, PLATEAU_EVALS
 from ..results.sweeps import point_of, shown_values
 
 WIDTH = 300
@@ -474,6 +474,26 @@ def book_peak(payloads: Sequence[dict], point: str, ks: Sequence[int] = range(1,
     return k, means[k]
 
 
+def paper_number(point: str, metric: str = "Sink_1") -> float | None:
+    """The paper's number for a point's metric (:data:`sinkpaper.paper.NUMBERS`: a bare point name is its Sink_1,
+    a family's default point reads the default run's); None where the paper gives none, never a stand-in."""
+    if metric == "Sink_1" and (point == "default" or point in DEFAULT_ALIASES):
+        return NUMBERS["default"].value
+    for key in ((point, f"{point}: Sink_1") if metric == "Sink_1" else (f"{point}: {metric}",)):
+        if key in NUMBERS:
+            return NUMBERS[key].value
+    return None
+
+
+def _paper_layer(marks: list[dict], x, y, offset=None) -> alt.Chart:
+    enc = dict(x=x, y=y, tooltip=["point:N", alt.Tooltip("who:N", title="source"),
+                                  alt.Tooltip("v:Q", title="the paper", format=".4g")])
+    if offset is not None:
+        enc["xOffset"] = offset
+    return alt.Chart(alt.Data(values=marks)).mark_point(filled=False, color="black", size=80, strokeWidth=2,
+                                                         shape="diamond").encode(**enc)
+
+
 def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, title: str = "",
                 value: str | Sequence[str] = "sink", width: int = 360, height: int = 200) -> alt.LayerChart:
     """THE dot-and-tick chart of a sweep: per point (x, in ``order``; points without runs are left out) each
@@ -481,7 +501,8 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     seeds shows. ``value``: "sink"
     (Sink_k %), "alpha_1", or several metrics of :func:`sinkpaper.results.sweeps.metric_of` side by side, each
     its own colour: ("Sink*", "Sink_1") puts the sink on a bias position next to the one on token 1 (a metric a
-    run does not record is left out)."""
+    run does not record is left out). The paper's number (:func:`paper_number`) is a hollow black diamond where it
+    gives one."""
     present = [pt for pt in order if any(point_of(p) == pt for p in payloads)]
     if not present:
         return no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
@@ -495,13 +516,17 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
         is_sink = name.startswith("Sink")
         y = alt.Y("v:Q", title=f"{name} %" if is_sink else f"{name} (mean over heads)",
                   scale=alt.Scale(domain=[0, 100] if is_sink else [0, 1]))
-        return alt.layer(
+        layers = [
             alt.Chart(alt.Data(values=dots), width=width, height=height).mark_circle(size=50, opacity=0.7).encode(
                 x=x, y=y, xOffset=alt.XOffset("seed:N"), color=alt.Color("seed:N", title="seed"),
                 tooltip=["point:N", "seed:N", alt.Tooltip("v:Q", format=".3g")]),
             alt.Chart(alt.Data(values=means)).mark_tick(color="black", thickness=2, size=22).encode(
-                x=x, y=y, tooltip=["point:N", alt.Tooltip("v:Q", title="mean", format=".3g")]),
-            title=title)
+                x=x, y=y, tooltip=["point:N", alt.Tooltip("v:Q", title="mean", format=".3g")])]
+        marks = [{"point": pt, "who": "paper", "v": _num(v)} for pt in present
+                 if (v := paper_number(pt, name)) is not None] if is_sink else []
+        if marks:
+            layers.append(_paper_layer(marks, x, y))
+        return alt.layer(*layers, title=title)
     labels = [_METRIC_LABEL.get(name, name) for name in value]
     dots, means = [], []
     for pt in present:
@@ -514,29 +539,44 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     y = alt.Y("v:Q", title="% of heads", scale=alt.Scale(domain=[0, 100]))
     color = alt.Color("metric:N", title=None, sort=labels, legend=alt.Legend(orient="bottom"))
     offset = alt.XOffset("metric:N", sort=labels)
-    return alt.layer(
+    layers = [
         alt.Chart(alt.Data(values=dots), width=width, height=height).mark_circle(size=45, opacity=0.6).encode(
             x=x, xOffset=offset, y=y, color=color,
             tooltip=["point:N", "metric:N", "seed:N", alt.Tooltip("v:Q", format=".3g")]),
         alt.Chart(alt.Data(values=means)).mark_tick(thickness=2, size=14).encode(
             x=x, xOffset=offset, y=y, color=color,
-            tooltip=["point:N", "metric:N", alt.Tooltip("v:Q", title="mean", format=".3g")]),
-        title=title)
+            tooltip=["point:N", "metric:N", alt.Tooltip("v:Q", title="mean", format=".3g")])]
+    marks = [{"point": pt, "metric": label, "who": "paper", "v": _num(v)} for pt in present
+             for name, label in zip(value, labels) if (v := paper_number(pt, name)) is not None]
+    if marks:
+        layers.append(_paper_layer(marks, x, y, offset))
+    return alt.layer(*layers, title=title)
 
 
 def position_profile_chart(payloads: Sequence[dict], order: Sequence[str], title: str, k_max: int = 10,
-                           width: int = 360, height: int = 200) -> alt.Chart:
-    """Sink_k % for k = 1..k_max, one line per point (mean over seeds): where the sink sits."""
+                           width: int | str = "container", height: int = 200) -> alt.LayerChart:
+    """Sink_k % for k = 1..k_max, one line per point (mean over seeds): where the sink sits. The paper's Sink_k of a
+    point (e.g. Sink_2 of a fixed token at position 2), where it gives one, is a hollow diamond in the point's
+    colour."""
+    shown = [pt for pt in order if any(point_of(p) == pt for p in payloads)]
     values = [{"point": pt, "k": k, "v": _num(book_mean(payloads, pt, f"Sink_{k}"))}
-              for pt in order if any(point_of(p) == pt for p in payloads) for k in range(1, k_max + 1)]
+              for pt in shown for k in range(1, k_max + 1)]
     if not values:
-        return no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
-    return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
-            .mark_line(point=True)
-            .encode(x=alt.X("k:O", title="position k"), y=alt.Y("v:Q", title="Sink_k % (mean over seeds)",
-                                                              scale=alt.Scale(domain=[0, 100])),
-                    color=alt.Color("point:N", sort=list(order), title=None),
-                    tooltip=["point:N", "k:O", alt.Tooltip("v:Q", format=".3g")]))
+        return no_data_chart(title, "no stored run of " + ", ".join(order), 360 if width == "container" else width,
+                             height)
+    x = alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0))
+    y = alt.Y("v:Q", title="Sink_k % (mean over seeds)", scale=alt.Scale(domain=[0, 100]))
+    color = alt.Color("point:N", sort=shown, title=None, legend=alt.Legend(orient="bottom", columns=2))
+    layers = [alt.Chart(alt.Data(values=values)).mark_line(point=True).encode(
+        x=x, y=y, color=color, tooltip=["point:N", "k:O", alt.Tooltip("v:Q", format=".3g")])]
+    marks = [{"point": pt, "k": k, "who": "paper", "v": _num(v)} for pt in shown for k in range(1, k_max + 1)
+             if (v := paper_number(pt, f"Sink_{k}")) is not None]
+    if marks:
+        layers.append(alt.Chart(alt.Data(values=marks)).mark_point(filled=False, size=110, strokeWidth=2,
+                                                                     shape="diamond").encode(
+            x=x, y=y, color=color, tooltip=["point:N", "k:O", alt.Tooltip("who:N", title="source"),
+                                            alt.Tooltip("v:Q", title="the paper", format=".4g")]))
+    return alt.layer(*layers, title=title).properties(width=width, height=height)
 
 
 def alpha_grid_steps(curve: Sequence[Mapping], title: str = "alpha_1 per layer and head",
@@ -615,3 +655,175 @@ def raw_weight_charts(raw: Sequence[Mapping]) -> alt.HConcatChart | alt.VConcatC
         curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
                     log_y=True),
         curve_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", width=280, x="step", log_y=True))
+
+
+# --------------------------------------------------------------------------------------- seeds as bands
+def seed_rows(payloads: Sequence[Mapping], rows_of, points: Sequence[str] | None = None) -> list[dict]:
+    """``rows_of(payload, label)`` (e.g. :func:`sinkpaper.results.curves.curve_rows`) for every run, each row
+    carrying its run's "point" and "seed", so a chart can tell the seeds of one point apart (:func:`band_chart`)."""
+    out = []
+    for p in sorted(payloads, key=lambda p: (point_of(p), p["config"]["run"]["seed"])):
+        pt, seed = point_of(p), p["config"]["run"]["seed"]
+        if points is None or pt in points:
+            out += [{**r, "point": pt, "seed": seed} for r in rows_of(p, f"{pt}, seed {seed}")]
+    if points is not None:
+        order = {pt: i for i, pt in enumerate(points)}
+        out.sort(key=lambda r: order[r["point"]])
+    return out
+
+
+def band_rows(rows: Sequence[Mapping], y: str, x: str = "tokens", group: str = "point") -> list[dict]:
+    """Per (group, x): the mean over seeds of ``y``, its min and max, and every seed's value as text (the tooltip);
+    rows without ``y`` are left out."""
+    cells: dict[tuple, list] = {}
+    for r in rows:
+        if r.get(y) is not None and r.get(x) is not None:
+            cells.setdefault((str(r[group]), r[x]), []).append((r["seed"], float(r[y])))
+    out = []
+    for (g, xv), vals in cells.items():
+        ys = [v for _, v in vals]
+        out.append({"group": g, "x": xv, "mean": _num(statistics.fmean(ys)), "lo": _num(min(ys)),
+                    "hi": _num(max(ys)), "n": len(ys),
+                    "seeds": ", ".join(f"seed {s}: {v:.3g}" for s, v in sorted(vals))})
+    return out
+
+
+def band_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None = None, *, x: str = "tokens",
+               group: str = "point", width: int | str = "container", height: int = 200,
+               y_domain: Sequence[float] | None = None, log_y: bool = False,
+               paper: Mapping[str, float] | None = None, paper_level: float | None = None,
+               rule_y: float | None = None) -> alt.LayerChart:
+    """THE chart of several seeds over training: per ``group`` (a point, by default) the mean over seeds as a line
+    and the min-max over seeds as a band, each seed's value in the tooltip; rows from :func:`seed_rows`.
+    ``paper``: {group: the paper's value}, drawn as a dashed level in the group's colour and named "paper" in the
+    tooltip (a group without one gets none: nothing is invented); ``rule_y``: a grey dashed threshold."""
+    values = band_rows(rows, y, x, group)
+    if log_y:
+        values = [v for v in values if v["lo"] is not None and v["lo"] > 0]
+    if not values:
+        return no_data_chart(title, f"no evaluation with {y} to draw", 320 if width == "container" else width,
+                             height)
+    groups = list(dict.fromkeys(v["group"] for v in values))
+    ys = alt.Scale(type="log") if log_y else alt.Scale(domain=list(y_domain)) if y_domain else alt.Scale(zero=False)
+    xe = alt.X("x:Q", title="tokens seen" if x == "tokens" else x)
+    color = alt.Color("group:N", sort=groups, title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=150))
+    yt = y_title or y
+    base = alt.Chart(alt.Data(values=values))
+    layers = [
+        base.mark_area(opacity=0.18).encode(x=xe, y=alt.Y("lo:Q", title=yt, scale=ys), y2="hi:Q", color=color),
+        base.mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+            x=xe, y=alt.Y("mean:Q", title=yt, scale=ys), color=color,
+            tooltip=[alt.Tooltip("group:N", title=group), alt.Tooltip("x:Q", title=x, format=","),
+                     alt.Tooltip("mean:Q", title=f"{yt}, mean over seeds", format=".4g"),
+                     alt.Tooltip("lo:Q", title="min", format=".4g"), alt.Tooltip("hi:Q", title="max", format=".4g"),
+                     alt.Tooltip("seeds:N")]),
+    ]
+    marks = [{"group": g, "paper": _num(v), "who": "paper"} for g, v in (paper or {}).items()
+             if g in groups and v is not None]
+    if marks:
+        layers.append(alt.Chart(alt.Data(values=marks)).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+            y=alt.Y("paper:Q", scale=ys), color=color,
+            tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("group:N", title=group),
+                     alt.Tooltip("paper:Q", title=f"the paper's {yt}", format=".4g")]))
+    if paper_level is not None:
+        layers.append(alt.Chart(alt.Data(values=[{"paper": _num(paper_level), "who": "paper"}]))
+                      .mark_rule(strokeDash=[6, 4], strokeWidth=1.5, color="black")
+                      .encode(y=alt.Y("paper:Q", scale=ys), tooltip=[alt.Tooltip("who:N", title="source"),
+                                                                     alt.Tooltip("paper:Q", format=".4g")]))
+    if rule_y is not None:
+        layers.append(alt.Chart(alt.Data(values=[{"y": rule_y}])).mark_rule(strokeDash=[2, 2], color="gray")
+                      .encode(y=alt.Y("y:Q", scale=ys)))
+    return alt.layer(*layers, title=title).properties(width=width, height=height)
+
+
+def joined_lines(spec: Mapping) -> list[str]:
+    """The line marks of a chart (its ``to_dict()``, or the spec a page embeds) that join points of different
+    runs: within one line (the rows sharing the values of its colour, detail and dash fields) an x value that
+    repeats means two runs were drawn as one sawtooth. Returns a description of each."""
+    found = []
+
+    def walk(s: Mapping, data: list | None, enc: Mapping) -> None:
+        data = s.get("data", {}).get("values", data) if isinstance(s.get("data"), Mapping) else data
+        enc = {**enc, **s.get("encoding", {})}
+        for key in ("layer", "vconcat", "hconcat", "concat"):
+            for sub in s.get(key, []):
+                walk(sub, data, enc)
+        mark = s.get("mark")
+        kind = mark.get("type") if isinstance(mark, Mapping) else mark
+        if kind not in ("line", "trail") or not data or "x" not in enc:
+            return
+        xf = enc["x"].get("field")
+        keys = []
+        for ch in ("color", "detail", "strokeDash", "strokeWidth", "opacity", "shape"):
+            for e in (enc[ch] if isinstance(enc.get(ch), list) else [enc.get(ch)]):
+                if isinstance(e, Mapping) and e.get("field"):
+                    keys.append(e["field"])
+        seen: dict[tuple, set] = {}
+        for r in data:
+            k = tuple(r.get(f) for f in keys)
+            xv = r.get(xf)
+            if xv in seen.setdefault(k, set()):
+                found.append(f"{s.get('title') or mark}: line {dict(zip(keys, k))} has two points at {xf} = {xv}")
+                return
+            seen[k].add(xv)
+
+    walk(spec, None, {})
+    return found
+
+
+def chart_html(chart: alt.TopLevelMixin) -> str:
+    """A chart as the HTML altair's default renderer writes (drawn by the book's offline vega bundle)."""
+    bundle = chart._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    return bundle["text/html"]
+
+
+class Columns:
+    """Charts of ``width="container"`` side by side, as many columns as the page has room for (one on a phone):
+    altair cannot size the parts of a concatenated chart to the page, a CSS grid can."""
+
+    def __init__(self, *charts, min_px: int = 300):
+        self.charts = charts
+        self.min_px = min_px
+
+    def _repr_html_(self) -> str:
+        cells = "".join(f'<div style="min-width:0">{chart_html(c)}</div>' for c in self.charts)
+        return (f'<div class="spx-columns" style="display:grid;gap:.5em 1.2em;grid-template-columns:'
+                f'repeat(auto-fit,minmax(min({self.min_px}px,100%),1fr))">{cells}</div>')
+
+
+def raw_weight_bands(rows: Sequence[Mapping], label: str = "Real text") -> Columns:
+    """The proxy Sink*_1 and the raw weights on token 1 and on the other keys over training, seeds as bands
+    (rows of :func:`seed_rows` over :func:`sinkpaper.results.curves.raw_curve_rows`)."""
+    return Columns(
+        band_chart(rows, "proxy Sink*_1 %", f"{label}: proxy Sink*_1 (%)", x="step", y_domain=(0, 100)),
+        band_chart(rows, "raw weight on token 1", "raw weight on token 1", x="step", log_y=True),
+        band_chart(rows, "raw weight on other keys", "raw weight on the other keys", x="step", log_y=True))
+
+
+def embedded_specs(page: str) -> list[dict]:
+    """The vega-lite specs a page (a notebook output's or a built page's HTML) embeds through altair's renderer:
+    what a test reads to check every chart of the book at once (:func:`joined_lines`, :func:`draws_the_paper`)."""
+    import json
+
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while (i := page.find("})({", i)) >= 0:
+        try:
+            spec, _ = decoder.raw_decode(page, i + 3)
+        except ValueError:
+            spec = None
+        if isinstance(spec, dict) and "$schema" in spec and "vega-lite" in spec["$schema"]:
+            out.append(spec)
+        i += 4
+    return out
+
+
+def draws_the_paper(spec: Mapping) -> bool:
+    """Whether a chart carries a value of the paper in its data (a row whose "who" is "paper")."""
+    def rows(s):
+        vals = s.get("data", {}).get("values", []) if isinstance(s.get("data"), Mapping) else []
+        yield from vals
+        for key in ("layer", "vconcat", "hconcat", "concat"):
+            for sub in s.get(key, []):
+                yield from rows(sub)
+    return any(isinstance(r, Mapping) and r.get("who") == "paper" for r in rows(spec))

@@ -24,6 +24,7 @@ import altair as alt
 
 from .. import paper as registry
 from ..results.numbers import sig
+from .figures import chart_html
 
 VERDICT_COLORS = {registry.AGREES: "#1a7f37", registry.DISAGREES: "#cf222e", registry.INCONCLUSIVE: "#8250df",
                   registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
@@ -54,9 +55,15 @@ def chapter_entries(chapter: str, store: str = registry.STORE) -> list[dict]:
     return [registry.entry(c, records, store) for c in registry.CLAIMS if c.chapter == chapter]
 
 
+def result_at(e: Mapping, scale: str) -> Mapping:
+    """An entry's result at a scale; a scale the entry does not list (a listing written before the registry
+    added it) reads as not run."""
+    return e["results"].get(scale) or {"values": {}, "verdict": registry.NO_RESULT, "status": registry.NOT_RUN}
+
+
 def shown_scales(e: Mapping) -> list[str]:
     """The scales of an entry that a reader should see: every scale the book runs the claim at (not "not run")."""
-    return [s for s in registry.SCALES if e["results"].get(s, {}).get("status") != registry.NOT_RUN]
+    return [s for s in registry.SCALES if result_at(e, s).get("status") != registry.NOT_RUN]
 
 
 def has_values(res: Mapping) -> bool:
@@ -65,7 +72,7 @@ def has_values(res: Mapping) -> bool:
 
 def scale_order(entries: Sequence[Mapping]) -> list[str]:
     """The registry's scales, those with the most results first (ties in the registry's order)."""
-    n = Counter(s for e in entries for s in registry.SCALES if has_values(e["results"].get(s, {})))
+    n = Counter(s for e in entries for s in registry.SCALES if has_values(result_at(e, s)))
     return sorted(registry.SCALES, key=lambda s: -n[s])
 
 
@@ -188,14 +195,14 @@ def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
     rows = []
     labels: list[str] = list(e["paper"]["values"] or {})
     for s in scales:
-        labels += [k for k in (e["results"][s].get("values") or {}) if k not in labels]
+        labels += [k for k in (result_at(e, s).get("values") or {}) if k not in labels]
     for label in labels:
         unit = "%" if _is_percent(label, e) else label.split(": ")[-1]
         p = (e["paper"]["values"] or {}).get(label)
         if p is not None:
             rows.append({"label": label, "unit": unit, "who": "paper", "kind": "paper", "value": p, "seed": ""})
         for s in scales:
-            res = e["results"][s]
+            res = result_at(e, s)
             seeds = res.get("seeds") or []
             for i, v in enumerate((res.get("seed_values") or {}).get(label) or []):
                 rows.append({"label": label, "unit": unit, "who": s, "kind": "seed", "value": v,
@@ -212,7 +219,7 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
     black circle, each of our seeds a dot and the mean a tick, in the scale's colour, one sub-row per scale.
     Labels of another unit than % (excess alpha_1, a prefix length) get their own panel. None when there is
     nothing to draw (no paper value and no result)."""
-    scales = [s for s in (scales or registry.SCALES) if has_values(e["results"].get(s, {}))]
+    scales = [s for s in (scales or registry.SCALES) if has_values(result_at(e, s))]
     rows = chart_rows(e, scales)
     if not rows or e.get("kind") == "check":
         return None
@@ -249,19 +256,12 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
     return alt.vconcat(*panels).resolve_scale(x="independent", color="shared").configure_view(stroke=None)
 
 
-def chart_html(chart: alt.TopLevelMixin) -> str:
-    """A chart as the HTML altair's default renderer writes (drawn by the book's offline vega bundle)."""
-    bundle = chart._repr_mimebundle_()
-    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
-    return bundle["text/html"]
-
-
 # ----------------------------------------------------------------------------------------------- the card
 def summary(entries: Sequence[Mapping]) -> str:
     """One sentence: per scale with results, how many claims read each verdict."""
     parts = []
     for s in scale_order(entries):
-        c = Counter(verdict_word(e, e["results"][s]) for e in entries if s in shown_scales(e))
+        c = Counter(verdict_word(e, result_at(e, s)) for e in entries if s in shown_scales(e))
         if not c or set(c) <= {registry.NO_RESULT}:
             continue
         words = [f"{c[v]} {v}" for v in (*registry.VERDICTS, "check") if c.get(v)]
@@ -294,7 +294,7 @@ CSS = """
 def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
-    chips = "".join(chip(e, e["results"][s], s) for s in shown) or (
+    chips = "".join(chip(e, result_at(e, s), s) for s in shown) or (
         '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     chart = claim_chart(e, shown)
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
@@ -344,7 +344,7 @@ def verdict_chart(entries: Sequence[Mapping], width: int | str = "container", he
     """The scorecard at a glance: per scale (the one with the most results on top), how many claims read each
     verdict, as one stacked bar in the chips' colours."""
     scales = scale_order(entries)
-    rows = [{"scale": s, "verdict": verdict_word(e, e["results"][s]), "claim": e["id"]}
+    rows = [{"scale": s, "verdict": verdict_word(e, result_at(e, s)), "claim": e["id"]}
             for e in entries for s in scales if s in shown_scales(e)]
     words = [*registry.VERDICTS, "check"]
     colors = [*(VERDICT_COLORS[v] for v in registry.VERDICTS), CHECK_COLOR]

@@ -41,6 +41,7 @@ ARCHITECTURE: tuple[Point, ...] = (
     Point("ffn_swish", "FFN Swish"), Point("ffn_reglu", "FFN ReGLU"),
     Point("heads_2", "2 heads"), Point("heads_4", "4 heads"), Point("heads_8", "8 heads"),
     Point("ffn_swish_steps_x2", "FFN Swish, twice the steps (is its zero the budget?)"),
+    Point("ffn_swish_steps_x4", "FFN Swish, four times the steps (still no sink at twice the steps)"),
     Point("heads_add_steps_x2", "heads added, twice the steps (is its zero the budget?)"),
 )
 ARCHITECTURE_NOT_RUN: tuple[Point, ...] = ()

@@ -7,7 +7,8 @@ At the ``cpu`` profile a chapter trains none of these; it reads the ``text`` pro
 * the recipe, read from the stored configs (nothing typed here);
 * one row per point of the paper's table: Sink_1 mean [min, max] over seeds, alpha_1, the held-out loss, Sink*
   where a bias or extra position can hold the sink, and the paper's number;
-* Sink_1 over training (the emergence curve) for every seed of the points the paper plots;
+* Sink_1 over training (the emergence curve) of the points the paper plots: the mean over seeds as a line, the
+  min-max as a band, the paper's final number as a dashed level where it gives one;
 * the per-(layer, head) alpha_1 map of the final evaluation, like the paper's appendix figures;
 * provenance, and what the store still lacks with the command that trains it.
 """
@@ -17,10 +18,10 @@ from typing import Any, Mapping, Sequence
 
 from IPython.display import Markdown, display
 
-from ..paper import DEFAULT_ALIASES, paper_text
+from ..paper import DEFAULT_ALIASES, NUMBERS, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows
 from ..results.sweeps import LMSweep, point_of
-from .figures import curve_chart, heatmap, provenance_line, row
+from .figures import Columns, band_chart, heatmap, provenance_line, row, seed_rows
 from .tables import PLATEAU_NOTE, points_table
 
 
@@ -43,10 +44,25 @@ def recipe(payload: Mapping) -> str:
 
 
 def curve_rows(payloads: Sequence[Mapping], points: Sequence[str]) -> list[dict]:
-    """Sink_1 and alpha_1 at every evaluation, one line per (point, seed)."""
-    return [r for pt in points
-            for p in sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"])
-            for r in run_curve_rows(p, f"{pt}, seed {p['config']['run']['seed']}", ("Sink_1", "alpha_1"))]
+    """Sink_1 and alpha_1 at every evaluation of every run of ``points``, each row with its point and seed."""
+    return seed_rows(payloads, lambda p, label: run_curve_rows(p, label, ("Sink_1", "alpha_1")), points)
+
+
+def paper_levels(points: Sequence[str]) -> dict[str, float]:
+    """The paper's Sink_1 % at the end of training for each point it gives one for (:mod:`sinkpaper.paper`);
+    a point without one is left out, never filled in."""
+    return {pt: paper_value(pt) for pt in points if pt in NUMBERS or pt in DEFAULT_ALIASES}
+
+
+def levels_caption(points: Sequence[str], levels: Mapping[str, float]) -> str:
+    """What the dashed levels are, and which points the paper gives no number for."""
+    said = "; ".join(f"{pt} {v:.2f} %" for pt, v in levels.items())
+    none = [pt for pt in points if pt not in levels]
+    return ("Lines: the mean over seeds; bands: min to max over seeds (hover for each seed). "
+            + (f"Dashed: the paper's final Sink_1 ({said}; the paper's runs have no fixed first token). " if said
+               else "")
+            + (f"The paper gives no number for {', '.join(none)}. " if none else "")
+            + "The paper gives no alpha_1 curve.")
 
 
 def alpha_maps(payloads: Sequence[Mapping], points: Sequence[str], size: int = 46) -> list:
@@ -86,11 +102,11 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
         shown = [pt for pt in curves if any(point_of(p) == pt for p in ps)]
         if shown:
             rows = curve_rows(ps, shown)
-            # one chart per row: a legend of (point, seed) lines leaves no room for two side by side
-            out.append(curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %", width=560,
-                                   legend="bottom"))
-            out.append(curve_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1", width=560,
-                                   legend="bottom"))
+            levels = paper_levels(shown)
+            out.append(Columns(band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %",
+                                          y_domain=(0, 100), paper=levels),
+                               band_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1")))
+            out.append(Markdown(levels_caption(shown, levels)))
         heat = alpha_maps(ps, maps)
         if heat:
             out.append(row(*heat, title="alpha_1 per layer and head at the end of training"))

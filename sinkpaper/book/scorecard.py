@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from .. import paper as registry
-from .findings import CLAIM_CHARS, CSS, GRID_REASON_CHARS, _cut, _e, chip, scale_order, shown_scales, summary
+from .findings import CLAIM_CHARS, CSS, GRID_REASON_CHARS, _cut, _e, chip, result_at, scale_order, shown_scales, summary
 
 GRID_CSS = """
 .spx-grid{width:100%;font-size:.8em}
@@ -35,7 +35,7 @@ GRID_CSS = """
 def counts(entries: Iterable[Mapping]) -> dict[str, Counter]:
     """Per scale, how many claims read each verdict."""
     entries = list(entries)
-    return {s: Counter(e["results"].get(s, {}).get("verdict") or registry.NO_RESULT for e in entries)
+    return {s: Counter(result_at(e, s).get("verdict") or registry.NO_RESULT for e in entries)
             for s in registry.SCALES}
 
 
@@ -62,7 +62,7 @@ class Scorecard:
         cells = [f'<td><div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
                  f'<div class="spx-src">{_e(e["paper"]["source"])}{self._link(e)}</div></td>']
         for s in self.scales:
-            res = e["results"].get(s, {})
+            res = result_at(e, s)
             cells.append(f'<td data-scale="{_e(s)}">' + (
                 chip(e, res, limit=GRID_REASON_CHARS) if s in shown_scales(e) else
                 '<span class="spx-none" title="not run at this scale">\u2013</span>') + "</td>")
