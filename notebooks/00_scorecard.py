@@ -14,16 +14,15 @@
 # %% [markdown]
 # # Reproduction scorecard
 #
-# Every claim of Gu et al. (2025), *When Attention Sink Emerges in Language Models: An Empirical View* (ICLR
-# 2025), that this book checks: per scale, the verdict of the claim's rule, the one number to compare (the
-# paper's and ours, at the claim's own point) and why. Hover over a cell for the rule and the note; the chapter
-# link opens the figures. How the verdicts are decided is in the fold under the grid.
+# Every claim of Gu et al. (2025), *When Attention Sink Emerges in Language Models* (ICLR 2025), that this book
+# checks: per scale, the verdict, the paper's number beside ours, and why (hover a cell for the rule). The method
+# is in the fold under the grid.
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: the profile the chapters ran at (this page only reads their records)
 results = ""  # folder of chapter records; "" = the one the book runner set (book/_results in a checkout)
 
-# %%
+# %% tags=["remove-input"]
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
@@ -39,7 +38,7 @@ chapters = sorted({e["chapter"] for e in entries
                    if any(isinstance(m, paper.Chapter) for m in paper.claim(e["id"]).measure.values())})
 missing_chapters = [ch for ch in chapters if not any(paper.claim(cid).chapter == ch for cid in recorded)]
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["remove-input", "full-width"]
 display(findings.verdict_chart(entries))
 display(scorecard.Scorecard(entries))
 n_rules = sum(e["rule"] is not None for e in entries)

@@ -40,7 +40,7 @@ explorer_samples = 8  # sequences per (model, BOS) in the attention explorer (na
 seed = 0  # seeds the probe inputs
 batch_size = 25  # sequences per forward pass
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("02_section3_properties")

@@ -42,7 +42,7 @@ batch_size = 16  # sequences per forward pass
 long_context_live = False  # the long-context section: True measures Sink_1 vs T now (minutes), False loads the store
 long_context_lengths = None  # with long_context_live: the T values (None: up to min(8192, the context length))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("03_section3_measuring")

@@ -23,7 +23,7 @@ live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the steps of the point (1500 for the recipe); tests pass fewer
 mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head mechanism
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("04_optimization")

@@ -22,7 +22,7 @@ live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_firs
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("05_data")

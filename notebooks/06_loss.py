@@ -22,7 +22,7 @@ live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the 1500 steps of the point; tests pass fewer
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("06_loss")

@@ -22,7 +22,7 @@ live_point = "k_bias"  # miniature point trained live: k_bias | kv_bias | sink_t
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the point's own steps (1500); tests pass fewer
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("08_biases")

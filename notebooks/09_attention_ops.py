@@ -22,7 +22,7 @@ live_point = "sigmoid"  # miniature point trained live: sigmoid | sigmoid_norm |
 live_seed = 0  # seed of the live miniature run
 live_steps = None  # None: the point's own steps (1500); tests pass fewer
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("09_attention_ops")

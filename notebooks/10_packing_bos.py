@@ -28,7 +28,7 @@ miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_steps = None  # steps of the live miniature run (the recipe, fixed BOS); None: the recipe's 1500; tests pass fewer
 live_eval_samples = 100  # held-out windows the live model is measured on, with and without its BOS
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("10_packing_bos")

@@ -40,7 +40,7 @@ removal_tokens = None  # tokens of the sink-removal table (a prefix of the same 
 bin_size = 64  # predictions per point of the perplexity-over-position curve
 chunk = 128  # tokens per forward pass; the numbers do not depend on it, only the speed does
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("11_why_sink_matters")

@@ -19,7 +19,7 @@ profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text 
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 maps = "softmax, gate_elementwise, sink_logit, softmax_plus_one"  # points whose alpha_1 map per layer/head is drawn
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from sinkpaper.book import findings
 
 card = findings.finding_card("13_after_the_paper")

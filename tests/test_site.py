@@ -40,7 +40,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from sinkpaper.book import machine_paths, runner
+from sinkpaper import paper as registry
+from sinkpaper.book import figures, machine_paths, runner
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
@@ -443,6 +444,113 @@ def test_scorecard_fits_a_1280_pixel_window(chromium, built_book, browser):
         page.close()
     assert rows > 0, f"{root}: no scorecard grid (.spx-grid)"
     assert not wide, f"{root} scrolls sideways at 1280 px: {wide}"
+
+
+# the scorecard (the root) and every chapter that holds a claim of the registry
+CLAIM_PAGES = [*PAGES[:1], *sorted({f"book/{c.chapter}" for c in registry.CLAIMS} & set(PAGES))]
+FIRST_SCREEN = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 800}
+MAX_WIDE_PAGES_ON_A_PHONE = 2
+FIRST_SCREEN_JS = r"""() => {
+  const h = window.innerHeight, seen = el => { const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.top < h && r.bottom > 0 && !el.closest('details:not([open])'); };
+  const charts = __siteTest.charts().filter(e => __siteTest.chartState(e) === 'ok' && seen(e)).length;
+  const chips = Array.from(document.querySelectorAll('.spx-chip')).filter(seen).map(e => e.textContent.trim());
+  const paper = Array.from(document.querySelectorAll('.spx-headline')).filter(seen).map(e => e.textContent.trim())
+    .filter(t => /paper -?[0-9]|the paper gives no number/.test(t));
+  return {charts, chips, paper};
+}"""
+# What sticks out of the content area without a scroll container of its own (a table, a chart, a long word).
+OVERFLOW_JS = r"""() => {
+  const out = [], root = document.scrollingElement || document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) out.push('the page (' + root.scrollWidth + ' > ' + root.clientWidth + ' px)');
+  const main = document.querySelector('main') || document.body, right = main.getBoundingClientRect().right + 1;
+  for (const el of main.querySelectorAll('*')) {
+    if (el.closest('details:not([open]), pre, .highlight') || (el.checkVisibility && !el.checkVisibility())) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= right) continue;
+    let p = el.parentElement, contained = false;
+    for (; p && p !== main; p = p.parentElement) {
+      const ox = getComputedStyle(p).overflowX;
+      if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') { contained = p.getBoundingClientRect().right <= right; break; }
+    }
+    if (!contained) { out.push((el.className || el.tagName) + ' (right edge ' + Math.round(r.right) + ' > ' + Math.round(right) + ' px)'); if (out.length > 5) break; }
+  }
+  return out;
+}"""
+
+
+def _open(browser, html, viewport):
+    page = browser.new_page()
+    page.set_viewport_size(viewport)
+    page.goto(html.as_uri(), wait_until="load", timeout=60_000)
+    page.evaluate(JS_HELPERS)
+    _wait(page, "() => __siteTest.charts().every(e => __siteTest.chartState(e) !== 'empty')", None, RENDER_TIMEOUT_MS)
+    page.evaluate("window.scrollTo(0, 0)")
+    return page
+
+
+@pytest.mark.parametrize("docname", CLAIM_PAGES)
+def test_first_screen_shows_a_chart_the_papers_value_and_a_verdict(docname, chromium, built_book, browser):
+    """At 1280 x 900, before any scrolling: a drawn chart, the paper's number beside ours (or the words "the paper
+    gives no number" where the registry has none) and a verdict chip (sinkpaper.book.findings)."""
+    html = built_book.require_page(docname)
+    page = _open(browser, html, FIRST_SCREEN)
+    try:
+        seen = page.evaluate(FIRST_SCREEN_JS)
+    finally:
+        page.close()
+    assert seen["charts"] and seen["chips"] and seen["paper"], f"{docname}: first screen shows {seen}"
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_nothing_sticks_out_at_1280_px_outside_a_scroll_container(docname, chromium, built_book, browser):
+    html = built_book.require_page(docname)
+    page = _open(browser, html, VIEWPORT)
+    try:
+        wide = page.evaluate(OVERFLOW_JS)
+    finally:
+        page.close()
+    assert not wide, f"{docname} overflows at 1280 px: {wide}"
+
+
+def test_at_most_two_pages_overflow_on_a_phone(chromium, built_book, browser):
+    """At 390 px charts follow the column and verdict tables stack; at most two pages may still stick out."""
+    wide = {}
+    for docname in PAGES:
+        if built_book.page_skip_reason(docname) or built_book.page_missing_reason(docname):
+            continue
+        page = _open(browser, built_book.page(docname), PHONE)
+        try:
+            found = page.evaluate(OVERFLOW_JS)
+        finally:
+            page.close()
+        if found:
+            wide[docname] = found
+    assert len(wide) <= MAX_WIDE_PAGES_ON_A_PHONE, f"{len(wide)} pages overflow at 390 px: {wide}"
+
+
+def _chart_specs(built_book) -> dict[str, list[dict]]:
+    """Every vega-lite spec each executed chapter embeds, by stem."""
+    import json
+
+    out = {}
+    for stem in built_book.selected:
+        nb = built_book.notebook(stem)
+        if not nb.is_file():
+            continue
+        cells = json.loads(nb.read_text())["cells"]
+        html = ["".join(v) if isinstance(v, list) else v for c in cells for o in c.get("outputs", [])
+                for k, v in o.get("data", {}).items() if k == "text/html"]
+        out[stem] = [spec for h in html for spec in figures.embedded_specs(h)]
+    return out
+
+
+def test_no_chart_joins_runs_of_different_seeds(built_book):
+    """Offline, over every chart of every executed chapter: each line is one run or one mean over seeds."""
+    joined = {stem: found for stem, specs in _chart_specs(built_book).items()
+              if (found := [j for spec in specs for j in figures.joined_lines(spec)])}
+    assert not joined, f"lines through several runs: {joined}"
 
 
 def test_colab_links_name_tracked_files(built_book):

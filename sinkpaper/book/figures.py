@@ -281,7 +281,8 @@ class Table:
                 for c in self.columns) + "</tr>"
             for r in self.rows
         )
-        return f'<table class="sinkpaper-table"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+        return (f'<div class="spx-scroll"><table class="sinkpaper-table"><thead><tr>{th}</tr></thead>'
+                f'<tbody>{body}</tbody></table></div>')
 
     def to_pandas(self):
         import pandas as pd

@@ -163,7 +163,7 @@ def headline(e: Mapping, res: Mapping) -> str:
     gives no number" where the registry has none for it."""
     label = key_label(e, res)
     if label is None:
-        return "the paper gives no number / ours: no result"
+        return "the paper gives no number"
     pct = _is_percent(label, e)
     p = (e["paper"]["values"] or {}).get(label)
     o = (res.get("values") or {}).get(label)
@@ -340,7 +340,7 @@ def finding_card(chapter: str) -> FindingCard:
     return FindingCard(chapter).show()
 
 
-def verdict_chart(entries: Sequence[Mapping], width: int | str = "container", height: int = 90) -> alt.Chart:
+def verdict_chart(entries: Sequence[Mapping], width: int | str = "container", height: int = 64) -> alt.Chart:
     """The scorecard at a glance: per scale (the one with the most results on top), how many claims read each
     verdict, as one stacked bar in the chips' colours."""
     scales = scale_order(entries)

@@ -40,8 +40,8 @@ def counts(entries: Iterable[Mapping]) -> dict[str, Counter]:
 
 
 class Scorecard:
-    """The scorecard grid as notebook output (HTML): a summary sentence, then one row per claim, one column per
-    scale; a cell the book does not run is a dash."""
+    """The scorecard grid as notebook output (HTML): a summary sentence, then one row per claim (those with a number
+    of the paper's first), one column per scale; a cell the book does not run is a dash."""
 
     def __init__(self, entries: Sequence[Mapping], href: str = "{chapter}.html"):
         self.entries = list(entries)
@@ -73,6 +73,7 @@ class Scorecard:
         cols = f'<colgroup><col style="width:{100 - w * len(self.scales)}%">' + (
             f'<col style="width:{w}%">' * len(self.scales)) + "</colgroup>"
         head = "<thead><tr><th>claim</th>" + "".join(f"<th>{_e(s)}</th>" for s in self.scales) + "</tr></thead>"
-        body = "".join(self._row(e) for e in self.entries)
+        # claims with a number of the paper's first (each group in the registry's order): the comparison first
+        body = "".join(self._row(e) for e in sorted(self.entries, key=lambda e: not e["paper"]["values"]))
         return (f'<div class="spx-grid"><style>{CSS}{GRID_CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
                 f"</div><table>{cols}{head}<tbody>{body}</tbody></table></div>")

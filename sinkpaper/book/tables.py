@@ -162,12 +162,12 @@ class ClaimsTable(Table):
             detail = f"<b>Rule:</b> {e(str(r.get('rule', '')))}" + (
                 f"<br><b>Notes:</b> {e(str(r['note']))}" if r.get("note") else "")
             cells = [f"<td><details><summary>{e(str(r['claim']))}</summary><div>{detail}</div></details></td>",
-                     f"<td>{e(str(r.get('paper', '')))}</td>"]
+                     f'<td data-label="paper">{e(str(r.get("paper", "")))}</td>']
             for s in self.scales:
                 verdict = str(r.get(f"verdict ({s})", ""))
                 word, _, why = verdict.partition(": ")
                 cls = word.split(" (")[0].replace(" ", "-")
-                cells.append(f'<td><span class="v {e(cls)}">{e(word)}</span>'
+                cells.append(f'<td data-label="ours: {e(s)}"><span class="v {e(cls)}">{e(word)}</span>'
                              + (f'<span class="why">{e(why)}</span>' if why else "")
                              + f'<span class="n">{e(str(r.get(f"ours ({s})", "")))}</span></td>')
             body.append("<tr>" + "".join(cells) + "</tr>")
