@@ -152,3 +152,20 @@ def test_the_lease_script_says_how_to_call_it(tmp_path):
     assert r.returncode == 2 and "usage:" in r.stderr
     r = _lease("gpu", OUT=str(tmp_path / "out"), LEASE_DIR=str(tmp_path / "lease"))
     assert r.returncode != 0 and "LEASE_SECONDS" in r.stderr
+
+
+def test_every_point_a_claim_reads_at_the_gpu_scale_is_in_the_queue_with_three_seeds():
+    from sinkpaper.paper import CLAIMS
+    from sinkpaper.paper.claims import Runs
+    from sinkpaper.paper.verdicts import GPU_SCALE
+    from sinkpaper.train.sweep import sweep_configs
+    queued = {q.run.cfg.hash() for q in resolve(parse_queue((REPO / "scripts" / "gpu_queue.txt").read_text()), "gpu")}
+    queued |= {cfg.hash() for *_, cfg in sweep_configs(REPO / "configs/calibration.yaml", "gpu", ["L4_d256_lr2e-3"],
+                                                        [0])}          # seed 0 of the base: stored
+    read = [c for c in CLAIMS if isinstance(c.measure.get(GPU_SCALE), Runs)]
+    assert len(read) >= 12
+    for c in read:
+        m = c.measure[GPU_SCALE]
+        for label, spec in m.points.items():
+            for *_, cfg in sweep_configs(REPO / (spec[2] if len(spec) > 2 else m.config), "gpu", [spec[0]], [0, 1, 2]):
+                assert cfg.hash() in queued, f"{c.id}: {label} ({spec[0]} seed {cfg.run.seed}) is not queued"

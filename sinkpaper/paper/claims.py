@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 
 from .numbers import DEFAULT_ALIASES, NUMBERS, _source, paper_value
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay
-from .verdicts import MASSIVE, NO_SINK, SINK
+from .verdicts import GPU_SCALE, MASSIVE, NO_SINK, SINK
 
 # ------------------------------------------------------------------------------------------ measurements
 @dataclass(frozen=True)
@@ -78,9 +78,16 @@ class Claim:
         return ", ".join(srcs) if srcs else self.source
 
 
-def _scales(real_lms=PAPER_SCALE, text=None, mini=None) -> dict:
+
+
+def _scales(real_lms=PAPER_SCALE, text=None, mini=None, gpu: Runs | bool | None = None) -> dict:
+    """A claim's measurement at each scale. ``gpu=True``: the same points as at real text, read at the gpu profile
+    (where the families' base is the paper's default packing, so a no-fixed-token control is the base itself)."""
+    if gpu is True:
+        gpu = text
     return {"real LMs": real_lms,
             "real text (CPU)": text if text is not None else NotRun("no real-text point of this experiment"),
+            GPU_SCALE: gpu if gpu is not None else NotRun("no gpu-profile point of this experiment"),
             "miniature": mini if mini is not None else NotRun("no miniature point of this experiment")}
 
 
@@ -216,36 +223,37 @@ CLAIMS: tuple[Claim, ...] = (
           measure=_scales(text=NotRun(
               "the text profile cannot test it: the paper's claim is about its default packing (no fixed first token), "
               "where no text-profile run grows a sink on any amount of data; the stored unique_* runs keep the base's "
-              "fixed first token, which grows a sink by itself, so they are shown in chapter 05, not scored")),
+              "fixed first token, which grows a sink by itself, so they are shown in chapter 05, not scored"),
+              gpu=_fam("data", ["unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25"])),
           figure={"unique_0.005": 0.5, "unique_0.02": 0.9, "unique_0.1": 8.0, "unique_0.25": 18.0}),
     Claim("data_random_first", "5", "05_data",
           "With the first two tokens random (x1, x2 ~ U(V)) the sink on token 1 nearly vanishes", "Section 5",
           labels=["default", "random_first", "random_first: Sink_2"],
           rule=Change("random_first", "default", up=False, treated_no_sink=True),
           measure=_scales(text=_fam("data", {"default": "no_fixed_token", "random_first": "random_first_two",
-                                            "random_first: Sink_2": ("random_first_two", "Sink_2")}),
+                                            "random_first: Sink_2": ("random_first_two", "Sink_2")}), gpu=True,
                           mini=_pts(MINI, {"default": "no_fixed_token", "random_first": "random_first_two",
                                            "random_first: Sink_2": ("random_first_two", "Sink_2")})),
           note="compared with the no-intervention control (miniature: no_fixed_token, no BOS), not a fixed-token run"),
     Claim("data_random_x1", "5", "05_data", "Only the first token random: the sink stays on token 1", "Section 5",
           labels=["random_x1", "default"], rule=Keeps("random_x1", "default"),
-          measure=_scales(text=_fam("data", {"random_x1": "random_first", "default": "no_fixed_token"}),
+          measure=_scales(text=_fam("data", {"random_x1": "random_first", "default": "no_fixed_token"}), gpu=True,
                           mini=_pts(MINI, {"random_x1": "random_first", "default": "no_fixed_token"}))),
     Claim("data_random_x2", "5", "05_data", "Only the second token random: the sink stays on token 1", "Section 5",
           labels=["random_x2", "default"], rule=Keeps("random_x2", "default"),
-          measure=_scales(text=_fam("data", {"random_x2": "random_second", "default": "no_fixed_token"}),
+          measure=_scales(text=_fam("data", {"random_x2": "random_second", "default": "no_fixed_token"}), gpu=True,
                           mini=_pts(MINI, {"random_x2": "random_second", "default": "no_fixed_token"}))),
     Claim("data_fixed_pos", "5", "05_data", "A fixed token at position k (k = 2, 3) moves the sink to k", "Section 5",
           labels=["fixed_pos2: Sink_2", "fixed_pos3: Sink_3"], rule=MovesTo([2, 3]),
           measure=_scales(
               text=_fam("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
-                                 for j in (1, 2, 3)}),
+                                 for j in (1, 2, 3)}), gpu=True,
               mini=_pts(MINI, {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                for j in (1, 2, 3)}))),
     Claim("data_no_fixed_token", "5", "05_data",
           "A fixed token at position 1 takes a much larger sink than windows cut at arbitrary offsets", "Section 5",
           labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
-          measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
+          measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}), gpu=True,
                           mini=_pts(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
           note="compared with the no-fixed-token control at every scale (real text: data/no_fixed_token, since the "
                "text profile's base run itself fixes the first token; miniature: the recipe, fixed BOS at 1, against "
@@ -264,7 +272,7 @@ CLAIMS: tuple[Claim, ...] = (
           rule=Prefix(),
           measure=_scales(text=_fam("loss", {"prefix: p": ("prefix_5", "prefix length"),
                                              **{f"prefix: Sink_{k}": ("prefix_5", f"Sink_{k}") for k in range(1, 11)}}),
-                          mini=_pts(MINI, {"prefix: p": ("prefix_4", "prefix length"),
+                          gpu=True, mini=_pts(MINI, {"prefix: p": ("prefix_4", "prefix length"),
                                            **{f"prefix: Sink_{k}": ("prefix_4", f"Sink_{k}") for k in range(1, 11)}})),
           figure={"prefix: p": 5.0, "prefix: Sink_1": 0.0, "prefix: Sink_3": 40.0},
           note="real text: prefix_5 (the paper's p = 5); miniature: prefix_4 (p = 4). Both keep a fixed first token "
@@ -288,7 +296,7 @@ CLAIMS: tuple[Claim, ...] = (
           labels=["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"],
           rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
           measure=_scales(text=_fam("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
-                                                     "pos_relative", "pos_alibi"])),
+                                                     "pos_relative", "pos_alibi"]), gpu=True),
           note="relative: the paper names no form; pos_relative is the authors' released one (the T5 bucket index "
                "of the distance added to the logits, no parameters). T5's learned bias, pos_relative_learned, is "
                "ours and not scored"),
@@ -329,6 +337,7 @@ CLAIMS: tuple[Claim, ...] = (
                           {f"{pt}: Sink*": 0.0, f"{pt}: Sink_1": NUMBERS["default"].value},
                           "no bias position takes anything (Sink* 0 %) and token 1 keeps the default's sink"),
             measure=_scales(text=_fam("biases", {**_no_bos(pt, ("Sink*", "Sink_1")), **_with_bos(pt, ("Sink*", "Sink_1"))}),
+                            gpu=_fam("biases", _no_bos(pt, ("Sink*", "Sink_1"))) if pt == "sink_token" else None,
                             mini=_pts(MINI, {f"{pt}: Sink*": (pt, "Sink*"), f"{pt}: Sink_1": (pt, "Sink_1")})),
             note=_BIAS_NOTE)
       for short, pt, text in (("sink_token", "sink_token", "A learnable sink token takes the sink"),
@@ -345,7 +354,8 @@ CLAIMS: tuple[Claim, ...] = (
                         {"k_bias_fixed_v: Sink*": 0.0, "k_bias_fixed_v: Sink_1": NUMBERS["default"].value},
                         "no bias position takes anything and token 1 keeps the default's sink"),
           measure=_scales(text=_fam("biases", {**_no_bos("k_bias_fixed_v", ("Sink*", "Sink_1")),
-                                               **_with_bos("k_bias_fixed_v", ("Sink*", "Sink_1"))})),
+                                               **_with_bos("k_bias_fixed_v", ("Sink*", "Sink_1"))}),
+                          gpu=_fam("biases", _no_bos("k_bias_fixed_v", ("Sink*", "Sink_1")))),
           note="this claim reads v' (not 20v'): the paper's 20v' row, where the sink returns to token 1, is the "
                "claim bias_fixed_v_large (configs/biases.yaml runs both); " + _BIAS_NOTE),
     Claim("bias_fixed_v_large", "7.2", "08_biases",
@@ -363,6 +373,7 @@ CLAIMS: tuple[Claim, ...] = (
               **{f"{pt} (with BOS): {m}": (pt, m) for pt in ("k_bias_fixed_20v1", "k_bias_fixed_5v1", "k_bias_fixed_v2",
                                                             "k_bias_fixed_5v2", "k_bias_fixed_20v2")
                  for m in ("Sink*", "Sink_1")}}),
+              gpu=_fam("biases", _no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1"))),
               mini=_pts(MINI, {f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")})),
           note="real text: judged on 20v' without a fixed first token; the fixed-BOS runs of 20v', 5v', v'', 5v'' and "
                "20v'' are shown beside (" + _BIAS_NOTE + "). Read a disagreement here with the scale in mind: "
@@ -444,7 +455,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("pack_fixed_bos", "related", "10_packing_bos",
           "A fixed BOS at position 1 receives the sink (Barbero et al. 2025)", "Barbero et al. 2025",
           rule=Change("bos", "causal", up=True),
-          measure=_scales(text=_fam("packing", ["bos", "causal"]),
+          measure=_scales(text=_fam("packing", ["bos", "causal"]), gpu=True,
                           mini=NotRun("the miniature's fixed-BOS runs (recipe vs no_fixed_token) score "
                                       "data_no_fixed_token")),
           figure={"bos": 60.0, "causal": 18.0}),
@@ -452,7 +463,8 @@ CLAIMS: tuple[Claim, ...] = (
           "Intra-document masking keeps a sink on each document's first token (Barbero et al. 2025)",
           "Barbero et al. 2025", rule=Sinks(["bos_each_doc_mask: Sink_first"], what="Sink_first"),
           measure=_scales(text=_fam("packing", {"bos_each_doc_mask: Sink_first": ("bos_each_doc_mask", "Sink_first"),
-                                                "bos_doc_mask (one BOS per window): Sink_1": ("bos_doc_mask", "Sink_1")})),
+                                                "bos_doc_mask (one BOS per window): Sink_1": ("bos_doc_mask", "Sink_1")}),
+                          gpu=True),
           figure={"bos_each_doc_mask: Sink_first": 60.0},
           note="judged on the runs with a BOS before every document of the window and each document masked from the "
                "others; Sink_first reads each query's attention on its own document's first token (its BOS), as "

@@ -8,7 +8,8 @@ from typing import Mapping
 
 from .claims import CLAIMS, Chapter, Claim, NotRun, Runs, claim, rule_check
 from .records import load_records
-from .verdicts import EXTRA_SEEDS, NOT_RUN, NO_RESULT, PLATEAU, PLATEAU_EVALS, SCALES, SEEDS_MIN, STALE, TRAINED, judge
+from .verdicts import (EXTRA_SEEDS, GPU_SCALE, NOT_RUN, NO_RESULT, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN,
+                       STALE, TRAINED, judge)
 
 # ------------------------------------------------------------------------------------- the results store
 STORE = "results/store"
@@ -33,7 +34,13 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
     return None, STALE if got.status == S.STALE else "missing"
 
 
-PROFILE_OF = {"real text (CPU)": "text", "miniature": "cpu"}
+PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
+PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
+
+
+def still_rising(plateau: Mapping, metric: str) -> bool:
+    """A Sink % plateau whose fitted line still climbs by :data:`RISING` of its mean (and at least 1 point)."""
+    return metric.startswith("Sink") and plateau.get("rise", 0.0) >= max(RISING * abs(plateau["mean"]), 1.0)
 
 
 def _store_result(m: Runs, profile: str, store: str) -> dict:
@@ -45,7 +52,8 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
     got: dict[str, dict[int, float]] = {}
     plateaus: dict[str, dict[int, dict]] = {}
     excluded: list[str] = []
-    stale, prov, computed = [], [], []
+    stale, prov, computed, rising = [], [], [], []
+    wds: set[float] = set()
     missing_required = False
     for label, spec in m.points.items():
         point, metric = spec[0], spec[1]
@@ -74,6 +82,9 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             if p is not None:
                 got[label][seed] = p["mean"]
                 plateaus[label][seed] = p
+                wds.add(payload["config"]["optim"]["weight_decay"])
+                if still_rising(p, metric):
+                    rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
     # seeds paired across the claim's labels: those every label the rule may read has (a seed such a label lacks
     # drops out for all); a label shown beside gives the paired seeds it has, and is left out where it has none
     judged = [k for k in got if k not in m.beside]
@@ -99,6 +110,10 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
         notes.append(f"{len(excluded)} run(s) not counted: " + "; ".join(excluded))
     if enough and len(paired) != len(m.seeds):
         notes.append(f"seeds {', '.join(map(str, paired))}")
+    if rising:
+        notes.append("still rising at the end (its plateau is a lower bound): " + "; ".join(sorted(set(rising))))
+    if profile == "gpu" and wds and wds != {PAPER_WD}:
+        notes.append(f"weight decay {', '.join(f'{w:g}' for w in sorted(wds))} (the paper's default: {PAPER_WD:g})")
     pts = ", ".join(f"{k}={sp[0]}" + ("" if sp[1] == "Sink_1" else f" {sp[1]}")
                     + (f" ({sp[2]})" if len(sp) > 2 else "") for k, sp in m.points.items())
     return {"measurement": f"store {m.config} @{profile}, seeds {','.join(map(str, paired or m.seeds))}, each run "

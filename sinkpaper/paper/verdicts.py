@@ -11,7 +11,8 @@ INCONCLUSIVE = "inconclusive"   # the seeds do not all read the same way: the di
 VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE, NO_RESULT)
 STALE = "stale, rerun"          # a stored run made under an older definition: shown, never counted
 NOT_RUN = "not run"             # the book does not run this experiment at this scale
-SCALES = ("real LMs", "real text (CPU)", "miniature")
+GPU_SCALE = "GPU (paper's default)"   # the gpu profile: no fixed first token, no BOS, the calibrated 4-layer model
+SCALES = ("real LMs", "real text (CPU)", GPU_SCALE, "miniature")
 
 # ------------------------------------------------------------------------------------------ the thresholds
 SINK = 10.0     # Sink % at or above this: "has a sink" (the paper's smallest softmax sink among the variants it
@@ -34,6 +35,10 @@ TRAINED = 0.1        # a run learned when its held-out or its training loss over
 #                      the loss of predicting each token by its frequency. Else it is listed and no verdict counts it.
 #                      (Not "below its first evaluation": by step 100 the text runs already sit at the unigram level
 #                      and the miniature's at its task's floor, so a first evaluation says nothing about learning.)
+RISING = 0.25        # a run is "still rising at its end" when the least-squares line through its plateau's values
+#                      rises across the window by at least this share of the plateau's mean (CHANGE's 25 %) and by
+#                      at least 1 point of Sink % (below that, evaluation noise on near-zero values): its plateau is
+#                      then a lower bound, and the book says so beside the number
 SEEDS_MIN = 3        # a verdict on stored runs needs at least 3 seeds, paired across the claim's points
 EXTRA_SEEDS = (3, 4)  # read too where every point of a claim has them stored (seeds added to settle a claim)
 

@@ -269,7 +269,20 @@ def plateau_of(payload: Mapping, name: str, fraction: float, min_evals: int) -> 
     vals = [_eval_value(payload, c, name) for c in window]
     if any(v is None for v in vals):
         return None
-    return {**spread(vals), "from_step": window[0]["step"], "to_step": window[-1]["step"]}
+    return {**spread(vals), "from_step": window[0]["step"], "to_step": window[-1]["step"],
+            "rise": fitted_rise([c["step"] for c in window], vals)}
+
+
+def fitted_rise(steps: Sequence[float], values: Sequence[float]) -> float:
+    """How much a least-squares line through (step, value) rises from the first step to the last: a plateau whose
+    values still climb has a rise near its spread, a flat one near 0 (evaluation noise cancels in the fit)."""
+    n = len(steps)
+    if n < 2 or steps[-1] == steps[0]:
+        return 0.0
+    ms, mv = statistics.fmean(steps), statistics.fmean(values)
+    var = sum((x - ms) ** 2 for x in steps)
+    slope = sum((x - ms) * (y - mv) for x, y in zip(steps, values)) / var
+    return slope * (steps[-1] - steps[0])
 
 
 UNIGRAM = "results/data/unigram_loss.json"
