@@ -66,7 +66,6 @@ card = findings.finding_card("02_section3_properties")
 # T = 64. Uniform causal attention gives α_1 = H_64 / 64 ≈ 0.074.
 
 # %%
-import json
 
 import numpy as np
 from IPython.display import Markdown, display
@@ -275,7 +274,6 @@ if no_sink:
         f"`{tag}` (Sink_1 {sink_natural[tag]:.2f} %, token-1 norm ratio {norm[tag]:g})" for tag in no_sink) + "."
         + (" Where there is no sink, token 1 has no massive activation either: the two go together here."
            if together else "")))
-print(f"recorded {len(table)} claims of 02_section3_properties in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it
@@ -285,10 +283,3 @@ print(f"recorded {len(table)} claims of 02_section3_properties in {provenance.sh
 # python -m sinkpaper.book run --only 02_section3_properties -p inputs natural,random,repeat
 # python -m sinkpaper sink --model smollm2-135m --inputs natural --no-bos --json
 # ```
-#
-# Every result of the sink-rate table is also in the notebook's stored outputs as JSON:
-
-# %%
-print(json.dumps([{**{k: r[k] for k in ("model", "inputs", "bos", "n_samples", "seq_len", "epsilon", "sink_k",
-                                        "alpha_1_mean")},
-                   "measure_seconds": r["provenance"]["measure_seconds"]} for r in results]))

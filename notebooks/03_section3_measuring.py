@@ -293,7 +293,6 @@ display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales 
 display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repeat): " + "; ".join(
     f"{m} " + " / ".join(f"{paper.NUMBERS[f'{m}: {i}'].value:.2f}" for i in INPUTS)
     for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")) + "."))
-print(f"recorded {len(table)} claims of 03_section3_measuring in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it

@@ -75,9 +75,6 @@ card = findings.finding_card("11_why_sink_matters")
 # first token(s), and each head's softmax renormalizes over the other keys.
 
 # %%
-import json
-import time
-
 import altair as alt
 from IPython.display import Markdown, display
 
@@ -87,7 +84,6 @@ from sinkpaper.analysis import section3 as s3
 from sinkpaper.book import figures, tables
 from sinkpaper.book import measuring as ms
 
-t_start = time.perf_counter()
 device = ms.check_profile(profile)
 models = ms.parse_models(model)
 n_tokens, window, removal_tokens, sink_counts = ms.streaming_sizes(
@@ -301,7 +297,6 @@ paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n 
              measurement=measured, provenance=record_prov, setting=setting)
 card.refresh()  # the records just written: the card at the top now shows them
 display(tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"])))
-print(f"recorded 2 claims of 11_why_sink_matters in {provenance.shown_path(paper.results_dir())}")
 
 # %% [markdown]
 # ## Rerun it
@@ -319,10 +314,3 @@ print(f"recorded 2 claims of 11_why_sink_matters in {provenance.shown_path(paper
 # streaming_perplexity(lm, ids, policy="sink_window", window=128, n_sink=4).perplexity_from(128)
 # perplexity_without_sink(lm, ids, positions=[0]).perplexity
 # ```
-#
-# Every number of this page, as JSON:
-
-# %%
-print(json.dumps({"runs": {f"{n}/{p}": r.to_dict() for (n, p), r in runs.items()},
-                  "removal": {n: {label: r.to_dict() for label, r in rs} for n, rs in removal.items()},
-                  "text": text_prov, "seconds": round(time.perf_counter() - t_start, 1)}, default=str))
