@@ -466,7 +466,10 @@ OVERFLOW_JS = r"""() => {
   if (root.scrollWidth > root.clientWidth + 1) out.push('the page (' + root.scrollWidth + ' > ' + root.clientWidth + ' px)');
   const main = document.querySelector('main') || document.body, right = main.getBoundingClientRect().right + 1;
   for (const el of main.querySelectorAll('*')) {
-    if (el.closest('details:not([open]), pre, .highlight') || (el.checkVisibility && !el.checkVisibility())) continue;
+    // folded content, code listings (a long code line scrolls by design) and the theme's sidebars (off-canvas
+    // drawers on a phone, opened by a button) do not count
+    if (el.closest('details:not([open]), pre, .highlight, .bd-sidebar-primary, .bd-sidebar-secondary')
+        || (el.checkVisibility && !el.checkVisibility())) continue;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.right <= right) continue;
     let p = el.parentElement, contained = false;
@@ -474,7 +477,7 @@ OVERFLOW_JS = r"""() => {
       const ox = getComputedStyle(p).overflowX;
       if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') { contained = p.getBoundingClientRect().right <= right; break; }
     }
-    if (!contained) { out.push((el.className || el.tagName) + ' (right edge ' + Math.round(r.right) + ' > ' + Math.round(right) + ' px)'); if (out.length > 5) break; }
+    if (!contained) { out.push((typeof el.className === 'string' && el.className || el.tagName) + ' (right edge ' + Math.round(r.right) + ' > ' + Math.round(right) + ' px)'); if (out.length > 5) break; }
   }
   return out;
 }"""
