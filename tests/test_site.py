@@ -4,8 +4,7 @@ For every page _toc.yml lists, loaded from file:// out of the `built_book` fixtu
 
 * no request leaves the machine (only file:, data:, blob:, about: and http(s)/ws(s) to 127.0.0.1; anything
   else is recorded, aborted and reported);
-* no console error and no uncaught exception, except the two every Jupyter Book 1.0.4 page has
-  (``THEBE_JS_URL`` declared twice, pydata-sphinx-theme's "invalid theme mode");
+* no console error and no uncaught exception (:data:`ALLOWED_CONSOLE` names any exception and why);
 * no local file the page asks for is missing;
 * every altair chart rendered (its vega-embed container holds an svg or a canvas, not an error);
 * every attention explorer (``.sinkpaper-explorer``, see sinkpaper.book.explorer) reacts: the epsilon slider
@@ -47,10 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
-ALLOWED_CONSOLE = (  # present on every Jupyter Book 1.0.4 page; harmless
-    re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
-    re.compile(r"invalid theme mode", re.I),
-)
+# Console messages a page may log, each with why no setting removes it. None now: the doubled sphinx-thebe script is
+# dropped by sinkpaper.book.sphinx_ext and the theme's empty mode is set in _config.yml (html_context.default_mode).
+ALLOWED_CONSOLE: tuple[re.Pattern, ...] = ()
 LOCAL_SCHEMES = {"file", "data", "blob", "about"}
 LOCAL_HOSTS = {"127.0.0.1"}
 EXPLORER_ROOTS = ".sinkpaper-explorer, [data-spx]"
