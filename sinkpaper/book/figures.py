@@ -190,7 +190,10 @@ def provenance_line(prov: Mapping[str, Any]) -> str:
     if device is not None:
         parts.append(f"device {device}")
     if prov.get("code_version") is not None:
-        parts.append(f"code `{prov['code_version']}`")
+        versions = str(prov["code_version"]).split(", ")
+        # many runs, many versions: the count on the line, the list on hover (one line per page, not a paragraph)
+        parts.append(f"code `{versions[0]}`" if len(versions) == 1 else
+                     f'<abbr title="{html.escape(", ".join(versions), quote=True)}">{len(versions)} code versions</abbr>')
     libs = [f"{k} {prov[k]}" for k in ("torch", "python") if prov.get(k) is not None]
     if libs:
         parts.append(", ".join(libs))
