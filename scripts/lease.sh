@@ -39,9 +39,18 @@ if [ "${1:-}" = import ]; then
   dest=${DEST:-results/store}
   "$PY" -m sinkpaper lease import "$src" --store "$dest" ${ALLOW_REHEARSAL:+--rehearsal}
   if [ "$dest" = results/store ]; then "$PY" -m sinkpaper report --write > /dev/null; fi
-  for f in "$src"/*.json; do
-    case "$(basename "$f")" in side-by-side-*.json|bench-*.json) cp "$f" results/bench/ ;; esac
-  done 2>/dev/null || true
+  # the call's own record (queue, device, each run's wall time, runs per minute) and its benchmarks, committed
+  # with its runs
+  stamp=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["started"].replace(" ", "T").replace(":", "")[:15])' \
+          "$src/lease.json" 2>/dev/null || date -u +%Y-%m-%dT%H%M%S)
+  if [ "$dest" = results/store ] && [ -f "$src/lease.json" ]; then
+    mkdir -p results/leases
+    cp "$src/lease.json" "results/leases/$stamp.json"
+    [ -f "$src/lease.log" ] && cp "$src/lease.log" "results/leases/$stamp.log"
+  fi
+  if [ "$dest" = results/store ]; then
+    for f in "$src"/*-gpu.json; do [ -f "$f" ] && cp "$f" results/bench/; done
+  fi
   exit 0
 fi
 
@@ -84,13 +93,13 @@ case "${1:-}" in
     "$PY" -m sinkpaper lease width --widths ${WIDTHS:-1 2 3 4 6} --width-seconds "${WIDTH_SECONDS:-30}" \
       --width-json "$OUT/side-by-side-gpu.json" --lease-dir "$LEASE_DIR" "${SETS[@]}" >> "$OUT/lease.log" 2>&1 \
       || log "side-by-side measurement failed (see above)"
-    timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench training "${BENCH[@]}" --json "$OUT/bench-training.json" \
+    timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench training "${BENCH[@]}" --json "$OUT/training-gpu.json" \
       >> "$OUT/lease.log" 2>&1 || log "training benchmark failed (see above)"
     if [ "${REHEARSE:-0}" = 1 ]; then
-      TRITON_INTERPRET=1 timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench kernels --smoke --json "$OUT/bench-kernels.json" \
+      TRITON_INTERPRET=1 timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench kernels --smoke --json "$OUT/kernels-gpu.json" \
         >> "$OUT/lease.log" 2>&1 || log "kernel benchmark failed (see above)"
     else
-      timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench kernels --json "$OUT/bench-kernels.json" >> "$OUT/lease.log" 2>&1 \
+      timeout "$BENCH_SECONDS" "$PY" -m sinkpaper bench kernels --json "$OUT/kernels-gpu.json" >> "$OUT/lease.log" 2>&1 \
         || log "kernel benchmark failed (see above)"
     fi ;;
   text)

@@ -38,16 +38,11 @@ PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
 PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
 
 
-def still_rising(plateau: Mapping, metric: str) -> bool:
-    """A Sink % plateau whose fitted line still climbs by :data:`RISING` of its mean (and at least 1 point)."""
-    return metric.startswith("Sink") and plateau.get("rise", 0.0) >= max(RISING * abs(plateau["mean"]), 1.0)
-
-
 def _store_result(m: Runs, profile: str, store: str) -> dict:
     """A claim's runs at one profile, each read on its plateau: {"values" (mean over the paired seeds),
     "seed_values" (one value per seed, the seeds in "seeds"), "plateaus" (each run's window), "status",
     "excluded" (runs that did not train or cannot give a plateau, each with why), ...}."""
-    from ..results.sweeps import NotEnoughEvaluations, plateau_of, training_failure
+    from ..results.sweeps import NotEnoughEvaluations, plateau_of, still_rising, training_failure
 
     got: dict[str, dict[int, float]] = {}
     plateaus: dict[str, dict[int, dict]] = {}
@@ -83,7 +78,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                 got[label][seed] = p["mean"]
                 plateaus[label][seed] = p
                 wds.add(payload["config"]["optim"]["weight_decay"])
-                if still_rising(p, metric):
+                if still_rising(p, metric, RISING):
                     rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
     # seeds paired across the claim's labels: those every label the rule may read has (a seed such a label lacks
     # drops out for all); a label shown beside gives the paired seeds it has, and is left out where it has none

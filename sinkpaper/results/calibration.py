@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 
 from ..metrics import excess_alpha
-from ..paper import PLATEAU, PLATEAU_EVALS, TRAINED
+from ..paper import PLATEAU, PLATEAU_EVALS, RISING, TRAINED
 from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
 from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
 from .numbers import fmt_spread, markdown_line
-from .sweeps import NotEnoughEvaluations, evaluations, plateau_of, stored_sweep, training_failure, uniform_floor
+from .sweeps import (NotEnoughEvaluations, evaluations, plateau_of, still_rising, stored_sweep, training_failure,
+                     uniform_floor)
 from .text_runs import where
 
 CALIBRATION = "configs/calibration.yaml"
@@ -100,6 +101,8 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
         passes = f" ({tokens / unique:.1f} passes)" if unique else ""
         value, pl, failure = _reading(p)
         sink = fmt_spread(pl, 1) if isinstance(pl, dict) else pl
+        if isinstance(pl, dict) and still_rising(pl, "Sink_1", RISING):
+            sink += f", still rising (+{pl['rise']:.1f} across the plateau)"
         if failure:
             sink += f" (not a result: {failure})"
         leave = leaves_uniform(p)
@@ -136,7 +139,9 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
     lines.append(f"The bar and the grid were fixed before any run (`{config}`): no fixed first token, no BOS, "
                  f"100 held-out 64-token sequences, epsilon 0.3; a run's value is its plateau (the mean over the "
                  f"last {100 * PLATEAU:g} % of its steps); alpha_1 leaves uniform at the first evaluation whose "
-                 f"excess alpha_1 reaches {LEAVES_UNIFORM:g}. Passes count the corpus's "
+                 f"excess alpha_1 reaches {LEAVES_UNIFORM:g}; a plateau still rising at the end is a lower bound. The "
+                 f"paper's default weight decay is 0.1; the grid trains at 0.5 (where the paper's sink peaks) except "
+                 f"the point named wd0.1. Passes count the corpus's "
                  + (f"{unique:,} unique training tokens." if unique else "unique training tokens (no corpus here)."))
     return lines
 

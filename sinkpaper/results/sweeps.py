@@ -273,6 +273,12 @@ def plateau_of(payload: Mapping, name: str, fraction: float, min_evals: int) -> 
             "rise": fitted_rise([c["step"] for c in window], vals)}
 
 
+def still_rising(plateau: Mapping, metric: str, share: float) -> bool:
+    """A Sink % plateau whose fitted line still climbs across its window by ``share`` of its mean and at least
+    1 point (the registry's RISING): its value is then a lower bound."""
+    return metric.startswith("Sink") and plateau.get("rise", 0.0) >= max(share * abs(plateau["mean"]), 1.0)
+
+
 def fitted_rise(steps: Sequence[float], values: Sequence[float]) -> float:
     """How much a least-squares line through (step, value) rises from the first step to the last: a plateau whose
     values still climb has a rise near its spread, a flat one near 0 (evaluation noise cancels in the fit)."""

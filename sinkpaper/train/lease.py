@@ -36,6 +36,7 @@ from .sweep import DIVERGED, PlannedRun, plan, run_state
 REHEARSAL = "REHEARSAL"      # marks an `out` whose runs have tiny shapes: never imported into results/store
 MANIFEST = "lease.json"
 CALIBRATION_FAMILY = "calibration"
+AFTER_CALIBRATION = ("cheaper",)   # exploratory families that wait for the calibration to pass
 
 
 # ------------------------------------------------------------------------------------------------ the queue
@@ -102,12 +103,15 @@ def resolve(entries: list[Entry], profile: str, configs_dir: str | Path = "confi
 
 def still_wanted(q: QueuedRun, store: str | Path, root: str | Path = ".") -> bool:
     """A calibration run is wanted while its point can still clear the bar and no earlier point of the grid
-    has cleared it; every other run while it is neither stored nor recorded as diverged."""
+    has cleared it; an exploratory run after the calibration only once it has passed; every other run while it
+    is neither stored nor recorded as diverged."""
     if run_state(store, q.run.cfg) in ("done", "diverged"):
         return False
+    from ..results.calibration import calibrated_point, still_open
+    if q.run.family in AFTER_CALIBRATION:
+        return calibrated_point(store, root) is not None
     if q.run.family != CALIBRATION_FAMILY:
         return True
-    from ..results.calibration import calibrated_point, still_open
     if not still_open([q.run.point], store, root):
         return False
     done = calibrated_point(store, root)
@@ -352,6 +356,14 @@ def import_lease(src: str | Path, dest: str | Path, *, allow_rehearsal: bool = F
 
 
 # ------------------------------------------------------------------------------------- the width, measured
+def _log_lines(run_dir: Path) -> list[dict]:
+    from .trainer import read_log
+    try:
+        return [r for r in read_log(run_dir / "log.jsonl") if "wall_seconds" in r]
+    except (OSError, ValueError):     # a line being written
+        return []
+
+
 def measure_widths(config: str, profile: str, widths: list[int], seconds: float, work: str | Path, *,
                    overrides: list[str] = (), python: str = sys.executable, poll: float = 0.5) -> dict:
     """For each width K, K real training processes of ``config``'s base at ``profile`` side by side (evaluations
@@ -378,15 +390,16 @@ def measure_widths(config: str, profile: str, widths: list[int], seconds: float,
                                           start_new_session=True))
         first: dict[int, float] = {}
         deadline = None
-        while any(p.poll() is None for p in procs):
+        give_up = t0 + 20 * max(seconds, 1) + 600     # a width whose runs never log is reported as unmeasured
+        while any(p.poll() is None for p in procs) and time.time() < give_up:
             for i, d in enumerate(dirs):
                 if i not in first and (d / "log.jsonl").exists() and (d / "log.jsonl").stat().st_size:
                     first[i] = time.time() - t0
             if deadline is None and len(first) == k:
                 deadline = time.time() + seconds
-            if deadline is not None and time.time() >= deadline:
-                break
-            if deadline is None and time.time() - t0 > 20 * max(seconds, 1):
+            # past the deadline, until every run has logged three times (two intervals after the compiled one)
+            if deadline is not None and time.time() >= deadline and all(
+                    len(_log_lines(d)) >= 3 for d in dirs):
                 break
             time.sleep(poll)
         for p in procs:
@@ -397,8 +410,7 @@ def measure_widths(config: str, profile: str, widths: list[int], seconds: float,
             p.wait()
         per_step = []
         for d in dirs:
-            from .trainer import read_log
-            recs = [r for r in read_log(d / "log.jsonl") if "wall_seconds" in r]
+            recs = _log_lines(d)
             if len(recs) >= 3:       # the first logged interval holds the compilation: read from the second on
                 a, b = recs[1], recs[-1]
                 per_step.append((b["wall_seconds"] - a["wall_seconds"]) / max(1, b["step"] - a["step"]))
