@@ -124,17 +124,13 @@ live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 he
              "point": live_point}
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=list(LIVE_POINTS), seeds=tuple(miniature_seeds))
 stored_live_point = mini.by_point().get(live_point, [])
-rows = curves.curve_rows(live.payload, live_label)
-for p in stored_live_point:
-    rows += curves.curve_rows(p, f"stored seed {p['config']['run']['seed']}")
-dashed = [r["run"] for r in rows if r["run"] != live_label]
+rows = figures.live_and_stored_rows(live.payload, live_label, stored_live_point)
 display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
                         "held-out loss": round(lr_["val_loss"], 3),
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
-display(figures.row(figures.curve_chart(rows, "Sink_1 %", "Sink_1 (%) over training", dashed=dashed),
-                    figures.curve_chart(rows, "val_loss", "held-out loss over training", y_title="loss",
-                                        dashed=dashed)))
+display(figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
+                        figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")))
 display(Markdown(figures.provenance_line(live_prov)))
 if stored_live_point:
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live_point, loaded=True))))

@@ -121,14 +121,11 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         **{f"Sink_{k} %": round(lr_["sink_k"][str(k)], 1) for k in (1, 2, 3)},
                         "alpha_1": round(lr_["alpha_1_mean"], 3), "held-out loss": round(lr_["val_loss"], 3),
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
-rows = curves.curve_rows(live.payload, live_label, (f"Sink_{k_live}",))
-for p in stored_live:
-    rows += curves.curve_rows(p, f"stored seed {p['config']['run']['seed']}", (f"Sink_{k_live}",))
-dashed = [r["run"] for r in rows if r["run"] != live_label]
-display(figures.row(figures.curve_chart(rows, f"Sink_{k_live} %", f"{live_point}: Sink_{k_live} (%) over training",
-                                        dashed=dashed),
-                    figures.curve_chart(curves.curve_rows(live.payload, live_label), "Sink_1 %",
-                                        f"{live_point}, live run: Sink_1 (%)")))
+rows = figures.live_and_stored_rows(live.payload, live_label, stored_live, (f"Sink_{k_live}", "Sink_1"))
+display(figures.Columns(
+    figures.band_chart(rows, f"Sink_{k_live} %", f"{live_point}: Sink_{k_live} (%) over training", y_domain=(0, 100)),
+    figures.band_chart([r for r in rows if r["point"] == live_label], "Sink_1 %",
+                       f"{live_point}, live run: Sink_1 (%)", y_domain=(0, 100))))
 display(Markdown(figures.provenance_line(live_prov)))
 if stored_live:
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live, loaded=True))))

@@ -124,13 +124,10 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         "uniform alpha_1": round(live_floor, 3),
                         "excess": round(sweeps.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
                         "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
-rows = curves.curve_rows(live.payload, live_label)
-for p in stored_live:
-    rows += curves.curve_rows(p, f"stored seed {p['config']['run']['seed']}")
-dashed = [r["run"] for r in rows if r["run"] != live_label]
-display(figures.row(figures.curve_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", dashed=dashed),
-                    figures.curve_chart(rows, "alpha_1", f"{live_point}: mean alpha_1 (uniform floor "
-                                        f"{live_floor:.3f})", dashed=dashed)))
+rows = figures.live_and_stored_rows(live.payload, live_label, stored_live)
+display(figures.Columns(
+    figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100)),
+    figures.band_chart(rows, "alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")))
 display(Markdown(figures.provenance_line(live_prov)))
 if stored_live:
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live, loaded=True))))

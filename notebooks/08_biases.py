@@ -123,15 +123,13 @@ same_run = prose.live_vs_stored(live.payload, stored_live)
 if same_run:
     display(Markdown(same_run))
 KEYS = ("Sink_1", "Sink*", "alpha_1")  # the metrics this page reads (sinkpaper.results.sweeps)
-rows = curves.curve_rows(live.payload, live_label, KEYS)
-for p in stored_live:
-    rows += curves.curve_rows(p, f"stored {live_point}, seed {p['config']['run']['seed']}", KEYS)
-charts = [figures.curve_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", y_title="α_1 (mean)", width=300,
-                              x="step", rule_y=0.3, y_domain=(0, 1))]
+rows = figures.live_and_stored_rows(live.payload, live_label, stored_live, KEYS)
+charts = [figures.band_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", y_title="α_1 (mean)", x="step",
+                             rule_y=live.payload["config"]["eval"]["epsilon"], y_domain=(0, 1))]
 if any(r["Sink* %"] is not None for r in rows):
-    charts.insert(0, figures.curve_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", width=300,
-                                         x="step", y_domain=(0, 100)))
-display(figures.row(*charts))
+    charts.insert(0, figures.band_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", x="step",
+                                        y_domain=(0, 100)))
+display(figures.Columns(*charts))
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
 
 # %% [markdown]

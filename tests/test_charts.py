@@ -54,7 +54,7 @@ def test_the_paper_is_drawn_where_the_registry_has_a_number_and_nowhere_else(run
     rows = figures.seed_rows(runs, _rows_of)
     levels = {"softmax": figures.paper_number("softmax"), "sigmoid": None}
     spec = figures.band_chart(rows, "Sink_1 %", "bands", x="step", paper=levels).to_dict()
-    drawn = [r for layer in spec["layer"] for r in layer.get("data", {}).get("values", []) if r.get("who") == "paper"]
+    drawn = [r for r in figures.chart_values(spec) if r.get("who") == "paper"]
     assert drawn == [{"group": "softmax", "paper": paper.NUMBERS["default"].value, "who": "paper"}]
     assert figures.draws_the_paper(spec)
     assert not figures.draws_the_paper(figures.band_chart(rows, "Sink_1 %", "none", x="step").to_dict())

@@ -57,7 +57,7 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     # the curves: the seeds of a point as one mean line and a min-max band, the paper's final number dashed
     [columns] = [o for o in out if isinstance(o, figures.Columns)]
     sink, alpha = (c.to_dict() for c in columns.charts)
-    band = [v for layer in sink["layer"] for v in layer.get("data", {}).get("values", []) if "seeds" in v]
+    band = [v for v in figures.chart_values(sink) if "seeds" in v]
     assert {v["group"] for v in band} == {"default"} and all(v["n"] == 2 for v in band)
     assert band[-1]["seeds"].startswith("seed 0: 20, seed 1: 40") and (band[-1]["lo"], band[-1]["hi"]) == (20, 40)
     assert figures.draws_the_paper(sink) and not figures.draws_the_paper(alpha)

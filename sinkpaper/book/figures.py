@@ -822,12 +822,30 @@ def embedded_specs(page: str) -> list[dict]:
     return out
 
 
+def chart_values(spec: Mapping) -> list[dict]:
+    """Every data row a chart spec embeds, at any level (altair hoists data its layers share to the top)."""
+    out = []
+    vals = spec.get("data", {}).get("values", []) if isinstance(spec.get("data"), Mapping) else []
+    out += [r for r in vals if isinstance(r, Mapping)]
+    for key in ("layer", "vconcat", "hconcat", "concat"):
+        for sub in spec.get(key, []):
+            out += chart_values(sub)
+    return out
+
+
 def draws_the_paper(spec: Mapping) -> bool:
     """Whether a chart carries a value of the paper in its data (a row whose "who" is "paper")."""
-    def rows(s):
-        vals = s.get("data", {}).get("values", []) if isinstance(s.get("data"), Mapping) else []
-        yield from vals
-        for key in ("layer", "vconcat", "hconcat", "concat"):
-            for sub in s.get(key, []):
-                yield from rows(sub)
-    return any(isinstance(r, Mapping) and r.get("who") == "paper" for r in rows(spec))
+    return any(r.get("who") == "paper" for r in chart_values(spec))
+
+
+def live_and_stored_rows(live: Mapping, live_label: str, stored: Sequence[Mapping],
+                         metrics: Sequence[str] | None = None) -> list[dict]:
+    """Rows for :func:`band_chart`: a run trained now (its own line) beside the stored seeds of the same point (one
+    band, named "stored seeds"), each evaluation's ``metrics`` (:func:`sinkpaper.results.curves.curve_rows`)."""
+    from ..results.curves import CURVE_METRICS, curve_rows
+
+    def rows_of(p, label):
+        return curve_rows(p, label, tuple(metrics or CURVE_METRICS))
+
+    live_rows = [{**r, "point": live_label, "seed": live["config"]["run"]["seed"]} for r in rows_of(live, live_label)]
+    return live_rows + [{**r, "point": f"stored seeds ({r['point']})"} for r in seed_rows(stored, rows_of)]
