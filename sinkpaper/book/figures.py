@@ -499,7 +499,8 @@ def _paper_layer(marks: list[dict], x, y, offset=None) -> alt.Chart:
 
 
 def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, title: str = "",
-                value: str | Sequence[str] = "sink", width: int = 360, height: int = 200) -> alt.LayerChart:
+                value: str | Sequence[str] = "sink", width: int | str = "container",
+                height: int = 200) -> alt.LayerChart:
     """THE dot-and-tick chart of a sweep: per point (x, in ``order``; points without runs are left out) each
     seed's number (its plateau, as the tables show it) as a dot and the mean over seeds as a tick, so the spread over
     seeds shows. ``value``: "sink"
@@ -509,7 +510,8 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     gives one."""
     present = [pt for pt in order if any(point_of(p) == pt for p in payloads)]
     if not present:
-        return no_data_chart(title, "no stored run of " + ", ".join(order), width, height)
+        return no_data_chart(title, "no stored run of " + ", ".join(order), 360 if width == "container" else width,
+                             height)
     x = alt.X("point:N", sort=present, title=None, axis=alt.Axis(labelAngle=-30))
     if isinstance(value, str):
         name = f"Sink_{k}" if value == "sink" else value
