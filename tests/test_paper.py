@@ -196,7 +196,8 @@ def test_results_dir_follows_the_runner(monkeypatch, tmp_path):
 def test_miniature_results_come_from_the_store(listing):
     by = {e["id"]: e for e in listing}
     r = by["bias_kv"]["results"]["miniature"]
-    assert r["status"] == "found" and set(r["values"]) == {"kv_bias: Sink*", "kv_bias: Sink_1"}
+    # the bias's Sink*, token 1's Sink_1, and the control whose token-1 sink the reading asks the bias to take
+    assert r["status"] == "found" and set(r["values"]) == {"kv_bias: Sink*", "kv_bias: Sink_1", "default"}
     assert r["verdict"] == paper.claim("bias_kv").rule.apply(r["values"])
     # the real-text CPU scale reads the "text" profile: a claim whose runs are all stored has the rule's verdict
     # on them, the others none (the sweep stores its runs over several sessions)

@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 import statistics
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .claims import CLAIMS, Chapter, Claim, NotRun, Runs, claim, rule_check
 from .records import load_records
-from .verdicts import (EXTRA_SEEDS, GPU_SCALE, NOT_RUN, NO_RESULT, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN,
-                       STALE, TRAINED, judge)
+from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
+                       PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, SINK, STALE, TRAINED, Seeds, Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
 STORE = "results/store"
@@ -36,6 +36,31 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
 
 PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
 PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
+ONSET = "onset step"   # a run's first evaluation step with a sink on token 1 (Sink_1 >= SINK)
+
+
+def onset_of(payload: Mapping) -> dict:
+    """A stored run's onset, as a plateau-shaped reading: the first evaluation step at which Sink_1 reaches
+    :data:`SINK`; a run that never does reads one evaluation past its end."""
+    from ..results.curves import first_reaching
+    hit = first_reaching(payload.get("curve", []), 1, SINK)
+    step = float(hit["step"] if hit is not None
+                 else payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
+    return {"mean": step, "min": step, "max": step, "n": 1, "from_step": None, "to_step": None, "rise": 0.0}
+
+
+def unequal_budgets(rule, steps: Mapping[str, Sequence[int]]) -> str:
+    """The pairs a rule compares that were stored at different numbers of steps, as a reason ("" when none)."""
+    bad = [f"{a} at {'/'.join(map(str, steps[a]))} steps, {b} at {'/'.join(map(str, steps[b]))}"
+           for a, b in (rule.pairs() if rule else []) if a in steps and b in steps and steps[a] != steps[b]]
+    return ("unequal budgets, not compared: " + "; ".join(bad)) if bad else ""
+
+
+def _reason(rule, seed_values: Mapping[str, Sequence[float]]) -> str:
+    try:
+        return rule.reason({k: Seeds(k, v) for k, v in seed_values.items()})
+    except Undecided:
+        return ""
 
 
 def _store_result(m: Runs, profile: str, store: str) -> dict:
@@ -48,6 +73,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
     plateaus: dict[str, dict[int, dict]] = {}
     excluded: list[str] = []
     stale, prov, computed, rising = [], [], [], []
+    steps: dict[str, set[int]] = {}
     wds: set[float] = set()
     missing_required = False
     for label, spec in m.points.items():
@@ -69,8 +95,9 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             if why:
                 excluded.append(f"{point} seed {seed}: {why}")
                 continue
+            steps.setdefault(label, set()).add(payload["config"]["optim"]["steps"])
             try:
-                p = plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS)
+                p = onset_of(payload) if metric == ONSET else plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS)
             except NotEnoughEvaluations as e:
                 excluded.append(str(e))
                 continue
@@ -116,6 +143,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             "values": values if status != STALE else {}, "seed_values": seed_values if status != STALE else {},
             "seeds": paired, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in plateaus.items()},
             "status": status, "stale": stale, "excluded": excluded, "runs": sorted(set(prov)),
+            "steps": {k: sorted(v) for k, v in steps.items()},
             "computed_at": sorted(c for c in computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
             "note": "; ".join(notes)}
 
@@ -144,8 +172,12 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = ST
         out["verdict"] = NO_RESULT
     elif c.rule is None:
         out["verdict"] = NO_RESULT
+    elif (budgets := unequal_budgets(c.rule, out.get("steps", {}))):
+        out["verdict"], out["why"] = NOT_COMPARABLE, budgets
     elif out.get("seed_values"):
         out["verdict"], out["why"] = judge(c.rule, out["seed_values"])
+        if out["verdict"] != INCONCLUSIVE:
+            out["why"] = _reason(c.rule, out["seed_values"])
     else:
         out["verdict"] = c.rule.apply(out["values"])
     return out

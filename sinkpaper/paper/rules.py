@@ -8,6 +8,13 @@ from typing import Mapping, Sequence
 from .numbers import NUMBERS
 from .verdicts import AGREES, CHANGE, DISAGREES, Decision, FACTOR, NOT_COMPARABLE, NO_RESULT, NO_SINK, SINK, Seeds, Undecided, _get, all_of, no_sink_verdict, sink_verdict, verdict_of
 
+
+def _fmt(v) -> str:
+    """A value as a reason quotes it: one number, or each seed's."""
+    if isinstance(v, Seeds):
+        return " / ".join(f"{x:.3g}" for x in v.values)
+    return "?" if v is None else f"{v:.3g}"
+
 # ----------------------------------------------------------------------------------------------- the rules
 class Rule:
     """An agreement rule: ``sentence`` (one sentence), ``apply(values) -> verdict`` and ``null(values)``, the
@@ -21,6 +28,17 @@ class Rule:
 
     def null(self, values: Mapping[str, float | None]) -> dict[str, float | None]:
         raise NotImplementedError
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The (point, control) labels the rule compares: the registry reads each pair at one budget, and a pair
+        stored at unequal numbers of steps is not compared. A rule whose points differ in steps by design (the
+        paper's LR x steps table) leaves this empty."""
+        return []
+
+    def reason(self, values: Mapping[str, float | None]) -> str:
+        """One line on what decided the verdict where the verdict alone does not say it (a reading that cannot
+        fail, a size every seed excludes); "" otherwise."""
+        return ""
 
 
 @dataclass
@@ -49,6 +67,10 @@ class Contrast(Rule):
     no_sink: Sequence[str] = ()
     null_map: Mapping[str, str | float] = field(default_factory=dict)
     null_text: str = ""
+    # a reading about a sink that moves (label -> the label of the same setting without the intervention): it can
+    # fail only where that control has a sink to lose or to take back; where the control has none (< SINK) the
+    # reading cannot fail and is not comparable
+    controls: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         parts = []
@@ -57,11 +79,37 @@ class Contrast(Rule):
         if self.no_sink:
             parts.append(f"{', '.join(self.no_sink)} < {NO_SINK:g} %")
         self.sentence = " and ".join(parts) + "."
+        if self.controls:
+            self.sentence += (" A reading is decided only where its control (" + ", ".join(
+                f"{c} for {x}" for x, c in self.controls.items()) + f") has a sink (>= {SINK:g} %); where it has "
+                "none, the reading cannot fail and is not comparable.")
         self.null_sentence = self.null_text
 
+    def _vacuous(self, values, label) -> bool | None:
+        """True when ``label``'s control has no sink (the reading cannot fail); None when it is not measured."""
+        c = self.controls.get(label)
+        if c is None:
+            return False
+        v = _get(values, c)
+        return None if v is None else not (v >= SINK)
+
     def apply(self, values):
-        return all_of([sink_verdict(_get(values, x)) for x in self.sink]
-                      + [no_sink_verdict(_get(values, x)) for x in self.no_sink])
+        out = []
+        for labels, verdict in ((self.sink, sink_verdict), (self.no_sink, no_sink_verdict)):
+            for x in labels:
+                vac = self._vacuous(values, x)
+                out.append(NO_RESULT if vac is None else NOT_COMPARABLE if vac else verdict(_get(values, x)))
+        return all_of(out)
+
+    def reason(self, values):
+        vac = [x for x in (*self.sink, *self.no_sink) if self._vacuous(values, x)]
+        if not vac:
+            return ""
+        return "; ".join(f"{x} cannot fail here: its control {self.controls[x]} has no sink "
+                         f"({_fmt(_get(values, self.controls[x]))} %)" for x in vac)
+
+    def pairs(self):
+        return list(self.controls.items())
 
     def null(self, values):
         return {**values, **{x: (src if isinstance(src, float) else values.get(src)) for x, src in self.null_map.items()}}
@@ -129,6 +177,9 @@ class MattersLittle(Rule):
     def null(self, values):
         return {**values, **{x: 0.0 for x in [self.base, *self.labels]}}
 
+    def pairs(self):
+        return [(x, self.base) for x in self.labels]
+
 
 @dataclass
 class Change(Rule):
@@ -146,28 +197,60 @@ class Change(Rule):
                          f"{d} {self.control}" + (f", and below {NO_SINK:g} %" if self.treated_no_sink else "") + ".")
         self.null_sentence = f"{self.treated} equals {self.control}"
 
+    def _size(self, t, c):
+        """Does every pairing of a treated seed with a control seed fall short of the claimed size? (The claimed
+        change excluded by every seed: a finding even where the two points' ranges overlap.)"""
+        if not (isinstance(t, Seeds) and isinstance(c, Seeds)):
+            return False
+        short = Decision(t, c, (lambda a, b: a < b * (1 + CHANGE)) if self.up else (lambda a, b: a > b * (1 - CHANGE)),
+                         "short of")
+        return short.cross == {True}
+
     def apply(self, values):
         t, c = _get(values, self.treated), _get(values, self.control)
         if t is None or c is None:
             return NO_RESULT
-        if not self.up and self.what.startswith("Sink") and c < SINK:
+        sink_metric = self.what.startswith("Sink")
+        if not self.up and sink_metric and c < SINK:
             return NOT_COMPARABLE          # the control has no sink to weaken
-        if isinstance(t, Seeds) and isinstance(c, Seeds):
-            # a difference between two points is read only when their seeds separate them: the magnitude test
-            # below could otherwise call two overlapping points "not different enough" (disagrees)
-            moved = Decision(t, c, (lambda a, b: a > b) if self.up else (lambda a, b: a < b), ">" if self.up else "<")
-            if len(moved.cross) > 1:
-                raise Undecided(moved.key, moved.why(), settled=True)
-        ok = t >= c * (1 + CHANGE) if self.up else t <= c * (1 - CHANGE)
-        if t == c:
-            ok = False
-        out = [verdict_of(ok)]
+        if self.up and sink_metric and c < NO_SINK:
+            # against a control with no sink, "more sink" means a sink: any positive value is not "more"
+            grown = sink_verdict(t)
+            return all_of([grown] + ([no_sink_verdict(t)] if self.treated_no_sink else []))
+        if self._size(t, c):
+            out = [DISAGREES]               # every seed excludes the claimed size, overlapping or not
+        else:
+            if isinstance(t, Seeds) and isinstance(c, Seeds):
+                # a difference between two points is read only when their seeds separate them: the magnitude
+                # test below could otherwise call two overlapping points "not different enough" (disagrees)
+                moved = Decision(t, c, (lambda a, b: a > b) if self.up else (lambda a, b: a < b),
+                                 ">" if self.up else "<")
+                if len(moved.cross) > 1:
+                    raise Undecided(moved.key, moved.why(), settled=True)
+            ok = t >= c * (1 + CHANGE) if self.up else t <= c * (1 - CHANGE)
+            if t == c:
+                ok = False
+            out = [verdict_of(ok)]
         if self.treated_no_sink:
             out.append(no_sink_verdict(t))
         return all_of(out)
 
+    def reason(self, values):
+        t, c = _get(values, self.treated), _get(values, self.control)
+        if t is None or c is None:
+            return ""
+        if self.up and self.what.startswith("Sink") and c < NO_SINK:
+            return f"{self.control} has no sink, so 'more' asks {self.treated} for a sink (>= {SINK:g} %)"
+        if self._size(t, c):
+            return (f"every seed of {self.treated} is short of {100 * CHANGE:.0f} % "
+                    f"{'above' if self.up else 'below'} every seed of {self.control}")
+        return ""
+
     def null(self, values):
         return {**values, self.treated: values.get(self.control)}
+
+    def pairs(self):
+        return [(self.treated, self.control)]
 
 
 @dataclass
@@ -341,6 +424,12 @@ class Both(Rule):
     def null(self, values):
         return self.second.null(self.first.null(values))
 
+    def pairs(self):
+        return [*self.first.pairs(), *self.second.pairs()]
+
+    def reason(self, values):
+        return "; ".join(r for r in (self.first.reason(values), self.second.reason(values)) if r)
+
 
 @dataclass
 class WeightDecay(Rule):
@@ -421,6 +510,9 @@ class Keeps(Rule):
     def null(self, values):
         return {**values, self.treated: 0.0}
 
+    def pairs(self):
+        return [(self.treated, self.control)]
+
 
 @dataclass
 class Prefix(Rule):
@@ -455,3 +547,29 @@ class Prefix(Rule):
         out.update({f"{self.run}: Sink_{k}": 0.0 for k in range(2, self.k_max + 1)})
         out[f"{self.run}: Sink_1"] = NUMBERS["default"].value
         return out
+
+
+@dataclass
+class Onset(Rule):
+    """The sink's onset (``label``: the first evaluation step at which Sink_1 reaches SINK) lies in the window the
+    paper states, ``lo`` .. ``hi`` steps. A scale that does not measure it (no such label) reads not comparable.
+    Null: the sink is there from the start (onset at step 0)."""
+    label: str
+    lo: float
+    hi: float
+
+    def __post_init__(self):
+        self.sentence = f"{self.label} between {self.lo:g} and {self.hi:g} steps."
+        self.null_sentence = "the sink is there from the start (onset at step 0)"
+
+    def apply(self, values):
+        if self.label not in values:
+            return NOT_COMPARABLE
+        v = _get(values, self.label)
+        return NO_RESULT if v is None else verdict_of(self.lo <= v <= self.hi)
+
+    def reason(self, values):
+        return "" if self.label in values else "this scale's steps are not the paper's: its onset is not compared"
+
+    def null(self, values):
+        return {**values, self.label: 0.0}
