@@ -36,6 +36,8 @@ PAPER_COLOR = "black"
 REASON_CHARS = 150   # a chip's reason in the card; the whole reason is in its tooltip
 GRID_REASON_CHARS = 70  # ... and in a scorecard cell
 CLAIM_CHARS = 90
+# the book's glossary page, next to every chapter page (book/glossary.md): the terms a card uses, defined once
+GLOSSARY_LINK = '<a class="spx-terms" href="glossary.html">Terms: glossary</a>'
 
 
 def _e(text: Any) -> str:
@@ -267,13 +269,14 @@ def summary(entries: Sequence[Mapping]) -> str:
         words = [f"{c[v]} {v}" for v in (*registry.VERDICTS, "check") if c.get(v)]
         parts.append(f"{s}: " + ", ".join(words))
     n = len(entries)
-    head = f"{n} claim{'s' if n != 1 else ''} on this page"
+    head = f"{n} claim{'s' if n != 1 else ''}"
     return head + (" \u2014 " + "; ".join(parts) + "." if parts else ": no result yet.")
 
 
 CSS = """
 .spx-findings{margin:.2em 0 1em 0}
 .spx-findings .spx-sum{font-weight:600;margin:.2em 0 .5em 0}
+.spx-sum .spx-terms{font-weight:400;font-size:.9em;margin-left:.4em}
 .spx-finding{display:grid;grid-template-columns:minmax(0,5fr) minmax(0,7fr);gap:.3em 1em;padding:.45em 0;
   border-top:1px solid #d0d7de;align-items:start}
 .spx-finding .spx-claim{font-weight:600;margin-bottom:.15em}
@@ -320,7 +323,7 @@ class FindingCard:
         order = scale_order(self.entries)
         rows = "".join(card_row(e, order) for e in self.entries)
         return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
-                f'</div>{rows}</div>')
+                f' {GLOSSARY_LINK}</div>{rows}</div>')
 
     def show(self) -> "FindingCard":
         from IPython.display import display

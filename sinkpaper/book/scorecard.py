@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from .. import paper as registry
-from .findings import CLAIM_CHARS, CSS, GRID_REASON_CHARS, _cut, _e, chip, result_at, scale_order, shown_scales, summary
+from .findings import CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, _cut, _e, chip, result_at, scale_order, shown_scales, summary
 
 GRID_CSS = """
 .spx-grid{width:100%;font-size:.8em}
@@ -76,4 +76,4 @@ class Scorecard:
         # claims with a number of the paper's first (each group in the registry's order): the comparison first
         body = "".join(self._row(e) for e in sorted(self.entries, key=lambda e: not e["paper"]["values"]))
         return (f'<div class="spx-grid"><style>{CSS}{GRID_CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
-                f"</div><table>{cols}{head}<tbody>{body}</tbody></table></div>")
+                f" {GLOSSARY_LINK}</div><table>{cols}{head}<tbody>{body}</tbody></table></div>")
