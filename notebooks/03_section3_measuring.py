@@ -150,6 +150,7 @@ sink = {(r["model"], r["inputs"], r["BOS"] == "on"): r["Sink_1 (%)"] for r in ro
 print(f"measured {len(rows)} settings in {sum(p['provenance']['measure_seconds'] for p in payloads):.0f} s")
 
 # %% tags=["hide-input"]
+display(figures.table1_chart(rows))
 display(figures.Table(rows))
 text_prov = next(s["provenance"] for s in payloads[0]["settings"] if s["inputs"] == "natural")
 display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,

@@ -176,7 +176,7 @@ if reading:
 # paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps
 # Sink_1 >= 10 %. The fixed-v* claim reads v' (the paper: Sink* 70.03, Sink_1 0.06), judged as "the bias takes
 # the sink"; the paper's claim that a large v* (20 v') sends the sink back to token 1 is a row of its own,
-# `bias_fixed_v_large`. Each stored run is read on its plateau (the mean of its last 20 % of evaluations), and a
+# `bias_fixed_v_large`. Each stored run is read on its plateau (the mean over the last 20 % of its steps), and a
 # verdict holds only when every seed reads it: otherwise it is *inconclusive*, with the reason under it.
 #
 # On real text the sink-token, K-bias, KV-bias and fixed-v* claims are judged on the runs **without** a fixed

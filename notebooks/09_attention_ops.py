@@ -208,7 +208,7 @@ else:
 # `elu_norm`, a different operation the paper could not train (its Table 15, "-"). The miniature's `kernel_elu`
 # runs (stored, three seeds) are read by that row; the miniature table above lists only the points the live run
 # can train, so it does not show them (`python -m sinkpaper claims --id ops_elu` prints their values). Each stored
-# run is read on its plateau (the mean of its last 20 % of evaluations) and the seeds decide, as on the
+# run is read on its plateau (the mean over the last 20 % of its steps) and the seeds decide, as on the
 # scorecard; the proxy's early transient is below.
 
 # %% tags=["hide-input"]

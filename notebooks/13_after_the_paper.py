@@ -106,7 +106,7 @@ display(figures.sweep_chart(shown, order, value=("Sink_1", "Sink*"),
 # ## The verdicts
 #
 # Each source's claim in its words and the paper's reading of each design, judged as every claim of the book is:
-# each run on its plateau (the mean of its last 20 % of evaluations), the seeds deciding (a difference inside their
+# each run on its plateau (the mean over the last 20 % of its steps), the seeds deciding (a difference inside their
 # spread reads *inconclusive*), runs that did not learn left out. None of the sources reports Sink_1 at this metric,
 # so each rule was checked on the shape its source states, and on a result with no effect, before any run.
 

@@ -70,3 +70,14 @@ def test_specs_are_read_back_from_a_page(runs):
     assert len(specs) == 2
     assert [figures.draws_the_paper(s) for s in specs] == [True, False]
     assert [bool(figures.joined_lines(s)) for s in specs] == [False, True]
+
+
+def test_table_1_puts_the_papers_bars_beside_ours():
+    rows = [{"model": "m", "BOS": "on", "inputs": i, "Sink_1 (%)": v} for i, v in (("natural", 30.0), ("repeat", 1.0))]
+    values = figures.chart_values(figures.table1_chart(rows).to_dict())
+    paper_bars = {(v["model"], v["inputs"]): v["v"] for v in values if v["who"] == "paper"}
+    expected = {tuple(k.split(": ")): n.value for k, n in paper.NUMBERS.items()
+                if n.source == "Table 1" and k.split(": ")[-1] in ("natural", "repeat")}
+    assert paper_bars == expected and expected          # every Table-1 number of those inputs, and nothing else
+    assert {(v["model"], v["inputs"], v["v"]) for v in values if v["who"] == "ours"} == {
+        ("m, BOS on", "natural", 30.0), ("m, BOS on", "repeat", 1.0)}

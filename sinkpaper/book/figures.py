@@ -851,3 +851,29 @@ def live_and_stored_rows(live: Mapping, live_label: str, stored: Sequence[Mappin
 
     live_rows = [{**r, "point": live_label, "seed": live["config"]["run"]["seed"]} for r in rows_of(live, live_label)]
     return live_rows + [{**r, "point": f"stored seeds ({r['point']})"} for r in seed_rows(stored, rows_of)]
+
+
+def table1_chart(rows: Sequence[Mapping], title: str = "Sink_1 per input kind: the paper's models (Table 1) and ours",
+                 width: int | str = "container", height: int = 220) -> alt.LayerChart:
+    """Sink_1 % per input kind, the paper's Table 1 models (:data:`sinkpaper.paper.NUMBERS`, source "Table 1";
+    grey bars) beside ours (``rows`` of :func:`sinkpaper.book.measuring.inputs_table`, one bar per model and BOS
+    setting, coloured). An input kind the paper gives no number for has no grey bar."""
+    kinds = list(dict.fromkeys(r["inputs"] for r in rows))
+    values = [{"inputs": key.split(": ")[1], "model": key.split(": ")[0], "who": "paper", "v": _num(n.value)}
+              for key, n in NUMBERS.items() if n.source == "Table 1" and ": " in key and key.split(": ")[1] in kinds]
+    values += [{"inputs": r["inputs"], "model": f"{r['model']}, BOS {r['BOS']}", "who": "ours",
+                "v": _num(r["Sink_1 (%)"])} for r in rows]
+    models = list(dict.fromkeys(v["model"] for v in values))
+    ours = [m for m in models if not any(v["model"] == m and v["who"] == "paper" for v in values)]
+    paper_models = [m for m in models if m not in ours]
+    palette = ["#d1242f", "#0969da", "#1a7f37", "#bc4c00", "#8250df", "#1b7c83"]
+    color = alt.Color("model:N", sort=models, title=None, legend=alt.Legend(orient="bottom", columns=2),
+                      scale=alt.Scale(domain=models, range=["#bbbbbb", "#999999", "#777777", "#555555"][
+                          :len(paper_models)] + [palette[i % len(palette)] for i in range(len(ours))]))
+    return (alt.Chart(alt.Data(values=values), title=title).mark_bar()
+            .encode(x=alt.X("inputs:N", sort=kinds, title=None, axis=alt.Axis(labelAngle=0)),
+                    xOffset=alt.XOffset("model:N", sort=models),
+                    y=alt.Y("v:Q", title="Sink_1 %", scale=alt.Scale(domain=[0, 100])), color=color,
+                    tooltip=["inputs:N", "model:N", alt.Tooltip("who:N", title="source"),
+                             alt.Tooltip("v:Q", title="Sink_1 %", format=".4g")])
+            .properties(width=width, height=height))
