@@ -40,7 +40,7 @@ missing_chapters = [ch for ch in chapters if not any(paper.claim(cid).chapter ==
 
 # %% tags=["remove-input", "full-width"]
 display(findings.verdict_chart(entries))
-display(scorecard.Scorecard(entries))
+display(scorecard.Scorecard(entries, late_rules=findings.rules_set_after_runs(entries)))
 n_rules = sum(e["rule"] is not None for e in entries)
 checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == paper.AGREES
                 and e["rule_check"]["no_effect"] != paper.AGREES for e in entries)

@@ -137,3 +137,13 @@ def test_scorecard_escapes_and_puts_the_scale_with_results_first(listing):
     assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
     assert scorecard.Scorecard([entry]).scales[0] == last
     assert "paper 1 % / ours 2 % (k)" in page
+
+
+def test_a_rule_set_after_its_runs_is_marked_in_its_cell_only(listing):
+    e = _entry(listing, "opt_batch")
+    scale = next(s for s in findings.shown_scales(e) if findings.has_values(findings.result_at(e, s)))
+    page = scorecard.Scorecard([e], late_rules={(e["id"], scale): "2 of 3"})._repr_html_()
+    cells = re.findall(r'<td data-scale="([^"]+)">(.*?)</td>', page, re.S)
+    marked = [s for s, cell in cells if 'class="spx-late"' in cell]
+    assert marked == [scale] and "set after 2 of 3 of the runs it judges" in page
+    assert 'class="spx-late"' not in scorecard.Scorecard([e])._repr_html_()

@@ -175,15 +175,20 @@ def headline(e: Mapping, res: Mapping) -> str:
     return f"{paper_txt} / ours {_value(o, pct)} ({label})"
 
 
-def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS) -> str:
+def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
+         late_rule: str | None = None) -> str:
     """The verdict as HTML: a coloured word (with the scale's name), the headline, and the one-line reason; the
-    whole reason and the rule in the tooltip."""
+    whole reason and the rule in the tooltip. ``late_rule`` ("2 of 3"): the rule in force was set after that many
+    of the runs it judges, marked with a dagger (:func:`rules_set_after_runs`)."""
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
     why = reason(e, res)
     tip = (f"{scale + ': ' if scale else ''}{word}. {why}" + (f"\nRule: {e['rule']}" if e.get("rule") else "")
            + (f"\nNote: {res['note']}" if res.get("note") else ""))
     head = f'<span class="spx-chip" style="background:{color}">{_e(word)}</span>'
+    if late_rule:
+        head += (f'<span class="spx-late" title="the rule in force was set after {_e(late_rule)} of the runs it '
+                 f'judges (appendix: when each verdict rule was fixed)">\u2020</span>')
     where = f'<span class="spx-scale" style="color:{scale_color(scale)}">{_e(scale)}</span>' if scale else ""
     body = f'<span class="spx-headline">{_e(headline(e, res))}</span>'
     return (f'<div class="spx-verdict" title="{_e(tip)}">{head}{where}{body}'
@@ -258,6 +263,26 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
     return alt.vconcat(*panels).resolve_scale(x="independent", color="shared").configure_view(stroke=None)
 
 
+def rules_set_after_runs(entries: Sequence[Mapping]) -> dict[tuple[str, str], str]:
+    """{(claim id, scale): "n of m"} where the rule in force was set after n of the m stored runs it judges, from
+    the registry's git history (:func:`sinkpaper.paper.history.by_claim`); {} in a shallow clone, whose history
+    would date every rule at its one commit."""
+    import re
+
+    from ..paper import history
+
+    if history.is_shallow():
+        return {}
+    rows = history.by_claim(history.rule_history(), list(entries), scales=tuple(registry.SCALES))
+    out = {}
+    for row in rows:
+        for s in registry.SCALES:
+            m = re.fullmatch(r"(\d+) of (\d+)", str(row.get(f"{s}: runs older than the rule", "")))
+            if m and int(m.group(1)) > 0:
+                out[(row["claim"], s)] = m.group(0)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- the card
 def summary(entries: Sequence[Mapping]) -> str:
     """One sentence: per scale with results, how many claims read each verdict."""
@@ -288,6 +313,7 @@ CSS = """
 .spx-chip{display:inline-block;color:#fff;border-radius:.8em;padding:0 .55em;font-weight:600;margin-right:.35em;
   white-space:nowrap}
 .spx-scale{font-weight:600;margin-right:.35em;white-space:nowrap}
+.spx-late{font-weight:700;margin-right:.35em;color:#9a6700;cursor:help}
 .spx-headline{display:block;font-variant-numeric:tabular-nums}
 .spx-why{display:block;color:#57606a;font-size:.95em}
 @media (max-width:700px){.spx-finding{grid-template-columns:minmax(0,1fr)}}

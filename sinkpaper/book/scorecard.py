@@ -43,10 +43,12 @@ class Scorecard:
     """The scorecard grid as notebook output (HTML): a summary sentence, then one row per claim (those with a number
     of the paper's first), one column per scale; a cell the book does not run is a dash."""
 
-    def __init__(self, entries: Sequence[Mapping], href: str = "{chapter}.html"):
+    def __init__(self, entries: Sequence[Mapping], href: str = "{chapter}.html",
+                 late_rules: Mapping[tuple[str, str], str] | None = None):
         self.entries = list(entries)
         self.href = href
         self.scales = scale_order(self.entries)
+        self.late_rules = dict(late_rules or {})   # (claim, scale) -> "n of m" (findings.rules_set_after_runs)
 
     def counts(self) -> dict[str, Counter]:
         return counts(self.entries)
@@ -64,7 +66,8 @@ class Scorecard:
         for s in self.scales:
             res = result_at(e, s)
             cells.append(f'<td data-scale="{_e(s)}">' + (
-                chip(e, res, limit=GRID_REASON_CHARS) if s in shown_scales(e) else
+                chip(e, res, limit=GRID_REASON_CHARS, late_rule=self.late_rules.get((e["id"], s)))
+                if s in shown_scales(e) else
                 '<span class="spx-none" title="not run at this scale">\u2013</span>') + "</td>")
         return f'<tr id="claim-{_e(e["id"])}">' + "".join(cells) + "</tr>"
 
@@ -75,5 +78,7 @@ class Scorecard:
         head = "<thead><tr><th>claim</th>" + "".join(f"<th>{_e(s)}</th>" for s in self.scales) + "</tr></thead>"
         # claims with a number of the paper's first (each group in the registry's order): the comparison first
         body = "".join(self._row(e) for e in sorted(self.entries, key=lambda e: not e["paper"]["values"]))
+        late = (' <span class="spx-late">\u2020</span>: the rule in force was set after some of the runs it judges '
+                '(hover for how many).' if self.late_rules else "")
         return (f'<div class="spx-grid"><style>{CSS}{GRID_CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
-                f" {GLOSSARY_LINK}</div><table>{cols}{head}<tbody>{body}</tbody></table></div>")
+                f"{late} {GLOSSARY_LINK}</div><table>{cols}{head}<tbody>{body}</tbody></table></div>")
