@@ -23,8 +23,16 @@ def listing():
     return json.loads(LISTING.read_text())
 
 
-def _entry(listing, cid):
-    return copy.deepcopy(next(e for e in listing if e["id"] == cid))
+def _entry(listing, cid, seeded: str | None = None):
+    """A listing entry; with ``seeded`` (a scale), three seeds' values at that scale for each of the paper's labels
+    (test data: the stored listing predates seed values)."""
+    e = copy.deepcopy(next(e for e in listing if e["id"] == cid))
+    if seeded:
+        seeds = {k: [v + 1.0, v + 2.0, v + 6.0] for k, v in e["paper"]["values"].items()}
+        e["results"][seeded] = {"status": "found", "verdict": "disagrees", "why": "", "seeds": [0, 1, 2],
+                                "seed_values": seeds, "values": {k: sum(v) / 3 for k, v in seeds.items()},
+                                "measurement": "store test", "note": ""}
+    return e
 
 
 def _layers(spec):
@@ -43,16 +51,19 @@ def _values(chart):
 
 
 def test_the_chart_draws_the_papers_values_and_every_seed_exactly(listing):
-    e = _entry(listing, "opt_batch")
+    e = _entry(listing, "opt_batch", seeded="real text (CPU)")
     chart = findings.claim_chart(e)
     rows = findings.chart_rows(e, [s for s in paper.SCALES if findings.has_values(findings.result_at(e, s))])
     drawn = {(r["label"], r["who"], r["kind"], r["value"]) for r in rows}
     for label, v in e["paper"]["values"].items():
         assert (label, "paper", "paper", v) in drawn
+    checked = 0
     for s, res in e["results"].items():
         for label, seeds in (res.get("seed_values") or {}).items():
             assert sorted(r["value"] for r in rows if (r["label"], r["who"], r["kind"]) == (label, s, "seed")) \
                 == sorted(seeds)
+            checked += 1
+    assert checked == len(e["paper"]["values"])
     assert chart is not None and chart.to_dict()
 
 
@@ -140,7 +151,7 @@ def test_scorecard_escapes_and_puts_the_scale_with_results_first(listing):
 
 
 def test_a_rule_set_after_its_runs_is_marked_in_its_cell_only(listing):
-    e = _entry(listing, "opt_batch")
+    e = _entry(listing, "opt_batch", seeded="real text (CPU)")
     scale = next(s for s in findings.shown_scales(e) if findings.has_values(findings.result_at(e, s)))
     page = scorecard.Scorecard([e], late_rules={(e["id"], scale): "2 of 3"})._repr_html_()
     cells = re.findall(r'<td data-scale="([^"]+)">(.*?)</td>', page, re.S)
