@@ -54,13 +54,13 @@ def test_the_chart_draws_the_papers_values_and_every_seed_exactly(listing):
     e = _entry(listing, "opt_batch", seeded="real text (CPU)")
     chart = findings.claim_chart(e)
     rows = findings.chart_rows(e, [s for s in paper.SCALES if findings.has_values(findings.result_at(e, s))])
-    drawn = {(r["label"], r["who"], r["kind"], r["value"]) for r in rows}
+    drawn = {(r["key"], r["who"], r["kind"], r["value"]) for r in rows}
     for label, v in e["paper"]["values"].items():
         assert (label, "paper", "paper", v) in drawn
     checked = 0
     for s, res in e["results"].items():
         for label, seeds in (res.get("seed_values") or {}).items():
-            assert sorted(r["value"] for r in rows if (r["label"], r["who"], r["kind"]) == (label, s, "seed")) \
+            assert sorted(r["value"] for r in rows if (r["key"], r["who"], r["kind"]) == (label, s, "seed")) \
                 == sorted(seeds)
             checked += 1
     assert checked == len(e["paper"]["values"])
@@ -158,3 +158,13 @@ def test_a_rule_set_after_its_runs_is_marked_in_its_cell_only(listing):
     marked = [s for s, cell in cells if 'class="spx-late"' in cell]
     assert marked == [scale] and "set after 2 of 3 of the runs it judges" in page
     assert 'class="spx-late"' not in scorecard.Scorecard([e])._repr_html_()
+
+
+def test_config_keys_read_as_words_and_stay_in_the_tooltip(listing):
+    assert findings.human_label("lr_x2_steps_x0.5") == "LR \u00d7 2, steps \u00d7 0.5"
+    assert findings.human_label("fixed_pos2: Sink_2") == "fixed token at 2: Sink_2"
+    assert findings.human_label("pos_rope") == "pos_rope"          # no pattern: kept as it is
+    e = _entry(listing, "opt_batch", seeded="real text (CPU)")
+    rows = findings.chart_rows(e, ["real text (CPU)"])
+    assert {r["key"] for r in rows} == set(e["paper"]["values"])
+    assert {r["label"] for r in rows} == {findings.human_label(k) for k in e["paper"]["values"]}

@@ -130,6 +130,25 @@ def _values_text(values: Mapping[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------- one value per cell
+_HUMAN = ((r"lr_x([\d.]+)", "LR \u00d7 \\1"), (r"steps_x([\d.]+)", "steps \u00d7 \\1"),
+          (r"batch_x([\d.]+)", "batch \u00d7 \\1"), (r"^wd_([\d.]+)", r"WD \1"), (r"^heads_(\d+)", r"\1 heads"),
+          (r"^fixed_pos(\d+)", r"fixed token at \1"), (r"^softmax_sum_([\d.]+)", r"softmax rows sum to \1"))
+
+
+def human_label(label: str) -> str:
+    """A config key as a reader says it ("lr_x2_steps_x0.5" -> "LR \u00d7 2, steps \u00d7 0.5", "wd_0.5" -> "WD
+    0.5"); a key no pattern knows is kept as it is. The key itself stays in the tooltips."""
+    import re
+
+    point, sep, metric = label.partition(": ")
+    words = point
+    for pattern, repl in _HUMAN:
+        words = re.sub(pattern, repl, words)
+    if words != point:
+        words = words.replace("_", ", ")
+    return words + sep + metric
+
+
 def _point(label: str) -> str:
     return label.split(": ")[0]
 
@@ -171,8 +190,8 @@ def headline(e: Mapping, res: Mapping) -> str:
     o = (res.get("values") or {}).get(label)
     paper_txt = f"paper {_value(p, pct)}" if p is not None else "the paper gives no number"
     if o is None:     # the chip already says "no result"
-        return paper_txt + (f" ({label})" if p is not None else "")
-    return f"{paper_txt} / ours {_value(o, pct)} ({label})"
+        return paper_txt + (f" ({human_label(label)})" if p is not None else "")
+    return f"{paper_txt} / ours {_value(o, pct)} ({human_label(label)})"
 
 
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
@@ -207,16 +226,18 @@ def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
         unit = "%" if _is_percent(label, e) else label.split(": ")[-1]
         p = (e["paper"]["values"] or {}).get(label)
         if p is not None:
-            rows.append({"label": label, "unit": unit, "who": "paper", "kind": "paper", "value": p, "seed": ""})
+            rows.append({"label": human_label(label), "key": label, "unit": unit, "who": "paper", "kind": "paper",
+                         "value": p, "seed": ""})
         for s in scales:
             res = result_at(e, s)
             seeds = res.get("seeds") or []
             for i, v in enumerate((res.get("seed_values") or {}).get(label) or []):
-                rows.append({"label": label, "unit": unit, "who": s, "kind": "seed", "value": v,
-                             "seed": str(seeds[i]) if i < len(seeds) else str(i)})
+                rows.append({"label": human_label(label), "key": label, "unit": unit, "who": s, "kind": "seed",
+                             "value": v, "seed": str(seeds[i]) if i < len(seeds) else str(i)})
             m = (res.get("values") or {}).get(label)
             if m is not None:
-                rows.append({"label": label, "unit": unit, "who": s, "kind": "mean", "value": m, "seed": ""})
+                rows.append({"label": human_label(label), "key": label, "unit": unit, "who": s, "kind": "mean",
+                             "value": m, "seed": ""})
     return rows
 
 
@@ -244,7 +265,8 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
         offset = alt.YOffset("who:N", scale=alt.Scale(domain=who))
         color = alt.Color("who:N", scale=alt.Scale(domain=who, range=colors), title=None,
                           legend=alt.Legend(orient="bottom", direction="horizontal") if unit == units[-1] else None)
-        tip = [alt.Tooltip("label:N", title="point"), alt.Tooltip("who:N", title="source"),
+        tip = [alt.Tooltip("label:N", title="point"), alt.Tooltip("key:N", title="config key"),
+               alt.Tooltip("who:N", title="source"),
                alt.Tooltip("kind:N", title="value"), alt.Tooltip("seed:N"),
                alt.Tooltip("value:Q", format=".3g")]
         base = alt.Chart(alt.Data(values=part))
