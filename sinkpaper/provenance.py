@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import hashlib
 import platform
 import subprocess
 from pathlib import Path
@@ -111,8 +112,27 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@functools.lru_cache(maxsize=1)
+def uncommitted_diff() -> str | None:
+    """The sha256 of `git diff HEAD` (tracked files) when the checkout has uncommitted changes, else None: a result
+    computed from a dirty tree names exactly which changes it ran with (read once, when first asked: a long
+    sweep records the diff it started with)."""
+    here = _checkout()
+    if not here or not here[1]:
+        return None
+    try:
+        diff = subprocess.run(["git", "-C", str(_ROOT), "diff", "HEAD"], capture_output=True, timeout=30,
+                              check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return hashlib.sha256(diff).hexdigest()
+
+
 def stamp(device: str | torch.device | None = None, **extra) -> dict:
-    """The provenance fields common to every result; `extra` adds the result-specific ones."""
+    """The provenance fields common to every result; `extra` adds the result-specific ones. A result computed from
+    a checkout with uncommitted changes also carries the hash of those changes (``diff_sha256``)."""
+    diff = uncommitted_diff()
     return {"code_version": code_version(), "hardware": hardware(device), "torch": torch.__version__,
             "python": platform.python_version(),
-            "computed_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **extra}
+            "computed_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            **({"diff_sha256": diff} if diff else {}), **extra}

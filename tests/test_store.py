@@ -249,3 +249,21 @@ def test_yaml_mistakes_in_set_are_one_line_value_errors():
     with pytest.raises(ValueError, match="is not a valid YAML value"):
         parse_sets(["name={a: [}"])
 
+
+
+def test_a_result_from_a_checkout_with_uncommitted_changes_names_them(monkeypatch):
+    import hashlib
+    import subprocess as sp
+
+    from sinkpaper import provenance
+    monkeypatch.setattr(provenance, "_checkout", lambda: ("a" * 40, True))
+    monkeypatch.setattr(provenance.subprocess, "run",
+                        lambda *a, **k: sp.CompletedProcess(a, 0, stdout=b"--- a/x\n+++ b/x\n+changed\n"))
+    provenance.uncommitted_diff.cache_clear()
+    try:
+        assert provenance.stamp(None)["diff_sha256"] == hashlib.sha256(b"--- a/x\n+++ b/x\n+changed\n").hexdigest()
+        monkeypatch.setattr(provenance, "_checkout", lambda: ("a" * 40, False))
+        provenance.uncommitted_diff.cache_clear()
+        assert "diff_sha256" not in provenance.stamp(None)       # a clean checkout: its commit says it all
+    finally:
+        provenance.uncommitted_diff.cache_clear()

@@ -181,15 +181,36 @@ def test_every_stored_claims_rule_reads_the_papers_numbers_and_not_no_effect_as_
         assert paper.judge(c.rule, {k: [v] for k, v in null.items() if v is not None})[0] != A, c.id
 
 
-def test_no_stored_verdict_rests_on_a_run_that_did_not_learn():
-    listing = paper.listing()
-    for e in listing:
-        r = e["results"]["real text (CPU)"]
-        for line in r.get("excluded", []):
-            point, seed = line.split(" seed ")[0].split(": ")[-1], int(line.split(" seed ")[1].split(" ")[0].rstrip(":"))
-            for label, per_seed in r.get("plateaus", {}).items():
+def test_no_stored_verdict_rests_on_a_run_that_did_not_learn(tmp_path):
+    """A store built for it: the base run's seed 0 rewritten so that neither loss ever falls below the unigram
+    loss of its data. The registry lists it as not counted, reads no plateau from it, and the claim has too few
+    seeds left for a verdict."""
+    from sinkpaper.train.store import read_entry, write_entry
+    store = tmp_path / "store"
+    shutil.copytree(REPO / "results/store", store, ignore=shutil.ignore_patterns(".claims"))
+    claim = paper.claim("opt_emergence")
+    payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 0, str(store))
+    path = store / f"{payload['hash']}.json.gz"
+    entry = read_entry(path)
+    floor = sweeps.unigram_floor(entry["config"])
+    for c in entry["curve"]:
+        for k in ("loss", "val_loss"):
+            if c.get(k) is not None:
+                c[k] = floor + 0.5
+    write_entry(path, entry)
+    r = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert [x.split(":")[0] for x in r["excluded"]] == ["default seed 0"], r["excluded"]
+    assert "it did not learn" in r["excluded"][0]
+    assert all("0" not in per_seed for per_seed in r["plateaus"].values()), r["plateaus"]
+    assert r["status"] == "too few seeds" and r["verdict"] == R
+    # on the committed store, every run a verdict reads learned: no excluded run sits in a plateau
+    for e in paper.listing():
+        res = e["results"]["real text (CPU)"]
+        for line in res.get("excluded", []):
+            point, seed = line.split(" seed ")[0].split(": ")[-1], line.split(" seed ")[1].split(" ")[0].rstrip(":")
+            for label, per_seed in res.get("plateaus", {}).items():
                 spec = paper.claim(e["id"]).measure["real text (CPU)"].points[label]
-                assert not (spec[0] == point and str(seed) in per_seed), (e["id"], line)
+                assert not (spec[0] == point and seed in per_seed), (e["id"], line)
 
 
 def test_the_scorecard_and_the_chapter_tables_show_inconclusive_with_its_reason():
@@ -323,3 +344,16 @@ def test_the_onset_is_checked_against_the_window_the_paper_states():
     assert onset_of(run)["mean"] == 1100.0          # the first evaluation at SINK (10 %) or above
     run["curve"] = run["curve"][:2]
     assert onset_of(run)["mean"] == 2600.0          # never: one evaluation past the end
+
+
+def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none_here():
+    from sinkpaper.paper.report import removal_base_rate
+
+    def e(cid, seeds):
+        c = paper.claim(cid)
+        return {"id": cid, "paper": {"values": c.paper_values()}, "results": {"real text (CPU)": {"seed_values": seeds}}}
+    listing = [e("arch_pe", {"pos_rope": [40, 45, 38], "pos_nope": [0, 0, 0.1], "pos_alibi": [0, 6, 0],
+                             "pos_absolute": [20, 0, 0]}),
+               e("ops_sigmoid", {"sigmoid": [0, 0, 0], "softmax": [40, 40, 40]})]    # a Contrast: not counted
+    got = removal_base_rate(listing)
+    assert got == {"none": ["pos_nope"], "kept_in_paper": ["pos_absolute", "pos_alibi", "pos_nope", "pos_rope"]}

@@ -514,7 +514,10 @@ CLAIMS: tuple[Claim, ...] = (
           note="judged on the runs with a BOS before every document of the window and each document masked from the "
                "others; Sink_first reads each query's attention on its own document's first token (its BOS), as "
                "Sink_1 reads position 1 (under a plain causal mask the two are equal). The runs with one BOS per "
-               "window are shown beside, not judged: their position 1 is mid-document for most queries"),
+               "window are shown beside, not judged: their position 1 is mid-document for most queries. Which token "
+               "this reads: the corpus's documents are far longer than the 64-token held-out windows, so few windows "
+               "hold a document start and Sink_first mostly reads the window-start BOS, as Sink_1 does; a reading at "
+               "document starts inside the windows is not built yet"),
     Claim("pack_bos_inference", "related", "10_packing_bos",
           "A model trained with a BOS depends on it: without it the sink changes (Barbero et al. 2025)",
           "Barbero et al. 2025", rule=DependsOn(),

@@ -72,7 +72,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
     got: dict[str, dict[int, float]] = {}
     plateaus: dict[str, dict[int, dict]] = {}
     excluded: list[str] = []
-    stale, prov, computed, rising = [], [], [], []
+    stale, prov, computed, rising, dirty = [], [], [], [], []
     steps: dict[str, set[int]] = {}
     wds: set[float] = set()
     missing_required = False
@@ -90,6 +90,8 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                 missing_required |= seed in m.seeds and label not in m.beside
                 continue
             prov.append(payload["hash"])
+            if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
+                dirty.append(f"{point} seed {seed}")
             computed.append(payload["result"].get("provenance", {}).get("computed_at"))
             why = training_failure(payload, TRAINED, PLATEAU)
             if why:
@@ -107,6 +109,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                 wds.add(payload["config"]["optim"]["weight_decay"])
                 if still_rising(p, metric, RISING):
                     rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
+    excluded = list(dict.fromkeys(excluded))   # a run two labels read is listed once
     # seeds paired across the claim's labels: those every label the rule may read has (a seed such a label lacks
     # drops out for all); a label shown beside gives the paired seeds it has, and is left out where it has none
     judged = [k for k in got if k not in m.beside]
@@ -132,6 +135,9 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
         notes.append(f"{len(excluded)} run(s) not counted: " + "; ".join(excluded))
     if enough and len(paired) != len(m.seeds):
         notes.append(f"seeds {', '.join(map(str, paired))}")
+    if dirty:
+        notes.append("trained from uncommitted changes (code version marked .dirty; the diff was not recorded then): "
+                     + ", ".join(sorted(set(dirty))))
     if rising:
         notes.append("still rising at the end (its plateau is a lower bound): " + "; ".join(sorted(set(rising))))
     if profile == "gpu" and wds and wds != {PAPER_WD}:

@@ -24,9 +24,33 @@ def verdict_text(res: Mapping) -> str:
         return f"{NO_RESULT} ({NOT_RUN})"
     if res.get("status") == "too few seeds":
         return f"{NO_RESULT} (fewer than {SEEDS_MIN} seeds that trained)"
-    if res["verdict"] == INCONCLUSIVE and res.get("why"):
-        return f"{INCONCLUSIVE}: {res['why']}"
+    if res.get("why"):          # inconclusive, and any verdict a rule explains (a reading that cannot fail, ...)
+        return f"{res['verdict']}: {res['why']}"
     return res["verdict"]
+
+
+def removal_base_rate(listing: Sequence[Mapping], scale: str = "real text (CPU)") -> dict:
+    """How often a change that keeps a sink in the paper has none here: over the points that claims of "a sink
+    stays" (Sinks, MattersLittle) read, those the paper gives a sink (>= SINK) and whose every seed at ``scale`` is
+    below NO_SINK. A verdict "X removes the sink" at a scale where many such points have none is weak evidence.
+    {"none": [labels], "kept_in_paper": [labels]}, each label once."""
+    from .rules import MattersLittle, Sinks
+    from .verdicts import NO_SINK, SINK
+    kept, none = {}, {}
+    for e in listing:
+        rule = claim(e["id"]).rule
+        if not isinstance(rule, (Sinks, MattersLittle)):
+            continue
+        labels = list(rule.labels) + ([rule.base] if isinstance(rule, MattersLittle) else [])
+        seeds = e["results"].get(scale, {}).get("seed_values", {})
+        for x in labels:
+            paper = e["paper"]["values"].get(x)
+            if paper is None or paper < SINK or not seeds.get(x):
+                continue
+            kept[x] = True
+            if all(v < NO_SINK for v in seeds[x]):
+                none[x] = True
+    return {"none": sorted(none), "kept_in_paper": sorted(kept)}
 
 
 def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = STORE) -> dict:
@@ -114,6 +138,11 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")   # "max(|row sum|, 1)"
     n = counts(tested, scale)
     lines += ["", f"{len(tested)} claims tested at {scale}: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
+    base = removal_base_rate(entries, scale)
+    if base["kept_in_paper"]:
+        lines += ["", f"Base rate for 'X removes the sink': of the {len(base['kept_in_paper'])} points that keep a sink "
+                      f"in the paper and are read here, {len(base['none'])} have none in any seed at {scale} ("
+                      + (", ".join(base["none"]) or "none") + ")."]
     return "\n".join(lines)
 
 
