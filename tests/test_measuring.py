@@ -181,10 +181,16 @@ def test_colab_setup_runs_only_on_colab(monkeypatch):
     assert ran == cmds and cmds[0][-2:] == ["--no-deps", "surely-not-installed-pkg"]
 
 
-def test_bootstrap_cell_is_valid_python_and_does_nothing_here():
+def test_bootstrap_cell_is_valid_python_and_does_nothing_here(monkeypatch):
+    import subprocess as sp
     src = colab.bootstrap_cell()
-    compile(src, "<bootstrap>", "exec")
-    exec(compile(src, "<bootstrap>", "exec"), {})  # not on Colab: no install, no import of colab.setup
+    ran = []
+    monkeypatch.setattr(sp, "run", lambda *a, **k: ran.append(a))     # what an install would call
+    monkeypatch.delitem(__import__("sys").modules, "google.colab", raising=False)
+    namespace = {}
+    exec(compile(src, "<bootstrap>", "exec"), namespace)    # not on Colab: no install, no import of colab.setup
+    assert ran == [] and "colab" not in namespace and "subprocess" not in namespace
+    assert f'"{colab.pip_spec(None)}"' in src           # on Colab it installs the pinned spec
 
 
 @pytest.mark.parametrize("stem", ["01_introduction", "02_section3_properties", "03_section3_measuring"])

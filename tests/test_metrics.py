@@ -478,7 +478,11 @@ def test_first_key_alpha_is_alpha_1_under_a_causal_mask_and_the_document_start_u
     torch.testing.assert_close(first_key_alpha(b, vis[None])[0, 0], want)
     # the summary reads it only where a first key is not position 1
     tr = Trace(attentions=[b], visible=vis[None])
-    assert summarize(TraceStats.from_trace(tr), ks=range(1, 3))["sink_first_key"] is not None
+    # one head: the percentage of (sample, layer, head) whose first-key alpha is above epsilon
+    got = summarize(TraceStats.from_trace(tr), epsilon=0.3, ks=range(1, 3))["sink_first_key"]
+    assert got == (100.0 if float(want) > 0.3 else 0.0)
+    assert summarize(TraceStats.from_trace(tr), epsilon=float(want) - 1e-6, ks=range(1, 3))["sink_first_key"] == 100.0
+    assert summarize(TraceStats.from_trace(tr), epsilon=float(want) + 1e-6, ks=range(1, 3))["sink_first_key"] == 0.0
     assert summarize(TraceStats.from_trace(Trace(attentions=[a], visible=causal[None])), ks=range(1, 3))[
         "sink_first_key"] is None
 
