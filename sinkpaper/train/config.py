@@ -79,6 +79,13 @@ class EvalConfig:
     seq_len: int = 64                 # the paper's T for the metric
     epsilon: float = 0.3
     k_max: int = 10
+    # what forms before the sink (sinkpaper.circuits), measured at every evaluation on random tokens repeated
+    # once: induction and previous-token scores per head, the in-context gain
+    circuits: bool = False
+    # extra early evaluations at steps growing by this ratio (1.1: an onset resolved to within 10 % of its step),
+    # from every/10 up to 80 % of the steps (the last 20 %, where a run's plateau is read, keeps the regular
+    # cadence); None: every `every` steps only
+    early_ratio: float | None = None
 
 
 @dataclass
@@ -295,6 +302,19 @@ def build(raw: dict, profile: str = "cpu", overrides: dict | None = None, sweep_
     return cfg
 
 
+def early_eval_steps(cfg: "TrainConfig") -> frozenset[int]:
+    """The extra early evaluation steps of ``eval.early_ratio`` (empty without it): every/10, then growing by the
+    ratio, up to 80 % of the (scaled) steps."""
+    e, steps = cfg.eval, cfg.optim.steps
+    if not e.early_ratio:
+        return frozenset()
+    out, x = set(), max(1.0, e.every / 10)
+    while x < 0.8 * steps:
+        out.add(int(round(x)))
+        x *= e.early_ratio
+    return frozenset(out)
+
+
 def validate(cfg: TrainConfig) -> None:
     d, o, e, r = cfg.data, cfg.optim, cfg.eval, cfg.run
     if d.source not in SOURCES:
@@ -319,6 +339,8 @@ def validate(cfg: TrainConfig) -> None:
     from ..metrics import check_epsilon, check_seq_len
     check_epsilon(e.epsilon)
     check_seq_len(e.seq_len, e.k_max)
+    if e.early_ratio is not None and not e.early_ratio > 1.0:
+        raise ValueError(f"eval.early_ratio must be > 1 (the growth between early evaluations), got {e.early_ratio}")
     if d.prefix_lm and d.doc_mask:
         raise ValueError("data.prefix_lm and data.doc_mask both set the model's mask; use one")
     if d.bos_each_document and not (d.bos and d.doc_mask):

@@ -28,7 +28,7 @@ from ..files import atomic_path, atomic_write_text
 from ..models import SinkModel
 from . import accel
 from .batches import Batches
-from .config import TrainConfig
+from .config import TrainConfig, early_eval_steps
 from .store import write_result
 
 
@@ -192,8 +192,20 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
         out["sink_first_key"] = summary["sink_first_key"]
     if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
         out.update(raw_weights(net, probe["input_ids"][:25].to(device)))
+    if e.circuits:
+        out.update(circuits_probe(net, cfg, data, device))
     net.train(was_training)
     return out
+
+
+def circuits_probe(net, cfg: TrainConfig, data: TokenData, device) -> dict:
+    """Induction and previous-token scores and the in-context gain (sinkpaper.circuits) on eval.n_samples
+    sequences of random tokens repeated once, packed like the training windows at eval.seq_len."""
+    from ..circuits import measure_circuits, repeated_stream
+    packing = packing_for(cfg, data, context=cfg.eval.seq_len)
+    stream, half = repeated_stream(cfg.eval.n_samples, packing.span, data.random_vocab)
+    ids = packing.eval_batch(stream, cfg.eval.n_samples)["input_ids"].to(device)
+    return measure_circuits(net, ids, half)
 
 
 @torch.no_grad()
@@ -270,6 +282,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     batches = Batches(packing, data.train, micro, cfg.run.seed, step * o.grad_accum, device, rank=rank, world=world)
     first_bad = torch.full((), -1, dtype=torch.long, device=device)
     t_sync, steps_since = time.perf_counter(), 0
+    early = early_eval_steps(cfg)
     net.train()
     try:
         while step < o.steps:
@@ -290,7 +303,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
             tokens += o.batch_size * cfg.data.context
             if on_step is not None:
                 on_step(step, model)
-            logs, evals = step % cfg.run.log_every == 0 or step == o.steps, step % cfg.eval.every == 0 or step == o.steps
+            logs = step % cfg.run.log_every == 0 or step == o.steps
+            evals = step % cfg.eval.every == 0 or step == o.steps or step in early
             saves = step % cfg.run.checkpoint_every == 0 or step == o.steps
             if not (logs or evals or saves):
                 continue
