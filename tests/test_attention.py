@@ -251,3 +251,21 @@ def test_softpick_trains_compiled_in_bf16():
     for a, b in zip(got, want):
         assert torch.isfinite(a).all()
         torch.testing.assert_close(a, b, rtol=0.1, atol=0.05 * b.abs().max().item())
+
+
+def test_a_sink_logit_is_a_query_dependent_gate_on_plain_softmax_attention():
+    """softmax over [b, s_1..s_t], restricted to the real keys, equals softmax(s) x sigmoid(LSE(s) - b): checked in
+    fp64 on random scores, against the operator's own sink-logit path."""
+    from sinkpaper.attention.operators import attention_reference, sink_logit_gate
+    g = torch.Generator().manual_seed(0)
+    B, H, T, D = 2, 3, 7, 8
+    q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=torch.float64) for _ in range(3))
+    b = torch.randn(H, generator=g, dtype=torch.float64) * 2
+    causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+    with_sink = attention_reference(q, k, v, visible=causal, sink_logit=b, return_map=True)
+    plain = attention_reference(q, k, v, visible=causal, return_map=True)
+    gate = sink_logit_gate(plain.scores, causal, b)                     # [B, H, T]
+    torch.testing.assert_close(with_sink.weights[..., 1:], plain.weights * gate[..., None], rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(with_sink.out, plain.out * gate[..., None], rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(with_sink.weights[..., 0], 1 - gate, rtol=1e-12, atol=1e-14)   # what the sink takes
+    assert float(gate.min()) > 0 and float(gate.max()) < 1

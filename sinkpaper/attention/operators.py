@@ -145,6 +145,16 @@ def attention_reference(
     return result
 
 
+def sink_logit_gate(scores: torch.Tensor, visible: torch.Tensor, sink_logit: torch.Tensor) -> torch.Tensor:
+    """The gate a sink logit b_h puts on each query's attention: softmax over [b_h, s_1 .. s_t] restricted to the
+    real keys is the plain softmax over s_1 .. s_t times sigmoid(LSE(s) - b_h), LSE the log-sum-exp of the query's
+    visible scores. So a learned sink logit is a per-head, query-dependent gate on the head's output (the gated
+    attention of Qiu et al. 2025 with the gate tied to the scores). scores [B, H, T, T], visible broadcastable to
+    it, sink_logit [H] -> gate [B, H, T]."""
+    lse = torch.logsumexp(scores.masked_fill(~visible, float("-inf")), dim=-1)
+    return torch.sigmoid(lse - sink_logit.to(scores.dtype).view(1, -1, 1))
+
+
 def _with_sink_column(q, v, scores, visible, scale, sink_logit, k_bias, v_bias):
     """The scores, mask and values with one extra key at column 0, visible to every query: a sink logit per head,
     or a key k* (its score scale * q k*); its value v* (zero without one)."""
