@@ -256,3 +256,15 @@ def test_spike_and_massive_rows_read_each_run_and_name_the_runs_without_the_rati
     rows, without = curves.massive_rows([run, old], ["softmax", "gate_elementwise"])
     assert rows == [{"point": "gate_elementwise", "seed": 1, "layer 0": 1.0, "layer 1": 12.5, "layer 2": 30.0}]
     assert without == ["softmax"]
+
+
+def test_lm_sweep_at_gpu_reads_the_store_and_trains_nothing(tmp_path, monkeypatch):
+    import sinkpaper.train.sweep as S
+    monkeypatch.setattr(S, "run_sweep", lambda *a, **k: pytest.fail("a chapter never trains a family's sweep"))
+    lm = sweeps.lm_sweep(str(REPO / "configs/data.yaml"), "gpu", (0, 1), points=["random_first"], store=str(tmp_path))
+    assert lm.profile == "gpu" and lm.payloads == [] and lm.missing.missing == [("random_first", 0), ("random_first", 1)]
+    assert "`gpu` profile" in lm.missing_text()
+    # the committed store's gpu-profile base run (the calibration's seed 0) is read where a family's point is it
+    lm = sweeps.lm_sweep(str(REPO / "configs/data.yaml"), "gpu", (0,), points=["no_fixed_token"])
+    assert [(p["name"], p["hash"]) for p in lm.payloads] == [("data/no_fixed_token", "58e6dc504de4b0e9")]
+    assert not lm.computed_now

@@ -145,31 +145,22 @@ class LMSweep:
 
 def lm_sweep(config: str, profile: str, seeds: Sequence[int] = (0,), points: Sequence[str] | None = None,
              store: str = STORE) -> LMSweep:
-    """At ``cpu``: the family's stored real-text CPU runs (profile ``text``, seeds :data:`TEXT_SEEDS`; nothing is
-    trained here). At ``gpu`` / ``paper``: train ``seeds`` where the store lacks them with run_sweep (into
-    runs/<family>), reuse the rest."""
-    if profile == "cpu":
-        seeds = TEXT_SEEDS
-        try:
-            found = stored_sweep(config, TEXT_PROFILE, points, seeds, store)
-        except ValueError:   # the configs do not define the text profile yet
-            from ..train.config import sweep_points
-
-            empty = StoredSweep(str(config), TEXT_PROFILE, store=str(store),
-                                missing=[(p, s) for p in (points or sweep_points(config)) for s in seeds])
-            return LMSweep(config, TEXT_PROFILE, [], empty,
-                           note=f"**No real-text run of `{config}` is stored.** The real-text CPU sweep (profile "
-                                f"`{TEXT_PROFILE}`, the *real text (CPU)* column of the scorecard) is not defined "
-                                "in the configs yet; no run at the `gpu` or `paper` profile is stored either.")
-        return LMSweep(config, TEXT_PROFILE, found.payloads, found)
-    from ..train.sweep import run_sweep
-
-    before = stored_sweep(config, profile, points, seeds, store)
-    had = {p["hash"] for p in before.payloads}
-    payloads = run_sweep(config, profile, out=f"runs/{Path(config).stem}", store=store,
-                         points=list(points) if points else None, seeds=list(seeds), progress=False)
-    after = stored_sweep(config, profile, points, seeds, store)
-    return LMSweep(config, profile, payloads, after, {p["hash"] for p in payloads} - had)
+    """A family's stored real-text runs, read, never trained: at ``cpu`` the real-text CPU runs (profile ``text``,
+    seeds :data:`TEXT_SEEDS`), at ``gpu`` / ``paper`` that profile's runs of ``seeds``. What is missing is said
+    with the command that trains it (a lent GPU trains the gpu profile's queue: scripts/lease.sh gpu), so a
+    chapter run at any profile takes the time of its own live runs only."""
+    from ..train.config import sweep_points
+    read = TEXT_PROFILE if profile == "cpu" else profile
+    seeds = TEXT_SEEDS if profile == "cpu" else seeds
+    try:
+        found = stored_sweep(config, read, points, seeds, store)
+    except ValueError:   # the configs do not define this profile
+        empty = StoredSweep(str(config), read, store=str(store),
+                            missing=[(p, s) for p in (points or sweep_points(config)) for s in seeds])
+        return LMSweep(config, read, [], empty,
+                       note=f"**No `{read}`-profile run of `{config}` is stored**: the configs do not define that "
+                            "profile for this family.")
+    return LMSweep(config, read, found.payloads, found)
 
 
 # ------------------------------------------------------------------------------------------------- metrics
