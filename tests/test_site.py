@@ -470,10 +470,12 @@ OVERFLOW_JS = r"""() => {
         || (el.checkVisibility && !el.checkVisibility())) continue;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.right <= right) continue;
+    // contained: some ancestor inside the content area clips or scrolls it (an svg clipping its own drawing, or
+    // a scroll container)
     let p = el.parentElement, contained = false;
-    for (; p && p !== main; p = p.parentElement) {
+    for (; p && p !== main && !contained; p = p.parentElement) {
       const ox = getComputedStyle(p).overflowX;
-      if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') { contained = p.getBoundingClientRect().right <= right; break; }
+      contained = ['auto', 'scroll', 'hidden', 'clip'].includes(ox) && p.getBoundingClientRect().right <= right;
     }
     if (!contained) { out.push((typeof el.className === 'string' && el.className || el.tagName) + ' (right edge ' + Math.round(r.right) + ' > ' + Math.round(right) + ' px)'); if (out.length > 5) break; }
   }
