@@ -1,6 +1,7 @@
 """`python -m sinkpaper`: the paper's sink metric, benchmarks, pre-training and the offline corpus.
 
   sink                  Sink_k on any causal LM (maps, or column statistics from the fused kernels)
+  bos-audit             Sink_1 and alpha_1 of causal LMs under every BOS policy, one table per model
   sink-vs-length        Sink_1 and alpha_1 per layer against T up to the context length, into results/long_context
   bench kernels|training|sink  our Triton kernels against PyTorch's attention; our model against transformers'
                         Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from . import metrics
 from .argparsing import OneLineParser as _Parser  # usage errors: one line on stderr, status 2
-from .probes import INPUTS
+from .probes import BOS_POLICIES, INPUTS
 
 
 
@@ -58,8 +59,12 @@ def _add_sink_parsers(sub) -> None:
     s.add_argument("--n-samples", type=int, default=100)
     s.add_argument("--seq-len", type=int, default=64, help="T, BOS included when --bos (default 64)")
     s.add_argument("--epsilon", type=float, default=metrics.EPSILON, help="sink threshold in (0, 1)")
-    s.add_argument("--bos", action=argparse.BooleanOptionalAction, default=False,
+    s.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                    help="put the tokenizer's BOS at position 1 (default: no BOS)")
+    s.add_argument("--bos-policy", choices=BOS_POLICIES,
+                   help="what stands before the content instead of --bos/--no-bos: default (what the tokenizer adds by "
+                        "itself), forced (its BOS; an error without one), none, random (a random token), repeat (the "
+                        "first token twice)")
     s.add_argument("--token-file", help="JSON list of equal-length lists of token ids; measured as given")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--batch-size", type=int, default=16)
@@ -68,6 +73,16 @@ def _add_sink_parsers(sub) -> None:
                    help="maps: the eager attention maps, as the paper; stats: column statistics from the fused "
                         f"kernels, no T x T map (default: maps up to T = {STATS_ABOVE}, stats beyond)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    a = sub.add_parser("bos-audit", help="Sink_1 and alpha_1 of causal LMs under every BOS policy, one table")
+    a.add_argument("--model", action="append", default=None,
+                   help="offline name, local dir or Hugging Face id (repeatable; default smollm2-135m and gemma3-270m)")
+    a.add_argument("--inputs", choices=INPUTS, default="natural")
+    a.add_argument("--n-samples", type=int, default=100)
+    a.add_argument("--seq-len", type=int, default=64)
+    a.add_argument("--epsilon", type=float, default=metrics.EPSILON)
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--device", default="cpu")
+    a.add_argument("--json", metavar="PATH", help="also write the tables, with provenance, to this JSON file")
     s.add_argument("--max-memory-gib", type=float, default=None,
                    help="refuse (before any compute) a measurement whose memory estimate exceeds this many GiB "
                         "(default: the memory available now)")
@@ -347,7 +362,8 @@ def _validate(a) -> None:
 
 
 def _table(r: dict) -> str:
-    lines = [f"{r['model']}  inputs={r['inputs']}  bos={r['bos']}  N={r['n_samples']}  T={r['seq_len']}  "
+    lines = [f"{r['model']}  inputs={r['inputs']}  bos={r.get('bos_policy') or r['bos']}  N={r['n_samples']}  "
+             f"T={r['seq_len']}  "
              f"epsilon={r['epsilon']}",
              "Sink_k^eps (%): " + "  ".join(f"k={k}: {v:.2f}" for k, v in r["sink_k"].items()),
              f"mean alpha_1: {r['alpha_1_mean']:.4f}",
@@ -361,16 +377,39 @@ def _table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def run_bos_audit(a) -> int:
+    from .analysis.packing_bos import bos_audit, format_bos_audit
+    from .files import atomic_write_text
+    from .lms import load_lm
+    from .devices import check_device
+    check_device(a.device)
+    metrics.check_epsilon(a.epsilon)
+    metrics.check_seq_len(a.seq_len)
+    if a.n_samples < 1:
+        raise ValueError(f"--n-samples must be >= 1, got {a.n_samples}")
+    results = []
+    for name in a.model or ["smollm2-135m", "gemma3-270m"]:
+        r = bos_audit(load_lm(name, device=a.device), inputs=a.inputs, n_samples=a.n_samples, seq_len=a.seq_len,
+                      epsilon=a.epsilon, seed=a.seed)
+        print(format_bos_audit(r) + "\n", flush=True)
+        results.append(r)
+    if a.json:
+        atomic_write_text(a.json, json.dumps({"audit": "bos", "models": results}, indent=1))
+    return 0
+
+
 def run_sink(a) -> dict:
     from .lms import load_lm, measure_sink
     from .probes import make_inputs, token_file_inputs
     _validate(a)
+    if a.bos_policy and a.bos is not None:
+        raise ValueError("use either --bos / --no-bos or --bos-policy, not both")
     probe = token_file_inputs(a.token_file, seq_len=a.seq_len) if a.token_file else None
     lm = load_lm(a.model, device=a.device)
     lm.check_seq_len(a.seq_len)  # the context length first: it is the reason a T cannot be measured at all
     if probe is None:
-        probe = make_inputs(lm.tokenizer, a.inputs, n_samples=a.n_samples, seq_len=a.seq_len, bos=a.bos,
-                            seed=a.seed)
+        probe = make_inputs(lm.tokenizer, a.inputs, n_samples=a.n_samples, seq_len=a.seq_len, bos=bool(a.bos),
+                            seed=a.seed, bos_policy=a.bos_policy)
     method = a.method or ("maps" if probe.input_ids.shape[1] <= STATS_ABOVE else "stats")
     limit = None if a.max_memory_gib is None else int(a.max_memory_gib * 2**30)
     return measure_sink(lm, probe, epsilon=a.epsilon, batch_size=a.batch_size, progress=not a.json, method=method,
@@ -547,13 +586,19 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "claims":
         return run_claims(args)
+    if args.command == "bos-audit":
+        try:
+            return run_bos_audit(args)
+        except ValueError as e:
+            print(f"sinkpaper: error: {e}", file=sys.stderr)
+            return 2
     if args.command == "sink-vs-length":
         try:
             return run_sink_vs_length(args, argv)
         except ValueError as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2
-    if args.token_file and args.bos:
+    if args.token_file and (args.bos or args.bos_policy):
         print("sinkpaper: error: --token-file sequences are measured exactly as given; drop --bos",
               file=sys.stderr)
         return 2

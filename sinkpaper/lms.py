@@ -437,6 +437,7 @@ def measure_sink(lm: LM, probe, *, epsilon: float = EPSILON, batch_size: int = 1
                             batch_size=batch_size, progress=progress)
     seconds = time.perf_counter() - t0
     out = {"model": lm.name, "inputs": probe.inputs, "epsilon": epsilon, "bos": probe.bos,
+           **({"bos_policy": probe.bos_policy} if getattr(probe, "bos_policy", "") else {}),
            **metrics.summarize(stats, epsilon)}
     out["provenance"] = provenance.stamp(lm.device, **{**lm.provenance(), **probe.provenance},
                                          tokens_measured=int(probe.input_ids.numel()), method=method,

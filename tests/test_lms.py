@@ -145,3 +145,45 @@ def test_stats_route_gives_the_maps_alphas(name, n_samples, request):
     assert torch.allclose(cols.alphas, maps.alphas, atol=1e-5)
     assert torch.allclose(cols.hidden_norms, maps.hidden_norms, rtol=1e-4)
     assert metrics.sink_rates(cols.alphas) == metrics.sink_rates(maps.alphas)
+
+
+def test_every_bos_policy_keeps_t_tokens_and_says_what_stands_first(smollm2, gemma3):
+    import copy
+
+    from sinkpaper.probes import BOS_POLICIES, default_prefix
+    tok = smollm2.tokenizer
+    none = make_inputs(tok, "natural", n_samples=3, seq_len=12, seed=1, bos_policy="none").input_ids
+    for policy in BOS_POLICIES:
+        p = make_inputs(tok, "natural", n_samples=3, seq_len=12, seed=1, bos_policy=policy)
+        assert p.input_ids.shape == (3, 12) and p.bos_policy == policy and p.provenance["bos_policy"] == policy
+        if policy == "forced":
+            assert (p.input_ids[:, 0] == tok.bos_token_id).all() and p.bos
+            assert torch.equal(p.input_ids[:, 1:], none[:, :11])          # the same text after it
+        if policy == "repeat":
+            assert torch.equal(p.input_ids[:, 0], p.input_ids[:, 1]) and torch.equal(p.input_ids[:, 1:], none[:, :11])
+        if policy == "random":
+            assert int(p.input_ids[0, 0]) not in set(tok.all_special_ids)
+    # SmolLM2's tokenizer adds nothing in front by itself; Gemma 3's puts its <bos> first
+    assert default_prefix(tok) == []
+    assert torch.equal(make_inputs(tok, "natural", n_samples=3, seq_len=12, seed=1, bos_policy="default").input_ids, none)
+    g = make_inputs(gemma3.tokenizer, "natural", n_samples=2, seq_len=12, seed=1, bos_policy="default")
+    assert default_prefix(gemma3.tokenizer) == [gemma3.tokenizer.bos_token_id] and g.bos
+    # a tokenizer without a BOS: the forced row says so, nothing is invented
+    no_bos = copy.deepcopy(tok)
+    no_bos.bos_token = None
+    with pytest.raises(ValueError, match="no BOS token, so a forced BOS cannot be measured"):
+        make_inputs(no_bos, "natural", n_samples=2, seq_len=12, bos_policy="forced")
+    with pytest.raises(ValueError, match="unknown BOS policy 'sometimes'; valid: default, forced, none, random, repeat"):
+        make_inputs(tok, "natural", bos_policy="sometimes")
+
+
+def test_the_bos_audit_is_one_table_per_model(smollm2):
+    from sinkpaper.analysis.packing_bos import bos_audit, format_bos_audit
+    r = bos_audit(smollm2, n_samples=4, seq_len=16)
+    assert [x["policy"] for x in r["rows"]] == ["default", "forced", "none", "random", "repeat"]
+    assert all(0.0 <= x["sink_1"] <= 100.0 for x in r["rows"])
+    by = {x["policy"]: x for x in r["rows"]}
+    assert by["default"]["sink_1"] == by["none"]["sink_1"]          # SmolLM2's tokenizer adds nothing by itself
+    assert by["forced"]["first_token"] == smollm2.tokenizer.bos_token and by["random"]["first_token"] == "varies"
+    table = format_bos_audit(r)
+    assert table.count("\n| ") == 6 and "adds nothing in front by itself" in table

@@ -227,3 +227,45 @@ def sink_k_chart_rows(result: Mapping, label: str, k_max: int = 10) -> list[dict
     """Long-form rows (setting, k, Sink_k %) for a chart of Sink_k over the first k_max positions."""
     return [{"setting": f"{label}, BOS {'on' if c['bos'] else 'off'}", "k": k, "Sink_k (%)": c["sink_k"][str(k)]}
             for c in result["conditions"] for k in range(1, k_max + 1) if str(k) in c["sink_k"]]
+
+
+# ------------------------------------------------------------------------------------------------ the BOS audit
+def bos_audit(lm, *, inputs: str = "natural", n_samples: int = 100, seq_len: int = 64,
+              epsilon: float = metrics.EPSILON, seed: int = 0, policies: Sequence[str] | None = None,
+              batch_size: int = 16) -> dict:
+    """One model under every BOS policy (sinkpaper.probes.BOS_POLICIES: the tokenizer's default, a forced BOS, none,
+    a random first token, the first token repeated), T tokens in all each time: Sink_1, alpha_1 and what stood at
+    position 1. A policy the tokenizer cannot give (a forced BOS without a BOS token) is a row that says so, with
+    no number. The answer to "what is Sink_1 of this model?" depends on this choice; here it is one table."""
+    from ..lms import measure_sink
+    from ..probes import BOS_POLICIES, default_prefix, make_inputs
+    rows = []
+    for policy in policies or BOS_POLICIES:
+        try:
+            probe = make_inputs(lm.tokenizer, inputs, n_samples=n_samples, seq_len=seq_len, seed=seed,
+                                bos_policy=policy)
+        except ValueError as e:
+            rows.append({"policy": policy, "sink_1": None, "alpha_1": None, "why": str(e)})
+            continue
+        r = measure_sink(lm, probe, epsilon=epsilon, batch_size=batch_size, progress=False)
+        first = probe.input_ids[:, 0]
+        rows.append({"policy": policy, "sink_1": r["sink_k"]["1"], "alpha_1": r["alpha_1_mean"],
+                     "first_token": lm.tokenizer.convert_ids_to_tokens(int(first[0])) if bool((first == first[0]).all())
+                     else "varies", "measure_seconds": r["provenance"]["measure_seconds"]})
+    return {"model": lm.name, "inputs": inputs, "n_samples": n_samples, "seq_len": seq_len, "epsilon": epsilon,
+            "default_prefix": default_prefix(lm.tokenizer), "rows": rows,
+            "provenance": provenance.stamp(lm.device, **lm.provenance(), seed=seed, source_of_numbers="computed now")}
+
+
+def format_bos_audit(result: Mapping) -> str:
+    """The audit as a Markdown table, one row per policy."""
+    lines = [f"{result['model']} ({result['inputs']} text, T = {result['seq_len']}, {result['n_samples']} samples, "
+             f"epsilon {result['epsilon']:g}; the tokenizer adds "
+             f"{result['default_prefix'] or 'nothing'} in front by itself)",
+             "", "| BOS policy | position 1 | Sink_1 % | alpha_1 |", "|---|---|---|---|"]
+    for r in result["rows"]:
+        if r["sink_1"] is None:
+            lines.append(f"| {r['policy']} | - | - | - ({r['why']}) |")
+        else:
+            lines.append(f"| {r['policy']} | `{r['first_token']}` | {r['sink_1']:.1f} | {r['alpha_1']:.3f} |")
+    return "\n".join(lines)
