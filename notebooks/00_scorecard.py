@@ -54,7 +54,9 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
                                           "records": provenance.shown_path(directory)})))
 
 # %% [markdown]
-# ````{admonition} How the verdicts are decided (the method)
+# ## How the verdicts are decided
+#
+# ````{admonition} The method
 # :class: dropdown
 #
 # Everything on this page comes from one listing,

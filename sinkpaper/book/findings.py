@@ -160,13 +160,15 @@ def _specificity() -> Counter:
 
 def key_label(e: Mapping, res: Mapping) -> str | None:
     """The label a cell compares: among the labels both the paper and our result have, the one named by the
-    fewest claims (the claim's own point, not a shared control); else our first label, else the paper's."""
+    fewest claims (the claim's own point, not a shared control); else our first sink rate (else our first label),
+    else the paper's first."""
     ours = [k for k, v in (res.get("values") or {}).items() if v is not None]
     paper_vals = e["paper"]["values"] or {}
     common = [k for k in paper_vals if k in ours]
     if common:
         spec = _specificity()
         return min(common, key=lambda k: (spec[_point(k)], common.index(k)))
+    ours.sort(key=lambda k: not _is_percent(k, e))   # a sink rate before a setting such as a prefix length
     return (ours or list(paper_vals) or [None])[0]
 
 
@@ -264,22 +266,21 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
         y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=190))
         offset = alt.YOffset("who:N", scale=alt.Scale(domain=who))
         color = alt.Color("who:N", scale=alt.Scale(domain=who, range=colors), title=None,
-                          legend=alt.Legend(orient="bottom", direction="horizontal") if unit == units[-1] else None)
+                          legend=alt.Legend(orient="bottom", direction="horizontal"))
         tip = [alt.Tooltip("label:N", title="point"), alt.Tooltip("key:N", title="config key"),
                alt.Tooltip("who:N", title="source"),
                alt.Tooltip("kind:N", title="value"), alt.Tooltip("seed:N"),
                alt.Tooltip("value:Q", format=".3g")]
-        base = alt.Chart(alt.Data(values=part))
         height = max(36, row_px * len(who) * len(labels))
         w = width if len(units) == 1 else 300
-        panels.append(alt.layer(
-            base.transform_filter("datum.kind == 'seed'").mark_circle(size=30, opacity=0.55).encode(
-                x=x, y=y, yOffset=offset, color=color, tooltip=tip),
-            base.transform_filter("datum.kind == 'mean'").mark_tick(thickness=2.5, size=row_px + 2).encode(
-                x=x, y=y, yOffset=offset, color=color, tooltip=tip),
-            base.transform_filter("datum.kind == 'paper'").mark_point(filled=False, size=70, strokeWidth=2).encode(
-                x=x, y=y, yOffset=offset, color=color, tooltip=tip),
-        ).properties(width=w, height=height))
+        marks = {"seed": alt.MarkDef(type="circle", size=30, opacity=0.55),
+                 "mean": alt.MarkDef(type="tick", thickness=2.5, size=row_px + 2),
+                 "paper": alt.MarkDef(type="point", filled=False, size=70, strokeWidth=2)}
+        kinds = [k for k in marks if any(r["kind"] == k for r in part)]   # a layer with no rows: no empty extent
+        panels.append(alt.layer(*(
+            alt.Chart(alt.Data(values=[r for r in part if r["kind"] == k]), mark=marks[k]).encode(
+                x=x, y=y, yOffset=offset, color=color, tooltip=tip)
+            for k in kinds)).properties(width=w, height=height))
     if len(panels) == 1:
         return panels[0].configure_view(stroke=None)
     return alt.vconcat(*panels).resolve_scale(x="independent", color="shared").configure_view(stroke=None)
