@@ -12,6 +12,7 @@ altair's 5000-row guard does not apply; keep inputs small (a 128x128 map is ~16k
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import os
@@ -25,6 +26,10 @@ import numpy as np
 
 from ..paper import DEFAULT_ALIASES, NUMBERS, PLATEAU, PLATEAU_EVALS
 from ..results.sweeps import point_of, shown_values
+
+# No action menu on the charts: its padding made every chart of the column's width 38 px wider than its box (a
+# scrollbar under each), and its "open in the Vega editor" links out of the site.
+alt.renderers.set_embed_options(actions=False)
 
 WIDTH = 300
 HEIGHT = 300
@@ -777,11 +782,23 @@ def joined_lines(spec: Mapping) -> list[str]:
     return found
 
 
+_ALTAIR_ID = re.compile(r"altair-viz-[0-9a-f]{32}")
+
+
 def chart_html(chart: alt.TopLevelMixin) -> str:
-    """A chart as the HTML altair's default renderer writes (drawn by the book's offline vega bundle)."""
-    bundle = chart._repr_mimebundle_()
+    """A chart as the HTML altair's html renderer writes (whatever renderer is active), with a content-derived
+    element id. In the book it draws with the offline vega bundle (the page's ``VEGA_DEBUG`` tells it the bundle is
+    there); elsewhere it loads vega from a CDN as altair always does."""
+    with alt.renderers.enable("html", embed_options=alt.renderers.options.get("embed_options", {})):
+        bundle = chart._repr_mimebundle_()
     bundle = bundle[0] if isinstance(bundle, tuple) else bundle
-    return bundle["text/html"]
+    html_ = bundle["text/html"]
+    ids = set(_ALTAIR_ID.findall(html_))
+    if len(ids) == 1:  # altair draws a random id per call; a content hash keeps executed notebooks stable
+        old = ids.pop()
+        digest = hashlib.sha256(html_.replace(old, "").encode("utf-8")).hexdigest()[:32]
+        html_ = html_.replace(old, f"altair-viz-{digest}")
+    return html_
 
 
 class Columns:

@@ -12,15 +12,11 @@ keep them small (a few tables or charts per slider).
 """
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any, Sequence
 
 import ipywidgets as widgets
 
 __all__ = ["SliderStack", "as_child", "slider_stack"]
-
-_ALTAIR_ID = re.compile(r"altair-viz-[0-9a-f]{32}")
 
 
 def _is_altair_chart(obj: Any) -> bool:
@@ -29,24 +25,10 @@ def _is_altair_chart(obj: Any) -> bool:
 
 
 def _chart_html(chart: Any) -> str:
-    """altair's HTML rendering of ``chart`` (whatever renderer is active), with a content-derived element id.
+    """altair's HTML of ``chart`` (:func:`sinkpaper.book.figures.chart_html`, one rendering for the whole book)."""
+    from .figures import chart_html
 
-    This is the same HTML a notebook cell shows: in the book it draws with the offline vega bundle (the page's
-    ``VEGA_DEBUG`` tells it the bundle is there), elsewhere it loads vega from a CDN as altair always does.
-    """
-    import altair as alt
-
-    with alt.renderers.enable("html"):
-        bundle = chart._repr_mimebundle_()
-    if isinstance(bundle, tuple):  # (data, metadata)
-        bundle = bundle[0]
-    html = bundle["text/html"]
-    ids = set(_ALTAIR_ID.findall(html))
-    if len(ids) == 1:  # altair draws a random id per call; a content hash keeps executed notebooks stable
-        old = ids.pop()
-        digest = hashlib.sha256(html.replace(old, "").encode("utf-8")).hexdigest()[:32]
-        html = html.replace(old, f"altair-viz-{digest}")
-    return html
+    return chart_html(chart)
 
 
 def as_child(obj: Any) -> widgets.Widget:
