@@ -483,37 +483,32 @@ OVERFLOW_JS = r"""() => {
 }"""
 
 
-def _open(browser, html, viewport):
+def _seen(browser, html, viewport, script: str):
+    """What ``script`` returns on the page ``html`` at ``viewport``, once its charts are drawn, scrolled to the top."""
     page = browser.new_page()
-    page.set_viewport_size(viewport)
-    page.goto(html.as_uri(), wait_until="load", timeout=60_000)
-    page.evaluate(JS_HELPERS)
-    _wait(page, "() => __siteTest.charts().every(e => __siteTest.chartState(e) !== 'empty')", None, RENDER_TIMEOUT_MS)
-    page.evaluate("window.scrollTo(0, 0)")
-    return page
+    try:
+        page.set_viewport_size(viewport)
+        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
+        page.evaluate(JS_HELPERS)
+        _wait(page, "() => __siteTest.charts().every(e => __siteTest.chartState(e) !== 'empty')", None,
+              RENDER_TIMEOUT_MS)
+        page.evaluate("window.scrollTo(0, 0)")
+        return page.evaluate(script)
+    finally:
+        page.close()
 
 
 @pytest.mark.parametrize("docname", CLAIM_PAGES)
 def test_first_screen_shows_a_chart_the_papers_value_and_a_verdict(docname, chromium, built_book, browser):
     """At 1280 x 900, before any scrolling: a drawn chart, the paper's number beside ours (or the words "the paper
     gives no number" where the registry has none) and a verdict chip (sinkpaper.book.findings)."""
-    html = built_book.require_page(docname)
-    page = _open(browser, html, FIRST_SCREEN)
-    try:
-        seen = page.evaluate(FIRST_SCREEN_JS)
-    finally:
-        page.close()
+    seen = _seen(browser, built_book.require_page(docname), FIRST_SCREEN, FIRST_SCREEN_JS)
     assert seen["charts"] and seen["chips"] and seen["paper"], f"{docname}: first screen shows {seen}"
 
 
 @pytest.mark.parametrize("docname", PAGES)
 def test_nothing_sticks_out_at_1280_px_outside_a_scroll_container(docname, chromium, built_book, browser):
-    html = built_book.require_page(docname)
-    page = _open(browser, html, VIEWPORT)
-    try:
-        wide = page.evaluate(OVERFLOW_JS)
-    finally:
-        page.close()
+    wide = _seen(browser, built_book.require_page(docname), VIEWPORT, OVERFLOW_JS)
     assert not wide, f"{docname} overflows at 1280 px: {wide}"
 
 
@@ -523,11 +518,7 @@ def test_at_most_two_pages_overflow_on_a_phone(chromium, built_book, browser):
     for docname in PAGES:
         if built_book.page_skip_reason(docname) or built_book.page_missing_reason(docname):
             continue
-        page = _open(browser, built_book.page(docname), PHONE)
-        try:
-            found = page.evaluate(OVERFLOW_JS)
-        finally:
-            page.close()
+        found = _seen(browser, built_book.page(docname), PHONE, OVERFLOW_JS)
         if found:
             wide[docname] = found
     assert len(wide) <= MAX_WIDE_PAGES_ON_A_PHONE, f"{len(wide)} pages overflow at 390 px: {wide}"
