@@ -76,3 +76,14 @@ def test_without_gpu_exits_2_with_one_line():
     assert r.stderr.strip().splitlines() == [
         "sinkpaper: error: no CUDA device: the kernel benchmark needs a GPU; use --smoke to exercise the code path "
         "on CPU under TRITON_INTERPRET=1"]
+
+
+def test_a_cpu_benchmark_under_load_says_so():
+    import torch
+
+    from sinkpaper.train.bench import quiet_machine
+    cpu = torch.device("cpu")
+    assert quiet_machine(cpu, [1.2, 1.9], cpus=2) == {"quiet": True, "why": "load average 1.90 <= 2 cores"}
+    loud = quiet_machine(cpu, [4.8, 1.0], cpus=2)
+    assert loud["quiet"] is False and loud["why"].startswith("load average 4.80 > 2 cores: other work shared")
+    assert quiet_machine(torch.device("cuda"), [9.0], cpus=2)["quiet"] is True

@@ -222,9 +222,23 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
                                        command=argv if argv is not None else ["bench", "training", "--profile", profile]),
     }
     result["ratio_tokens_per_s"] = result["ratio_best_vs_transformers"]   # the name the GPU report used
+    result["quiet"] = quiet_machine(dev, [load_before[0], os.getloadavg()[0]])
     if json_path:
         atomic_write_text(json_path, json.dumps(result, indent=1))
     return result
+
+
+def quiet_machine(dev, loads: list[float], cpus: int | None = None) -> dict:
+    """Whether a CPU benchmark ran on a quiet machine: the 1-minute load average at its start and end at most the
+    number of cores (above it, other work shared the cores and every ratio is a reading under load). A GPU's
+    timings do not depend on the host's load in the same way: always quiet there, said so."""
+    cpus = cpus or os.cpu_count() or 1
+    if dev.type == "cuda":
+        return {"quiet": True, "why": "GPU timings"}
+    worst = max(loads)
+    return {"quiet": worst <= cpus,
+            "why": f"load average {worst:.2f} {'<=' if worst <= cpus else '>'} {cpus} cores"
+                   + ("" if worst <= cpus else ": other work shared the cores; the ratios are readings under load")}
 
 
 def format_training_report(r: dict) -> str:
@@ -249,4 +263,6 @@ def format_training_report(r: dict) -> str:
     lines.append(f"  ratio ours / transformers (same dtype and compile, side by side: {side['tokens_per_s']:,.0f} "
                  f"vs {r['rows'][-1]['tokens_per_s']:,.0f}): {r['ratio_best_vs_transformers']:.2f}x tokens/s")
     lines += [f"  skipped: {s}" for s in r["skipped"]]
+    if not r.get("quiet", {"quiet": True})["quiet"]:
+        lines.append(f"  NOT QUIET: {r['quiet']['why']}")
     return "\n".join(lines)
