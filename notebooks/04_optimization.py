@@ -206,7 +206,7 @@ if text.payloads:
         f"min ({tr['provenance'].get('hardware', 'CPU')}; the machine may have been shared)."))
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(text.payloads, loaded=True))))
 else:
-    display(Markdown(text.missing_text()))
+    display(figures.missing_runs(text))
 
 # %% [markdown]
 # ## Learning rate × steps, in miniature
@@ -223,7 +223,7 @@ display(tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES))
 display(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"))
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
-    display(Markdown(mini.missing_text()))
+    display(figures.missing_runs(mini))
 m_sink = {p: figures.book_mean(mini.payloads, p) for p in LR_ORDER}
 m_alpha = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in LR_ORDER}
 display(Markdown(

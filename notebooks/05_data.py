@@ -167,7 +167,7 @@ display(figures.position_profile_chart(mini.payloads, STORED, "miniature: Sink_k
 display(tables.emergence_table(mini.payloads, STORED, ks=LIVE_K))
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
-    display(Markdown(mini.missing_text()))
+    display(figures.missing_runs(mini))
 
 m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in STORED for k in (1, 2, 3)}
 first = {p: prose.first_reached(mini.payloads, p, LIVE_K[p]) for p in STORED}  # first >= 50 %, over seeds

@@ -196,7 +196,7 @@ display(figures.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Si
 display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
     [p for p in mini.payloads if sweeps.point_of(p) in MASK_ORDER], loaded=True))))
 if mini.missing:
-    display(Markdown(mini.missing_text()))
+    display(figures.missing_runs(mini))
 
 mx = {p: figures.book_mean(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
 if live_point in MASK_ORDER and live_point not in mini.by_point():  # not stored yet: the live run stands in

@@ -143,7 +143,7 @@ if mini.payloads:
                                 value=("Sink*", "Sink_1"), width=320))
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
-    display(Markdown(mini.missing_text()))
+    display(figures.missing_runs(mini))
 
 # %% [markdown]
 # ### A fixed BOS next to a learnable sink token

@@ -156,7 +156,7 @@ if mini.payloads:
     display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"))
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
-    display(Markdown(mini.missing_text()))
+    display(figures.missing_runs(mini))
 
 # %% [markdown]
 # ## The proxy over training, next to the raw weights

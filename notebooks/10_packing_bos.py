@@ -166,7 +166,7 @@ if mini.payloads:
     display(figures.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
     display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
 if mini.missing:
-    display(Markdown(mini.missing_text()))
+    display(figures.missing_runs(mini))
 m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in MINI_ORDER for k in (1, 2, 3)}
 display(Markdown(
     f"Measured (mean over seeds). Fixed BOS at 1: Sink_1 {sig(m['recipe', 1])} %. No fixed token: Sink_1 "

@@ -894,3 +894,14 @@ def table1_chart(rows: Sequence[Mapping], title: str = "Sink_1 per input kind: t
                     tooltip=["inputs:N", "model:N", alt.Tooltip("who:N", title="source"),
                              alt.Tooltip("v:Q", title="Sink_1 %", format=".4g")])
             .properties(width=width, height=height))
+
+
+def folded(title: str, text: str) -> Markdown:
+    """Markdown shown collapsed under ``title`` in the book (a MyST dropdown; a notebook shows it as text): detail
+    one click away, such as the runs the store still lacks and the command that makes them."""
+    return Markdown(f"````{{admonition}} {title}\n:class: dropdown\n\n{text}\n````")
+
+
+def missing_runs(sweep) -> Markdown:
+    """The runs a stored sweep still lacks, with the command that makes them, folded (:func:`folded`)."""
+    return folded("Runs not in the results store yet", sweep.missing_text())

@@ -21,7 +21,7 @@ from IPython.display import Markdown, display
 from ..paper import DEFAULT_ALIASES, NUMBERS, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows
 from ..results.sweeps import LMSweep, point_of
-from .figures import Columns, band_chart, heatmap, provenance_line, row, seed_rows
+from .figures import Columns, band_chart, heatmap, missing_runs, provenance_line, row, seed_rows
 from .tables import PLATEAU_NOTE, points_table
 
 
@@ -112,7 +112,7 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
             out.append(row(*heat, title="alpha_1 per layer and head at the end of training"))
         out.append(Markdown(provenance_line(lm.provenance())))
     if lm.missing.missing:
-        out.append(Markdown(lm.missing_text()))
+        out.append(missing_runs(lm))
     return out
 
 
