@@ -99,7 +99,8 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # beside it in the table at the end and in the scorecard's note:
 
 # %% tags=["hide-input"]
-display(Markdown(paper.bos_statement(["s3_massive_activation", "s3_small_value_norm", "s3_qk_angle"])))
+display(figures.folded("Which BOS setting each verdict reads, and why",
+                       paper.bos_statement(["s3_massive_activation", "s3_small_value_norm", "s3_qk_angle"])))
 
 # %% [markdown]
 # ## Sink rate on natural text, with and without BOS

@@ -128,7 +128,8 @@ for n in models:
 # other setting is shown beside it, in the tables here and in the scorecard's note:
 
 # %% tags=["hide-input"]
-display(Markdown(paper.bos_statement(["t1_natural", "t1_random", "t1_repeat", "metric_T"])))
+display(figures.folded("Which BOS setting each verdict reads, and why",
+                       paper.bos_statement(["t1_natural", "t1_random", "t1_repeat", "metric_T"])))
 
 # %% [markdown]
 # ## Natural, random and repeated inputs, with and without BOS

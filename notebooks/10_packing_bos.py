@@ -87,7 +87,8 @@ display(Markdown(figures.provenance_line(run_stamp)))
 # model whose sink vanishes without BOS shows that number:
 
 # %% tags=["hide-input"]
-display(Markdown(paper.bos_statement(["pack_bos_inference"])))
+display(figures.folded("Which BOS setting each verdict reads, and why",
+                       paper.bos_statement(["pack_bos_inference"])))
 
 # %% [markdown]
 # ## Real text: models trained with each packing

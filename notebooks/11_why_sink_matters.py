@@ -119,10 +119,11 @@ display(Markdown(figures.provenance_line({
 # default:
 
 # %% tags=["hide-input"]
-display(Markdown(paper.bos_statement(["stream_window", "stream_sink_window"])
-                 + "\n\nThe other setting is not run by default (it doubles this page's time); rerun with "
-                   "`-p bos True` or `-p bos False` to see it. This run: "
-                 + ", ".join(f"`{n}` BOS {'on' if inputs[n][1]['bos'] else 'off'}" for n in models) + "."))
+display(figures.folded("Which BOS setting each verdict reads, and why",
+                       paper.bos_statement(["stream_window", "stream_sink_window"])
+                       + "\n\nThe other setting is not run by default (it doubles this page's time); rerun with "
+                         "`-p bos True` or `-p bos False` to see it. This run: "
+                       + ", ".join(f"`{n}` BOS {'on' if inputs[n][1]['bos'] else 'off'}" for n in models) + "."))
 
 # %% [markdown]
 # ## Three caches on the same text

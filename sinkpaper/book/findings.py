@@ -350,8 +350,8 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
         '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     chart = claim_chart(e, shown)
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
-    plot = (chart_html(chart) if chart is not None else
-            f'<div class="spx-nochart">nothing to draw: {"a check, not a measurement" if e.get("kind") == "check" else "no number yet"}</div>')
+    why_none = "a check, not a measurement" if e.get("kind") == "check" else "no number yet"
+    plot = chart_html(chart) if chart is not None else f'<div class="spx-nochart">nothing to draw: {why_none}</div>'
     return (f'<div class="spx-finding" id="finding-{_e(e["id"])}"><div>'
             f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
             f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>{chips}</div>'

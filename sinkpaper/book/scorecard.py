@@ -13,7 +13,8 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from .. import paper as registry
-from .findings import CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, _cut, _e, chip, result_at, scale_order, shown_scales, summary
+from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, _cut, _e, chip, result_at, scale_order,
+                       shown_scales, summary)
 
 GRID_CSS = """
 .spx-grid{width:100%;font-size:.8em}
