@@ -357,3 +357,23 @@ def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none
                e("ops_sigmoid", {"sigmoid": [0, 0, 0], "softmax": [40, 40, 40]})]    # a Contrast: not counted
     got = removal_base_rate(listing)
     assert got == {"none": ["pos_nope"], "kept_in_paper": ["pos_absolute", "pos_alibi", "pos_nope", "pos_rope"]}
+
+
+def test_onsets_are_read_as_registered_and_after_asks_every_seed():
+    from sinkpaper.paper.onsets import ONSETS, onset_step
+    from sinkpaper.paper.rules import After
+    curve = [{"step": s, "sink_k": {"1": s1}, "induction_max": ind, "previous_token_max": 0.1,
+              "in_context_gain": g, "massive_activation_ratio_by_layer": [1.0, m]}
+             for s, s1, ind, g, m in ((100, 0.0, 0.05, 0.0, 2.0), (200, 2.0, 0.31, 0.6, 4.0),
+                                      (300, 12.0, 0.5, 1.0, 11.0))]
+    run = {"config": {"optim": {"steps": 300}, "eval": {"every": 100}}, "curve": curve}
+    assert {q: onset_step(run, q) for q in ONSETS} == {"sink": 300.0, "induction": 200.0, "previous token": 400.0,
+                                                       "in-context gain": 200.0, "massive activation": 300.0}
+    assert onset_step({"config": run["config"], "curve": [{"step": 100, "sink_k": {"1": 0.0}}]}, "induction") is None
+    with pytest.raises(ValueError, match="unknown onset 'attention'; valid: sink, induction"):
+        onset_step(run, "attention")
+    rule = After("sink", "induction")
+    assert paper.judge(rule, {"sink": [1200, 1500, 1100], "induction": [200, 300, 250]})[0] == A
+    assert paper.judge(rule, {"sink": [100, 150, 110], "induction": [200, 300, 250]})[0] == D
+    v, why = paper.judge(rule, {"sink": [1200, 150, 1100], "induction": [200, 300, 250]})
+    assert v == I and "after induction in 2 of 3 seeds" in why

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .numbers import DEFAULT_ALIASES, NUMBERS, _source, paper_value
-from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Onset, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay
+from .rules import After, Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Onset, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay
 from .verdicts import GPU_SCALE, MASSIVE, NO_SINK, SINK
 
 # ------------------------------------------------------------------------------------------ measurements
@@ -221,6 +221,14 @@ CLAIMS: tuple[Claim, ...] = (
           note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, checked against the steps the "
                "paper states (1k-2k). At real text a step is 4,096 tokens, so the same steps are ~250x fewer tokens "
                "than the paper's 1-2B; the miniature's steps are not comparable and it is judged on the sink alone"),
+    Claim("onset_sink_after_induction", "4", "04_optimization",
+          "The first-token sink forms after the induction heads (public 1B-class runs: 10-20x later in tokens)",
+          "arXiv 2606.02378 (not this paper)", rule=After("base: onset: sink", "base: onset: induction"),
+          measure=_scales(text=_fam("onsets", {f"base: onset: {q}": ("onsets_base", f"onset: {q}")
+                                               for q in ("sink", "induction")})),
+          figure={"base: onset: sink": 1200.0, "base: onset: induction": 100.0},
+          note="onsets as sinkpaper/paper/onsets.py defines them, fixed before the runs (configs/onsets.yaml, queued "
+               "for the real-text CPU); shown with the emergence of the sink until a chapter of its own is built"),
     Claim("opt_lr", "4", "04_optimization", "A larger learning rate gives more sink (at a fixed number of steps)",
           "Section 4", labels=["lr_x0.25", "lr_x0.5", "default", "lr_x2"],
           rule=Monotone([("lr_x0.25", "lr_x0.3"), "lr_x0.5", ("default", "recipe"), ("lr_x2", "lr_x3")]),

@@ -573,3 +573,32 @@ class Onset(Rule):
 
     def null(self, values):
         return {**values, self.label: 0.0}
+
+
+@dataclass
+class After(Rule):
+    """In every seed, ``later`` (an onset step) comes after ``earlier``: agrees when every paired seed has it so,
+    disagrees when none does, inconclusive when the seeds split. Null: both form at the same step."""
+    later: str
+    earlier: str
+
+    def __post_init__(self):
+        self.sentence = f"{self.later} after {self.earlier}, in every seed."
+        self.null_sentence = f"{self.later} at the same step as {self.earlier}"
+
+    def apply(self, values):
+        a, b = _get(values, self.later), _get(values, self.earlier)
+        if a is None or b is None:
+            return NO_RESULT
+        if isinstance(a, Seeds) and isinstance(b, Seeds):
+            order = [x > y for x, y in zip(a.values, b.values)]
+            if all(order):
+                return AGREES
+            if not any(order):
+                return DISAGREES
+            raise Undecided(f"{self.later} > {self.earlier}", f"{self.later} after {self.earlier} in "
+                            f"{sum(order)} of {len(order)} seeds", settled=True)
+        return verdict_of(a > b)
+
+    def null(self, values):
+        return {**values, self.later: values.get(self.earlier)}
