@@ -261,16 +261,18 @@ def run_lease(queue: list[QueuedRun], *, profile: str, seconds: float, slots: in
                                  "beside": len(running)})
         log(f"{state} {slot.q.label} after {took:.0f} s ({len(running)} other run(s) beside it)")
 
+    rescan = True                # the queue is read again only when a slot has freed (reading it costs store reads)
     while True:
         now = time.time()
         for slot in [s for s in running if s.proc.poll() is not None]:
+            rescan = True
             running.remove(slot)
             state = run_state(store, slot.q.run.cfg)
             state = {"done": "stored", "diverged": "diverged"}.get(state, "failed")
             if state != "failed":
                 clock.finished(slot.q.shape(), time.time() - slot.started)
             record(slot, state)
-        while len(running) < slots:
+        while rescan and len(running) < slots:
             nxt = None
             for q in pending:
                 if any(s.q.run.cfg.hash() == q.run.cfg.hash() for s in running) or not still_wanted(q, store, root):
@@ -281,6 +283,7 @@ def run_lease(queue: list[QueuedRun], *, profile: str, seconds: float, slots: in
                     nxt = q
                     break
             if nxt is None:
+                rescan = False
                 break
             pending.remove(nxt)
             est = clock.estimate(nxt.shape())
