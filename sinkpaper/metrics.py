@@ -150,6 +150,20 @@ def first_key_alpha(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     return _float(attn).gather(-1, first[..., None]).squeeze(-1).mean(-1)
 
 
+def doc_start_alpha(attn: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """[B, H]: the attention of the queries whose first visible key is not position 1 (under intra-document
+    masking, the queries of a document that starts inside the window) on that key (their document's first token),
+    averaged over them; NaN for a sample with no such query. Unlike :func:`first_key_alpha` it leaves out the
+    queries whose document began before the window, whose first key is the window's start."""
+    B, H, T, _ = attn.shape
+    vis = visible if visible.dim() == 4 else visible[:, None]
+    first = vis.to(torch.uint8).argmax(-1)                            # [B or 1, 1, T]
+    inside = (first > 0).expand(B, 1, T).to(torch.float32)
+    a = _float(attn).gather(-1, first.expand(B, H, T)[..., None]).squeeze(-1)   # [B, H, T]
+    n = inside.sum(-1)                                                 # [B, 1]
+    return torch.where(n > 0, (a * inside).sum(-1) / n.clamp(min=1), torch.nan)
+
+
 # ---------------------------------------------------------------------------------------------- norms, angles
 def hidden_norms(hidden_states: list[torch.Tensor]) -> torch.Tensor:
     """[B, L+1, T]: L2 norm over the model dim of each hidden state [B, T, D] (embeddings, then each block)."""
@@ -201,6 +215,7 @@ class TraceStats:
     key_norms: torch.Tensor | None = None
     value_norms: torch.Tensor | None = None
     first_key_alphas: torch.Tensor | None = None   # [N, L, H]: where a query's first key is not always position 1
+    doc_start_alphas: torch.Tensor | None = None   # [N, L, H]: at document starts inside the window (NaN: none)
     proxy: bool = False
 
     @property
@@ -231,12 +246,14 @@ class TraceStats:
             # each layer's own mask ([B or 1, 1, T, T] against [B, H, T, T]): sliding-window layers differ
             alphas = torch.stack([cpu(alpha(a.detach(), trace.visible_of(i)[:, None]))
                                   for i, a in enumerate(trace.attentions)], dim=1)
-        first = None
+        first = starts = None
         if trace.attentions is not None and trace.alphas is None:
             masks = [trace.visible_of(i) for i in range(len(trace.attentions))]
             if any(bool((m.to(torch.uint8).argmax(-1) != 0).any()) for m in masks):
                 first = torch.stack([cpu(first_key_alpha(a.detach(), m)) for a, m in zip(trace.attentions, masks)],
                                     dim=1)
+                starts = torch.stack([cpu(doc_start_alpha(a.detach(), m)) for a, m in zip(trace.attentions, masks)],
+                                     dim=1)
         sink = None
         if trace.sink_alphas is not None:
             sink = torch.stack([cpu(s) for s in trace.sink_alphas], dim=1)
@@ -250,6 +267,7 @@ class TraceStats:
             key_norms=cpu(head_norms([x.detach() for x in trace.keys])) if trace.keys else None,
             value_norms=cpu(head_norms([x.detach() for x in trace.values])) if trace.values else None,
             first_key_alphas=first,
+            doc_start_alphas=starts,
             proxy=bool(trace.proxy),
         )
 
@@ -272,11 +290,24 @@ class TraceStats:
                 # a batch whose masks let every query see position 1 first records none: there it is alpha_1
                 # exactly (first_key_alpha), so an evaluation mixing such batches with document starts reads on
                 parts = [s.alphas[..., 0] if p is None else p for s, p in zip(stats, parts)]
+            if f.name == "doc_start_alphas" and any(p is not None for p in parts):
+                # ... and has no document start inside its windows
+                parts = [torch.full_like(s.alphas[..., 0], torch.nan) if p is None else p
+                         for s, p in zip(stats, parts)]
             n_none = sum(p is None for p in parts)
             if 0 < n_none < len(parts):
                 raise ValueError(f"field {f.name!r} is present in some TraceStats and None in others")
             out[f.name] = None if n_none else torch.cat(parts, dim=0)
         return TraceStats(**out, proxy=stats[0].proxy)
+
+
+def _doc_start_summary(a: torch.Tensor | None, epsilon: float) -> dict:
+    if a is None:
+        return {}
+    has = ~torch.isnan(a[:, 0, 0])                                   # samples with a document start inside
+    if not bool(has.any()):
+        return {"sink_doc_start": None, "doc_start_samples": 0}
+    return {"sink_doc_start": float(percent_above(a[has], epsilon)), "doc_start_samples": int(has.sum())}
 
 
 def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = KS) -> dict:
@@ -299,6 +330,8 @@ def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = K
         # Sink_1 read at each query's first visible key (a document's first token under intra-document masking)
         "sink_first_key": None if stats.first_key_alphas is None
         else float(percent_above(stats.first_key_alphas, epsilon)),
+        # ... and at the document starts inside the windows only (the samples that have one)
+        **_doc_start_summary(stats.doc_start_alphas, epsilon),
         "proxy": bool(stats.proxy),
         "n_samples": stats.n_samples,
         "seq_len": stats.seq_len,

@@ -506,3 +506,23 @@ def test_an_evaluation_mixing_batches_with_and_without_document_starts_reads_the
     want = torch.cat([first_key_alpha(a, causal[None]), first_key_alpha(b, vis[None])])[:, None]
     torch.testing.assert_close(whole.first_key_alphas, want)
     assert summarize(whole, ks=range(1, 3))["sink_first_key"] is not None
+
+
+def test_the_doc_start_reading_counts_only_queries_of_a_document_that_starts_inside_the_window():
+    from sinkpaper.metrics import doc_start_alpha
+    g = torch.Generator().manual_seed(2)
+    T = 6
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    docs = torch.tensor([0, 0, 0, 1, 1, 1])                         # a document starts at position 4
+    vis = causal & (docs[:, None] == docs[None, :])
+    b = torch.rand(1, 1, T, T, generator=g).masked_fill(~vis, 0)
+    b = b / b.sum(-1, keepdim=True)
+    want = b[0, 0, 3:, 3].mean()                                    # queries 4..6 on their document's first token
+    torch.testing.assert_close(doc_start_alpha(b, vis[None])[0, 0], want)
+    assert torch.isnan(doc_start_alpha(b, causal[None, None])).all()  # no document starts inside: no reading
+    stats = TraceStats.from_trace(Trace(attentions=[b], visible=vis[None]))
+    s = summarize(stats, epsilon=float(want) - 1e-6, ks=range(1, 3))
+    assert s["sink_doc_start"] == 100.0 and s["doc_start_samples"] == 1
+    assert summarize(stats, epsilon=float(want) + 1e-6, ks=range(1, 3))["sink_doc_start"] == 0.0
+    plain = TraceStats.from_trace(Trace(attentions=[b], visible=causal[None]))
+    assert "sink_doc_start" not in summarize(plain, ks=range(1, 3))

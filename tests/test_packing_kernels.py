@@ -251,3 +251,25 @@ def test_smoke_accuracy_section_through_the_tables():
     assert [r["tensor"] for r in rows] == ["out", "dq", "dk", "dv"] and all(r["ours / SDPA"].endswith("x") for r in rows)
     assert kc.speed_rows(result) == [] and kc.bench_provenance(result)["computed_now"] is True
     assert "smoke" in kc.bench_provenance(result)
+
+
+def test_doc_start_windows_hold_a_document_end_a_third_of_the_way_in():
+    import numpy as np
+
+    from sinkpaper.data.packing import doc_start_starts
+    stream = np.arange(1, 1001) % 97 + 1
+    stream[[50, 300, 700, 990]] = 0                   # EOS = 0; the one at 990 leaves no room for a window after it
+    starts = doc_start_starts(stream, 10, eos_id=0, span=30)
+    assert list(starts) == [40, 290, 690]             # each EOS at position 10 (a third of 30) of its window
+    assert all(stream[s + 10] == 0 for s in starts)
+    assert len(doc_start_starts(stream, 2, eos_id=0, span=30)) == 2
+    assert len(doc_start_starts(stream[:40], 5, eos_id=0, span=30)) == 0
+
+
+def test_a_document_masked_run_reads_the_sink_at_document_starts_inside_its_windows(tmp_path):
+    from sinkpaper.train import config as C
+    from sinkpaper.train.trainer import read_log, train
+    cfg = C.load("configs/packing.yaml", "cpu", {"optim.steps": 4, "eval.every": 2, "eval.n_samples": 6}, "bos_each_doc_mask")
+    train(cfg, tmp_path / "run", progress=False)
+    evals = [r for r in read_log(tmp_path / "run" / "log.jsonl") if "sink_k" in r]
+    assert evals and all(r["doc_start_samples"] == 6 and 0.0 <= r["sink_doc_start"] <= 100.0 for r in evals)

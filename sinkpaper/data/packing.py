@@ -142,6 +142,19 @@ class Packing:
         return self.windows(stream, starts, seed=seed, step=2**31)  # a step no training batch uses
 
 
+def doc_start_starts(stream: np.ndarray, n: int, eos_id: int, span: int) -> np.ndarray:
+    """Starts of ``n`` windows of ``span`` tokens, evenly spread over ``stream``, each holding a document end (EOS)
+    a third of the way in, so the next document starts inside the window with two thirds of it left to read;
+    fewer when the stream has fewer such ends."""
+    at = span // 3
+    ends = np.flatnonzero(stream == eos_id)
+    ends = ends[(ends >= at) & (ends - at + span <= len(stream))]
+    if len(ends) == 0:
+        return np.zeros(0, dtype=np.int64)
+    pick = ends[np.linspace(0, len(ends) - 1, num=min(n, len(ends))).astype(np.int64)]
+    return (pick - at).astype(np.int64)
+
+
 def document_ids(inputs: np.ndarray, eos_id: int) -> np.ndarray:
     """[B, T] document index per position: a new document starts right after each EOS (the EOS closes its own)."""
     eos = inputs == eos_id

@@ -181,6 +181,8 @@ def value(result: Mapping, name: str) -> float | None:
     that need the config or the curve are :func:`metric_of`'s); None when it was not recorded."""
     if name == "Sink_first":   # Sink_1 at each query's first visible key (its document's first token)
         return result.get("sink_first_key")
+    if name == "Sink_doc_start":   # ... at the documents that start inside held-out windows only
+        return result.get("sink_doc_start")
     if name.startswith("Sink_"):
         return result["sink_k"].get(name[5:])
     if name == "Sink*":
@@ -191,7 +193,8 @@ def value(result: Mapping, name: str) -> float | None:
         return result.get("final_loss", result.get("loss"))
     if name == "val_loss":
         return result.get("val_loss")
-    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink*, alpha_1, loss, val_loss, first Sink_1, "
+    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink_doc_start, Sink*, alpha_1, loss, val_loss, "
+                     "first Sink_1, "
                      "prefix length, excess alpha_1")
 
 

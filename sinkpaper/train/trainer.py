@@ -192,10 +192,33 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
         out["sink_first_key"] = summary["sink_first_key"]
     if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
         out.update(raw_weights(net, probe["input_ids"][:25].to(device)))
+    if cfg.data.doc_mask:
+        out.update(doc_start_probe(net, cfg, data, device))
     if e.circuits:
         out.update(circuits_probe(net, cfg, data, device))
     net.train(was_training)
     return out
+
+
+def doc_start_probe(net, cfg: TrainConfig, data: TokenData, device) -> dict:
+    """Under intra-document masking, the sink at the documents that start inside held-out windows: eval.n_samples
+    windows each holding a document end a third of the way in (the usual held-out windows rarely hold one, so
+    their first-key reading is mostly the window's start), packed like the training windows; the percentage of
+    (window, layer, head) whose queries of that document put more than epsilon on its first token
+    (``sink_doc_start``), and how many windows held one."""
+    from ..data.packing import doc_start_starts, document_ids as doc_ids_of
+    packing = packing_for(cfg, data, context=cfg.eval.seq_len)
+    starts = doc_start_starts(data.val, cfg.eval.n_samples, data.eos_id, packing.span)
+    if len(starts) == 0:
+        return {"sink_doc_start": None, "doc_start_samples": 0}
+    batch = packing.windows(data.val, starts, seed=1234, step=2**31)
+
+    def trace(ids):
+        docs = torch.from_numpy(doc_ids_of(ids.cpu().numpy(), data.eos_id)).to(device)
+        return net.trace(ids.to(device), doc_ids=docs, method="maps")
+    stats = metrics.measure(trace, batch["input_ids"], batch_size=25, progress=False)
+    s = metrics.summarize(stats, cfg.eval.epsilon, range(1, 2))
+    return {"sink_doc_start": s.get("sink_doc_start"), "doc_start_samples": s.get("doc_start_samples", 0)}
 
 
 def circuits_probe(net, cfg: TrainConfig, data: TokenData, device) -> dict:
