@@ -5,7 +5,7 @@ Input: the claims listing, as ``python -m sinkpaper claims --json`` prints it (`
 This module reads only that JSON shape, through the chips of :mod:`.findings` (the chapters' finding cards show the
 same chips), so the page shows exactly what the listing says. Everything behind a cell (the rule, the note, the
 measurement) is in its tooltip; the claim links to the chapter that measures it. Below 700 px each claim becomes a
-stacked card (the scale named above each chip).
+stacked card (the scale named above each chip; the scales the book does not run it at left out).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ GRID_CSS = """
   .spx-grid tr{display:block;border-bottom:2px solid #d0d7de;padding:.3em 0}
   .spx-grid td{display:block;border:none;padding:.15em 0}
   .spx-grid td[data-scale]:before{content:attr(data-scale);display:block;font-size:.85em;color:#57606a}
+  .spx-grid td:has(> .spx-none){display:none}
 }
 """
 
