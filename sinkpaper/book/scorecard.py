@@ -25,9 +25,10 @@ GRID_CSS = """
 .spx-grid .spx-verdict{font-size:1em;margin:0}
 .spx-grid .spx-none{color:#8c959f}
 @media (max-width:700px){
-  .spx-grid thead{display:none}
+  .spx-grid table,.spx-grid tbody{display:block;width:100%}
+  .spx-grid thead,.spx-grid colgroup{display:none}
   .spx-grid tr{display:block;border-bottom:2px solid #d0d7de;padding:.3em 0}
-  .spx-grid td{display:block;border:none;padding:.15em 0}
+  .spx-grid td{display:block;width:auto;border:none;padding:.15em 0}
   .spx-grid td[data-scale]:before{content:attr(data-scale);display:block;font-size:.85em;color:#57606a}
   .spx-grid td:has(> .spx-none){display:none}
 }
