@@ -168,3 +168,13 @@ def test_config_keys_read_as_words_and_stay_in_the_tooltip(listing):
     rows = findings.chart_rows(e, ["real text (CPU)"])
     assert {r["key"] for r in rows} == set(e["paper"]["values"])
     assert {r["label"] for r in rows} == {findings.human_label(k) for k in e["paper"]["values"]}
+
+
+def test_our_models_are_compared_with_the_papers_on_the_same_input(listing):
+    e = _entry(listing, "t1_natural")
+    e["results"]["real LMs"] = {"status": "found", "verdict": "agrees", "why": "", "measurement": "chapter 03",
+                                "values": {"m: natural": 77.0}, "note": ""}
+    first = next(iter(e["paper"]["values"]))
+    text = findings.headline(e, e["results"]["real LMs"])
+    assert text == f"paper {e['paper']['values'][first]:.3g} % ({first}) / ours 77 % (m: natural)"
+    assert {r["unit"] for r in findings.chart_rows(e, ["real LMs"])} == {"%"}    # one panel, the paper's axis

@@ -172,9 +172,27 @@ def key_label(e: Mapping, res: Mapping) -> str | None:
     return (ours or list(paper_vals) or [None])[0]
 
 
+def _metric(label: str) -> str:
+    return label.split(": ")[-1] if ": " in label else ""
+
+
 def _is_percent(label: str, e: Mapping) -> bool:
-    metric = label.split(": ")[-1] if ": " in label else ""
-    return label in (e["paper"]["values"] or {}) or not metric or "Sink" in metric
+    """A sink rate: a bare point, a Sink metric, or a label measured as the paper's labels are (our model on the
+    same input kind as the paper's models, e.g. "gemma3-270m: natural" beside "GPT2-XL: natural")."""
+    paper_vals = e["paper"]["values"] or {}
+    metric = _metric(label)
+    return (label in paper_vals or not metric or "Sink" in metric
+            or any(_metric(k) == metric for k in paper_vals))
+
+
+def paper_counterpart(e: Mapping, label: str) -> str | None:
+    """The paper's label to compare ours with: the same label, else the paper's first on the same metric (another
+    model on the same input kind); None where the paper has neither."""
+    paper_vals = e["paper"]["values"] or {}
+    if label in paper_vals:
+        return label
+    metric = _metric(label)
+    return next((k for k in paper_vals if metric and _metric(k) == metric), None)
 
 
 def _value(v: float | None, percent: bool) -> str:
@@ -188,11 +206,14 @@ def headline(e: Mapping, res: Mapping) -> str:
     if label is None:
         return "the paper gives no number"
     pct = _is_percent(label, e)
-    p = (e["paper"]["values"] or {}).get(label)
+    twin = paper_counterpart(e, label)
+    p = (e["paper"]["values"] or {}).get(twin) if twin else None
     o = (res.get("values") or {}).get(label)
     paper_txt = f"paper {_value(p, pct)}" if p is not None else "the paper gives no number"
     if o is None:     # the chip already says "no result"
         return paper_txt + (f" ({human_label(label)})" if p is not None else "")
+    if twin is not None and twin != label:    # another model on the same input: each number named
+        return f"paper {_value(p, pct)} ({human_label(twin)}) / ours {_value(o, pct)} ({human_label(label)})"
     return f"{paper_txt} / ours {_value(o, pct)} ({human_label(label)})"
 
 
