@@ -274,8 +274,9 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
     rows = chart_rows(e, scales)
     if not rows or e.get("kind") == "check":
         return None
-    who = ["paper", *scales]
-    colors = [PAPER_COLOR, *map(scale_color, scales)]
+    drawn_paper = any(r["kind"] == "paper" for r in rows)   # no "paper" in the legend of a chart without it
+    who = ["paper", *scales] if drawn_paper else list(scales)
+    colors = [PAPER_COLOR, *map(scale_color, scales)] if drawn_paper else [scale_color(s) for s in scales]
     units = list(dict.fromkeys(r["unit"] for r in rows))
     panels = []
     for unit in units:
