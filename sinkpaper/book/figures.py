@@ -1,7 +1,11 @@
 """The book's altair charts and its table display: heatmaps and per-layer lines, provenance lines, the Table
-class, and the charts of stored sweeps and training curves (one line chart over training, :func:`curve_chart`;
-one dot-and-tick chart of a sweep, :func:`sweep_chart`; where the sink sits, :func:`position_profile_chart`;
-attention maps). The tables built from stored runs are in :mod:`.tables`.
+class, and the charts of stored sweeps and training curves (seeds over training as a mean line and a min-max band,
+:func:`band_chart`; one line per run, :func:`curve_chart`; one dot-and-tick chart of a sweep, :func:`sweep_chart`;
+where the sink sits, :func:`position_profile_chart`; the paper's Table 1 beside ours, :func:`table1_chart`;
+attention maps). Every chart that compares with the paper draws the paper's number where :mod:`sinkpaper.paper`
+has one (:func:`paper_number`) and none where it has none. :class:`Columns` sets charts of the column's width side
+by side; :func:`joined_lines` and :func:`draws_the_paper` read a chart's spec back (the tests' checks). The tables
+built from stored runs are in :mod:`.tables`.
 
 Only the book (and the notebooks) import altair; the core library does not. Charts use altair's default
 HTML renderer: in the built book they draw with the offline ``vega-bundle.js`` (see :mod:`.assets`). Do not
