@@ -81,3 +81,14 @@ def test_table_1_puts_the_papers_bars_beside_ours():
     assert paper_bars == expected and expected          # every Table-1 number of those inputs, and nothing else
     assert {(v["model"], v["inputs"], v["v"]) for v in values if v["who"] == "ours"} == {
         ("m, BOS on", "natural", 30.0), ("m, BOS on", "repeat", 1.0)}
+
+
+def test_a_variant_keeps_its_colour_from_chart_to_chart():
+    one = dict(zip(["softmax", "sigmoid", "sigmoid_norm", "elu"], figures.variant_colors(["softmax", "sigmoid",
+                                                                                           "sigmoid_norm", "elu"])))
+    two = dict(zip(["elu", "sigmoid"], figures.variant_colors(["elu", "sigmoid"])))
+    assert two == {k: one[k] for k in two}                 # the same variant, the same colour, whatever its company
+    assert len(set(one.values())) == len(one)              # and never two groups of one chart in one colour
+    many = [name for name in figures._variant_index()][:30]
+    assert len(set(figures.variant_colors(many))) == min(30, len(figures.VARIANT_PALETTE))
+    assert figures.variant_colors(["stored seeds (elu)"]) == [one["elu"]]

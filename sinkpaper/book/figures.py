@@ -581,7 +581,8 @@ def position_profile_chart(payloads: Sequence[dict], order: Sequence[str], title
                              height)
     x = alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0))
     y = alt.Y("v:Q", title="Sink_k % (mean over seeds)", scale=alt.Scale(domain=[0, 100]))
-    color = alt.Color("point:N", sort=shown, title=None, legend=alt.Legend(orient="bottom", columns=2))
+    color = alt.Color("point:N", sort=shown, title=None, legend=alt.Legend(orient="bottom", columns=2),
+                      scale=alt.Scale(domain=shown, range=variant_colors(shown)))
     layers = [alt.Chart(alt.Data(values=values)).mark_line(point=True).encode(
         x=x, y=y, color=color, tooltip=["point:N", "k:O", alt.Tooltip("v:Q", format=".3g")])]
     marks = [{"point": pt, "k": k, "who": "paper", "v": _num(v)} for pt in shown for k in range(1, k_max + 1)
@@ -721,7 +722,8 @@ def band_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None 
     groups = list(dict.fromkeys(v["group"] for v in values))
     ys = alt.Scale(type="log") if log_y else alt.Scale(domain=list(y_domain)) if y_domain else alt.Scale(zero=False)
     xe = alt.X("x:Q", title="tokens seen" if x == "tokens" else x)
-    color = alt.Color("group:N", sort=groups, title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=150))
+    color = alt.Color("group:N", sort=groups, title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=150),
+                      scale=alt.Scale(domain=groups, range=variant_colors(groups)))
     yt = y_title or y
     base = alt.Chart(alt.Data(values=values))
     layers = [
@@ -806,17 +808,20 @@ def chart_html(chart: alt.TopLevelMixin) -> str:
 
 
 class Columns:
-    """Charts of ``width="container"`` side by side, as many columns as the page has room for (one on a phone):
-    altair cannot size the parts of a concatenated chart to the page, a CSS grid can."""
+    """Charts of ``width="container"`` side by side, two to a row (one on a phone, book/_static/sinkpaper.css):
+    altair cannot size the parts of a concatenated chart to the page, CSS can. Each cell has its share of the row
+    before its chart draws (vega measures its box once, as the page is read: a cell that grew later would leave a
+    chart drawn for the whole row, shrunk)."""
 
-    def __init__(self, *charts, min_px: int = 300):
+    def __init__(self, *charts, per_row: int = 2):
         self.charts = charts
-        self.min_px = min_px
+        self.per_row = max(1, min(per_row, len(charts)))
 
     def _repr_html_(self) -> str:
-        cells = "".join(f'<div style="min-width:0">{chart_html(c)}</div>' for c in self.charts)
-        return (f'<div class="spx-columns" style="display:grid;gap:.5em 1.2em;grid-template-columns:'
-                f'repeat(auto-fit,minmax(min({self.min_px}px,100%),1fr))">{cells}</div>')
+        basis = f"calc((100% - {self.per_row - 1} * 1.2em) / {self.per_row})"
+        cells = "".join(f'<div class="spx-column" style="flex:0 0 {basis};min-width:0">{chart_html(c)}</div>'
+                        for c in self.charts)
+        return f'<div class="spx-columns" style="display:flex;flex-wrap:wrap;gap:.5em 1.2em">{cells}</div>'
 
 
 def raw_weight_bands(rows: Sequence[Mapping], label: str = "Real text") -> Columns:
@@ -909,3 +914,51 @@ def folded(title: str, text: str) -> Markdown:
 def missing_runs(sweep) -> Markdown:
     """The runs a stored sweep still lacks, with the command that makes them, folded (:func:`folded`)."""
     return folded("Runs not in the results store yet", sweep.missing_text())
+
+
+# --------------------------------------------------------------------------------------- one colour per variant
+VARIANT_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",
+                   "#eeca3b", "#bab0ac", "#1f77b4", "#8c564b", "#2ca02c", "#d62728", "#9467bd", "#17becf",
+                   "#bcbd22", "#7f7f7f", "#e377c2", "#ff7f0e")
+
+
+def _variant_index() -> dict[str, int]:
+    """Every sweep point of every family in configs/, in a fixed order (the families by name, each in its config's
+    order): a variant's place, hence its colour, is the same on every page."""
+    global _VARIANTS
+    if _VARIANTS is None:
+        from pathlib import Path
+
+        from ..resources import find_config
+        from ..train.config import sweep_points
+
+        names: dict[str, int] = {}
+        for path in sorted(Path(find_config("optimization")).parent.glob("*.yaml")):
+            try:
+                points = sweep_points(path)
+            except (ValueError, KeyError, TypeError):
+                continue      # a file that is no sweep family (the shared base)
+            for p in points:
+                names.setdefault(p, len(names))
+        _VARIANTS = names
+    return _VARIANTS
+
+
+_VARIANTS: dict[str, int] | None = None
+_STORED = re.compile(r"^stored seeds \((.*)\)$")
+
+
+def variant_colors(groups: Sequence[str]) -> list[str]:
+    """A colour per group of a chart: a variant's own (its place among all the book's variants), the same on every
+    chart; a group that is no variant (a live run), or whose colour another group of the chart already has, takes
+    the first colour still free."""
+    index, used, out = _variant_index(), set(), []
+    for g in groups:
+        name = _STORED.sub(r"\1", g)
+        c = VARIANT_PALETTE[index[name] % len(VARIANT_PALETTE)] if name in index else None
+        if c is None or c in used:
+            free = [p for p in VARIANT_PALETTE if p not in used]
+            c = free[0] if free else VARIANT_PALETTE[len(out) % len(VARIANT_PALETTE)]
+        used.add(c)
+        out.append(c)
+    return out
