@@ -501,8 +501,9 @@ def run_bench(a, argv: list[str]) -> int:
 
 
 def run_lease(a) -> int:
+    from .results.calibration import lease_wants
     from .train.lease import run_lease_command
-    return run_lease_command(a)
+    return run_lease_command(a, wanted=lease_wants)
 
 
 def run_data(a) -> int:

@@ -182,3 +182,16 @@ def test_the_width_measurement_times_real_runs_side_by_side(tmp_path):
     assert w["runs_measured"] == 2 and w["seconds_per_step"] > 0 and w["startup_seconds"] > 0, r
     assert r["best_width"] == 2 and r["provenance"]["code_version"]
     assert not list(tmp_path.rglob("*.json.gz"))       # nothing stored
+
+
+def test_the_lease_trains_a_calibration_seed_only_while_it_can_change_the_answer():
+    from sinkpaper.results.calibration import lease_wants
+    store = REPO / "results" / "store"
+    q = {x.label: x for x in resolve(parse_queue(
+        "calibration L4_d256_lr2e-3@0,1\ncalibration L4_d256_lr4e-3@1\ncheaper L4_d192@0\ndata random_first@0\n"),
+        "gpu")}
+    assert not lease_wants(q["calibration/L4_d256_lr2e-3 seed 0"], store, REPO)     # stored
+    assert lease_wants(q["calibration/L4_d256_lr2e-3 seed 1"], store, REPO)         # seed 0 cleared the bar: open
+    assert not lease_wants(q["calibration/L4_d256_lr4e-3 seed 1"], store, REPO)     # seed 0 below it: decided
+    assert not lease_wants(q["cheaper/L4_d192 seed 0"], store, REPO)                # waits for the calibration
+    assert lease_wants(q["data/random_first seed 0"], store, REPO)

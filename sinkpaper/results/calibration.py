@@ -154,3 +154,27 @@ def calibration_markdown(store: str | Path = DEFAULT_STORE, root: str | Path = "
 def calibration_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> list[dict]:
     """Every stored run of the calibration grid (seeds :data:`SEEDS`), in the grid's order."""
     return stored_sweep(str(Path(root) / CALIBRATION), PROFILE, seeds=SEEDS, store=str(store)).payloads
+
+
+AFTER_CALIBRATION = ("cheaper",)   # exploratory families (configs/cheaper.yaml) that wait for the calibration
+
+
+def lease_wants(q, store: str | Path, root: str | Path = ".") -> bool:
+    """Whether a lease should still train a queued run (a :class:`sinkpaper.train.lease.QueuedRun`): a calibration
+    run while its point can still clear the bar and no earlier point of the grid has cleared it; an exploratory
+    run after the calibration only once it has passed; every other run while it is neither stored nor diverged."""
+    from ..train.config import sweep_points
+    from ..train.lease import not_done
+    if not not_done(q, store):
+        return False
+    if q.run.family in AFTER_CALIBRATION:
+        return calibrated_point(store, root) is not None
+    if q.run.family != Path(CALIBRATION).stem:
+        return True
+    if not still_open([q.run.point], store, root):
+        return False
+    done = calibrated_point(store, root)
+    if done is None:
+        return True
+    order = sweep_points(q.config)
+    return order.index(q.run.point) < order.index(done)

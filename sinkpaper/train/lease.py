@@ -5,7 +5,8 @@ The queue (``scripts/gpu_queue.txt``) is one list in the order the runs matter: 
 then seed 0 of every point after it, then seeds 1 and 2. Each line is ``FAMILY POINT[@SEEDS]`` (a family of
 ``configs/``; SEEDS comma-separated, default 0,1,2), and every entry is resolved and validated before anything
 trains. A calibration entry is skipped once it cannot change the answer: its point has a seed below the bar, or
-an earlier point of the grid clears it (:mod:`sinkpaper.results.calibration`).
+an earlier point of the grid clears it (the rule :func:`sinkpaper.results.calibration.lease_wants`, which the
+command passes in: this module only trains).
 
 Each run is one ``python -m sinkpaper sweep`` process (claims, checkpoints, the store entry written atomically,
 divergence recorded), so a run here is stored exactly as a sweep stores it. Whether a run may still start is
@@ -35,8 +36,6 @@ from .sweep import DIVERGED, PlannedRun, plan, run_state
 
 REHEARSAL = "REHEARSAL"      # marks an `out` whose runs have tiny shapes: never imported into results/store
 MANIFEST = "lease.json"
-CALIBRATION_FAMILY = "calibration"
-AFTER_CALIBRATION = ("cheaper",)   # exploratory families that wait for the calibration to pass
 
 
 # ------------------------------------------------------------------------------------------------ the queue
@@ -101,25 +100,10 @@ def resolve(entries: list[Entry], profile: str, configs_dir: str | Path = "confi
     return out
 
 
-def still_wanted(q: QueuedRun, store: str | Path, root: str | Path = ".") -> bool:
-    """A calibration run is wanted while its point can still clear the bar and no earlier point of the grid
-    has cleared it; an exploratory run after the calibration only once it has passed; every other run while it
-    is neither stored nor recorded as diverged."""
-    if run_state(store, q.run.cfg) in ("done", "diverged"):
-        return False
-    from ..results.calibration import calibrated_point, still_open
-    if q.run.family in AFTER_CALIBRATION:
-        return calibrated_point(store, root) is not None
-    if q.run.family != CALIBRATION_FAMILY:
-        return True
-    if not still_open([q.run.point], store, root):
-        return False
-    done = calibrated_point(store, root)
-    if done is None:
-        return True
-    from .config import sweep_points
-    order = sweep_points(q.config)
-    return order.index(q.run.point) < order.index(done)
+def not_done(q: QueuedRun, store: str | Path) -> bool:
+    """The plain rule: a run is wanted while it is neither stored nor recorded as diverged. A caller may pass a
+    stricter one (the calibration's, in sinkpaper.results.calibration.lease_wants)."""
+    return run_state(store, q.run.cfg) not in ("done", "diverged")
 
 
 # ------------------------------------------------------------------------------------------ the run clock
@@ -237,11 +221,12 @@ def collect(out: Path, store: Path, lease_dir: Path, since: float, manifest: dic
 
 def run_lease(queue: list[QueuedRun], *, profile: str, seconds: float, slots: int, out: str | Path,
               lease_dir: str | Path, store: str | Path, clock: RunClock, sets: list[str] = (),
-              root: str | Path = ".", python: str = sys.executable, poll: float = 1.0, log=print,
-              manifest: dict | None = None) -> dict:
+              python: str = sys.executable, poll: float = 1.0, log=print, manifest: dict | None = None,
+              wanted=not_done) -> dict:
     """Train ``queue`` in ``slots`` processes side by side until ``seconds`` have passed: a slot is refilled as
-    soon as its run ends, with the first wanted run whose measured length fits in the time left. At the end the
-    runs still in flight are stopped (lost: a run cannot outlive its call). Returns the manifest."""
+    soon as its run ends, with the first run ``wanted(run, store)`` accepts whose measured length fits in the time
+    left. At the end the runs still in flight are stopped (lost: a run cannot outlive its call). Returns the
+    manifest."""
     out, lease_dir, store = Path(out), Path(lease_dir), Path(store)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -275,7 +260,7 @@ def run_lease(queue: list[QueuedRun], *, profile: str, seconds: float, slots: in
         while rescan and len(running) < slots:
             nxt = None
             for q in pending:
-                if any(s.q.run.cfg.hash() == q.run.cfg.hash() for s in running) or not still_wanted(q, store, root):
+                if any(s.q.run.cfg.hash() == q.run.cfg.hash() for s in running) or not wanted(q, store):
                     continue
                 est = clock.estimate(q.shape())
                 fits = now + est <= end if est is not None else first_wave
@@ -438,8 +423,9 @@ def _device_name(profile_device: str | None) -> str:
     return provenance.hardware(torch.device(dev))
 
 
-def run_lease_command(a) -> int:
-    """`python -m sinkpaper lease run|import|width` (see the module's docstring)."""
+def run_lease_command(a, wanted=not_done) -> int:
+    """`python -m sinkpaper lease run|import|width` (see the module's docstring); ``wanted`` decides, each time a
+    slot frees, whether a queued run is still worth training."""
     import shutil
 
     from .. import provenance
@@ -506,5 +492,5 @@ def run_lease_command(a) -> int:
     manifest = {"code_version": provenance.code_version(), "torch": torch.__version__, "triton": triton_version,
                 "queue_file": a.queue, "rehearsal": bool(a.rehearsal), "slots_from": why, "overrides": a.set}
     run_lease(queue, profile=a.profile, seconds=a.seconds, slots=slots, out=out, lease_dir=lease_dir, store=store,
-              clock=clock, sets=a.set, log=log, manifest=manifest)
+              clock=clock, sets=a.set, log=log, manifest=manifest, wanted=wanted)
     return 0
