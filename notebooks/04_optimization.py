@@ -15,7 +15,7 @@
 # # Section 4: optimization — the sink emerges after enough training
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: the stored runs of that profile (cpu: the real-text runs); none trained here
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep shown next to the live run
 live_point = "recipe"  # miniature point trained live: recipe | lr_x0.3 | lr_x3 | lr_x0.5_steps_x2

@@ -15,7 +15,7 @@
 # # Section 5: data distribution — where the sink goes is decided by the data
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: the stored runs of that profile (cpu: the real-text runs); none trained here
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "fixed_pos2"  # trained live: fixed_pos2 | fixed_pos3 | random_first | no_fixed_token | recipe

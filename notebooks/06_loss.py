@@ -15,7 +15,7 @@
 # # Section 6: loss function — weight decay, prefix LM and sliding windows
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: the stored runs of that profile (cpu: the real-text runs); none trained here
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 miniature_seeds = [0, 1, 2]  # seeds of the stored miniature sweep
 live_point = "window_16"  # trained live: window_16 | window_4 | prefix_4 | wd_0 | wd_0.1 | recipe | wd_1 | wd_2 | wd_5

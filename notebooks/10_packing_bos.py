@@ -15,7 +15,7 @@
 # # Data packing and BOS: what a fixed first token does, and what happens without it
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: the stored runs of that profile (cpu: the real-text runs); none trained here
 model = "smollm2-135m,gemma3-270m"  # pretrained models: comma-separated offline names or Hugging Face ids (e.g. gpt2-xl)
 n_samples = 50  # natural-text windows per (model, BOS) setting; the paper uses 100 (50 keeps the chapter near its budget)
 seq_len = 64  # T, BOS included; the paper uses 64

@@ -15,7 +15,7 @@
 # # After the paper: gated attention, sink logits, softmax plus one and softpick
 
 # %% tags=["parameters"]
-profile = "cpu"  # cpu | gpu | paper: cpu reads the stored real-text runs (text profile); gpu and paper train them
+profile = "cpu"  # cpu | gpu | paper: the stored runs of that profile (cpu: the real-text runs); none trained here
 gpu_seeds = [0]  # seeds trained or read at gpu/paper (at cpu: the stored text runs, seeds 0, 1, 2)
 maps = "softmax, gate_elementwise, sink_logit, softmax_plus_one"  # points whose alpha_1 map per layer/head is drawn
 
