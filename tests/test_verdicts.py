@@ -221,7 +221,9 @@ def test_the_scorecard_and_the_chapter_tables_show_inconclusive_with_its_reason(
     assert inconclusive, "the committed store has inconclusive claims"
     e = inconclusive[0]
     html = scorecard.Scorecard(listing)._repr_html_()
-    assert "? inconclusive" in html and 'class="n why"' in html
+    # an inconclusive chip carries its reason: the seeds' split or the overlap, in the chip's own line
+    assert '>inconclusive</span>' in html and 'class="spx-why"' in html
+    assert any(part in html for part in ("seeds split", "overlap", "seeds disagree"))
     assert scorecard.Scorecard(listing).counts()["real text (CPU)"][I] == len(inconclusive)
     row = paper.row(e["id"])
     assert row["verdict (real text (CPU))"].startswith(f"{I}: ")

@@ -15,7 +15,8 @@ from .records import RunRecord, runs
 # The families mapped onto the text profile, in the sweep's order (scripts/sweep_text.sh lists the same; a test
 # holds the two equal). The miniature, calibration and text_nobos families are not among them.
 TEXT_FAMILIES = tuple(f"configs/{f}.yaml" for f in
-                      ("optimization", "loss", "data", "biases", "attention", "packing", "architecture", "after_paper"))
+                      ("optimization", "loss", "data", "biases", "attention", "packing", "architecture", "after_paper",
+                       "onsets"))
 
 EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (fixed before its runs)
 
