@@ -237,7 +237,8 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
     shutil.copytree(REPO / "results/store", store)
     claim = paper.claim("pack_doc_mask")
     beside = "bos_doc_mask (one BOS per window): Sink_1"
-    assert claim.measure["real text (CPU)"].beside == {beside}
+    doc_start = "bos_each_doc_mask (document starts inside windows, beside): Sink_doc_start"
+    assert claim.measure["real text (CPU)"].beside == {beside, doc_start}
     full = paper.result(claim, "real text (CPU)", {}, str(store))
     for seed in (0, 1, 2):
         payload, _ = paper.store_lookup(str(REPO / "configs/packing.yaml"), "text", "bos_doc_mask", seed, str(store))
@@ -245,6 +246,7 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
     r = paper.result(claim, "real text (CPU)", {}, str(store))
     assert r["verdict"] == full["verdict"] != R and r["status"] == "found"
     assert r["values"][beside] is None
+    assert full["values"][doc_start] is None      # the stored runs predate that reading: shown as missing, no hold
     judged = "bos_each_doc_mask: Sink_first"
     assert r["values"][judged] == full["values"][judged] is not None
     payload, _ = paper.store_lookup(str(REPO / "configs/packing.yaml"), "text", "bos_each_doc_mask", 0, str(store))
