@@ -345,9 +345,9 @@ def test_the_onset_is_checked_against_the_window_the_paper_states():
     assert on.apply({"default": 30.0}) == N          # a scale that does not measure the onset
     run = {"config": {"optim": {"steps": 2500}, "eval": {"every": 100}},
            "curve": [{"step": s, "sink_k": {"1": v}} for s, v in ((900, 0.0), (1000, 9.9), (1100, 10.0), (1200, 40.0))]}
-    assert onset_of(run)["mean"] == 1100.0          # the first evaluation at SINK (10 %) or above
+    assert onset_of(run, "onset: sink")["mean"] == 1100.0          # the first evaluation at SINK (10 %) or above
     run["curve"] = run["curve"][:2]
-    assert onset_of(run)["mean"] == 2600.0          # never: one evaluation past the end
+    assert onset_of(run, "onset: sink")["mean"] == 2600.0          # never: one evaluation past the end
 
 
 def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none_here():

@@ -215,7 +215,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Section 4 (figure)", labels=["default"],
           rule=Both(Sinks(["default"]), Onset("default: onset step", 1000, 2000)),
           measure=_scales(text=_fam("optimization", {"default": "default",
-                                                     "default: onset step": ("default", "onset step")}),
+                                                     "default: onset step": ("default", "onset: sink")}),
                           mini=_pts(MINI, {"default": "recipe"})),
           figure={"default: onset step": 1500.0},
           note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, checked against the steps the "

@@ -36,14 +36,14 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
 
 PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
 PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
-ONSET = "onset step"   # a run's first evaluation step with a sink on token 1 (sinkpaper.paper.onsets: "sink")
+ONSET = "onset: "   # a metric "onset: <quantity>" reads a run's onset of that quantity (sinkpaper.paper.onsets)
 
 
-def onset_of(payload: Mapping, metric: str = ONSET) -> dict | None:
-    """A stored run's onset, as a plateau-shaped reading (sinkpaper.paper.onsets): ``onset step`` is the sink's,
-    ``onset: <quantity>`` any registered quantity's; None when the run does not record the quantity."""
+def onset_of(payload: Mapping, metric: str) -> dict | None:
+    """A stored run's onset of the quantity a metric "onset: <quantity>" names, as a plateau-shaped reading
+    (sinkpaper.paper.onsets); None when the run does not record the quantity."""
     from .onsets import onset_step
-    step = onset_step(payload, "sink" if metric == ONSET else metric.removeprefix("onset: "))
+    step = onset_step(payload, metric.removeprefix(ONSET))
     if step is None:
         return None
     return {"mean": step, "min": step, "max": step, "n": 1, "from_step": None, "to_step": None, "rise": 0.0}
@@ -99,7 +99,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
                 continue
             steps.setdefault(label, set()).add(payload["config"]["optim"]["steps"])
             try:
-                p = (onset_of(payload, metric) if metric == ONSET or metric.startswith("onset: ")
+                p = (onset_of(payload, metric) if metric.startswith(ONSET)
                      else plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS))
             except NotEnoughEvaluations as e:
                 excluded.append(str(e))

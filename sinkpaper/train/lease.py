@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import atomic_write_text
+from ..files import atomic_open, atomic_path, atomic_write_text
 from .store import read_entry
 from .sweep import DIVERGED, PlannedRun, plan, run_state
 
@@ -75,11 +75,14 @@ class QueuedRun:
         return self.run.label
 
     def shape(self) -> tuple:
-        """What sets a run's length on one device: model shape, tokens per step, steps, attention backend."""
-        c = self.run.cfg
-        m = c.model
-        return (m.get("n_layers"), m.get("d_model"), m.get("d_ff"), c.data.context, c.optim.batch_size,
-                c.optim.steps, c.eval.every)
+        return shape_of(self.run.cfg.to_dict())
+
+
+def shape_of(config: dict) -> tuple:
+    """What sets a run's length on one device, from a config dict (a TrainConfig's to_dict() or a stored
+    entry's config): model width and depth, tokens per step, steps, evaluation cadence."""
+    m, d, o, e = config["model"], config["data"], config["optim"], config["eval"]
+    return (m.get("n_layers"), m.get("d_model"), m.get("d_ff"), d["context"], o["batch_size"], o["steps"], e["every"])
 
 
 def resolve(entries: list[Entry], profile: str, configs_dir: str | Path = "configs",
@@ -136,9 +139,7 @@ def stored_seconds(store: str | Path, device: str, queue: list[QueuedRun]) -> di
         prov = e.get("result", {}).get("provenance", {})
         if device not in str(prov.get("hardware", "")) or not prov.get("wall_seconds"):
             continue
-        m, d, o, ev = e["config"]["model"], e["config"]["data"], e["config"]["optim"], e["config"]["eval"]
-        shape = (m.get("n_layers"), m.get("d_model"), m.get("d_ff"), d["context"], o["batch_size"], o["steps"],
-                 ev["every"])
+        shape = shape_of(e["config"])
         if shape in wanted:
             got[shape] = max(got.get(shape, 0.0), float(prov["wall_seconds"]))
     return got
@@ -147,8 +148,7 @@ def stored_seconds(store: str | Path, device: str, queue: list[QueuedRun]) -> di
 def bench_seconds(bench: dict, width: int, queue: list[QueuedRun]) -> dict:
     """shape -> seconds for a run at ``width`` side by side, from the side-by-side benchmark's JSON (its
     measured seconds per step at that width, evaluations included, times the run's steps, plus its measured
-    start-up), for the
-    queue's shapes that have the benchmark's model shape."""
+    start-up), for the queue's shapes that have the benchmark's model shape."""
     row = next((r for r in bench.get("widths", []) if r["width"] == width), None)
     if row is None:
         return {}
@@ -210,11 +210,9 @@ def collect(out: Path, store: Path, lease_dir: Path, since: float, manifest: dic
                                                                lease_dir)):
         if not members:
             continue
-        tmp = out / f".{name}.tmp"
-        with tarfile.open(tmp, "w:gz") as t:
+        with atomic_path(out / name) as tmp, tarfile.open(tmp, "w:gz") as t:
             for p in members:
                 t.add(p, arcname=str(p.relative_to(base)))
-        os.replace(tmp, out / name)
     atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1))
     return len(files)
 
@@ -258,20 +256,18 @@ def run_lease(queue: list[QueuedRun], *, profile: str, seconds: float, slots: in
                 clock.finished(slot.q.shape(), time.time() - slot.started)
             record(slot, state)
         while rescan and len(running) < slots:
-            nxt = None
+            nxt, est = None, None
             for q in pending:
                 if any(s.q.run.cfg.hash() == q.run.cfg.hash() for s in running) or not wanted(q, store):
                     continue
                 est = clock.estimate(q.shape())
-                fits = now + est <= end if est is not None else first_wave
-                if fits:
+                if (now + est <= end) if est is not None else first_wave:
                     nxt = q
                     break
             if nxt is None:
                 rescan = False
                 break
             pending.remove(nxt)
-            est = clock.estimate(nxt.shape())
             log(f"starting {nxt.label} ({len(running) + 1} of {slots} slots; "
                 + (f"measured {est:.0f} s, {end - now:.0f} s left)" if est is not None
                    else "no run time measured on this device yet: first wave)"))
@@ -336,9 +332,8 @@ def import_lease(src: str | Path, dest: str | Path, *, allow_rehearsal: bool = F
             if target.exists():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp_target = target.with_name(f".{target.name}.tmp")
-            tmp_target.write_bytes(f.read_bytes())
-            os.replace(tmp_target, target)
+            with atomic_open(target, "wb") as w:
+                w.write(f.read_bytes())
             n += 1
     return n, refused
 
