@@ -59,11 +59,14 @@ card = findings.finding_card("02_section3_properties")
 # metric depends on its threshold and on the sequence length, random and repeated inputs, and the paper's
 # Table 1 are the subject of the next chapter, [measuring the sink](03_section3_measuring.ipynb).
 #
-# **The metric.** For a head's attention map A over T tokens, the importance of key k is
-# α_k = (1 / (T − k + 1)) · Σ_{t=k..T} A[t, k] (the mean over the queries that see k). The head has a
-# sink at k if α_k > ε; Sink_k^ε is the percentage of (layer, head) pairs
-# with a sink at k, thresholded per sample and averaged over samples. The paper uses ε = 0.3 and
-# T = 64. Uniform causal attention gives α_1 = H_64 / 64 ≈ 0.074.
+# **The metric.** For a head's attention map $A$ over $T$ tokens, the importance of key $k$ is the mean
+# attention of the queries that see it,
+#
+# $$\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}.$$
+#
+# The head has a sink at $k$ if $\alpha_k > \epsilon$; $\mathrm{Sink}_k^{\epsilon}$ is the percentage of
+# (layer, head) pairs with a sink at $k$, thresholded per sample and averaged over samples. The paper uses
+# $\epsilon = 0.3$ and $T = 64$. Uniform causal attention gives $\alpha_1 = H_{64} / 64 \approx 0.074$.
 
 # %%
 
@@ -213,7 +216,7 @@ display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "
 # %% [markdown]
 # ## The sink comes from the angle, not the norms
 #
-# q_t · k_j = |q_t| |k_j| cos(q_t, k_j) after RoPE, for the head with the largest α_1 in a middle layer of
+# $q_t \cdot k_j = \lVert q_t \rVert \, \lVert k_j \rVert \cos(q_t, k_j)$ after RoPE, for the head with the largest α_1 in a middle layer of
 # the first model, on one natural-text sample. In the paper's figure the sink column (key 1) stands out in the
 # product and in the cosine, not in the norm product (the sink's key is not longer than the others'); whether
 # it does here is read from the maps and from the means printed under them. Over every sink head, the table

@@ -110,13 +110,17 @@ for n in models:
 # %% [markdown]
 # ## The metric
 #
-# For one head's attention map A over T tokens, the importance of key k is the mean attention it gets from the
-# queries that can see it, α_k = (1 / (T − k + 1)) · Σ_{t=k..T} A[t, k]. A head has a sink at k when α_k > ε.
-# Sink_k^ε is the percentage of (layer, head) pairs with a sink at k, thresholded per sample and averaged over
-# samples. Two knobs set what counts as a sink:
+# For one head's attention map $A$ over $T$ tokens, the importance of key $k$ is the mean attention it gets
+# from the queries that can see it,
 #
-# * **ε**: the paper uses 0.3. Uniform causal attention gives α_1 = H_T / T, the harmonic number over T
-#   (0.0742 at T = 64), so ε = 0.3 asks for about four times the uniform share.
+# $$\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}.$$
+#
+# A head has a sink at $k$ when $\alpha_k > \epsilon$, and $\mathrm{Sink}_k^{\epsilon}$ is the percentage of
+# (layer, head) pairs with a sink at $k$, thresholded per sample and averaged over samples
+# ([glossary](glossary.md)). Two knobs set what counts as a sink:
+#
+# * **ε**: the paper uses 0.3. Uniform causal attention gives $\alpha_1 = H_T / T$, the harmonic number over
+#   $T$ divided by $T$ (0.0742 at $T = 64$), so $\epsilon = 0.3$ asks for about four times the uniform share.
 # * **T**: α_1 averages over all T queries, and the uniform baseline itself falls as T grows, so the paper fixes
 #   T = 64 for every comparison. Both dependencies are measured below.
 

@@ -31,7 +31,14 @@ card = findings.finding_card("09_attention_ops")
 # Softmax makes each query's attention weights sum to one. A head that has nothing useful to read at some
 # position must still put that unit of attention somewhere; the paper's explanation of the sink is that heads
 # learn to put it on a key whose value changes little (the first token). Gu et al. (2025), Section 7.3, test
-# this by changing the operation and re-training their 60M model:
+# this by changing the operation and re-training their 60M model. Every operation below is one choice of the
+# similarity and of the normalizer in
+#
+# $$o_t = \frac{1}{Z_t} \sum_{j=1}^{t} \mathrm{sim}(q_t, k_j)\, v_j ,$$
+#
+# where softmax is $\mathrm{sim}(q, k) = \exp(q \cdot k / \sqrt{d_h})$ with $Z_t = \sum_{j \le t} \mathrm{sim}(q_t, k_j)$,
+# and sigmoid attention is $\mathrm{sim}(q, k) = \sigma(q \cdot k / \sqrt{d_h})$ with $Z_t = 1$ (without
+# normalization) or the same row sum (normalized). The paper's findings:
 #
 # 1. **Scores summing to less than one give less sink**: softmax rows scaled to sum to α = 2 / 1 / 0.2 / 0.1 /
 #    0.05 give Sink_1 29.10 / 18.18 / 9.41 / 3.59 / 4.53 %.
@@ -43,8 +50,8 @@ card = findings.finding_card("09_attention_ops")
 #    scores no claim.)
 # 4. At **1B** parameters, sigmoid without normalization still has no sink (their numbers are below).
 #
-# Without normalization the weights are not a distribution, so the paper scores the **proxy** |w| / Σ|w| per
-# row and marks such numbers with * (Sink*). We add **softpick** (Zuhri et al. 2025, not this paper), a
+# Without normalization the weights are not a distribution, so the paper scores the **proxy**
+# $|w_{t,j}| / \sum_i |w_{t,i}|$ per row and marks such numbers with * (Sink*). We add **softpick** (Zuhri et al. 2025, not this paper), a
 # rectified softmax that can give every key exactly zero, reported to remove the sink.
 #
 # This page shows the real-text runs of `configs/attention.yaml` (read from the results store when they are

@@ -499,3 +499,18 @@ def test_build_without_any_successful_chapter_builds_nothing(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 1 and "site not built: every chapter failed (04_broken)" in out.err
     assert not (tmp_path / "_build").exists()
+
+
+def test_formulas_render_as_mathml_and_bad_tex_is_named():
+    """The book's formulas become MathML at build time (no MathJax from a CDN); TeX it cannot render is an error
+    that quotes the formula, never TeX shown as if it were math."""
+    from sinkpaper.book.sphinx_ext import mathml
+
+    block = mathml(r"\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}", display=True)
+    assert block.startswith("<math") and 'display="block"' in block
+    assert "<mfrac>" in block and "<munderover>" in block and "&#x003B1;" in block   # the fraction, the sum, alpha
+    assert 'display="inline"' in mathml(r"\mathrm{Sink}_1^{\epsilon}", display=False)
+    for bad, said in ((r"\frac{1}{", "frac"), (r"x^", "x^"), (r"\sinkrate{x}", r"\sinkrate")):
+        with pytest.raises(ValueError, match="cannot render the formula") as err:
+            mathml(bad, display=False)
+        assert said in str(err.value)

@@ -610,6 +610,23 @@ def test_every_relative_link_of_the_site_resolves(built_book):
     assert not broken, f"links to files the build did not write: {broken}"
 
 
+def test_formulas_are_drawn_as_mathml_by_the_browser(chromium, built_book, browser):
+    """The glossary's formulas arrive as MathML the browser lays out itself (no script renders them, nothing is
+    fetched: test_page_in_browser checks the requests): each <math> has a size, and no TeX source is left."""
+    html = built_book.require_page("book/glossary")
+    page = browser.new_page()
+    try:
+        page.set_viewport_size(FIRST_SCREEN)
+        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
+        sizes = page.evaluate("() => Array.from(document.querySelectorAll('main math')).map(m => "
+                              "[m.getBoundingClientRect().width, m.getBoundingClientRect().height])")
+        text = page.evaluate("() => document.querySelector('main').innerText")
+    finally:
+        page.close()
+    assert len(sizes) >= 5 and all(w > 0 and h > 0 for w, h in sizes), sizes
+    assert not re.search(r"\\(alpha|frac|sum|mathrm)|\$", text), "TeX source shown on the glossary page"
+
+
 def test_index_redirects_to_the_front_page_and_search_page_loads(chromium, built_book, browser):
     """The book's entry points: index.html forwards to _toc.yml's root page; search.html loads cleanly."""
     root = runner.toc_docnames(built_book.root / "_toc.yml")[0]
