@@ -194,8 +194,10 @@ for p in payloads:
             curve.append({"series": f"{p['model']}, BOS {'on' if s['bos'] else 'off'}", "inputs": s["inputs"],
                           "epsilon": eps, "Sink_1 (%)": v})
 uniform = metrics.uniform_alpha_1(seq_len)
+# the paper's four models (Table 1) at its epsilon, as hollow diamonds: one point of each of their curves
 charts = [ms.xy_chart([c for c in curve if c["inputs"] == i], "epsilon", "Sink_1 (%)", "series", f"{i} inputs",
-                      x_title="ε", y_title="Sink_1^ε (%)", rule_x=uniform, width=165, height=170) for i in INPUTS]
+                      x_title="ε", y_title="Sink_1^ε (%)", rule_x=uniform, width=165, height=170,
+                      paper=ms.table1_paper(i, metrics.EPSILON)) for i in INPUTS]
 display(charts[0] | charts[1] | charts[2])
 at = {0.1, 0.2, 0.3, 0.5, 0.7, 0.9}
 table: dict[str, dict] = {}
@@ -221,17 +223,19 @@ by_T = [r for name, lm in lms.items() for b in bos_for[name]
 for r in by_T:
     r["series"] = f"{r['model']}, BOS {r['BOS']}"
 skipped = [f"{r['model']} T={r['T']}: {r['skipped']}" for r in by_T if r["skipped"]]
-print(f"measured {sum(1 for r in by_T if not r['skipped'])} (model, BOS, T) points in "
-      f"{sum(r['seconds'] for r in by_T):.0f} s" + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+measured_T = (f"{sum(1 for r in by_T if not r['skipped'])} (model, BOS, T) points measured in "
+              f"{sum(r['seconds'] for r in by_T):.0f} s" + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
 
 # %% tags=["hide-input"]
 baseline = [{"series": "uniform H_T / T", "T": t, "mean alpha_1": metrics.uniform_alpha_1(t)} for t in seq_lens]
-display(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natural)", x_title="T", log_x=True)
+display(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natural)", x_title="T", log_x=True,
+                    paper=ms.table1_paper("natural", metrics.SEQ_LEN))
         | ms.xy_chart(by_T + baseline, "T", "mean alpha_1", "series", "mean α_1 vs T (natural)", x_title="T",
                       y_title="mean α_1", log_x=True))
 display(figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "mean alpha_1", "uniform alpha_1")}
                        for r in by_T if not r["skipped"]]))
-display(Markdown("Computed from this run: " + s3.seq_len_trend(by_T) + "."))
+display(Markdown("Computed from this run: " + s3.seq_len_trend(by_T) + f" ({measured_T}). Diamonds: the "
+                 f"paper's Table 1 models at its T = {metrics.SEQ_LEN}."))
 display(Markdown(figures.provenance_line({**run_stamp, "n_samples": t_samples, "inputs": "natural",
                                           "epsilon": epsilon, "seq_lens": seq_lens})))
 

@@ -49,7 +49,7 @@ from IPython.display import Markdown, display
 from sinkpaper import mechanism, paper
 from sinkpaper.book import experiments, figures, parameters, prose, realtext, tables
 from sinkpaper.results import curves, sweeps
-from sinkpaper.results.numbers import sig
+from sinkpaper.results.numbers import fmt_spread, sig
 from sinkpaper.train import open_run
 
 FAMILY = "configs/data.yaml"
@@ -93,6 +93,57 @@ realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
 if lm.payloads:
     display(figures.position_profile_chart(lm.payloads, POSITION_ORDER,
                                            f"Real text ({lm.profile} profile): where the sink sits"))
+
+# %% [markdown]
+# ### The same positions at 4 layers
+#
+# The 2-layer text model keeps its sink heads in its second layer only, so its Sink_1 cannot pass about half the
+# heads. The stored 4-layer runs of the same positions (`*_layers_4`, text profile, 3 seeds each, read from the
+# store at every profile) show whether depth changes where the sink goes: each point read at its own fixed
+# position k, Sink_k and the mean α_k over training, beside the paper's number at that position. The onset is the
+# first evaluation at which Sink_k reaches the registry's "has a sink" level.
+
+# %% tags=["hide-input", "full-width"]
+DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1}
+deep = sweeps.stored_sweep(FAMILY, "text", points=list(DEEP), seeds=(0, 1, 2))
+
+
+def at_own_position(p, label):
+    k = DEEP[sweeps.point_of(p)]
+    return [{**r, "Sink at its position %": r[f"Sink_{k} %"], "alpha at its position": r[f"alpha_{k}"]}
+            for r in curves.curve_rows(p, label, (f"Sink_{k}", f"alpha_{k}"))]
+
+
+if deep.payloads:
+    deep_rows = [{**r, "point": f"{r['point']} (k = {DEEP[r['point']]})"}
+                 for r in figures.seed_rows(deep.payloads, at_own_position, list(DEEP))]
+    base_of = {pt: pt.replace("_layers_4", "") for pt in DEEP}
+    deep_paper = {f"{pt} (k = {k})": v for pt, k in DEEP.items()
+                  if (v := figures.paper_number(base_of[pt], f"Sink_{k}")) is not None}
+    deep_table, deep_said = [], []
+    for pt, k in DEEP.items():
+        ps = [p for p in deep.payloads if sweeps.point_of(p) == pt]
+        if not ps:
+            continue
+        vals = [v for _, v in figures.book_values(ps, pt, f"Sink_{k}")[0]]
+        onsets = [(p["config"]["run"]["seed"], curves.first_reaching(p["curve"], k, paper.SINK)) for p in ps]
+        onset_txt = ", ".join(f"seed {sd}: " + (f"step {e['step']}" if e else "never") for sd, e in sorted(onsets))
+        pv = figures.paper_number(base_of[pt], f"Sink_{k}")
+        deep_table.append({"point": pt, "k": k, f"Sink_k % (plateau)": fmt_spread(vals),
+                           "paper (60M, 10 layers)": f"{pv:.2f}" if pv is not None else "—",
+                           f"onset (Sink_k ≥ {paper.SINK:g} %)": onset_txt})
+        deep_said.append(f"{pt}: Sink_{k} {fmt_spread(vals)} % ({onset_txt})")
+    figures.figure(figures.Columns(
+        figures.band_chart(deep_rows, "Sink at its position %", "4 layers: Sink_k at the fixed position (%)",
+                           y_domain=(0, 100), paper=deep_paper),
+        figures.band_chart(deep_rows, "alpha at its position", "4 layers: mean α_k at the fixed position",
+                           y_title="α_k")),
+        "The text profile at 4 layers, each point at its own position k (mean over seeds, min-max band; dashed: the "
+        "paper's number at that position). On the plateau: " + "; ".join(deep_said) + ".")
+    display(figures.Table(deep_table))
+    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(deep.payloads, loaded=True))))
+if deep.missing:
+    display(figures.missing_runs(deep))
 
 # %% [markdown]
 # ## Live, in miniature: move the fixed token

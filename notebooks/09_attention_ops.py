@@ -178,9 +178,12 @@ if mini.missing:
 proxy_runs = [(live_label, live.payload)] if lr_.get("proxy") else []
 proxy_runs += [(f"stored {sweeps.point_of(p)}, seed {p['config']['run']['seed']}", p)
                for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS]
-raw = [r for label, p in proxy_runs for r in curves.raw_curve_rows(p, label)]
+# the stored seeds of each proxy point as one band, the live run as its own line (the dashed level: the paper's Sink*)
+raw = figures.seed_rows([p for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS], curves.raw_curve_rows)
+if lr_.get("proxy"):
+    raw += [{**r, "point": live_label, "seed": live_seed} for r in curves.raw_curve_rows(live.payload, live_label)]
 if raw:
-    display(figures.raw_weight_charts(raw))
+    display(figures.raw_weight_bands(raw, "Miniature"))
     if lr_.get("proxy"):
         display(Markdown(f"The live run's evaluations ({live_label}):"))
         display(figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else

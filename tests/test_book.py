@@ -514,3 +514,32 @@ def test_formulas_render_as_mathml_and_bad_tex_is_named():
         with pytest.raises(ValueError, match="cannot render the formula") as err:
             mathml(bad, display=False)
         assert said in str(err.value)
+
+
+def test_a_small_build_links_each_glossary_term_once_per_page_and_draws_math_as_mathml(tmp_path):
+    """The book's Sphinx extension in a real (tiny) Sphinx build: the first use of a glossary term in running text
+    links to its definition, later uses, titles, code and formulas stay as they are; $...$ becomes MathML and the
+    page asks for no MathJax."""
+    src = tmp_path / "src"
+    (src / "book").mkdir(parents=True)
+    (src / "conf.py").write_text("extensions = ['myst_parser', 'sinkpaper.book.sphinx_ext']\n"
+                                 "myst_enable_extensions = ['dollarmath']\nhtml_math_renderer = 'mathml'\n"
+                                 "exclude_patterns = ['_build']\n")
+    (src / "index.md").write_text("# Home\n\n```{toctree}\nbook/chapter\nbook/glossary\n```\n")
+    (src / "book" / "glossary.md").write_text(
+        "# Glossary\n\n(glossary-sink)=\n**Sink_k.** the rate; Sink_1 here is not linked.\n\n"
+        "(glossary-plateau)=\n**Plateau.** the last part.\n\n(glossary-alpha)=\n**alpha_k.** importance.\n")
+    (src / "book" / "chapter.md").write_text(
+        "# Sink_1 in a title\n\nThe `Sink_1` code span, then Sink_1 in text and Sink_1 again, read on its plateau.\n\n"
+        "A formula: $\\alpha_1 > \\epsilon$ and alpha_1 after it.\n")
+    out = tmp_path / "html"
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src), str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    page = (out / "book" / "chapter.html").read_text()
+    links = re.findall(r'<a class="reference internal" href="([^"]+)"><span class="std std-ref">([^<]+)</span>', page)
+    # each term once: the first Sink_1 in running text (not the title's, not the code span's), plateau, alpha_1
+    assert links == [("glossary.html#glossary-sink", "Sink_1"), ("glossary.html#glossary-plateau", "plateau"),
+                     ("glossary.html#glossary-alpha", "alpha_1")], links
+    assert "<math" in page and "mathjax" not in page.lower().replace("mathjax_ignore", "")
+    assert "std-ref" not in (out / "book" / "glossary.html").read_text()   # the glossary does not link to itself

@@ -57,7 +57,11 @@ def test_the_paper_is_drawn_where_the_registry_has_a_number_and_nowhere_else(run
     drawn = [r for r in figures.chart_values(spec) if r.get("who") == "paper"]
     assert drawn == [{"group": "softmax", "paper": paper.NUMBERS["default"].value, "who": "paper"}]
     assert figures.draws_the_paper(spec)
-    assert not figures.draws_the_paper(figures.band_chart(rows, "Sink_1 %", "none", x="step").to_dict())
+    assert not figures.draws_the_paper(figures.band_chart(rows, "Sink_1 %", "none", x="step", paper={}).to_dict())
+    # left out, the levels are looked up: softmax (a family's default point) has one, sigmoid's Sink_1 is its Sink*
+    auto = [r for r in figures.chart_values(figures.band_chart(rows, "Sink_1 %", "auto", x="step").to_dict())
+            if r.get("who") == "paper"]
+    assert sorted(r["group"] for r in auto) == ["sigmoid", "softmax"]
 
 
 def test_specs_are_read_back_from_a_page(runs):
@@ -92,3 +96,55 @@ def test_a_variant_keeps_its_colour_from_chart_to_chart():
     many = [name for name in figures._variant_index()][:30]
     assert len(set(figures.variant_colors(many))) == min(30, len(figures.VARIANT_PALETTE))
     assert figures.variant_colors(["stored seeds (elu)"]) == [one["elu"]]
+
+
+def test_a_chart_of_a_sink_rate_finds_the_papers_level_of_each_point_it_draws():
+    # the registry's numbers, looked up by the point a group names (a live run's stored seeds included)
+    assert figures.paper_levels(["fixed_pos2", "stored seeds (fixed_pos2)", "live fixed_pos2, seed 0"], "Sink_2 %") \
+        == {"fixed_pos2": paper.NUMBERS["fixed_pos2: Sink_2"].value,
+            "stored seeds (fixed_pos2)": paper.NUMBERS["fixed_pos2: Sink_2"].value}
+    # an operation without normalization: the paper's bare number is its starred Sink_1
+    assert figures.paper_levels(["sigmoid"], "proxy Sink*_1 %") == {"sigmoid": paper.NUMBERS["sigmoid"].value}
+    assert figures.paper_levels(["k_bias"], "Sink* %") == {"k_bias": paper.NUMBERS["k_bias: Sink*"].value}
+    # no number, no level: a point the paper does not give, a quantity it does not report, a live label
+    assert figures.paper_levels(["fixed_pos2"], "Sink_1 %") == {}
+    assert figures.paper_levels(["default"], "alpha_1") == {}
+    assert figures.paper_levels(["window_16"], "Sink_1 %") == {}
+
+
+def test_band_chart_draws_the_papers_level_by_itself_and_not_when_told(runs):
+    rows = [{"point": "stored seeds (fixed_pos2)", "seed": s, "step": st, "Sink_2 %": 10.0 * s + st / 100}
+            for s in range(3) for st in (100, 200)]
+    assert figures.draws_the_paper(figures.band_chart(rows, "Sink_2 %", "t", x="step").to_dict())
+    assert not figures.draws_the_paper(figures.band_chart(rows, "Sink_2 %", "t", x="step", paper={}).to_dict())
+
+
+def test_figures_are_numbered_per_chapter_and_need_a_caption(runs):
+    rows = [{"point": "softmax", "seed": 0, "step": 1, "Sink_1 %": 1.0}]
+    chart = figures.band_chart(rows, "Sink_1 %", "t", x="step")
+    figures.start_chapter("07_architecture")
+    first, second = figures.Figure(chart, "the first"), figures.Figure(chart, "the second <b>")
+    assert (first.number, second.number, second.anchor) == ("7.1", "7.2", "fig-7-2")
+    html = second._repr_html_()
+    assert '<figure class="spx-figure" id="fig-7-2">' in html and "Figure 7.2.</span> the second &lt;b&gt;" in html
+    figures.start_chapter("08_biases")
+    assert figures.Figure(chart, "again").number == "8.1"   # a new chapter counts from 1
+    with pytest.raises(ValueError, match="caption"):
+        figures.Figure(chart, "  ")
+    with pytest.raises(ValueError, match="starts with its number"):
+        figures.start_chapter("about")
+    with pytest.raises(TypeError, match="not int"):
+        figures.Figure(3, "x")._repr_html_()
+
+
+def test_the_sink_layers_cap_sink_1_only_when_every_map_agrees_on_the_depth():
+    from sinkpaper.book import realtext
+
+    def run(m):
+        return {"result": {"alpha_1_matrix": m}, "config": {"eval": {"epsilon": 0.3}}}
+
+    two = [run([[0.1, 0.1, 0.2, 0.1], [0.9, 0.1, 0.5, 0.2]]), run([[0.1] * 4, [0.1, 0.6, 0.1, 0.1]])]
+    assert realtext.sink_layer_cap(two) == (50.0, "1")   # only layer 1 ever sinks: half the heads at most
+    assert realtext.sink_layer_cap(two + [run([[0.5] * 4, [0.1] * 4])]) == (100.0, "0, 1")
+    assert realtext.sink_layer_cap([run([[0.1] * 4, [0.1] * 4])]) is None            # no sink head at all
+    assert realtext.sink_layer_cap(two + [run([[0.1] * 4] * 3 + [[0.9] * 4])]) is None  # 2- and 4-layer maps

@@ -55,15 +55,18 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     # the paper's base run packs without a fixed token; ours fixes one: the row says both numbers
     assert rows[1]["paper"] == f"{PAPER['default']} (no fixed token); {paper.paper_text('fixed_pos1')} with one at 1"
     # the curves: the seeds of a point as one mean line and a min-max band, the paper's final number dashed
-    [columns] = [o for o in out if isinstance(o, figures.Columns)]
+    emergence, maps = [o for o in out if isinstance(o, figures.Figure)]   # numbered figures with captions
+    columns = emergence.content
     sink, alpha = (c.to_dict() for c in columns.charts)
     band = [v for v in figures.chart_values(sink) if "seeds" in v]
     assert {v["group"] for v in band} == {"default"} and all(v["n"] == 2 for v in band)
     assert band[-1]["seeds"].startswith("seed 0: 20, seed 1: 40") and (band[-1]["lo"], band[-1]["hi"]) == (20, 40)
     assert figures.draws_the_paper(sink) and not figures.draws_the_paper(alpha)
     assert not figures.joined_lines(sink) and not figures.joined_lines(alpha)
-    caption = out[out.index(columns) + 1].data
-    assert f"default {paper.paper_value('default'):.2f} %" in caption and "gives no alpha_1 curve" in caption
+    caption = emergence.caption   # each point's plateau over its seeds beside the paper's number
+    assert f"default: 30 % [20, 40] over 2 seeds (paper {paper.paper_value('default'):.2f} %)" in caption
+    assert "gives no alpha_1 curve" in caption
+    assert "default (seed 0): heads above epsilon" in maps.caption and "absent" not in maps.caption
     assert "loaded" in out[-2].data and "dtype=bf16" in out[-2].data.replace("`", "")
     assert "Not in the results store" in out[-1].data and "lr_x0.5" in out[-1].data
 

@@ -498,6 +498,31 @@ def paper_number(point: str, metric: str = "Sink_1") -> float | None:
     return None
 
 
+def paper_levels(groups: Sequence[str], y: str) -> dict[str, float]:
+    """{group: the paper's value} for a chart of a sink rate over training: ``y`` is "Sink_k %" or "Sink* %", and
+    each group that names a point of the registry (:func:`paper_number`) and has a number there gets it; any other
+    group (a live run's label, a point the paper gives no number for) gets none."""
+    import re
+
+    m = re.fullmatch(r"(?:proxy )?Sink(\*?)(_\d+)? %", y)
+    if not m:
+        return {}
+    # the paper keys an operation without normalization by its bare name, a starred Sink_1 (Sink*_1)
+    metric = f"Sink{m.group(2)}" if m.group(2) else "Sink*"
+    return {g: v for g in groups if (v := paper_number(_group_point(g), metric)) is not None}
+
+
+STORED_SEEDS = "stored seeds ({})"  # the group of a point's stored seeds beside a live run (live_and_stored_rows)
+
+
+def _group_point(group: str) -> str:
+    """The point a band chart's group stands for: itself, or the point of a "stored seeds (point)" group."""
+    import re
+
+    m = re.fullmatch(re.escape(STORED_SEEDS).replace(r"\{\}", "(.+)"), group)
+    return m.group(1) if m else group
+
+
 def _paper_layer(marks: list[dict], x, y, offset=None) -> alt.Chart:
     enc = dict(x=x, y=y, tooltip=["point:N", alt.Tooltip("who:N", title="source"),
                                   alt.Tooltip("v:Q", title="the paper", format=".4g")])
@@ -658,21 +683,6 @@ def show_benchmark(result: Mapping, path: str | os.PathLike | None = None) -> No
         display(item)
 
 
-def raw_weight_charts(raw: Sequence[Mapping]) -> alt.HConcatChart | alt.VConcatChart:
-    """The runs of an operation without normalization over training (rows of
-    :func:`sinkpaper.results.curves.raw_curve_rows`): the proxy Sink*_1 and alpha_1, then the raw weights on token
-    1 and on the other keys and the raw row sum, which say whether the proxy's sink is a large weight on token 1
-    or small weights elsewhere."""
-    return row(
-        curve_chart(raw, "proxy Sink*_1 %", "proxy: Sink*_1 (% of heads)", width=280, x="step", y_domain=(0, 100)),
-        curve_chart(raw, "proxy alpha_1", "proxy: α_1 = share of |w| on token 1", width=280, x="step", zero=True,
-                    rule_y=0.3),
-        curve_chart(raw, "raw weight on token 1", "raw weight on token 1", width=280, x="step", log_y=True),
-        curve_chart(raw, "raw weight on other keys", "raw weight on the other keys", width=280, x="step",
-                    log_y=True),
-        curve_chart(raw, "raw row sum", "raw row sum (sum of a query's weights)", width=280, x="step", log_y=True))
-
-
 # --------------------------------------------------------------------------------------- seeds as bands
 def seed_rows(payloads: Sequence[Mapping], rows_of, points: Sequence[str] | None = None) -> list[dict]:
     """``rows_of(payload, label)`` (e.g. :func:`sinkpaper.results.curves.curve_rows`) for every run, each row
@@ -711,8 +721,10 @@ def band_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None 
                rule_y: float | None = None) -> alt.LayerChart:
     """THE chart of several seeds over training: per ``group`` (a point, by default) the mean over seeds as a line
     and the min-max over seeds as a band, each seed's value in the tooltip; rows from :func:`seed_rows`.
-    ``paper``: {group: the paper's value}, drawn as a dashed level in the group's colour and named "paper" in the
-    tooltip (a group without one gets none: nothing is invented); ``rule_y``: a grey dashed threshold."""
+    ``paper``: {group: the paper's value}, drawn as a dashed level in the group's colour, labelled "paper" at its
+    right end and named in the tooltip (a group without one gets none: nothing is invented). Left out, a chart
+    of a sink rate ("Sink_2 %", "Sink* %") looks up each group that names a point (:func:`paper_levels`);
+    ``paper={}`` draws none. ``rule_y``: a grey dashed threshold."""
     values = band_rows(rows, y, x, group)
     if log_y:
         values = [v for v in values if v["lo"] is not None and v["lo"] > 0]
@@ -735,13 +747,20 @@ def band_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None 
                      alt.Tooltip("lo:Q", title="min", format=".4g"), alt.Tooltip("hi:Q", title="max", format=".4g"),
                      alt.Tooltip("seeds:N")]),
     ]
-    marks = [{"group": g, "paper": _num(v), "who": "paper"} for g, v in (paper or {}).items()
+    if paper is None:
+        paper = paper_levels(groups, y)
+    marks = [{"group": g, "paper": _num(v), "who": "paper"} for g, v in paper.items()
              if g in groups and v is not None]
     if marks:
-        layers.append(alt.Chart(alt.Data(values=marks)).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
-            y=alt.Y("paper:Q", scale=ys), color=color,
-            tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("group:N", title=group),
-                     alt.Tooltip("paper:Q", title=f"the paper's {yt}", format=".4g")]))
+        rule = alt.Chart()   # the rule and its "paper" label share one copy of the data
+        layers.append(alt.layer(
+            rule.mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+                y=alt.Y("paper:Q", scale=ys), color=color,
+                tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("group:N", title=group),
+                         alt.Tooltip("paper:Q", title=f"the paper's {yt}", format=".4g")]),
+            rule.mark_text(align="right", baseline="bottom", dy=-2, fontSize=10).encode(
+                x=alt.value("width"), y=alt.Y("paper:Q", scale=ys), color=color, text="who:N"),
+            data=alt.Data(values=marks)))
     if paper_level is not None:
         layers.append(alt.Chart(alt.Data(values=[{"paper": _num(paper_level), "who": "paper"}]))
                       .mark_rule(strokeDash=[6, 4], strokeWidth=1.5, color="black")
@@ -805,6 +824,56 @@ def chart_html(chart: alt.TopLevelMixin) -> str:
         digest = hashlib.sha256(html_.replace(old, "").encode("utf-8")).hexdigest()[:32]
         html_ = html_.replace(old, f"altair-viz-{digest}")
     return html_
+
+
+# ------------------------------------------------------------------------------------------ numbered figures
+_NUMBERING = {"chapter": None, "n": 0}
+
+
+def start_chapter(stem: str) -> None:
+    """Number this kernel's figures "Figure <chapter>.<n>" from here on: ``stem`` is the chapter's file stem
+    ("05_data" -> 5). Each chapter runs in a kernel of its own, so the count is the chapter's."""
+    head = stem.split("_", 1)[0]
+    if not head.isdigit():
+        raise ValueError(f"a chapter's stem starts with its number (e.g. '05_data'), not {stem!r}")
+    _NUMBERING.update(chapter=int(head), n=0)
+
+
+def _html_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, alt.TopLevelMixin):
+        return chart_html(content)
+    if hasattr(content, "_repr_html_"):
+        return content._repr_html_()
+    raise TypeError(f"a figure holds a chart, a Columns or an HTML string, not {type(content).__name__}")
+
+
+class Figure:
+    """A numbered figure: its chart(s), then a caption that states what it shows (the chapter computes the
+    sentence from the runs it draws; nothing here knows a result). The anchor ``fig-<chapter>-<n>`` links to it."""
+
+    def __init__(self, content: Any, caption: str):
+        if not caption or not caption.strip():
+            raise ValueError("a figure needs a caption that says what it shows")
+        _NUMBERING["n"] += 1
+        ch, n = _NUMBERING["chapter"], _NUMBERING["n"]
+        self.number = f"{ch}.{n}" if ch is not None else str(n)
+        self.content, self.caption = content, caption.strip()
+
+    @property
+    def anchor(self) -> str:
+        return "fig-" + self.number.replace(".", "-")
+
+    def _repr_html_(self) -> str:
+        return (f'<figure class="spx-figure" id="{self.anchor}">{_html_of(self.content)}'
+                f'<figcaption><span class="spx-fignum">Figure {self.number}.</span> '
+                f'{html.escape(self.caption)}</figcaption></figure>')
+
+
+def figure(content: Any, caption: str) -> None:
+    """Display ``content`` as the chapter's next numbered :class:`Figure` with ``caption``."""
+    display(Figure(content, caption))
 
 
 class Columns:
@@ -876,7 +945,7 @@ def live_and_stored_rows(live: Mapping, live_label: str, stored: Sequence[Mappin
         return curve_rows(p, label, tuple(metrics or CURVE_METRICS))
 
     live_rows = [{**r, "point": live_label, "seed": live["config"]["run"]["seed"]} for r in rows_of(live, live_label)]
-    return live_rows + [{**r, "point": f"stored seeds ({r['point']})"} for r in seed_rows(stored, rows_of)]
+    return live_rows + [{**r, "point": STORED_SEEDS.format(r["point"])} for r in seed_rows(stored, rows_of)]
 
 
 def table1_chart(rows: Sequence[Mapping], title: str = "Sink_1 per input kind: the paper's models (Table 1) and ours",

@@ -199,10 +199,24 @@ def _value(v: float | None, percent: bool) -> str:
     return "\u2014" if v is None else f"{sig(v)}{' %' if percent else ''}"
 
 
-def headline(e: Mapping, res: Mapping) -> str:
+# "default" means the paper's default run (the glossary). Our point of that name at a scale whose base run is
+# not the paper's default is named for what it is.
+OUR_DEFAULT = {"real text (CPU)": "text base run, fixed first token", "miniature": "miniature recipe"}
+
+
+def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
     """The one number to compare in a cell: "paper X / ours Y (label)" at the claim's key label; "the paper
-    gives no number" where the registry has none for it."""
+    gives no number" where the registry has none for it. At a scale whose "default" point is not the paper's
+    default (:data:`OUR_DEFAULT`), each side is named: "paper X (its default) / ours Y (text base run, ...)"."""
     label = key_label(e, res)
+    ours_name = OUR_DEFAULT.get(scale) if label is not None and _point(label) == "default" else None
+    if ours_name is not None:
+        p = (e["paper"]["values"] or {}).get(label)
+        o = (res.get("values") or {}).get(label)
+        pct = _is_percent(label, e)
+        metric = f": {_metric(label)}" if ": " in label else ""
+        paper_txt = f"paper {_value(p, pct)} (its default{metric})" if p is not None else "the paper gives no number"
+        return paper_txt if o is None else f"{paper_txt} / ours {_value(o, pct)} ({ours_name}{metric})"
     if label is None:
         return "the paper gives no number"
     pct = _is_percent(label, e)
@@ -232,7 +246,7 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
         head += (f'<span class="spx-late" title="the rule in force was set after {_e(late_rule)} of the runs it '
                  f'judges (appendix: when each verdict rule was fixed)">\u2020</span>')
     where = f'<span class="spx-scale" style="color:{scale_color(scale)}">{_e(scale)}</span>' if scale else ""
-    body = f'<span class="spx-headline">{_e(headline(e, res))}</span>'
+    body = f'<span class="spx-headline">{_e(headline(e, res, scale))}</span>'
     return (f'<div class="spx-verdict" title="{_e(tip)}">{head}{where}{body}'
             f'<span class="spx-why">{_e(_cut(why, limit))}</span></div>')
 
@@ -410,7 +424,11 @@ class FindingCard:
 
 
 def finding_card(chapter: str) -> FindingCard:
-    """Show the finding card of ``chapter`` (its stem, e.g. "04_optimization") and return it."""
+    """Show the finding card of ``chapter`` (its stem, e.g. "04_optimization") and return it; the chapter's
+    figures are numbered from here on (:func:`.figures.start_chapter`)."""
+    from .figures import start_chapter
+
+    start_chapter(chapter)
     return FindingCard(chapter).show()
 
 

@@ -121,10 +121,12 @@ def inputs_table(payloads: Sequence[Mapping], epsilon: float) -> list[dict]:
 # ------------------------------------------------------------------------------------------------ charts
 def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *, x_title: str | None = None,
              y_title: str | None = None, log_x: bool = False, width: int = 260, height: int = 200,
-             rule_y: float | None = None, rule_x: float | None = None, legend: str = "bottom"):
+             rule_y: float | None = None, rule_x: float | None = None, legend: str = "bottom",
+             paper: Sequence[Mapping] = ()):
     """A line chart of rows of dicts over a numeric x, one line per value of `color`; rows whose x or y is None
     are dropped. `rule_y` / `rule_x` draw a dashed horizontal / vertical line (e.g. a uniform baseline); `legend`
-    is the legend's place (altair's orient: "bottom" keeps side-by-side charts inside a book page)."""
+    is the legend's place (altair's orient: "bottom" keeps side-by-side charts inside a book page). `paper`:
+    the paper's values as hollow black diamonds, rows {"x", "y", "name"} (e.g. its models at its epsilon)."""
     import altair as alt
 
     from .figures import _num
@@ -139,6 +141,13 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
                         legend=alt.Legend(orient=legend, columns=2 if legend in ("bottom", "top") else 1)),
         tooltip=[alt.Tooltip("c:N", title=color), alt.Tooltip("x:Q", title=x_title or x),
                  alt.Tooltip("y:Q", title=y_title or y, format=".4g")])
+    marks = [{"x": _num(r["x"]), "y": _num(r["y"]), "name": r["name"], "who": "paper"} for r in paper
+             if r.get("y") is not None]
+    if marks:
+        chart = chart + alt.Chart(alt.Data(values=marks)).mark_point(
+            shape="diamond", filled=False, color="black", size=70, strokeWidth=1.5).encode(
+            x="x:Q", y="y:Q", tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("name:N", title="model"),
+                                       alt.Tooltip("y:Q", title=y_title or y, format=".4g")])
     if rule_y is not None:
         chart = chart + alt.Chart(alt.Data(values=[{"y": rule_y}])).mark_rule(strokeDash=[4, 3], color="gray") \
             .encode(y="y:Q")
@@ -146,3 +155,13 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
         chart = chart + alt.Chart(alt.Data(values=[{"x": rule_x}])).mark_rule(strokeDash=[4, 3], color="gray") \
             .encode(x="x:Q")
     return chart
+
+
+def table1_paper(inputs: str, x: float) -> list[dict]:
+    """The paper's Table 1 models on one input kind ("natural", "random", "repeat") as rows for :func:`xy_chart`'s
+    ``paper``, placed at ``x`` (the paper's epsilon, or its T): the numbers come from :mod:`sinkpaper.paper`."""
+    from sinkpaper.paper import NUMBERS
+
+    return [{"x": x, "y": n.value, "name": key.split(": ")[0]} for key, n in NUMBERS.items()
+            if key.endswith(f": {inputs}") and n.source == "Table 1"]
+

@@ -14,14 +14,17 @@ At the ``cpu`` profile a chapter trains none of these; it reads the ``text`` pro
 """
 from __future__ import annotations
 
+import statistics
 from typing import Any, Mapping, Sequence
 
 from IPython.display import Markdown, display
 
 from ..paper import DEFAULT_ALIASES, NUMBERS, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows
+from ..results.numbers import sig
 from ..results.sweeps import LMSweep, point_of
-from .figures import Columns, band_chart, heatmap, missing_runs, provenance_line, row, seed_rows
+from .figures import (Columns, Figure, band_chart, book_values, heatmap, missing_runs, provenance_line, row,
+                      seed_rows)
 from .tables import PLATEAU_NOTE, points_table
 
 
@@ -54,15 +57,43 @@ def paper_levels(points: Sequence[str]) -> dict[str, float]:
     return {pt: paper_value(pt) for pt in points if pt in NUMBERS or pt in DEFAULT_ALIASES}
 
 
-def levels_caption(points: Sequence[str], levels: Mapping[str, float]) -> str:
-    """What the dashed levels are, and which points the paper gives no number for."""
-    said = "; ".join(f"{pt} {v:.2f} %" for pt, v in levels.items())
-    none = [pt for pt in points if pt not in levels]
-    return ("Lines: the mean over seeds; bands: min to max over seeds (hover for each seed). "
-            + (f"Dashed: the paper's final Sink_1 ({said}; the paper's runs have no fixed first token). " if said
-               else "")
-            + (f"The paper gives no number for {', '.join(none)}. " if none else "")
-            + "The paper gives no alpha_1 curve.")
+def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels: Mapping[str, float],
+                      profile: str) -> str:
+    """The emergence figure's caption: each point's Sink_1 on its plateau (mean [min, max] over seeds) beside the
+    paper's number, or that the paper gives none; then how to read the chart."""
+    parts = []
+    for pt in points:
+        vals = [v for _, v in book_values(payloads, pt, "Sink_1")[0]]
+        if not vals:
+            continue
+        ours = f"{sig(statistics.fmean(vals))} %" + (f" [{sig(min(vals))}, {sig(max(vals))}] over {len(vals)} seeds"
+                                                     if len(vals) > 1 else " (one seed)")
+        paper = f"paper {levels[pt]:.2f} %" if pt in levels else "the paper gives no number"
+        parts.append(f"{pt}: {ours} ({paper})")
+    cap = sink_layer_cap([p for p in payloads if point_of(p) in points])
+    capped = (f" No run drawn here has a sink head outside layer(s) {cap[1]}, so Sink_1 here cannot "
+              f"pass about {sig(cap[0])} %: compare its levels with the paper's for direction, not size."
+              if cap and cap[0] < 100 else "")
+    return (f"Sink_1 and mean alpha_1 over training ({profile} profile). On the plateau: " + "; ".join(parts) + "."
+            + capped + " Lines: the mean over seeds; bands: min to max (hover for each seed); dashed: the paper's "
+            "final Sink_1. The paper gives no alpha_1 curve.")
+
+
+def sink_layer_cap(payloads: Sequence[Mapping]) -> tuple[float, str] | None:
+    """(the largest Sink_1 % the runs' sink layers allow, those layers) from every run's last alpha_1 map: a head
+    whose mean alpha_1 passes epsilon holds a sink, and a layer where none ever does caps Sink_1 below 100 %.
+    None when no run has a map or none has a sink head."""
+    layers, shapes = set(), set()
+    for p in payloads:
+        m = p["result"].get("alpha_1_matrix")
+        if not m:
+            continue
+        shapes.add((len(m), len(m[0])))
+        eps = p["config"]["eval"]["epsilon"]
+        layers |= {i for i, layer in enumerate(m) if any(a > eps for a in layer)}
+    if not layers or len(shapes) != 1:   # no sink head, or models of different depths: no one cap
+        return None
+    return 100.0 * len(layers) / shapes.pop()[0], ", ".join(str(i) for i in sorted(layers))
 
 
 def alpha_maps(payloads: Sequence[Mapping], points: Sequence[str], size: int = 46) -> list:
@@ -78,6 +109,21 @@ def alpha_maps(payloads: Sequence[Mapping], points: Sequence[str], size: int = 4
                               f"alpha_1, Sink_1 {r['sink_k']['1']:.0f} %", value_title="alpha_1", domain=(0, 1),
                               width=size * len(m[0]), height=max(size * len(m), 40)))
     return charts
+
+
+def maps_caption(payloads: Sequence[Mapping], points: Sequence[str]) -> str:
+    """Which layer holds the sink heads in each map: the heads above epsilon per layer of the first seed."""
+    parts = []
+    for pt in points:
+        ps = sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"])
+        if not ps or not ps[0]["result"].get("alpha_1_matrix"):
+            continue
+        m, eps = ps[0]["result"]["alpha_1_matrix"], ps[0]["config"]["eval"]["epsilon"]
+        per_layer = [sum(1 for a in layer if a > eps) for layer in m]
+        where = ", ".join(f"{n} of {len(m[i])} in layer {i}" for i, n in enumerate(per_layer))
+        parts.append(f"{pt} (seed {ps[0]['config']['run']['seed']}): heads above epsilon {eps:g}: {where}")
+    return ("alpha_1 of every layer and head at the last evaluation, one seed per point (cells above epsilon "
+            "hold a sink). " + "; ".join(parts) + ".")
 
 
 def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None = None,
@@ -103,13 +149,14 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
         if shown:
             rows = curve_rows(ps, shown)
             levels = paper_levels(shown)
-            out.append(Columns(band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %",
-                                          y_domain=(0, 100), paper=levels),
-                               band_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1")))
-            out.append(Markdown(levels_caption(shown, levels)))
+            out.append(Figure(Columns(band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %",
+                                                 y_domain=(0, 100), paper=levels),
+                                      band_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1")),
+                              emergence_caption(ps, shown, levels, lm.profile)))
         heat = alpha_maps(ps, maps)
         if heat:
-            out.append(row(*heat, title="alpha_1 per layer and head at the end of training"))
+            out.append(Figure(row(*heat, title="alpha_1 per layer and head at the end of training"),
+                              maps_caption(ps, maps)))
         out.append(Markdown(provenance_line(lm.provenance())))
     if lm.missing.missing:
         out.append(missing_runs(lm))

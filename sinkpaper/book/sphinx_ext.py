@@ -1,5 +1,10 @@
 """A Sphinx extension the book's build loads (``_config.yml``: ``sphinx.extra_extensions``): formulas rendered as
-MathML when the site is built, and each script a page would include twice included once.
+MathML when the site is built, the first use of each glossary term on a page linked to its definition, and each
+script a page would include twice included once.
+
+Glossary links: :data:`TERMS` maps how a term is written in the chapters' prose to its label in book/glossary.md.
+On each page but the glossary, the first occurrence of each term in running text (not in a title, a code span, a
+link, a formula or a notebook's HTML output) becomes a link to the definition; the later ones stay plain.
 
 Formulas: Sphinx's default renderer loads MathJax from a CDN on every page with math, and the book loads nothing
 from outside the site. ``html_math_renderer: mathml`` (``_config.yml``) turns each ``$...$`` and ``$$...$$`` of a
@@ -82,7 +87,68 @@ def visit_math_block(translator, node) -> None:
     _render(translator, node, display=True)
 
 
+# how each term is written in the chapters' prose -> its label in book/glossary.md (the most specific first)
+TERMS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\bexcess (?:α|alpha)_1\b"), "glossary-excess"),
+    (re.compile(r"\bSink\*(?:_1)?"), "glossary-sink-star"),
+    (re.compile(r"\bSink_(?:k|1)(?:\^(?:ε|epsilon|0\.3))?(?![\w*])"), "glossary-sink"),
+    (re.compile(r"(?:α|\balpha)_(?:k|1)\b"), "glossary-alpha"),
+    (re.compile(r"\bplateau\b"), "glossary-plateau"),
+    (re.compile(r"\bfixed first token\b"), "glossary-fixed"),
+    (re.compile(r"\b(?:text|gpu|miniature) profile\b"), "glossary-profiles"),
+)
+GLOSSARY_DOC = "book/glossary"
+_SKIP = (nodes.title, nodes.literal, nodes.literal_block, nodes.reference, nodes.raw, nodes.math,
+         nodes.math_block, nodes.target, nodes.comment, nodes.FixedTextElement)
+
+
+def _skipped(node) -> bool:
+    from sphinx import addnodes
+
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, _SKIP + (addnodes.pending_xref, addnodes.toctree)):
+            return True
+        parent = parent.parent
+    return False
+
+
+def link_glossary_terms(app, doctree) -> None:
+    """Turn the first occurrence of each :data:`TERMS` term on a page into a reference to its definition."""
+    if app.env.docname == GLOSSARY_DOC or GLOSSARY_DOC not in app.env.found_docs:
+        return
+    todo = {label for _, label in TERMS}
+    for text in list(doctree.findall(nodes.Text)):
+        if not todo:
+            break
+        if not _skipped(text):
+            _link_first(text, todo)
+
+
+def _link_first(text, todo: set) -> None:
+    """In one text node, link the earliest term still in ``todo`` and go on with the text after it (a sentence
+    may use two terms)."""
+    from sphinx import addnodes
+
+    s = str(text)
+    hits = [(m, label) for pattern, label in TERMS if label in todo for m in [pattern.search(s)] if m]
+    if not hits:
+        return
+    m, label = min(hits, key=lambda h: h[0].start())
+    todo.discard(label)
+    ref = addnodes.pending_xref("", nodes.inline(m.group(0), m.group(0)),
+                                refdomain="std", reftype="ref", reftarget=label, refexplicit=True, refwarn=True)
+    rest = nodes.Text(s[m.end():])
+    parent = text.parent
+    i = parent.index(text)
+    parent.replace(text, nodes.Text(s[:m.start()]))
+    parent.insert(i + 1, ref)
+    parent.insert(i + 2, rest)
+    _link_first(rest, todo)
+
+
 def setup(app):
+    app.connect("doctree-read", link_glossary_terms)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("html-page-context", dedupe_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

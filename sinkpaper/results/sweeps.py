@@ -189,11 +189,14 @@ def value(result: Mapping, name: str) -> float | None:
         return result.get("sink_star")
     if name == "alpha_1":
         return result.get("alpha_1_mean")
+    if name.startswith("alpha_") and name[6:].isdigit():   # alpha_k of position k, mean over heads
+        return (result.get("alpha_k") or {}).get(name[6:])
     if name == "loss":
         return result.get("final_loss", result.get("loss"))
     if name == "val_loss":
         return result.get("val_loss")
-    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink_doc_start, Sink*, alpha_1, loss, val_loss, "
+    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink_doc_start, Sink*, alpha_1, alpha_k, loss, "
+                     "val_loss, "
                      "first Sink_1, "
                      "prefix length, excess alpha_1")
 
