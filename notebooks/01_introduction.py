@@ -66,8 +66,10 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, provenance
 from sinkpaper.analysis import explorer_payload, section3 as s3
-from sinkpaper.book import explorer, figures
+from sinkpaper.book import explorer, figures, sources
 from sinkpaper.book import measuring as ms
+
+sources.begin("01_introduction")
 
 device = ms.check_profile(profile)
 names = ms.parse_models(model)
@@ -95,10 +97,10 @@ display(Markdown(
     f"would give {metrics.uniform_alpha_1(seq_len):.3f}. Over the {n_samples} windows, Sink_1^{epsilon} = "
     f"{s3.sink_vs_epsilon(a1, [epsilon])[0]:.1f} % (BOS {'on' if bos else 'off'}, T = {seq_len}). "
     "Chapter 2 measures this on 100 samples and looks inside the sink token; chapter 3 varies the inputs, ε and T."))
-display(Markdown(figures.provenance_line({**provenance.stamp(device, profile=profile), "model": name,
-                                          "n_samples": n_samples, "seq_len": seq_len, "epsilon": epsilon,
-                                          "load_seconds": round(lm.load_seconds, 1),
-                                          "measure_seconds": payload["provenance"]["measure_seconds"]})))
+sources.record({**provenance.stamp(device, profile=profile), "model": name,
+                "n_samples": n_samples, "seq_len": seq_len, "epsilon": epsilon,
+                "load_seconds": round(lm.load_seconds, 1),
+                "measure_seconds": payload["provenance"]["measure_seconds"]})
 
 # %% [markdown]
 # ## Why it matters

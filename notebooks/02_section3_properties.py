@@ -75,7 +75,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
 from sinkpaper.analysis import explorer_payload, section3 as s3
-from sinkpaper.book import explorer, figures, tables
+from sinkpaper.book import explorer, figures, sources, tables
 from sinkpaper.book import measuring as ms
 from sinkpaper.lms import measure_sink
 from sinkpaper.probes import make_inputs
@@ -92,7 +92,7 @@ for label, v in (("n_samples", n_samples), ("n_profile", n_profile), ("explorer_
     ms.positive_int(v, label)
 
 run_stamp = provenance.stamp(device, profile=profile)
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Which BOS setting each verdict uses, and why
@@ -136,10 +136,10 @@ for r in results:
                  "token-1 norm ratio (max over layers)": round(max(r["massive_activation_ratio_by_layer"]), 1)})
 display(figures.Table(rows))
 first = results[0]["provenance"]
-display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
-                                          "epsilon": epsilon,
-                                          "text": f"{first.get('text_source', '')} (Python "
-                                                  f"{first.get('python')}, sha256 {first.get('text_sha256')})"})))
+sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
+                "epsilon": epsilon,
+                "text": f"{first.get('text_source', '')} (Python "
+                        f"{first.get('python')}, sha256 {first.get('text_sha256')})"})
 
 # %% [markdown]
 # ## Where the sinks are: α_1 per layer and head
@@ -194,8 +194,8 @@ for name, lm in lms.items():
                                    x_title="layer (0 = embeddings)", width=230, height=200),
             figures.lines_by_layer({"token 1": prof["value_first"], "other tokens (mean)": prof["value_others"]},
                                    "value L2 norm (mean over heads)", f"{tag}: values", width=230, height=200)))
-display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
-                                          "inputs": "natural"})))
+sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
+                "inputs": "natural"})
 
 # %% [markdown]
 # ## The first token as a key bias
@@ -210,8 +210,8 @@ display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "
 # %% tags=["hide-input"]
 summaries = {tag: s3.profile_summary(p) for tag, p in profiles.items()}
 display(figures.Table([{"setting": tag, **s} for tag, s in summaries.items()]))
-display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
-                                          "epsilon": epsilon, "statistic": "median over sink heads"})))
+sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
+                "epsilon": epsilon, "statistic": "median over sink heads"})
 
 # %% [markdown]
 # ## The sink comes from the angle, not the norms

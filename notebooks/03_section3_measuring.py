@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper, provenance
 from sinkpaper.analysis import explorer_payload, section3 as s3
-from sinkpaper.book import explorer, figures, tables
+from sinkpaper.book import explorer, figures, sources, tables
 from sinkpaper.book import measuring as ms
 from sinkpaper.probes import INPUTS
 
@@ -82,8 +82,8 @@ seq_lens = sorted(set(seq_lens))
 
 lms = s3.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
 run_stamp = provenance.stamp(device, profile=profile)
-display(Markdown(figures.provenance_line({**run_stamp, "models": ", ".join(models),
-                                          "load": ", ".join(f"{n} {lm.load_seconds:.0f} s" for n, lm in lms.items())})))
+sources.record({**run_stamp, "models": ", ".join(models),
+                "load": ", ".join(f"{n} {lm.load_seconds:.0f} s" for n, lm in lms.items())})
 
 # %% [markdown]
 # ## The models
@@ -158,10 +158,10 @@ print(f"measured {len(rows)} settings in {sum(p['provenance']['measure_seconds']
 display(figures.table1_chart(rows))
 display(figures.Table(rows))
 text_prov = next(s["provenance"] for s in payloads[0]["settings"] if s["inputs"] == "natural")
-display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
-                                          "epsilon": epsilon, "seed": seed,
-                                          "text": f"{text_prov['text_source']} (Python {text_prov['python']}, "
-                                                  f"sha256 {text_prov['text_sha256']})"})))
+sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
+                "epsilon": epsilon, "seed": seed,
+                "text": f"{text_prov['text_source']} (Python {text_prov['python']}, "
+                        f"sha256 {text_prov['text_sha256']})"})
 
 # %% [markdown]
 # ## Explore the attention
@@ -205,8 +205,8 @@ for c in curve:
     if c["inputs"] == "natural" and c["epsilon"] in at:
         table.setdefault(c["series"], {"natural text": c["series"]})[f"ε = {c['epsilon']}"] = round(c["Sink_1 (%)"], 2)
 display(figures.Table(list(table.values())))
-display(Markdown(figures.provenance_line({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
-                                          "uniform_alpha_1": round(uniform, 4)})))
+sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
+                "uniform_alpha_1": round(uniform, 4)})
 
 # %% [markdown]
 # ## Sink_1 depends on T
@@ -236,8 +236,8 @@ display(figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "me
                        for r in by_T if not r["skipped"]]))
 display(Markdown("Computed from this run: " + s3.seq_len_trend(by_T) + f" ({measured_T}). Diamonds: the "
                  f"paper's Table 1 models at its T = {metrics.SEQ_LEN}."))
-display(Markdown(figures.provenance_line({**run_stamp, "n_samples": t_samples, "inputs": "natural",
-                                          "epsilon": epsilon, "seq_lens": seq_lens})))
+sources.record({**run_stamp, "n_samples": t_samples, "inputs": "natural",
+                "epsilon": epsilon, "seq_lens": seq_lens})
 
 # %% [markdown]
 # ## The propositions for repeated tokens, checked numerically
@@ -261,8 +261,8 @@ display(figures.lines_by_layer({f"A[t, 1], head {h}": rb["attention_to_1"][h].nu
 display(Markdown("The pretrained RoPE models on pure repeats (BOS off) in the inputs table above: "
                  + "; ".join(f"`{n}` Sink_1 = {sink[(n, 'repeat', False)]:.2f} %" for n in models
                              if (n, "repeat", False) in sink) + "."))
-display(Markdown(figures.provenance_line({**run_stamp, "models": "randomly initialised sinkpaper.models "
-                                          f"(d=32, 2 layers, 4 heads), seed {seed}"})))
+sources.record({**run_stamp, "models": "randomly initialised sinkpaper.models "
+                f"(d=32, 2 layers, 4 heads), seed {seed}"})
 
 # %% [markdown]
 # ## Paper vs this run
@@ -353,11 +353,11 @@ for lc_name, lc_bos in long_context_models.items():
     display(Markdown(("Measured now: " if long_context_live else "From the stored measurement: ")
                      + long_context.describe(lc) + ("" if lc.get("complete") else " (an incomplete run: "
                                                     "the lengths it reached)")))
-    display(Markdown(figures.provenance_line({k: lc_prov.get(k) for k in (
+    sources.record({k: lc_prov.get(k) for k in (
         "model", "code_version", "hardware", "torch", "python", "computed_now", "loaded_from", "computed_at")}
         | {"method": lc["method"], "BOS": lc["bos"], "T": ", ".join(str(p["T"]) for p in lc["points"]),
            "samples per T": ", ".join(str(p["n_samples"]) for p in lc["points"]),
-           "seconds": lc_prov.get("total_seconds")})))
+           "seconds": lc_prov.get("total_seconds")})
 
 # %% [markdown]
 # ```bash

@@ -50,7 +50,7 @@ card = findings.finding_card("04_optimization")
 from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, metrics, paper
-from sinkpaper.book import experiments, figures, parameters, realtext, tables, widgets
+from sinkpaper.book import experiments, figures, parameters, realtext, sources, tables, widgets
 from sinkpaper.results import calibration, curves, sweeps
 from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
@@ -61,7 +61,7 @@ LIVE_POINTS = ("recipe", "lr_x0.3", "lr_x3", "lr_x0.5_steps_x2")
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
                              live_steps=live_steps, mechanism_samples=mechanism_samples,
                              choices={"live_point": (live_point, LIVE_POINTS)}, minimum={"mechanism_samples": 2})
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Real text: the optimization sweep
@@ -125,7 +125,7 @@ if grid:
         figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
                            rule_y=calibration.BAR, paper_level=paper.paper_value("default")),
         figures.band_chart(rows, "alpha_1", "no fixed first token: mean alpha_1", y_title="alpha_1")))
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(grid, loaded=True))))
+    sources.record(sweeps.payloads_provenance(grid, loaded=True))
 display(Markdown(calibration.calibration_markdown()))
 
 # %% [markdown]
@@ -155,9 +155,9 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
 display(figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
                         figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")))
-display(Markdown(figures.provenance_line(live_prov)))
+sources.record(live_prov)
 if stored_live_point:
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live_point, loaded=True))))
+    sources.record(sweeps.payloads_provenance(stored_live_point, loaded=True))
 
 # %% tags=["hide-input"]
 emerge_rows = tables.emergence_table(stored_live_point, [live_point]).rows
@@ -228,9 +228,9 @@ if text.payloads:
         f"Sink_1 was at most {max(earlier, default=float('nan')):.1f} % at the earlier evaluations. Held-out loss "
         f"{tr['val_loss']:.2f} nats per token. Stored wall time: {tr['provenance'].get('wall_seconds', float('nan')) / 60:.0f} "
         f"min ({tr['provenance'].get('hardware', 'CPU')}; the machine may have been shared)."))
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(text.payloads, loaded=True))))
+    sources.record(sweeps.payloads_provenance(text.payloads, loaded=True))
 else:
-    display(figures.missing_runs(text))
+    sources.missing(text)
 
 # %% [markdown]
 # ## Learning rate × steps, in miniature
@@ -245,9 +245,9 @@ CHANGES = {"recipe": "LR 2e-2 x 1500 steps", "lr_x0.3": "LR 6e-3 x 1500", "lr_x3
            "lr_x0.5_steps_x2": "LR 1e-2 x 3000 (same LR x steps)"}
 display(tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES))
 display(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"))
-display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
+sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
-    display(figures.missing_runs(mini))
+    sources.missing(mini)
 m_sink = {p: figures.book_mean(mini.payloads, p) for p in LR_ORDER}
 m_alpha = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in LR_ORDER}
 display(Markdown(
@@ -279,8 +279,8 @@ mech = mechanism.head_rows(model, held, n_trig)
 display(figures.Table(mech))
 n_queries = held.shape[0] * (held.shape[1] - 1)
 n_trigger_queries = int((held[:, 1:] < n_trig).sum())
-display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1],
-                                          "trigger queries": f"{n_trigger_queries} of {n_queries}"})))
+sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1],
+                "trigger queries": f"{n_trigger_queries} of {n_queries}"})
 
 copy = max(mech, key=lambda r: r["to previous token from trigger queries"])
 park = [r["to BOS from other queries"] for r in mech]

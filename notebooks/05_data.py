@@ -47,7 +47,7 @@ card = findings.finding_card("05_data")
 from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, paper
-from sinkpaper.book import experiments, figures, parameters, prose, realtext, tables
+from sinkpaper.book import experiments, figures, parameters, prose, realtext, sources, tables
 from sinkpaper.results import curves, sweeps
 from sinkpaper.results.numbers import fmt_spread, sig
 from sinkpaper.train import open_run
@@ -60,7 +60,7 @@ STORED = MINI_ORDER + ["random_first_two", "random_second", "fixed_pos3_steps_x2
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
                              live_steps=live_steps, choices={"live_point": (live_point, MINI_ORDER)})
 
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Real text: the data sweep
@@ -141,9 +141,9 @@ if deep.payloads:
         "The text profile at 4 layers, each point at its own position k (mean over seeds, min-max band; dashed: the "
         "paper's number at that position). On the plateau: " + "; ".join(deep_said) + ".")
     display(figures.Table(deep_table))
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(deep.payloads, loaded=True))))
+    sources.record(sweeps.payloads_provenance(deep.payloads, loaded=True))
 if deep.missing:
-    display(figures.missing_runs(deep))
+    sources.missing(deep)
 
 # %% [markdown]
 # ## Live, in miniature: move the fixed token
@@ -177,9 +177,9 @@ display(figures.Columns(
     figures.band_chart(rows, f"Sink_{k_live} %", f"{live_point}: Sink_{k_live} (%) over training", y_domain=(0, 100)),
     figures.band_chart([r for r in rows if r["point"] == live_label], "Sink_1 %",
                        f"{live_point}, live run: Sink_1 (%)", y_domain=(0, 100))))
-display(Markdown(figures.provenance_line(live_prov)))
+sources.record(live_prov)
 if stored_live:
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live, loaded=True))))
+    sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
 
 # %% [markdown]
 # Where the heads of the live model park: the mean attention that ordinary queries (not on a trigger, so with
@@ -199,7 +199,7 @@ display(Markdown(
     + f". The most attended of the first five positions is {top[3:]}"
     + (f", where this run's fixed token sits." if top == f"to position {k_live}" and live_point != "no_fixed_token"
        else ".")))
-display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1]})))
+sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1]})
 
 # %% [markdown]
 # ## The stored miniature sweep: every position, three seeds
@@ -216,9 +216,9 @@ CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at po
 display(tables.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
 display(figures.position_profile_chart(mini.payloads, STORED, "miniature: Sink_k by position (mean over seeds)"))
 display(tables.emergence_table(mini.payloads, STORED, ks=LIVE_K))
-display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
+sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
-    display(figures.missing_runs(mini))
+    sources.missing(mini)
 
 m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in STORED for k in (1, 2, 3)}
 first = {p: prose.first_reached(mini.payloads, p, LIVE_K[p]) for p in STORED}  # first >= 50 %, over seeds

@@ -47,7 +47,7 @@ card = findings.finding_card("06_loss")
 from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, metrics, paper
-from sinkpaper.book import experiments, figures, parameters, prose, realtext, tables
+from sinkpaper.book import experiments, figures, parameters, prose, realtext, sources, tables
 from sinkpaper.results import curves, sweeps
 from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
@@ -60,7 +60,7 @@ MINI_POINTS = WD_ORDER + MASK_ORDER[1:]
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=miniature_seeds, live_seed=live_seed,
                              live_steps=live_steps, choices={"live_point": (live_point, MINI_POINTS)})
 
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## The metric's floor under each mask
@@ -128,9 +128,9 @@ rows = figures.live_and_stored_rows(live.payload, live_label, stored_live)
 display(figures.Columns(
     figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100)),
     figures.band_chart(rows, "alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")))
-display(Markdown(figures.provenance_line(live_prov)))
+sources.record(live_prov)
 if stored_live:
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_live, loaded=True))))
+    sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
 
 # %% [markdown]
 # Where the heads of the live model park: mean attention that ordinary queries (not on a trigger) put on
@@ -149,7 +149,7 @@ if live_mask["window"]:
                      + ", ".join(f"{r['to position 1']:.2f}" for r in near)
                      + f" of their attention on BOS (heads 0-{len(near) - 1}); a uniform head would put "
                      f"{sum(1 / t for t in range(2, w + 1)) / (w - 1):.2f}."))
-display(Markdown(figures.provenance_line({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1]})))
+sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1]})
 
 # %% [markdown]
 # ## Weight decay, in miniature
@@ -164,8 +164,8 @@ display(tables.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay 
 display(figures.Columns(figures.sweep_chart(mini.payloads, WD_ORDER, title="miniature: Sink_1 by weight decay"),
                         figures.sweep_chart(mini.payloads, WD_ORDER, value="alpha_1",
                                             title="miniature: mean alpha_1 by weight decay")))
-display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
-    [p for p in mini.payloads if sweeps.point_of(p) in WD_ORDER], loaded=True))))
+sources.record(sweeps.payloads_provenance(
+    [p for p in mini.payloads if sweeps.point_of(p) in WD_ORDER], loaded=True))
 ma = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in MINI_POINTS}
 ms = {p: figures.book_mean(mini.payloads, p) for p in MINI_POINTS}
 display(Markdown(
@@ -193,10 +193,10 @@ CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "w
            "window_4": "sliding window, 4 keys"}
 display(tables.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True))
 display(figures.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Sink_k by position (mean over seeds)"))
-display(Markdown(figures.provenance_line(sweeps.payloads_provenance(
-    [p for p in mini.payloads if sweeps.point_of(p) in MASK_ORDER], loaded=True))))
+sources.record(sweeps.payloads_provenance(
+    [p for p in mini.payloads if sweeps.point_of(p) in MASK_ORDER], loaded=True))
 if mini.missing:
-    display(figures.missing_runs(mini))
+    sources.missing(mini)
 
 mx = {p: figures.book_mean(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
 if live_point in MASK_ORDER and live_point not in mini.by_point():  # not stored yet: the live run stands in

@@ -47,7 +47,7 @@ card = findings.finding_card("07_architecture")
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import figures, parameters, points, realtext, tables
+from sinkpaper.book import figures, parameters, points, realtext, sources, tables
 from sinkpaper.results import sweeps
 
 FAMILY = "configs/architecture.yaml"
@@ -55,7 +55,7 @@ run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
 
 POINTS = points.ARCHITECTURE
 ORDER = [p.name for p in POINTS]
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Real text: the architecture sweep

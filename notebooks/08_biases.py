@@ -52,7 +52,7 @@ card = findings.finding_card("08_biases")
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, tables
+from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, sources, tables
 from sinkpaper.results import curves, sweeps
 from sinkpaper.results.numbers import fmt
 
@@ -66,7 +66,7 @@ POINTS = points.BIASES
 ORDER = [p.name for p in POINTS]
 P = points.by_name(POINTS)
 MINI_NAMES = {"none": "recipe"}  # the miniature's default point is its recipe
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Real text: the biases sweep
@@ -130,7 +130,7 @@ if any(r["Sink* %"] is not None for r in rows):
     charts.insert(0, figures.band_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", x="step",
                                         y_domain=(0, 100)))
 display(figures.Columns(*charts))
-display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
+sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 # %% [markdown]
 # The stored miniature sweep: every bias point of `configs/miniature.yaml`, three seeds each (mean [min, max]
@@ -141,9 +141,9 @@ if mini.payloads:
     display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
     display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)",
                                 value=("Sink*", "Sink_1"), width=320))
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
+    sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
-    display(figures.missing_runs(mini))
+    sources.missing(mini)
 
 # %% [markdown]
 # ### A fixed BOS next to a learnable sink token

@@ -64,7 +64,7 @@ card = findings.finding_card("09_attention_ops")
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, tables
+from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, sources, tables
 from sinkpaper.results import curves, sweeps
 
 FAMILY = "configs/attention.yaml"
@@ -78,7 +78,7 @@ POINTS = points.ATTENTION
 ORDER = [p.name for p in POINTS]
 P = points.by_name(POINTS)
 MINI_NAMES = {"softmax": "recipe"}  # the miniature's default point is its recipe
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Real text: the attention-operation sweep
@@ -152,7 +152,7 @@ display(Markdown(f"**{live_label}**, trained now for {lr_['step']} steps ({lr_['
                  f"{lr_['provenance']['wall_seconds']:.0f} s): Sink{star}_1 {lr_['sink_k']['1']:.1f} % on the BOS "
                  f"(α_1 = {lr_['alpha_1_mean']:.3f}{' on the proxy' if star else ''}), final loss "
                  f"{lr_['final_loss']:.3f}."))
-display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
+sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
 same_run = prose.live_vs_stored(live.payload, mini.payloads)
@@ -161,9 +161,9 @@ if same_run:
 if mini.payloads:
     display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
     display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"))
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
+    sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
-    display(figures.missing_runs(mini))
+    sources.missing(mini)
 
 # %% [markdown]
 # ## The proxy over training, next to the raw weights
@@ -190,7 +190,7 @@ if raw:
                                     float(f"{v:.3g}") if isinstance(v, float) else v)
                                 for k, v in r.items() if k != "run"}
                                for r in curves.raw_curve_rows(live.payload, live_label)]))
-        display(Markdown(figures.provenance_line(sweeps.payloads_provenance([live.payload], loaded=False))))
+        sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
     display(Markdown("Every run with raw weights, at three moments (raw weights are means over heads and queries; "
                      "*others* = the other visible keys):"))
     display(tables.transient_table(proxy_runs))
@@ -198,7 +198,7 @@ if raw:
     display(Markdown("Read in words, for one run: " + (prose.transient_text(longest, label) or "")))
     stored_proxy = [p for label, p in proxy_runs if p is not live.payload]
     if stored_proxy:
-        display(Markdown(figures.provenance_line(sweeps.payloads_provenance(stored_proxy, loaded=True))))
+        sources.record(sweeps.payloads_provenance(stored_proxy, loaded=True))
 else:
     display(Markdown("No run of an operation without normalization with recorded raw weights is available "
                      f"(the live point `{live_point}` is normalized, and no stored sigmoid or elu run was found)."))

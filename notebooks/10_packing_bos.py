@@ -60,7 +60,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import metrics, paper
 from sinkpaper.analysis import packing_bos as pb
-from sinkpaper.book import experiments, figures, parameters, prose, tables
+from sinkpaper.book import experiments, figures, parameters, prose, sources, tables
 from sinkpaper.lms import load_lm
 from sinkpaper.results import sweeps
 from sinkpaper.results.numbers import sig
@@ -76,7 +76,7 @@ run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=minia
                              seed=seed, live_steps=live_steps, epsilon=epsilon, seq_len=seq_len,
                              minimum={"loss_samples": 0})
 device = parameters.device_of(profile)
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Which BOS setting each verdict uses, and why
@@ -118,7 +118,7 @@ lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 if lm.payloads:
     display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
     display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"))
-    display(Markdown(figures.provenance_line(lm.provenance())))
+    sources.record(lm.provenance())
     # the document-mask claim reads doc_mask and bos_doc_mask; the causal control says whether "no sink with the
     # mask" is the mask's doing or this scale's
     pm = {p: figures.book_mean(lm.payloads, p) for p in FOUR}
@@ -139,7 +139,7 @@ if profile != "cpu":
     if latest_checkpoint(bos_dir) is not None:
         lm_ablation = pb.run_bos_ablation(bos_dir, n_samples=live_eval_samples, epsilon=epsilon, device=device)
         display(figures.Table(pb.condition_rows(lm_ablation, f"packing/bos, seed {gpu_seeds[0]}")))
-        display(Markdown(figures.provenance_line(lm_ablation["provenance"])))
+        sources.record(lm_ablation["provenance"])
     else:
         display(Markdown(f"`{bos_dir}` holds no checkpoint (the run came from the results store, which keeps "
                          "metrics, not weights): retrain it there to measure it without its BOS."))
@@ -165,9 +165,9 @@ mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(mini
 if mini.payloads:
     display(tables.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=MINI_CHANGES))
     display(figures.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
-    display(Markdown(figures.provenance_line(sweeps.payloads_provenance(mini.payloads, loaded=True))))
+    sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
-    display(figures.missing_runs(mini))
+    sources.missing(mini)
 m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in MINI_ORDER for k in (1, 2, 3)}
 display(Markdown(
     f"Measured (mean over seeds). Fixed BOS at 1: Sink_1 {sig(m['recipe', 1])} %. No fixed token: Sink_1 "
@@ -197,8 +197,8 @@ display(figures.row(
     *[figures.heatmap(c["alpha_1_matrix"], "head", "layer",
                       f"alpha_1 per head, BOS {'on' if c['bos'] else 'off'}", domain=(0, 1), width=160, height=60)
       for c in ablation["conditions"]]))
-display(Markdown(figures.provenance_line(live_prov)))
-display(Markdown(figures.provenance_line(ablation["provenance"])))
+sources.record(live_prov)
+sources.record(ablation["provenance"])
 a_on, a_off = pb.condition(ablation, True), pb.condition(ablation, False)
 display(Markdown(
     f"Measured now. With its BOS the live model has Sink_1 {a_on['sink_k']['1']:.1f} % (mean α_1 "
@@ -238,7 +238,7 @@ display(figures.Table(rows))
 display(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
                                   "pretrained models: Sink_k with and without BOS"))
 for c in contrasts:
-    display(Markdown(figures.provenance_line(pb.short_provenance(c))))
+    sources.record(pb.short_provenance(c))
 display(Markdown(prose.bos_contrast_lines(contrasts, loss_samples)))
 
 # %% [markdown]

@@ -81,7 +81,7 @@ from IPython.display import Markdown, display
 from sinkpaper import paper, provenance
 from sinkpaper import streaming as st
 from sinkpaper.analysis import section3 as s3
-from sinkpaper.book import figures, tables
+from sinkpaper.book import figures, sources, tables
 from sinkpaper.book import measuring as ms
 
 device = ms.check_profile(profile)
@@ -97,11 +97,11 @@ for name, lm in lms.items():
     with_bos = s3.tokenizer_adds_bos(lm.tokenizer) if bos == "auto" else bos
     inputs[name] = st.text_ids(lm.tokenizer, text_path, n_tokens=n_tokens, bos=with_bos)
 run_stamp = provenance.stamp(device, profile=profile)
-display(Markdown(figures.provenance_line({
+sources.record({
     **run_stamp, "models": ", ".join(models),
     "load": ", ".join(f"{n} {lm.load_seconds:.0f} s" for n, lm in lms.items()),
     "text": f"{text_prov['text_path']} ({text_prov['text_chars']} characters, sha256 {text_prov['text_sha256']})",
-    "BOS": ", ".join(f"{n} {'on' if inputs[n][1]['bos'] else 'off'}" for n in models)})))
+    "BOS": ", ".join(f"{n} {'on' if inputs[n][1]['bos'] else 'off'}" for n in models)})
 
 # %% [markdown]
 # **The text.** `text_path` defaults to `/usr/share/common-licenses/GPL-3`, the GNU General Public License
@@ -150,9 +150,9 @@ for (name, policy), r in runs.items():
                  "× full (past the window)": round(r.perplexity_from(window) / full.perplexity_from(window), 2),
                  "max keys per query": r.max_keys_attended, "seconds": round(r.seconds, 1)})
 display(figures.Table(rows))
-display(Markdown(figures.provenance_line({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n_sink,
-                                          "chunk": chunk, "text_sha256": text_prov["text_sha256"],
-                                          "positions": "in the cache (StreamingLLM)"})))
+sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n_sink,
+                "chunk": chunk, "text_sha256": text_prov["text_sha256"],
+                "positions": "in the cache (StreamingLLM)"})
 
 # %% [markdown]
 # "Past the window" is every prediction made after the first eviction (steps ≥ `window`); before that the
@@ -173,8 +173,8 @@ for name in models:
                                    width=520, height=260)
     rule = alt.Chart(alt.Data(values=[{"layer": window / bin_size}])).mark_rule(strokeDash=[4, 4]).encode(x="layer:Q")
     display(chart + rule)
-display(Markdown(figures.provenance_line({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n_sink,
-                                          "bin_size": bin_size})))
+sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n_sink,
+                "bin_size": bin_size})
 
 # %% [markdown]
 # ## How many sinks?
@@ -198,7 +198,7 @@ for name in models:
                           "perplexity past the window": round(by_k[k].perplexity_from(window), 2),
                           "× full": round(by_k[k].perplexity_from(window) / full_past, 2)})
 display(figures.Table(sink_rows))
-display(Markdown(figures.provenance_line({**run_stamp, "n_tokens": n_tokens, "window": window, "chunk": chunk})))
+sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "chunk": chunk})
 
 # %% [markdown]
 # ## Removing the sink's attention
@@ -238,9 +238,9 @@ for name, results in removal.items():
         removal_rows.append({"model": name, "attention removed from": label, "perplexity": round(r.perplexity, 2),
                              "× unmodified": round(r.perplexity / base, 2), "seconds": round(r.seconds, 1)})
 display(figures.Table(removal_rows))
-display(Markdown(figures.provenance_line({**run_stamp, "n_tokens": removal_tokens, "chunk": chunk,
-                                          "scored": f"steps {2 * max(n_sink, 1)}..{removal_tokens - 2}",
-                                          "baseline": "the full-cache run above (same tokens, a prefix)"})))
+sources.record({**run_stamp, "n_tokens": removal_tokens, "chunk": chunk,
+                "scored": f"steps {2 * max(n_sink, 1)}..{removal_tokens - 2}",
+                "baseline": "the full-cache run above (same tokens, a prefix)"})
 
 # %% [markdown]
 # What the two experiments say, computed from this run:

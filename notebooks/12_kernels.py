@@ -63,9 +63,11 @@ from IPython.display import Markdown, display  # noqa: E402
 
 from sinkpaper import kernels, provenance  # noqa: E402
 from sinkpaper.analysis import kernel_checks as kc  # noqa: E402
-from sinkpaper.book import figures, parameters  # noqa: E402
+from sinkpaper.book import figures, parameters, sources  # noqa: E402
 from sinkpaper.kernels import bench  # noqa: E402
 from sinkpaper.kernels import testing as kt  # noqa: E402
+
+sources.begin("12_kernels")
 
 # %%
 parameters.device_of(profile)  # an unknown profile, or gpu / paper without CUDA, stops here
@@ -77,7 +79,7 @@ section_list = parameters.listed(smoke_sections, "smoke_sections", bench.SECTION
 shape = kt.check_shape(check_shape, device)
 
 run_stamp = provenance.stamp(device, profile=profile, kernels=kt.backend(device))
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 display(Markdown(f"The kernels run on **{kt.backend(device)}**"
                  + (": TRITON_INTERPRET=1 was set by the cell above, before triton was imported, because this "
                     "machine has no CUDA device." if device == "cpu" else ".")))
@@ -109,8 +111,8 @@ display(Markdown(
     f"relative error is {worst['worst']:.1e} ({worst['op']}, {worst['mask']} mask, sink {worst['sink']}). "
     f"Shape B, H, T, D = {', '.join(map(str, shape))} (T is not a multiple of the kernels' tile size, so the "
     f"boundary tiles are exercised); {check_seconds:.0f} s in all."))
-display(Markdown(figures.provenance_line({**run_stamp, "shape [B, H, T, D]": list(shape), "dtype": "fp32 vs fp64",
-                                          "seed": seed})))
+sources.record({**run_stamp, "shape [B, H, T, D]": list(shape), "dtype": "fp32 vs fp64",
+                "seed": seed})
 
 # %% [markdown]
 # ## The sink metric from `column_stats` against the metric from the maps
@@ -124,7 +126,7 @@ agreement = kc.metric_agreement(seed=seed, device=device)
 display(figures.Table(agreement))
 display(Markdown(f"{sum(r['Sink_k equal (eps 0.05, 0.3)'] for r in agreement)} of {len(agreement)} model variants "
                  "give identical Sink_k from both routes."))
-display(Markdown(figures.provenance_line({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 heads, T 36"})))
+sources.record({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 heads, T 36"})
 
 # %% [markdown]
 # ## The benchmark

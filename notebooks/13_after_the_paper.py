@@ -53,7 +53,7 @@ card = findings.finding_card("13_after_the_paper")
 from IPython.display import Markdown, display
 
 from sinkpaper import paper
-from sinkpaper.book import figures, parameters, points, prose, realtext, tables
+from sinkpaper.book import figures, parameters, points, prose, realtext, sources, tables
 from sinkpaper.results import curves, sweeps
 
 FAMILY = "configs/after_paper.yaml"
@@ -66,7 +66,7 @@ CLAIMS = ["after_gate", "after_gate_headwise", "after_gate_paper_reading", "afte
           "after_softmax_plus_one", "after_denominator_paper_reading", "ops_softpick"]
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
 map_points = parameters.listed(maps, "maps", ORDER)
-display(Markdown(figures.provenance_line(run_stamp)))
+sources.record(run_stamp)
 
 # %% [markdown]
 # ## Real text: the designs against the base run

@@ -31,13 +31,15 @@ profile = "cpu"  # cpu | gpu | paper: this page reads git only; the same on ever
 from IPython.display import Markdown, display
 
 from sinkpaper import paper, provenance
-from sinkpaper.book import figures, parameters
+from sinkpaper.book import figures, parameters, sources
 from sinkpaper.paper import history
+
+sources.begin("14_rule_history")
 
 if profile not in parameters.PROFILES:
     raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(parameters.PROFILES)}")
-display(Markdown(figures.provenance_line({**provenance.stamp("cpu", profile=profile),
-                                          "source_of_numbers": "git history of " + ", ".join(history.REGISTRY_FILES)})))
+sources.record({**provenance.stamp("cpu", profile=profile),
+                "source_of_numbers": "git history of " + ", ".join(history.REGISTRY_FILES)})
 changes = None
 if not history.unshallow():   # a shallow clone (Colab's) would date every rule at its one commit
     display(Markdown("**This clone is shallow and its history could not be fetched** (`git fetch --unshallow` "

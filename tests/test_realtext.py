@@ -67,12 +67,39 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     assert f"default: 30 % [20, 40] over 2 seeds (paper {paper.paper_value('default'):.2f} %)" in caption
     assert "gives no alpha_1 curve" in caption
     assert "default (seed 0): heads above epsilon" in maps.caption and "absent" not in maps.caption
-    assert "loaded" in out[-2].data and "dtype=bf16" in out[-2].data.replace("`", "")
-    assert "Not in the results store" in out[-1].data and "lr_x0.5" in out[-1].data
+    assert not any("Provenance" in str(getattr(o, "data", "")) for o in out)   # said once per page, not here
 
 
-def test_section_without_runs_only_says_what_is_missing():
+def test_show_records_where_the_runs_came_from_and_what_is_missing(tmp_path, monkeypatch):
+    from sinkpaper.book import sources
+
+    monkeypatch.setenv("SINKPAPER_BOOK_RESULTS", str(tmp_path))
+    base = _stored_text_run()
+    ps = [_as(base, "default", 0, 20.0, 5.2), _as(base, "lr_x2", 0, 60.0, 5.3)]
+    lm = LMSweep("configs/optimization.yaml", "text", ps,
+                 StoredSweep("configs/optimization.yaml", "text", missing=[("lr_x0.5", 0), ("lr_x0.5", 1)]))
+    with pytest.raises(RuntimeError, match="begin"):   # a chapter starts its ledger first
+        sources.record({"runs": 1})
+    sources.begin("04_optimization")
+    realtext.show(lm, ["lr_x2", "default", "lr_x0.5"], curves=["default"], maps=[])
+    [ledger] = sources.load_all(tmp_path)
+    assert ledger["stem"] == "04_optimization" and ledger["counts"]["stored"] == 2
+    assert ledger["counts"]["missing"] == 2 and "lr_x0.5" in ledger["missing"][0]["text"]
+    assert "dtype=bf16" in ledger["entries"][0]["line"].replace("`", "")
+    line = sources.line_text()
+    assert line.startswith("*Sources:* 2 stored runs read") and "2 runs not stored yet" in line
+    assert f"]({sources.APPENDIX}.ipynb)" in line
+
+
+def test_section_without_runs_says_so_and_its_sources_say_what_is_missing(tmp_path, monkeypatch):
+    from sinkpaper.book import sources
+
+    monkeypatch.setenv("SINKPAPER_BOOK_RESULTS", str(tmp_path))
     lm = LMSweep("configs/optimization.yaml", "text", [],
                  StoredSweep("configs/optimization.yaml", "text", missing=[("default", 0)]))
-    out = realtext.section(lm, ["default"])
-    assert len(out) == 1 and "python -m sinkpaper sweep" in out[0].data
+    [said] = realtext.section(lm, ["default"])
+    assert "No stored run" in said.data and "sources appendix" in said.data
+    sources.begin("04_optimization")
+    realtext.show(lm, ["default"])
+    [ledger] = sources.load_all(tmp_path)
+    assert not ledger["entries"] and "python -m sinkpaper sweep" in ledger["missing"][0]["text"]

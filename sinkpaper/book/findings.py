@@ -141,6 +141,8 @@ def human_label(label: str) -> str:
     import re
 
     point, sep, metric = label.partition(": ")
+    if point == "default":   # the paper's default run beside our point of that name (OUR_DEFAULT)
+        return "default (ours: base run)" + sep + metric
     words = point
     for pattern, repl in _HUMAN:
         words = re.sub(pattern, repl, words)
@@ -406,7 +408,10 @@ class FindingCard:
 
     def _repr_html_(self) -> str:
         order = scale_order(self.entries)
-        rows = "".join(card_row(e, order) for e in self.entries)
+        # the claims with a number at some scale first (the registry's order otherwise): the first screen shows a
+        # finding, not a claim still waiting for its runs
+        shown = sorted(self.entries, key=lambda e: not any(has_values(result_at(e, s)) for s in shown_scales(e)))
+        rows = "".join(card_row(e, order) for e in shown)
         return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
                 f' {GLOSSARY_LINK}</div>{rows}</div>')
 
@@ -425,11 +430,15 @@ class FindingCard:
 
 def finding_card(chapter: str) -> FindingCard:
     """Show the finding card of ``chapter`` (its stem, e.g. "04_optimization") and return it; the chapter's
-    figures are numbered from here on (:func:`.figures.start_chapter`)."""
+    figures are numbered from here on (:func:`.figures.start_chapter`) and its sources line shown under the card
+    (:func:`.sources.begin`)."""
+    from . import sources
     from .figures import start_chapter
 
     start_chapter(chapter)
-    return FindingCard(chapter).show()
+    card = FindingCard(chapter).show()
+    sources.begin(chapter)   # the page's one line of provenance, under its card
+    return card
 
 
 def verdict_chart(entries: Sequence[Mapping], width: int | str = "container", height: int = 64) -> alt.Chart:

@@ -10,7 +10,7 @@ At the ``cpu`` profile a chapter trains none of these; it reads the ``text`` pro
 * Sink_1 over training (the emergence curve) of the points the paper plots: the mean over seeds as a line, the
   min-max as a band, the paper's final number as a dashed level where it gives one;
 * the per-(layer, head) alpha_1 map of the final evaluation, like the paper's appendix figures;
-* provenance, and what the store still lacks with the command that trains it.
+* where its runs came from and what the store still lacks, to the chapter's sources (:mod:`.sources`).
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from ..paper import DEFAULT_ALIASES, NUMBERS, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows
 from ..results.numbers import sig
 from ..results.sweeps import LMSweep, point_of
-from .figures import (Columns, Figure, band_chart, book_values, heatmap, missing_runs, provenance_line, row,
-                      seed_rows)
+from . import sources
+from .figures import Columns, Figure, band_chart, book_values, heatmap, row, seed_rows
 from .tables import PLATEAU_NOTE, points_table
 
 
@@ -157,13 +157,19 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
         if heat:
             out.append(Figure(row(*heat, title="alpha_1 per layer and head at the end of training"),
                               maps_caption(ps, maps)))
-        out.append(Markdown(provenance_line(lm.provenance())))
-    if lm.missing.missing:
-        out.append(missing_runs(lm))
+    else:
+        out.append(Markdown(f"No stored run of `{lm.config}` at the `{lm.profile}` profile yet: the runs it needs, "
+                            f"with the command that trains them, are in the [sources appendix]"
+                            f"({sources.APPENDIX}.ipynb)."))
     return out
 
 
-def show(*args, **kwargs) -> None:
-    """Display :func:`section` in a notebook."""
-    for item in section(*args, **kwargs):
+def show(lm: LMSweep, *args, **kwargs) -> None:
+    """Display :func:`section` in a notebook; where its runs came from, and which are missing, go to the chapter's
+    sources (:mod:`.sources`: one line per page, every entry in the appendix)."""
+    for item in section(lm, *args, **kwargs):
         display(item)
+    what = f"{lm.config} ({lm.profile} profile)"
+    if lm.payloads:
+        sources.record(lm.provenance(), what=what)
+    sources.missing(lm, what=what)

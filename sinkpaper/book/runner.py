@@ -62,7 +62,9 @@ FAILED_SUBDIR = "_failed"
 STATIC_SUBDIR = "_static"
 RESULTS_SUBDIR = "_results"
 RESULTS_ENV = "SINKPAPER_BOOK_RESULTS"  # where chapters write (and the scorecard reads) JSON records
-RUN_LAST_MARKER = "scorecard"  # stems containing this run after every other selected notebook
+# stems containing one of these run after every other selected notebook: the scorecard reads the chapters'
+# records, the sources appendix their ledgers (sinkpaper.book.sources)
+RUN_LAST_MARKERS = ("scorecard", "sources")
 ENGINE_NAME = "sinkpaper-nbclient"
 
 
@@ -164,14 +166,16 @@ def toc_docnames(toc_path: str | os.PathLike) -> list[str]:
 
 
 def execution_order(sources: Sequence[Path]) -> list[Path]:
-    """Name order, except that notebooks whose stem contains ``scorecard`` come last (they read the records
-    every other chapter writes); among themselves they keep name order."""
+    """Name order, except that notebooks whose stem contains one of :data:`RUN_LAST_MARKERS` come last (they read
+    what every other chapter writes); among themselves they keep name order."""
     return sorted(sources, key=runs_last)  # stable sort
 
 
 def runs_last(source: str | os.PathLike) -> bool:
-    """Whether a notebook is a scorecard (its stem contains ``scorecard``, any case)."""
-    return RUN_LAST_MARKER in Path(source).stem.lower()
+    """Whether a notebook reads the other chapters' output (its stem contains a :data:`RUN_LAST_MARKERS` entry,
+    any case)."""
+    stem = Path(source).stem.lower()
+    return any(marker in stem for marker in RUN_LAST_MARKERS)
 
 
 # ---------------------------------------------------------------------------------------------- execution
