@@ -610,6 +610,20 @@ def test_every_relative_link_of_the_site_resolves(built_book):
     assert not broken, f"links to files the build did not write: {broken}"
 
 
+@pytest.mark.parametrize("docname", CLAIM_PAGES[1:])
+def test_a_chapter_says_where_its_numbers_came_from_in_one_line_and_the_appendix_lists_them(docname, built_book):
+    """One 'Sources:' line per chapter (sinkpaper.book.sources), no provenance line beside the findings, and the
+    sources appendix holds the chapter's ledger."""
+    from sinkpaper.book import sources
+
+    page = built_book.require_page(docname).read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", page)
+    assert text.count("Sources:") == 1 and "Provenance:" not in text, docname
+    assert f'href="{sources.APPENDIX}.html"' in page
+    appendix = built_book.require_page(f"book/{sources.APPENDIX}").read_text(encoding="utf-8")
+    assert Path(docname).name in appendix
+
+
 def test_formulas_are_drawn_as_mathml_by_the_browser(chromium, built_book, browser):
     """The glossary's formulas arrive as MathML the browser lays out itself (no script renders them, nothing is
     fetched: test_page_in_browser checks the requests): each <math> has a size, and no TeX source is left."""
