@@ -118,13 +118,15 @@ bos_for = {n: [b for b in bos_choices if not b or lm.bos_token_id is not None] f
 results = []  # one measure_sink() dict per (model, inputs, bos)
 for name, lm in lms.items():
     if bos_for[name] != bos_choices:
-        print(f"{name}: the tokenizer has no BOS token; skipping bos=True")
+        display(Markdown(f"`{name}`: its tokenizer has no BOS token, so it is measured without one only."))
     for with_bos in bos_for[name]:
         for kind in input_kinds:
             probe = make_inputs(lm.tokenizer, kind, n_samples=n_samples, seq_len=seq_len, bos=with_bos, seed=seed)
             results.append(measure_sink(lm, probe, epsilon=epsilon, batch_size=batch_size, progress=False))
-print(f"measured {len(results)} settings in {sum(r['provenance']['measure_seconds'] for r in results):.0f} s "
-      f"(model loading: {', '.join(f'{n} {lm.load_seconds:.0f} s' for n, lm in lms.items())})")
+sources.record({"computed_now": True, "settings measured": len(results),
+                "seconds": round(sum(r["provenance"]["measure_seconds"] for r in results)),
+                "model loading": ", ".join(f"{n} {lm.load_seconds:.0f} s" for n, lm in lms.items())},
+               what="the sink of each model, input kind and BOS setting")
 by_setting = {(r["model"], r["inputs"], r["bos"]): r for r in results}  # one result per (model, inputs, BOS)
 
 # %% tags=["hide-input"]

@@ -152,7 +152,9 @@ payloads = [explorer_payload.collect(lm, name, inputs=INPUTS, bos=bos_for[name],
             for name, lm in lms.items()]
 rows = ms.inputs_table(payloads, epsilon)
 sink = {(r["model"], r["inputs"], r["BOS"] == "on"): r["Sink_1 (%)"] for r in rows}
-print(f"measured {len(rows)} settings in {sum(p['provenance']['measure_seconds'] for p in payloads):.0f} s")
+sources.record({"computed_now": True, "settings measured": len(rows),
+                "seconds": round(sum(p["provenance"]["measure_seconds"] for p in payloads))},
+               what="Table 1's inputs on each model")
 
 # %% tags=["hide-input"]
 display(figures.table1_chart(rows))

@@ -624,6 +624,19 @@ def test_a_chapter_says_where_its_numbers_came_from_in_one_line_and_the_appendix
     assert Path(docname).name in appendix
 
 
+def test_no_chapter_prints_to_its_page(built_book):
+    """What a chapter shows is a figure, a table or a sentence it displays; a print() is lab residue on the page."""
+    import json as _json
+
+    printed = {}
+    for nb in sorted(built_book.book_dir.glob("*.ipynb")):
+        for cell in _json.loads(nb.read_text()).get("cells", []):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream" and out.get("name") == "stdout":
+                    printed.setdefault(nb.stem, []).append("".join(out.get("text", ""))[:80])
+    assert not printed, printed
+
+
 def test_formulas_are_drawn_as_mathml_by_the_browser(chromium, built_book, browser):
     """The glossary's formulas arrive as MathML the browser lays out itself (no script renders them, nothing is
     fetched: test_page_in_browser checks the requests): each <math> has a size, and no TeX source is left."""
