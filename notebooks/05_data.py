@@ -214,7 +214,12 @@ CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at po
            "no_fixed_token": "no fixed token (arbitrary offsets)", "random_first_two": "x1, x2 ~ U(V)",
            "random_second": "only x2 ~ U(V)", "fixed_pos3_steps_x2": "fixed token at 3, twice the steps (3000)"}
 display(tables.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
-display(figures.position_profile_chart(mini.payloads, STORED, "miniature: Sink_k by position (mean over seeds)"))
+# two panels of four series each: the fixed-token points, and the random-token points beside no fixed token
+display(figures.Columns(
+    figures.position_profile_chart(mini.payloads, ["recipe", "fixed_pos2", "fixed_pos3", "fixed_pos3_steps_x2"],
+                                   "miniature, a fixed token: Sink_k by position"),
+    figures.position_profile_chart(mini.payloads, ["no_fixed_token", "random_first", "random_first_two",
+                                                   "random_second"], "miniature, random tokens: Sink_k by position")))
 display(tables.emergence_table(mini.payloads, STORED, ks=LIVE_K))
 sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:

@@ -148,3 +148,10 @@ def test_the_sink_layers_cap_sink_1_only_when_every_map_agrees_on_the_depth():
     assert realtext.sink_layer_cap(two + [run([[0.5] * 4, [0.1] * 4])]) == (100.0, "0, 1")
     assert realtext.sink_layer_cap([run([[0.1] * 4, [0.1] * 4])]) is None            # no sink head at all
     assert realtext.sink_layer_cap(two + [run([[0.1] * 4] * 3 + [[0.9] * 4])]) is None  # 2- and 4-layer maps
+
+
+def test_a_panel_with_more_series_than_a_reader_can_tell_apart_is_caught(runs):
+    rows = [{"point": f"p{i}", "seed": 0, "step": st, "Sink_1 %": float(i)} for i in range(7) for st in (1, 2)]
+    crowded = figures.crowded_panels(figures.band_chart(rows, "Sink_1 %", "seven", x="step", paper={}).to_dict())
+    assert crowded and crowded[0].startswith("seven: 7 series")
+    assert not figures.crowded_panels(figures.band_chart(rows[:12], "Sink_1 %", "six", x="step", paper={}).to_dict())

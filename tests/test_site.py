@@ -547,6 +547,13 @@ def test_no_chart_joins_runs_of_different_seeds(built_book):
     assert not joined, f"lines through several runs: {joined}"
 
 
+def test_no_chart_panel_draws_more_series_than_a_reader_can_tell_apart(built_book):
+    crowded = {doc: found for doc in PAGES if (html := built_book.html_dir / f"{doc}.html").exists()
+               if (found := [c for spec in figures.embedded_specs(html.read_text(encoding="utf-8"))
+                             for c in figures.crowded_panels(spec)])}
+    assert not crowded, f"panels with more than {figures.MAX_SERIES} series: {crowded}"
+
+
 def test_colab_links_name_tracked_files(built_book):
     """Offline: every "Open in Colab" link in the built site opens a file that `git ls-files` lists, and every
     chapter page has one."""

@@ -930,6 +930,34 @@ def chart_values(spec: Mapping) -> list[dict]:
     return out
 
 
+MAX_SERIES = 6   # series one panel may draw: more, and the reader cannot tell the colours apart (facet instead)
+
+
+def crowded_panels(spec: Mapping, limit: int = MAX_SERIES) -> list[str]:
+    """The panels of a chart spec whose lines, bands or dots have more than ``limit`` colours (series): each as
+    "title: n series of field"."""
+    found: list[str] = []
+
+    def walk(s: Mapping, data, title) -> None:
+        if isinstance(s.get("data"), Mapping) and "values" in s["data"]:
+            data = s["data"]["values"]
+        t = s.get("title")
+        title = (t.get("text") if isinstance(t, Mapping) else t) or title
+        for key in ("layer", "hconcat", "vconcat", "concat"):
+            for sub in s.get(key, []):
+                walk(sub, data, title)
+        mark = s.get("mark")
+        kind = mark.get("type") if isinstance(mark, Mapping) else mark
+        color = s.get("encoding", {}).get("color")
+        if kind in ("line", "area", "circle", "point") and isinstance(color, Mapping) and color.get("field") and data:
+            n = len({r.get(color["field"]) for r in data if isinstance(r, Mapping)})
+            if n > limit:
+                found.append(f"{title}: {n} series of {color['field']}")
+
+    walk(spec, None, None)
+    return found
+
+
 def draws_the_paper(spec: Mapping) -> bool:
     """Whether a chart carries a value of the paper in its data (a row whose "who" is "paper")."""
     return any(r.get("who") == "paper" for r in chart_values(spec))
