@@ -178,3 +178,19 @@ def test_our_models_are_compared_with_the_papers_on_the_same_input(listing):
     text = findings.headline(e, e["results"]["real LMs"])
     assert text == f"paper {e['paper']['values'][first]:.3g} % ({first}) / ours 77 % (m: natural)"
     assert {r["unit"] for r in findings.chart_rows(e, ["real LMs"])} == {"%"}    # one panel, the paper's axis
+
+
+def test_a_removal_that_agrees_where_removals_are_common_says_its_evidence_is_weak(monkeypatch):
+    """'X removes the sink' agreeing at a scale where many changes that keep a sink in the paper have none there
+    too: the reason leads with that base rate; where none lost their sink, or the verdict is not agrees, it does
+    not."""
+    e = {"id": "ops_sigmoid", "rule": "softmax >= 10 % and sigmoid < 5 %"}
+    res = {"verdict": paper.AGREES, "status": "ok"}
+    monkeypatch.setattr(findings, "_removal_base_rate", lambda scale, store: (29, 9))
+    said = findings.reason(e, res, "real text (CPU)")
+    assert said.startswith("weak evidence at this scale (9 of the 29 changes") and "meets the rule" in said
+    assert findings.reason(e, res) == "meets the rule: softmax >= 10 % and sigmoid < 5 %"   # no scale: no rate
+    assert "weak" not in findings.reason(e, {**res, "verdict": paper.DISAGREES}, "real text (CPU)")
+    assert "weak" not in findings.reason({**e, "id": "opt_lr"}, res, "real text (CPU)")  # not a removal claim
+    monkeypatch.setattr(findings, "_removal_base_rate", lambda scale, store: (29, 0))
+    assert "weak" not in findings.reason(e, res, "real text (CPU)")

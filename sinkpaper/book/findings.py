@@ -16,6 +16,8 @@ The scorecard (:mod:`.scorecard`) draws every claim with the same chips.
 """
 from __future__ import annotations
 
+import functools
+
 import html
 from collections import Counter
 from typing import Any, Mapping, Sequence
@@ -92,8 +94,37 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " \u2026"
 
 
-def reason(e: Mapping, res: Mapping) -> str:
-    """One line that says why a cell reads what it reads, for every verdict word (from the entry only)."""
+@functools.lru_cache(maxsize=4)
+def _removal_base_rate(scale: str, store: str) -> tuple[int, int]:
+    """(points that keep a sink in the paper and are read at ``scale``, those of them with none in any seed here)."""
+    from ..paper.report import removal_base_rate
+
+    base = removal_base_rate(registry.listing(store=store), scale)
+    return len(base["kept_in_paper"]), len(base["none"])
+
+
+def removes_the_sink(e: Mapping) -> bool:
+    """Whether a claim says a change removes the sink: its rule wants some label without one."""
+    from ..paper.rules import Contrast
+
+    rule = registry.claim(e["id"]).rule
+    return isinstance(rule, Contrast) and bool(rule.no_sink)
+
+
+def reason(e: Mapping, res: Mapping, scale: str | None = None, store: str = registry.STORE) -> str:
+    """One line that says why a cell reads what it reads, for every verdict word (from the entry only). A claim
+    that a change removes the sink, agreeing at a scale where many changes that keep a sink in the paper have
+    none, says how many (the base rate of 'removes' at that scale)."""
+    why = _reason(e, res)
+    if scale is not None and res.get("verdict") == registry.AGREES and removes_the_sink(e):
+        kept, none = _removal_base_rate(scale, store)
+        if kept and none:   # said first, so the chip's cut line keeps it
+            why = (f"weak evidence at this scale ({none} of the {kept} changes that keep a sink in the paper have none "
+                   f"in any seed here); {why}")
+    return why
+
+
+def _reason(e: Mapping, res: Mapping) -> str:
     status = res.get("status")
     if status == registry.STALE:
         return "the stored runs were made under an older definition: rerun them"
@@ -240,7 +271,7 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
     of the runs it judges, marked with a dagger (:func:`rules_set_after_runs`)."""
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
-    why = reason(e, res)
+    why = reason(e, res, scale)
     tip = (f"{scale + ': ' if scale else ''}{word}. {why}" + (f"\nRule: {e['rule']}" if e.get("rule") else "")
            + (f"\nNote: {res['note']}" if res.get("note") else ""))
     head = f'<span class="spx-chip" style="background:{color}">{_e(word)}</span>'
