@@ -248,7 +248,10 @@ CLAIMS: tuple[Claim, ...] = (
           rule=MattersLittle(["batch_x0.25", "batch_x0.5", "batch_x2"], "default"),
           measure=_scales(text=_fam("optimization", {"batch_x0.25": "batch_x0.25", "batch_x0.5": "batch_x0.5",
                                                      "default": "default", "batch_x2": "batch_x2",
-                                                     "batch_x0.25 (at LR x1/4, beside)": "batch_x0.25_lr_x0.25"})),
+                                                     "batch_x0.25 (at LR x1/4, beside)": "batch_x0.25_lr_x0.25",
+                                                     # the same batch with the base's tokens: its budget reruns
+                                                     "batch_x0.25 (steps x2, beside)": "batch_x0.25_steps_x2",
+                                                     "batch_x0.25 (steps x4, beside)": "batch_x0.25_steps_x4"})),
           note="real text: at this recipe's constant LR the held-out loss floor follows LR / batch, so a batch change is "
                "also an LR change; batch x1/4 at LR x1/4 (the base's LR / batch) is shown beside as that confound's "
                "check"),
@@ -284,7 +287,8 @@ CLAIMS: tuple[Claim, ...] = (
               text=_fam("data", {**{f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                     for j in (1, 2, 3)},
                                  **{f"fixed_pos{k} ({depth}, beside): Sink_{k}": (f"fixed_pos{k}_{pt}", f"Sink_{k}")
-                                    for k in (2, 3) for depth, pt in (("4 layers", "layers_4"),
+                                    for k in (2, 3) for depth, pt in (("5000 steps", "steps_x2"),
+                                                                      ("4 layers", "layers_4"),
                                                                       ("4 layers, 5000 steps", "layers_4_steps_x2"))}}),
               gpu=_fam("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                 for j in (1, 2, 3)}),
@@ -293,7 +297,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("data_no_fixed_token", "5", "05_data",
           "A fixed token at position 1 takes a much larger sink than windows cut at arbitrary offsets", "Section 5",
           labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
-          measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}), gpu=True,
+          measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
+                                             "default (5000 steps, beside)": "no_fixed_token_steps_x2",
+                                             "default (4 layers, beside)": "no_fixed_token_layers_4"}), gpu=True,
                           mini=_pts(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
           note="compared with the no-fixed-token control at every scale (real text: data/no_fixed_token, since the "
                "text profile's base run itself fixes the first token; miniature: the recipe, fixed BOS at 1, against "
@@ -303,7 +309,9 @@ CLAIMS: tuple[Claim, ...] = (
           "Section 6", labels=["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"],
           rule=WeightDecay(["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"], "wd_0",
                            ["wd_0.5", "wd_1"], "wd_5"),
-          measure=_scales(text=_fam("loss", ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"]),
+          measure=_scales(text=_fam("loss", {**{w: w for w in ("wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2",
+                                                             "wd_5")},
+                                             "wd_1 (5000 steps, beside)": "wd_1_steps_x2"}),
                           mini=_pts(MINI, {"wd_0": "wd_0", "wd_0.1": "wd_0.1", "wd_0.5": "recipe", "wd_1": "wd_1",
                                            "wd_2": "wd_2", "wd_5": "wd_5"})),
           note="judged on Sink_1, as the paper reports it (miniature: the recipe is WD 0.5; it has no WD 0.01)"),
@@ -357,12 +365,15 @@ CLAIMS: tuple[Claim, ...] = (
           "Section 7.1", labels=["ffn_swish", "ffn_reglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_swish", "ffn_reglu"], "ffn_swiglu"),
           measure=_scales(text=_fam("architecture", {"ffn_swish": "ffn_swish", "ffn_reglu": "ffn_reglu",
-                                                     "ffn_swiglu": "pos_rope"}))),
+                                                     "ffn_swiglu": "pos_rope",
+                                                     "ffn_swish (steps x2, beside)": "ffn_swish_steps_x2",
+                                                     "ffn_swish (steps x4, beside)": "ffn_swish_steps_x4"}))),
     Claim("arch_heads", "7.1", "07_architecture", "The number of heads matters little (1 head; heads added)",
           "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
           rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
           measure=_scales(text=_fam("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
-                                                     "heads_8": "heads_8"})),
+                                                     "heads_8": "heads_8",
+                                                     "heads_add (steps x2, beside)": "heads_add_steps_x2"})),
           note="real text: 8 concatenated heads at d 128 (point heads_8) stand for the paper's default; heads_1 and "
                "heads_add (the text base's 4 heads, added) are compared with it"),
     Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
