@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # every file the claims and their rules have lived in, oldest first
 REGISTRY_FILES = ("sinkpaper/book/claims.py", "sinkpaper/paper.py", "sinkpaper/paper/numbers.py",
-                  "sinkpaper/paper/verdicts.py", "sinkpaper/paper/rules.py", "sinkpaper/paper/claims.py")
+                  "sinkpaper/paper/verdicts.py", "sinkpaper/paper/rules.py", "sinkpaper/paper/claims.py",
+                  "sinkpaper/results/reading.py")
 FOLLOWED = ("rule", "measure")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
+from ..results.reading import PLATEAU, PLATEAU_EVALS, RISING, TRAINED  # noqa: F401 (the registry's names too)
+
 
 # --------------------------------------------------------------------------------------------- vocabulary
 AGREES, DISAGREES, NOT_COMPARABLE, NO_RESULT = "agrees", "disagrees", "not comparable", "no result"
@@ -26,19 +28,10 @@ CHANGE = 0.25   # a change counts when it moves the value by at least 25 % of th
 MASSIVE = 10.0  # a token-1 hidden-state norm at least 10 times the others' mean is "massive"
 
 # ---------------------------------------------------------------------------- what a stored run contributes
-# Fixed before the stored runs were re-scored under them. Inside one text run Sink_1 moves by ~5 points between
-# evaluations late in training (90th percentile 12), so a run is read on its plateau, never its last evaluation.
-PLATEAU = 0.2        # a run's value: the mean of its evaluations over the last 20 % of its training steps
-PLATEAU_EVALS = 3    # ... which needs at least 3 evaluations there (else "not enough evaluations", the run named)
-TRAINED = 0.1        # a run learned when its held-out or its training loss over that window is at least 0.1 nats
-#                      (4x the held-out loss's sampling error on 100 x 64 tokens) below the unigram loss of its data,
-#                      the loss of predicting each token by its frequency. Else it is listed and no verdict counts it.
-#                      (Not "below its first evaluation": by step 100 the text runs already sit at the unigram level
-#                      and the miniature's at its task's floor, so a first evaluation says nothing about learning.)
-RISING = 0.25        # a run is "still rising at its end" when the least-squares line through its plateau's values
-#                      rises across the window by at least this share of the plateau's mean (CHANGE's 25 %) and by
-#                      at least 1 point of Sink % (below that, evaluation noise on near-zero values): its plateau is
-#                      then a lower bound, and the book says so beside the number
+# How a stored run is read (its plateau, whether it trained, whether it still rises: PLATEAU, PLATEAU_EVALS,
+# TRAINED, RISING) is the results layer's (sinkpaper.results.reading), imported above because every rule is judged
+# on those readings.
+
 SEEDS_MIN = 3        # a verdict on stored runs needs at least 3 seeds, paired across the claim's points
 EXTRA_SEEDS = (3, 4)  # read too where every point of a claim has them stored (seeds added to settle a claim)
 

@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 from ..metrics import excess_alpha
-from ..paper import PLATEAU, PLATEAU_EVALS, RISING, TRAINED
 from ..train.store import DEFAULT_STORE, FOUND, get
 from ..train.sweep import sweep_configs
 from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
 from .numbers import fmt_spread, markdown_line
+from .reading import PLATEAU, PLATEAU_EVALS, RISING, TRAINED
 from .sweeps import (NotEnoughEvaluations, evaluations, plateau_of, still_rising, stored_sweep, training_failure,
                      uniform_floor)
 from .text_runs import where
