@@ -244,7 +244,8 @@ LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
 CHANGES = {"recipe": "LR 2e-2 x 1500 steps", "lr_x0.3": "LR 6e-3 x 1500", "lr_x3": "LR 6e-2 x 1500",
            "lr_x0.5_steps_x2": "LR 1e-2 x 3000 (same LR x steps)"}
 display(tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES))
-display(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"))
+figures.figure(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"),
+               figures.sweep_caption(mini.payloads, LR_ORDER))
 sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)

@@ -161,9 +161,10 @@ sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.sha
 WD = {"wd_0": 0.0, "wd_0.1": 0.1, "recipe": 0.5, "wd_1": 1.0, "wd_2": 2.0, "wd_5": 5.0}
 display(tables.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay {v:g}" for p, v in WD.items()},
                             paper={p: paper.paper_text("wd_0.5" if p == "recipe" else p) for p in WD}))
-display(figures.Columns(figures.sweep_chart(mini.payloads, WD_ORDER, title="miniature: Sink_1 by weight decay"),
-                        figures.sweep_chart(mini.payloads, WD_ORDER, value="alpha_1",
-                                            title="miniature: mean alpha_1 by weight decay")))
+figures.figure(figures.Columns(figures.sweep_chart(mini.payloads, WD_ORDER, title="miniature: Sink_1 by weight decay"),
+                               figures.sweep_chart(mini.payloads, WD_ORDER, value="alpha_1",
+                                                   title="miniature: mean alpha_1 by weight decay")),
+               figures.sweep_caption(mini.payloads, WD_ORDER))
 sources.record(sweeps.payloads_provenance(
     [p for p in mini.payloads if sweeps.point_of(p) in WD_ORDER], loaded=True))
 ma = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in MINI_POINTS}

@@ -73,7 +73,8 @@ lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base=ORDER[0],
               curves=ORDER[:4], maps=ORDER[:2])
 if lm.payloads:
-    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 per variant"))
+    figures.figure(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 per variant"),
+                   figures.sweep_caption(lm.payloads, ORDER))
 
 # %% [markdown]
 # ### The paper's numbers

@@ -85,8 +85,9 @@ lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="none",
               curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"])
 if lm.payloads:
-    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink* and Sink_1",
-                                value=("Sink*", "Sink_1"), width=320))
+    figures.figure(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink* and Sink_1",
+                                       value=("Sink*", "Sink_1"), width=320),
+                   figures.sweep_caption(lm.payloads, ORDER, value=("Sink*", "Sink_1")))
 
 # %% [markdown]
 # ### The paper's numbers
@@ -139,8 +140,9 @@ sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 # %% tags=["hide-input", "full-width"]
 if mini.payloads:
     display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
-    display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)",
-                                value=("Sink*", "Sink_1"), width=320))
+    figures.figure(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)",
+                                       value=("Sink*", "Sink_1"), width=320),
+                   figures.sweep_caption(mini.payloads, MINI_ORDER, value=("Sink*", "Sink_1")))
     sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)

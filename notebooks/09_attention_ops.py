@@ -93,8 +93,9 @@ lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="softmax",
               curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"])
 if lm.payloads:
-    display(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 "
-                                "(Sink*_1 for sigmoid, elu, kernel)"))
+    figures.figure(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 "
+                                       "(Sink*_1 for sigmoid, elu, kernel)"),
+                   figures.sweep_caption(lm.payloads, ORDER))
     lm_raw = figures.seed_rows(lm.payloads, curves.raw_curve_rows)
     if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training (seeds as bands)
         display(figures.raw_weight_bands(lm_raw))
@@ -160,7 +161,8 @@ if same_run:
     display(Markdown(same_run))
 if mini.payloads:
     display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
-    display(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"))
+    figures.figure(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"),
+                   figures.sweep_caption(mini.payloads, MINI_ORDER))
     sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)

@@ -117,7 +117,8 @@ PAPER = {"causal": f"Gu et al. default: Sink_1 {paper.paper_value('default'):.2f
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 if lm.payloads:
     display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
-    display(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"))
+    figures.figure(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"),
+                   figures.sweep_caption(lm.payloads, ORDER))
     sources.record(lm.provenance())
     # the document-mask claim reads doc_mask and bos_doc_mask; the causal control says whether "no sink with the
     # mask" is the mask's doing or this scale's

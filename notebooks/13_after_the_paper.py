@@ -99,8 +99,9 @@ realtext.show(lm, ORDER, base="softmax", curves=["softmax", "gate_elementwise", 
 beside = [p for config, pts in BESIDE.items() for p in sweeps.lm_sweep(config, profile, gpu_seeds, pts).payloads]
 shown = [p for p in lm.payloads if sweeps.point_of(p) in WITH_BOS] + beside
 order = WITH_BOS + [pt for pts in BESIDE.values() for pt in pts]
-display(figures.sweep_chart(shown, order, value=("Sink_1", "Sink*"),
-                            title=f"Real text ({lm.profile} profile): Sink_1 and Sink* per design and seed"))
+figures.figure(figures.sweep_chart(shown, order, value=("Sink_1", "Sink*"),
+                                   title=f"Real text ({lm.profile} profile): Sink_1 and Sink* per design and seed"),
+               figures.sweep_caption(shown, order, value=("Sink_1", "Sink*")))
 
 # %% [markdown]
 # ## The verdicts

@@ -155,3 +155,17 @@ def test_a_panel_with_more_series_than_a_reader_can_tell_apart_is_caught(runs):
     crowded = figures.crowded_panels(figures.band_chart(rows, "Sink_1 %", "seven", x="step", paper={}).to_dict())
     assert crowded and crowded[0].startswith("seven: 7 series")
     assert not figures.crowded_panels(figures.band_chart(rows[:12], "Sink_1 %", "six", x="step", paper={}).to_dict())
+
+
+def test_a_sweep_caption_states_which_points_keep_a_sink_and_where_the_paper_reads_otherwise(monkeypatch):
+    seeds = {"pos_rope": [30.0, 40.0, 35.0], "pos_nope": [0.0, 0.1, 0.0], "post_norm": [0.0, 25.0, 12.0]}
+    monkeypatch.setattr(figures, "book_values",
+                        lambda payloads, pt, name: (list(enumerate(seeds[pt])) if pt in seeds else [], 0))
+    text = figures.sweep_caption([], ["pos_rope", "pos_nope", "post_norm", "not_stored"])
+    assert "(3 seeds;" in text
+    assert "A sink (>= 10 %) in every seed: pos_rope; none (< 5 %) in any seed: pos_nope; the seeds split: " \
+           "post_norm." in text
+    # the paper gives NoPE a sink: said; a split point is never set against the paper
+    assert f"Where the paper reads the other way: pos_nope (paper {paper.NUMBERS['pos_nope'].value:g} %)." in text
+    assert "post_norm (paper" not in text and "not_stored" not in text
+    assert figures.sweep_caption([], ["pos_rope"], value="alpha_1").startswith("alpha_1 on each run's plateau")

@@ -593,6 +593,43 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     return alt.layer(*layers, title=title)
 
 
+def sweep_caption(payloads: Sequence[dict], order: Sequence[str], k: int = 1,
+                  value: str | Sequence[str] = "sink") -> str:
+    """What a :func:`sweep_chart` shows, as a finding: which points have a sink in every seed (>= the registry's
+    SINK), which have none in any seed (< NO_SINK), which the seeds split, and where the paper disagrees with
+    that (a point the paper gives a sink that has none here, or the reverse). Reads the same plateau values."""
+    from ..paper import NO_SINK, SINK
+
+    names = [f"Sink_{k}" if value == "sink" else value] if isinstance(value, str) else list(value)
+    name = names[0]
+    if not name.startswith("Sink"):
+        return f"{name} on each run's plateau per point: dots are seeds, the tick their mean."
+    groups: dict[str, list[str]] = {"sink": [], "none": [], "split": []}
+    against = []
+    for pt in order:
+        vals = [v for _, v in book_values(payloads, pt, name)[0]]
+        if not vals:
+            continue
+        kind = "sink" if min(vals) >= SINK else "none" if max(vals) < NO_SINK else "split"
+        groups[kind].append(pt)
+        pv = paper_number(pt, name)
+        if pv is not None and kind != "split" and (pv >= SINK) != (kind == "sink"):
+            against.append(f"{pt} (paper {pv:g} %)")
+    seeds = {len(book_values(payloads, pt, name)[0]) for pt in order} - {0}
+    n_seeds = f"{max(seeds)} seeds" if seeds and len(seeds) == 1 else "its seeds"
+    said = [f"a sink (>= {SINK:g} %) in every seed: {', '.join(groups['sink'])}" if groups["sink"] else "",
+            f"none (< {NO_SINK:g} %) in any seed: {', '.join(groups['none'])}" if groups["none"] else "",
+            f"the seeds split: {', '.join(groups['split'])}" if groups["split"] else ""]
+    said = [x for x in said if x]
+    if said:
+        said[0] = said[0][0].upper() + said[0][1:]
+    text = f"{name} on the plateau of each point ({n_seeds}; dots are seeds, the tick their mean, the hollow " \
+           f"diamond the paper). " + "; ".join(said) + "."
+    if against:
+        text += " Where the paper reads the other way: " + ", ".join(against) + "."
+    return text
+
+
 def position_profile_chart(payloads: Sequence[dict], order: Sequence[str], title: str, k_max: int = 10,
                            width: int | str = "container", height: int = 200) -> alt.LayerChart:
     """Sink_k % for k = 1..k_max, one line per point (mean over seeds): where the sink sits. The paper's Sink_k of a
