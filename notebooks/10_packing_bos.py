@@ -243,6 +243,26 @@ for c in contrasts:
 display(Markdown(prose.bos_contrast_lines(contrasts, loss_samples)))
 
 # %% [markdown]
+# ### Every BOS policy, on the same text
+#
+# Whether a BOS is put in front changes every attention map, and tools differ in what they put there. The audit
+# below (`python -m sinkpaper bos-audit`, stored in `results/bos/`, not recomputed here) measures the same 100
+# natural-text windows under each policy: `default` (what the tokenizer adds by itself), `forced` (its BOS
+# token first, added or not), `none` (nothing in front), `random` (a random ordinary token first) and `repeat`
+# (the window's first token twice).
+
+# %% tags=["hide-input"]
+audit = pb.load_bos_audit()
+if audit is None:
+    display(Markdown("No stored BOS audit: `python -m sinkpaper bos-audit --out results/bos/audit.json` makes one."))
+else:
+    display(figures.Table(pb.bos_audit_rows(audit)))
+    for m in audit["models"]:
+        sources.record({**m["provenance"], "computed_now": False, "loaded_from": str(pb.BOS_AUDIT)},
+                       what=f"BOS audit of {m['model']}")
+    display(Markdown(pb.bos_audit_reading(audit)))
+
+# %% [markdown]
 # ## Paper vs this run
 #
 # The three claims are Barbero et al.'s and qualitative, so the paper column names the source, not a number.

@@ -187,3 +187,23 @@ def test_the_bos_audit_is_one_table_per_model(smollm2):
     assert by["forced"]["first_token"] == smollm2.tokenizer.bos_token and by["random"]["first_token"] == "varies"
     table = format_bos_audit(r)
     assert table.count("\n| ") == 6 and "adds nothing in front by itself" in table
+
+
+def test_the_stored_bos_audit_reads_as_one_row_per_model_and_a_wrong_file_is_named(tmp_path):
+    from sinkpaper.analysis import packing_bos as pb
+
+    audit = {"audit": "bos", "models": [
+        {"model": "m", "default_prefix": [2], "n_samples": 10, "seq_len": 64,
+         "rows": [{"policy": "default", "sink_1": 70.0, "alpha_1": 0.5, "first_token": "<bos>"},
+                  {"policy": "none", "sink_1": 0.0, "alpha_1": 0.07, "first_token": "varies"},
+                  {"policy": "forced", "sink_1": None, "alpha_1": None, "why": "no BOS token"}]}]}
+    path = tmp_path / "audit.json"
+    path.write_text(json.dumps(audit))
+    [row] = pb.bos_audit_rows(pb.load_bos_audit(str(path)))
+    assert row["the tokenizer adds"] == "<bos>" and row["Sink_1 %, default"] == "70.0"
+    assert row["Sink_1 %, forced"] == "-" and row["Sink_1 %, repeat"] == "-"    # not given / not measured: no number
+    assert pb.bos_audit_reading(audit).startswith("m: Sink_1 from 0.0 % (none) to 70.0 % (default)")
+    assert pb.load_bos_audit(str(tmp_path / "absent.json")) is None
+    path.write_text(json.dumps({"models": {}}))
+    with pytest.raises(ValueError, match="is not a BOS audit"):
+        pb.load_bos_audit(str(path))

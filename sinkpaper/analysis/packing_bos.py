@@ -257,6 +257,54 @@ def bos_audit(lm, *, inputs: str = "natural", n_samples: int = 100, seq_len: int
             "provenance": provenance.stamp(lm.device, **lm.provenance(), seed=seed, source_of_numbers="computed now")}
 
 
+BOS_AUDIT = "results/bos/audit-smollm2-gemma3.json"   # the stored audit of the two offline models (the CLI's --json)
+
+
+def load_bos_audit(path: str = BOS_AUDIT) -> dict | None:
+    """The stored audit ({"audit": "bos", "models": [bos_audit(...), ...]}), or None where there is none."""
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        return None
+    data = json.loads(p.read_text())
+    if data.get("audit") != "bos" or not isinstance(data.get("models"), list):
+        raise ValueError(f"{path} is not a BOS audit (python -m sinkpaper bos-audit --json {path} writes one)")
+    return data
+
+
+def bos_audit_rows(audit: Mapping) -> list[dict]:
+    """One row per model: Sink_1 % under each policy (a policy the tokenizer cannot give: '-'), and what its
+    tokenizer puts in front by itself."""
+    from ..probes import BOS_POLICIES
+
+    rows = []
+    for m in audit["models"]:
+        by = {r["policy"]: r for r in m["rows"]}
+        # default_prefix holds token ids; the default policy's row names the token that stood first
+        adds = (by.get("default", {}).get("first_token") or f"{len(m['default_prefix'])} token(s)") \
+            if m["default_prefix"] else "nothing"
+        rows.append({"model": m["model"], "the tokenizer adds": adds,
+                     **{f"Sink_1 %, {p}": (f"{by[p]['sink_1']:.1f}" if p in by and by[p]["sink_1"] is not None
+                                           else "-") for p in BOS_POLICIES}})
+    return rows
+
+
+def bos_audit_reading(audit: Mapping) -> str:
+    """One sentence per model: how far its Sink_1 moves between the policies, and under which it is smallest."""
+    out = []
+    for m in audit["models"]:
+        vals = {r["policy"]: r["sink_1"] for r in m["rows"] if r["sink_1"] is not None}
+        if not vals:
+            continue
+        lo, hi = min(vals, key=vals.get), max(vals, key=vals.get)
+        out.append(f"{m['model']}: Sink_1 from {vals[lo]:.1f} % ({lo}) to {vals[hi]:.1f} % ({hi}) on the same "
+                   f"{m['n_samples']} windows, T = {m['seq_len']}")
+    return ("; ".join(out) + ". The BOS policy is part of a sink number: a table that does not say it cannot be "
+            "compared.") if out else ""
+
+
 def format_bos_audit(result: Mapping) -> str:
     """The audit as a Markdown table, one row per policy."""
     lines = [f"{result['model']} ({result['inputs']} text, T = {result['seq_len']}, {result['n_samples']} samples, "
