@@ -44,7 +44,7 @@ sinks = "kv_bias"  # sink variants checked with every operator under the causal 
 seed = 0  # seeds the random inputs
 smoke_sections = "accuracy"  # cpu: benchmark sections run live as a code-path check (speed,ops,column_stats,accuracy; "" for none)
 run_benchmark = True  # gpu / paper: run the full benchmark now (FlashAttention's grid, T up to 32k; minutes on a GPU)
-save_benchmark = True  # gpu / paper: also write it to results/kernels/<device>.json, where later builds read it
+save_benchmark = True  # gpu / paper: also write it to results/bench/kernels-<device>.json, where later builds read it
 
 # %%
 # The Triton interpreter is chosen when triton is imported: switch it on before anything imports triton.
@@ -131,7 +131,7 @@ sources.record({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 head
 # %% [markdown]
 # ## The benchmark
 #
-# `python -m sinkpaper bench kernels --json results/kernels/<device>.json` times, on one GPU in one run,
+# `python -m sinkpaper bench kernels --json results/bench/kernels-<device>.json` times, on one GPU in one run,
 # our causal softmax kernel against PyTorch SDPA (flash and cuDNN), FlexAttention (compiled) and eager
 # attention, forward and forward + backward, on FlashAttention's grid (batch x T = 16k tokens, H x D = 2048);
 # our sigmoid / elu / softpick kernels against our softmax and their eager references; `column_stats`
@@ -155,7 +155,7 @@ if not stored:
 # ### Run now
 #
 # On a GPU (`gpu` / `paper` profile) the full benchmark runs here and, with `save_benchmark`, is written to
-# `results/kernels/<device>.json` for later builds. On the CPU the selected sections run in their `--smoke`
+# `results/bench/kernels-<device>.json` for later builds. On the CPU the selected sections run in their `--smoke`
 # form under the interpreter, to show the code path end to end: **these timings are not performance
 # numbers** (the interpreter executes the kernel program in Python), and the bf16 error under the
 # interpreter is slightly larger than on a GPU because its fp32 → bf16 cast truncates instead of rounding.
@@ -182,7 +182,7 @@ else:
 #
 # ```bash
 # python -m sinkpaper.book run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
-# mkdir -p results/kernels && python -m sinkpaper bench kernels --json results/kernels/h100.json   # on a GPU
+# mkdir -p results/bench && python -m sinkpaper bench kernels --json results/bench/kernels-h100.json   # on a GPU
 # TRITON_INTERPRET=1 python -m pytest tests/test_kernels.py   # the full correctness suite on the CPU
 # python -m sinkpaper.kernels.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
 # ```

@@ -208,10 +208,11 @@ def _fake_result(smoke=False):
 def test_stored_benchmarks_and_their_tables(tmp_path):
     assert kc.stored_benchmarks(tmp_path) == []
     path = kc.save_benchmark(_fake_result(), tmp_path / "kernels")
-    assert path.name == "nvidia-h100-80gb-hbm3.json"
-    (tmp_path / "kernels" / "smoke.json").write_text(json.dumps(_fake_result(smoke=True)))
+    assert path.name == "kernels-nvidia-h100-80gb-hbm3.json"
+    (tmp_path / "kernels" / "kernels-smoke.json").write_text(json.dumps(_fake_result(smoke=True)))
+    (tmp_path / "kernels" / "training-text.json").write_text("{}")   # another benchmark's file beside: not read
     found = kc.stored_benchmarks(tmp_path / "kernels")
-    assert [p.name for p, _ in found] == ["nvidia-h100-80gb-hbm3.json"]
+    assert [p.name for p, _ in found] == ["kernels-nvidia-h100-80gb-hbm3.json"]
     assert len(kc.stored_benchmarks(tmp_path / "kernels", include_smoke=True)) == 2
     result = found[0][1]
     speed = kc.speed_rows(result)
@@ -224,14 +225,15 @@ def test_stored_benchmarks_and_their_tables(tmp_path):
     assert kc.goal_rows(result) == [{"goal": "g", "status": "PASS", "detail": "d"}]
     prov = kc.bench_provenance(result, found[0][0])
     assert prov["hardware"] == "NVIDIA H100 80GB HBM3" and prov["computed_now"] is False
-    assert prov["loaded_from"].endswith("nvidia-h100-80gb-hbm3.json")
+    assert prov["loaded_from"].endswith("kernels-nvidia-h100-80gb-hbm3.json")
     assert prov["command"] == "python -m sinkpaper bench kernels --json x.json"
     with pytest.raises(ValueError, match="not performance"):
         kc.save_benchmark(_fake_result(smoke=True), tmp_path)
-    (tmp_path / "kernels" / "other.json").write_text("{}")
+    (tmp_path / "kernels" / "kernels-other.json").write_text("{}")
     with pytest.raises(ValueError, match="not a kernel benchmark"):
         kc.stored_benchmarks(tmp_path / "kernels")
-    assert kc.bench_command("results/kernels/h100.json").startswith("mkdir -p results/kernels && python -m")
+    assert kc.bench_command().startswith("mkdir -p results/bench && python -m sinkpaper bench kernels --json "
+                                         "results/bench/kernels-<device>.json")
     assert kc.device_slug("  ") == "device"
     # what the chapter shows of it: the provenance line, then a title and a table per part that has rows
     items = figures.benchmark_items(result, found[0][0])

@@ -6,8 +6,10 @@ kernel benchmark's stored results read back with their provenance.
   PyTorch references, as maximum relative errors; the comparison tests/test_kernels.py asserts on), for display.
 - :func:`metric_agreement`: Sink_k of small models measured from the attention maps and from
   ``column_stats`` (no T x T map): the same numbers.
-- :func:`stored_benchmarks` and the ``*_rows`` functions: ``results/kernels/*.json``, written by
-  ``python -m sinkpaper bench kernels --json ...`` (:mod:`sinkpaper.kernels.bench`), arranged as tables of
+- :func:`stored_benchmarks` and the ``*_rows`` functions: ``results/bench/kernels-*.json`` (the one home of every
+  stored benchmark, the Measurements page's too; a lent GPU's ``scripts/lease.sh bench`` writes
+  ``kernels-gpu.json``), written by ``python -m sinkpaper bench kernels --json ...``
+  (:mod:`sinkpaper.kernels.bench`), arranged as tables of
   ratios against PyTorch SDPA, FlexAttention and eager attention; :func:`benchmark_items` (and
   :func:`show_benchmark`, which displays them) is what the chapter shows of one benchmark result.
 
@@ -23,7 +25,8 @@ from typing import Mapping, Sequence
 
 import torch
 
-BENCH_DIR = "results/kernels"
+BENCH_DIR = "results/bench"   # every stored benchmark; the kernel benchmark's files are named kernels-*.json
+BENCH_GLOB = "kernels-*.json"
 
 
 def format_errors(rows: Sequence[Mapping]) -> list[dict]:
@@ -83,15 +86,16 @@ def device_slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
 
 
-def bench_command(path: str = f"{BENCH_DIR}/<device>.json") -> str:
+def bench_command(path: str = f"{BENCH_DIR}/kernels-<device>.json") -> str:
     return f"mkdir -p {Path(path).parent} && python -m sinkpaper bench kernels --json {path}"
 
 
 def stored_benchmarks(directory: str | Path = BENCH_DIR, include_smoke: bool = False) -> list[tuple[Path, dict]]:
-    """Every benchmark JSON in ``directory`` (name order) as (path, result); smoke runs (interpreter
-    timings, not performance) only with include_smoke. A file that is not a kernel benchmark is an error."""
+    """Every kernel benchmark JSON in ``directory`` (``kernels-*.json``, name order) as (path, result); smoke runs
+    (interpreter timings, not performance) only with include_smoke. A file of that name that is not a kernel
+    benchmark is an error."""
     out = []
-    for path in sorted(Path(directory).glob("*.json")):
+    for path in sorted(Path(directory).glob(BENCH_GLOB)):
         result = json.loads(path.read_text())
         if result.get("benchmark") != "kernels" or "records" not in result:
             raise ValueError(f"{path} is not a kernel benchmark result (python -m sinkpaper bench kernels --json)")
@@ -222,12 +226,12 @@ def goal_rows(result: Mapping) -> list[dict]:
 
 
 def save_benchmark(result: Mapping, directory: str | Path = BENCH_DIR) -> Path:
-    """Write a (non-smoke) benchmark result as ``<directory>/<device slug>.json``; returns the path."""
+    """Write a (non-smoke) benchmark result as ``<directory>/kernels-<device slug>.json``; returns the path."""
     from ..files import atomic_write_text
 
     if result.get("smoke"):
         raise ValueError("a smoke run's timings are not performance numbers; it is not stored")
-    path = Path(directory) / f"{device_slug(result['provenance'].get('device_name') or 'device')}.json"
+    path = Path(directory) / f"kernels-{device_slug(result['provenance'].get('device_name') or 'device')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(result, indent=1) + "\n")
     return path
