@@ -350,8 +350,8 @@ def measure(trace_fn: Callable[[torch.Tensor], Trace], input_ids: torch.Tensor, 
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     batches = list(torch.split(input_ids, batch_size))
     if progress and len(batches) > 1:
-        from tqdm.auto import tqdm
-        batches = tqdm(batches, desc="measure", unit="batch")
+        from .progress import bar
+        batches = bar(batches, desc="measure", unit="batch")
     parts = []
     with torch.no_grad():
         for ids in batches:

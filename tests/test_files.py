@@ -65,3 +65,23 @@ def test_commit_and_abort_by_hand(tmp_path):
     w.open("wb").write(b"abc")
     w.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.tok"]
+
+
+def test_progress_bars_redraw_on_a_terminal_and_write_a_line_now_and_then_to_a_log(monkeypatch):
+    import io
+    import sys
+
+    import tqdm.auto
+
+    from sinkpaper import progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda iterable=None, **kw: kw)   # what the bar is made with
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert progress.bar(range(3), unit="x")["mininterval"] == progress.LOG_INTERVAL_S
+    monkeypatch.setattr(sys, "stderr", Tty())
+    assert progress.bar(range(3))["mininterval"] == 0.1
+    assert progress.bar(range(3), mininterval=5)["mininterval"] == 5   # the caller's own wins

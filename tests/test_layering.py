@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sinkpaper"
 # lowest first; what a tier is for
 TIERS: tuple[tuple[str, set[str]], ...] = (
     ("foundation: files, fields, provenance", {"_version", "__version__", "files", "fields", "resources", "devices",
-                                               "provenance", "argparsing"}),
+                                               "provenance", "argparsing", "progress"}),
     ("attention and what it records", {"attention", "trace", "hf_attention"}),
     ("fused kernels and the sink metric", {"kernels", "metrics"}),
     ("models, pretrained LMs and what they are probed with", {"models", "lms", "circuits", "mechanism", "streaming"}),

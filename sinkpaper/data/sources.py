@@ -241,15 +241,15 @@ def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, 
     # `datasets`' map is not used: on a streaming dataset it runs here, without num_proc, so it would only wrap
     # the same call; the parallelism is the tokenizer's own thread pool in encode_batch
     ds = ds.select_columns([text_field])
-    from tqdm.auto import tqdm
+    from ..progress import bar
     need = n_tokens + val_tokens
     meta = {"dataset": dataset, "name": name, "text_field": text_field, "tokenizer": str(tokenizer),
             "val_tokens": val_tokens, "n_tokens": n_tokens, "eos_after_each_document": True}
     written = 0
     with TokenWriter(out, vocab_size=tok.get_vocab_size(), eos_id=eos, bos_id=bos, tokenizer_json=tok.to_str(),
                      meta={**meta, "tokenizer_sha256": tokenizer_hash(tok)}) as w, \
-            tqdm(total=need, unit="tok", unit_scale=True, desc=f"tokenize {Path(dataset).name or dataset}",
-                 disable=need < 1_000_000, smoothing=0.05) as bar:
+            bar(total=need, unit="tok", unit_scale=True, desc=f"tokenize {Path(dataset).name or dataset}",
+                disable=need < 1_000_000, smoothing=0.05) as progress:
         for texts in _text_batches(ds, text_field, batch_chars):
             ids, _ = encode_documents(tok, texts, eos)
             ids = ids[:need - written]
@@ -259,7 +259,7 @@ def _stream_to_file(dataset, name, text_field, tokenizer, n_tokens, val_tokens, 
             if cut < len(ids):
                 w.write("train", ids[cut:])
             written += len(ids)
-            bar.update(len(ids))
+            progress.update(len(ids))
             if written >= need:
                 break
         w.write("train", np.zeros(0, np.int64))   # recorded even when empty

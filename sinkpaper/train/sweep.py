@@ -180,8 +180,8 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
     provenance.code_version()   # fixed now, at launch: a long sweep runs the code it started with
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(runs), desc=f"sweep {profile}", unit="run")
+        from ..progress import bar as progress_bar
+        bar = progress_bar(total=len(runs), desc=f"sweep {profile}", unit="run")
     payloads = []
     for run in runs:
         stored = read_result(store, run.cfg)

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -455,10 +454,9 @@ def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int,
 
 
 def _progress_bar(cfg: TrainConfig, step: int):
-    from tqdm.auto import tqdm
-    # a terminal redraws the bar in place; a log file gets a line at most every 30 s
-    return tqdm(total=cfg.optim.steps, initial=step, desc=cfg.name, unit="step",
-                mininterval=0.1 if sys.stderr.isatty() else 30.0)
+    from ..progress import bar
+
+    return bar(total=cfg.optim.steps, initial=step, desc=cfg.name, unit="step")
 
 
 def _truncate_log(path: Path, step: int) -> None:
