@@ -275,3 +275,14 @@ def test_a_document_masked_run_reads_the_sink_at_document_starts_inside_its_wind
     train(cfg, tmp_path / "run", progress=False)
     evals = [r for r in read_log(tmp_path / "run" / "log.jsonl") if "sink_k" in r]
     assert evals and all(r["doc_start_samples"] == 6 and 0.0 <= r["sink_doc_start"] <= 100.0 for r in evals)
+
+
+def test_every_operator_row_of_the_benchmark_has_the_same_columns():
+    """A table's columns are its first row's: each operator's ratio to its eager version sits in one column."""
+    result = _fake_result()
+    result["records"] += [{**r, "op": "elu"} for r in result["records"] if r.get("op") == "sigmoid"]
+    result["ratios"] += [{**r, "what": r["what"].replace("sigmoid", "elu"), "op": "elu"} for r in result["ratios"]
+                         if "sigmoid" in r["what"]]
+    rows = kc.ops_rows(result)
+    assert {r["op"] for r in rows} >= {"sigmoid", "elu"} and len({tuple(r) for r in rows}) == 1
+    figures.Table(rows)._repr_html_()   # renders: no row lacks a column
