@@ -111,7 +111,10 @@ def bench_provenance(result: Mapping, path: str | Path | None = None) -> dict:
     out = {"hardware": pv.get("device_name") or pv.get("hardware"), "code_version": pv.get("code_version"),
            "torch": pv.get("torch"), "triton": pv.get("triton"), "cuda": pv.get("cuda"),
            "computed_at": pv.get("computed_at"), "computed_now": path is None,
-           "command": " ".join(["python -m sinkpaper", *pv.get("command", [])]) if pv.get("command") else None}
+           # an argument that is an absolute path names the machine it ran on (a lent GPU's $OUT): its file name
+           "command": " ".join(["python -m sinkpaper", *(Path(a).name if Path(a).is_absolute() else a
+                                                         for a in pv.get("command", []))])
+           if pv.get("command") else None}
     if path is not None:
         out["loaded_from"] = str(path)
     if result.get("smoke"):
