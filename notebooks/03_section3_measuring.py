@@ -199,7 +199,7 @@ uniform = metrics.uniform_alpha_1(seq_len)
 # the paper's four models (Table 1) at its epsilon, as hollow diamonds: one point of each of their curves
 charts = [ms.xy_chart([c for c in curve if c["inputs"] == i], "epsilon", "Sink_1 (%)", "series", f"{i} inputs",
                       x_title="ε", y_title="Sink_1^ε (%)", rule_x=uniform, width=165, height=170,
-                      paper=ms.table1_paper(i, metrics.EPSILON)) for i in INPUTS]
+                      paper=figures.table1_marks(i, metrics.EPSILON)) for i in INPUTS]
 display(charts[0] | charts[1] | charts[2])
 at = {0.1, 0.2, 0.3, 0.5, 0.7, 0.9}
 table: dict[str, dict] = {}
@@ -231,7 +231,7 @@ measured_T = (f"{sum(1 for r in by_T if not r['skipped'])} (model, BOS, T) point
 # %% tags=["hide-input"]
 baseline = [{"series": "uniform H_T / T", "T": t, "mean alpha_1": metrics.uniform_alpha_1(t)} for t in seq_lens]
 display(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natural)", x_title="T", log_x=True,
-                    paper=ms.table1_paper("natural", metrics.SEQ_LEN))
+                    paper=figures.table1_marks("natural", metrics.SEQ_LEN))
         | ms.xy_chart(by_T + baseline, "T", "mean alpha_1", "series", "mean α_1 vs T (natural)", x_title="T",
                       y_title="mean α_1", log_x=True))
 display(figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "mean alpha_1", "uniform alpha_1")}

@@ -237,7 +237,7 @@ for c in contrasts:
         rows.append(r)
 display(figures.Table(rows))
 display(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
-                                  "pretrained models: Sink_k with and without BOS"))
+                                       "pretrained models: Sink_k with and without BOS", paper=True))
 for c in contrasts:
     sources.record(pb.short_provenance(c))
 display(Markdown(prose.bos_contrast_lines(contrasts, loss_samples)))

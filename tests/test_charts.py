@@ -169,3 +169,15 @@ def test_a_sweep_caption_states_which_points_keep_a_sink_and_where_the_paper_rea
     assert f"Where the paper reads the other way: pos_nope (paper {paper.NUMBERS['pos_nope'].value:g} %)." in text
     assert "post_norm (paper" not in text and "not_stored" not in text
     assert figures.sweep_caption([], ["pos_rope"], value="alpha_1").startswith("alpha_1 on each run's plateau")
+
+
+def test_the_papers_table_1_models_are_marked_where_pretrained_models_are_drawn():
+    marks = figures.table1_marks("natural", 64)
+    assert {m["name"] for m in marks} == {"GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base"}
+    assert all(m["x"] == 64 and m["y"] == paper.NUMBERS[f"{m['name']}: natural"].value for m in marks)
+    rows = [{"setting": "m, BOS on", "k": k, "Sink_k (%)": 50.0 / k} for k in (1, 2, 3)]
+    assert figures.draws_the_paper(figures.sink_by_position_chart(rows, "t", paper=True).to_dict())
+    assert not figures.draws_the_paper(figures.sink_by_position_chart(rows, "t").to_dict())
+    payload = {"model": "m", "points": [{"T": t, "alpha_1_mean": 0.3, "uniform_alpha_1": 4 / t, "sink_1": 40.0,
+                                         "per_layer_alpha_1": [0.3], "per_layer_sink_1": [40.0]} for t in (256, 512)]}
+    assert figures.draws_the_paper(figures.sink_vs_length(payload).to_dict())

@@ -28,6 +28,7 @@ import altair as alt
 from IPython.display import Markdown, display
 import numpy as np
 
+from ..metrics import SEQ_LEN
 from ..paper import DEFAULT_ALIASES, NUMBERS, PLATEAU, PLATEAU_EVALS
 from ..results.sweeps import point_of, shown_values
 
@@ -352,6 +353,14 @@ def sink_vs_length(payload: Mapping[str, Any], width: int = 260, height: int = 2
                     color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
                     strokeDash=alt.StrokeDash("series:N", legend=None),
                     tooltip=["series:N", "T:Q", alt.Tooltip("value:Q", format=".4g")]))
+    # the paper's Table 1 models on natural text at its T (Sink_1 as a fraction of heads, as the line beside it)
+    marks = [{"T": m["x"], "value": _num(m["y"] / 100), "model": m["name"], "who": "paper"}
+             for m in table1_marks("natural", SEQ_LEN)]
+    if marks:
+        left = left + alt.Chart(alt.Data(values=marks)).mark_point(
+            shape="diamond", filled=False, color="black", size=60, strokeWidth=1.5).encode(
+            x=x, y="value:Q", tooltip=[alt.Tooltip("who:N", title="source"), "model:N", "T:Q",
+                                       alt.Tooltip("value:Q", title="Sink_1 (fraction of heads)", format=".3g")])
     cells = [{"T": str(p["T"]), "layer": i, "alpha": _num(a), "sink": _num(s),
               "kind": "global" if windows[i] is None else f"local (window {windows[i]})"}
              for p in pts for i, (a, s) in enumerate(zip(p["per_layer_alpha_1"], p["per_layer_sink_1"]))]
@@ -523,6 +532,13 @@ def _group_point(group: str) -> str:
     return m.group(1) if m else group
 
 
+def table1_marks(inputs: str, x: float) -> list[dict]:
+    """The paper's Table 1 models on one input kind ("natural", "random", "repeat") as marks at ``x`` (its
+    epsilon, its T, position 1): rows {"x", "y" (Sink_1 %), "name"}, from :mod:`sinkpaper.paper`."""
+    return [{"x": x, "y": n.value, "name": key.split(": ")[0]} for key, n in NUMBERS.items()
+            if key.endswith(f": {inputs}") and n.source == "Table 1"]
+
+
 def _paper_layer(marks: list[dict], x, y, offset=None) -> alt.Chart:
     enc = dict(x=x, y=y, tooltip=["point:N", alt.Tooltip("who:N", title="source"),
                                   alt.Tooltip("v:Q", title="the paper", format=".4g")])
@@ -685,20 +701,29 @@ def attention_map_chart(attn: np.ndarray, marks: Sequence[tuple[int, int]], titl
 
 
 # ------------------------------------------------------------------------------------ chapters 10 and 12
-def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360, height: int = 200):
+def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360, height: int = 200,
+                           paper: bool = False):
     """Sink_k % over positions k, one line per setting (rows from :func:`sink_k_chart_rows`); BOS-off settings
-    dashed."""
+    dashed. ``paper``: the paper's Table 1 models on natural text at k = 1 as hollow diamonds (for pretrained
+    models measured on natural text)."""
     values = [{"setting": r["setting"], "k": r["k"], "v": _num(r["Sink_k (%)"]),
                "BOS": "off" if r["setting"].endswith("BOS off") else "on"} for r in rows]
     order = list(dict.fromkeys(r["setting"] for r in rows))
-    return (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
-            .mark_line(point=True)
-            .encode(x=alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0)),
-                    y=alt.Y("v:Q", title="Sink_k %", scale=alt.Scale(domain=[0, 100])),
-                    color=alt.Color("setting:N", sort=order, title=None),
-                    strokeDash=alt.StrokeDash("BOS:N", legend=None, scale=alt.Scale(domain=["on", "off"],
-                                                                                    range=[[1, 0], [4, 3]])),
-                    tooltip=["setting:N", "k:O", alt.Tooltip("v:Q", title="Sink_k %", format=".3g")]))
+    x, y = alt.X("k:O", title="position k", axis=alt.Axis(labelAngle=0)), \
+        alt.Y("v:Q", title="Sink_k %", scale=alt.Scale(domain=[0, 100]))
+    lines = (alt.Chart(alt.Data(values=values), title=title, width=width, height=height)
+             .mark_line(point=True)
+             .encode(x=x, y=y, color=alt.Color("setting:N", sort=order, title=None),
+                     strokeDash=alt.StrokeDash("BOS:N", legend=None, scale=alt.Scale(domain=["on", "off"],
+                                                                                     range=[[1, 0], [4, 3]])),
+                     tooltip=["setting:N", "k:O", alt.Tooltip("v:Q", title="Sink_k %", format=".3g")]))
+    if not paper:
+        return lines
+    # the paper's Table 1 models on natural text (each with its tokenizer's default BOS) at k = 1
+    marks = [{"k": 1, "v": _num(m["y"]), "model": m["name"], "who": "paper"} for m in table1_marks("natural", 1)]
+    return lines + alt.Chart(alt.Data(values=marks)).mark_point(
+        shape="diamond", filled=False, color="black", size=60, strokeWidth=1.5).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("who:N", title="source"), "model:N", alt.Tooltip("v:Q", title="Sink_1 %")])
 
 
 def benchmark_items(result: Mapping, path: str | os.PathLike | None = None) -> list:

@@ -155,13 +155,3 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
         chart = chart + alt.Chart(alt.Data(values=[{"x": rule_x}])).mark_rule(strokeDash=[4, 3], color="gray") \
             .encode(x="x:Q")
     return chart
-
-
-def table1_paper(inputs: str, x: float) -> list[dict]:
-    """The paper's Table 1 models on one input kind ("natural", "random", "repeat") as rows for :func:`xy_chart`'s
-    ``paper``, placed at ``x`` (the paper's epsilon, or its T): the numbers come from :mod:`sinkpaper.paper`."""
-    from sinkpaper.paper import NUMBERS
-
-    return [{"x": x, "y": n.value, "name": key.split(": ")[0]} for key, n in NUMBERS.items()
-            if key.endswith(f": {inputs}") and n.source == "Table 1"]
-
