@@ -66,6 +66,8 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     caption = emergence.caption   # each point's plateau over its seeds beside the paper's number
     assert f"default: 30 % [20, 40] over 2 seeds (paper {paper.paper_value('default'):.2f} %)" in caption
     assert "gives no alpha_1 curve" in caption
+    assert "Our runs of default fix the first token; the paper's numbers for them come from runs without one" \
+        in caption
     assert "default (seed 0): heads above epsilon" in maps.caption and "absent" not in maps.caption
     assert not any("Provenance" in str(getattr(o, "data", "")) for o in out)   # said once per page, not here
 

@@ -70,12 +70,17 @@ def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels
                                                      if len(vals) > 1 else " (one seed)")
         paper = f"paper {levels[pt]:.2f} %" if pt in levels else "the paper gives no number"
         parts.append(f"{pt}: {ours} ({paper})")
+    # the paper's runs have no fixed first token but for its Section-5 fixed-token points
+    fixed = [pt for pt in levels if not pt.startswith("fixed_pos")
+             and any(p["config"]["data"].get("fixed_token") for p in payloads if point_of(p) == pt)]
+    unlike = (f" Our runs of {', '.join(fixed)} fix the first token; the paper's numbers for them come from runs "
+              "without one." if fixed else "")
     cap = sink_layer_cap([p for p in payloads if point_of(p) in points])
     capped = (f" No run drawn here has a sink head outside layer(s) {cap[1]}, so Sink_1 here cannot "
               f"pass about {sig(cap[0])} %: compare its levels with the paper's for direction, not size."
               if cap and cap[0] < 100 else "")
     return (f"Sink_1 and mean alpha_1 over training ({profile} profile). On the plateau: " + "; ".join(parts) + "."
-            + capped + " Lines: the mean over seeds; bands: min to max (hover for each seed); dashed: the paper's "
+            + unlike + capped + " Lines: the mean over seeds; bands: min to max (hover for each seed); dashed: the paper's "
             "final Sink_1. The paper gives no alpha_1 curve.")
 
 
