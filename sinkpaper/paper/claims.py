@@ -299,7 +299,9 @@ CLAIMS: tuple[Claim, ...] = (
           labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
           measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
                                              "default (5000 steps, beside)": "no_fixed_token_steps_x2",
-                                             "default (4 layers, beside)": "no_fixed_token_layers_4"}), gpu=True,
+                                             "default (4 layers, beside)": "no_fixed_token_layers_4"}),
+                          # the text profile's budget and depth reruns have no counterpart at the gpu profile
+                          gpu=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
                           mini=_pts(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
           note="compared with the no-fixed-token control at every scale (real text: data/no_fixed_token, since the "
                "text profile's base run itself fixes the first token; miniature: the recipe, fixed BOS at 1, against "
