@@ -24,6 +24,9 @@
 profile = "cpu"  # cpu | gpu | paper: this page reads the chapters' ledgers only; the same on every profile
 
 # %% tags=["hide-input"]
+import re
+from pathlib import Path
+
 from IPython.display import Markdown, display
 
 from sinkpaper.book import figures, parameters, sources
@@ -44,12 +47,19 @@ display(Markdown(f"{len(ledgers)} chapters: {total['stored']} stored runs read (
                  "not in the results store yet."))
 
 # %% tags=["hide-input"]
+def title_of(stem: str) -> str:
+    """A chapter's title, from its source notebook (its stem where the source is not at hand, e.g. on Colab)."""
+    src = Path("notebooks") / f"{stem}.py"
+    found = re.search(r"^# # (.+)$", src.read_text(encoding="utf-8"), re.M) if src.exists() else None
+    return found.group(1) if found else stem
+
+
 for led in ledgers:
     c = led["counts"]
-    display(Markdown(f"### {led['stem']}\n\n"
+    display(Markdown(f"### {title_of(led['stem'])}\n\n"
                      + f"{c['stored']} stored runs, {c['computed']} computed now, {c['versions']} code versions"
                      + (f", on {', '.join(c['machines'])}" if c["machines"] else "") + "."))
-    rows = [{"section": e["what"] or f"entry {i + 1}", "provenance": e["line"].replace("*Provenance:* ", "")}
+    rows = [{"#": i + 1, "what": e["what"] or "—", "provenance": e["line"].replace("*Provenance:* ", "")}
             for i, e in enumerate(led["entries"])]
     if rows:
         display(figures.Table(rows))
