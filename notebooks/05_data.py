@@ -49,7 +49,7 @@ from IPython.display import Markdown, display
 from sinkpaper import mechanism, paper
 from sinkpaper.book import experiments, figures, parameters, prose, realtext, sources, tables
 from sinkpaper.results import curves, sweeps
-from sinkpaper.results.numbers import fmt_spread, sig
+from sinkpaper.results.numbers import sig
 from sinkpaper.train import open_run
 
 FAMILY = "configs/data.yaml"
@@ -106,44 +106,12 @@ if lm.payloads:
 # %% tags=["hide-input", "full-width"]
 DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1}
 deep = sweeps.stored_sweep(FAMILY, "text", points=list(DEEP), seeds=(0, 1, 2))
-
-
-def at_own_position(p, label):
-    k = DEEP[sweeps.point_of(p)]
-    return [{**r, "Sink at its position %": r[f"Sink_{k} %"], "alpha at its position": r[f"alpha_{k}"]}
-            for r in curves.curve_rows(p, label, (f"Sink_{k}", f"alpha_{k}"))]
-
-
 if deep.payloads:
-    deep_rows = [{**r, "point": f"{r['point']} (k = {DEEP[r['point']]})"}
-                 for r in figures.seed_rows(deep.payloads, at_own_position, list(DEEP))]
-    base_of = {pt: pt.replace("_layers_4", "") for pt in DEEP}
-    deep_paper = {f"{pt} (k = {k})": v for pt, k in DEEP.items()
-                  if (v := figures.paper_number(base_of[pt], f"Sink_{k}")) is not None}
-    deep_table, deep_said = [], []
-    for pt, k in DEEP.items():
-        ps = [p for p in deep.payloads if sweeps.point_of(p) == pt]
-        if not ps:
-            continue
-        vals = [v for _, v in figures.book_values(ps, pt, f"Sink_{k}")[0]]
-        onsets = [(p["config"]["run"]["seed"], curves.first_reaching(p["curve"], k, paper.SINK)) for p in ps]
-        onset_txt = ", ".join(f"seed {sd}: " + (f"step {e['step']}" if e else "never") for sd, e in sorted(onsets))
-        pv = figures.paper_number(base_of[pt], f"Sink_{k}")
-        deep_table.append({"point": pt, "k": k, f"Sink_k % (plateau)": fmt_spread(vals),
-                           "paper (60M, 10 layers)": f"{pv:.2f}" if pv is not None else "—",
-                           f"onset (Sink_k ≥ {paper.SINK:g} %)": onset_txt})
-        deep_said.append(f"{pt}: Sink_{k} {fmt_spread(vals)} % ({onset_txt})")
-    figures.figure(figures.Columns(
-        figures.band_chart(deep_rows, "Sink at its position %", "4 layers: Sink_k at the fixed position (%)",
-                           y_domain=(0, 100), paper=deep_paper),
-        figures.band_chart(deep_rows, "alpha at its position", "4 layers: mean α_k at the fixed position",
-                           y_title="α_k")),
-        "The text profile at 4 layers, each point at its own position k (mean over seeds, min-max band; dashed: the "
-        "paper's number at that position). On the plateau: " + "; ".join(deep_said) + ".")
+    deep_figure, deep_table = realtext.own_position(deep.payloads, DEEP, "The text profile at 4 layers")
+    display(deep_figure)
     display(figures.Table(deep_table))
-    sources.record(sweeps.payloads_provenance(deep.payloads, loaded=True))
-if deep.missing:
-    sources.missing(deep)
+    sources.record(sweeps.payloads_provenance(deep.payloads, loaded=True), what="the 4-layer position runs")
+sources.missing(deep, what="the 4-layer position runs")
 
 # %% [markdown]
 # ## Live, in miniature: move the fixed token

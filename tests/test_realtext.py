@@ -105,3 +105,27 @@ def test_section_without_runs_says_so_and_its_sources_say_what_is_missing(tmp_pa
     realtext.show(lm, ["default"])
     [ledger] = sources.load_all(tmp_path)
     assert not ledger["entries"] and "python -m sinkpaper sweep" in ledger["missing"][0]["text"]
+
+
+def test_points_read_at_their_own_position_with_the_papers_number_there_and_their_onsets():
+    """A fixed token at 2 is read at k = 2 (Sink_2 and alpha_2), beside the paper's Sink_2 of its point without the
+    depth suffix; the onset is the first evaluation at or above the registry's 'has a sink'."""
+    base = _stored_text_run()
+    ps = []
+    for seed, sink_2 in ((0, 30.0), (1, 2.0)):
+        q = _as(base, "fixed_pos2_layers_4", seed, 0.0, 5.0)
+        q["config"]["data"]["fixed_pos"] = 2
+        evals = [c for c in q["curve"] if "sink_k" in c]
+        for i, c in enumerate(evals):   # seed 0 crosses 10 % at its second evaluation; seed 1 never does
+            c["sink_k"]["2"] = sink_2 if i >= 1 else 0.0
+            c["alpha_k"] = {**(c.get("alpha_k") or {}), "2": 0.1}
+        ps.append(q)
+    fig, table = realtext.own_position(ps, {"fixed_pos2_layers_4": 2}, "4 layers")
+    [row] = table
+    assert row["k"] == 2 and row["paper"] == f"{paper.NUMBERS['fixed_pos2: Sink_2'].value:.2f}"
+    assert row["Sink_k % (plateau)"] == "16.0 [2.0, 30.0]"
+    second = [c for c in ps[0]["curve"] if "sink_k" in c][1]["step"]
+    assert row["onset (Sink_k >= 10 %)"] == f"seed 0: step {second}, seed 1: never"
+    sink = fig.content.charts[0].to_dict()
+    assert figures.draws_the_paper(sink) and not figures.joined_lines(sink)
+    assert "fixed_pos2_layers_4: Sink_2 16.0 [2.0, 30.0] %" in fig.caption

@@ -131,6 +131,49 @@ def maps_caption(payloads: Sequence[Mapping], points: Sequence[str]) -> str:
             "hold a sink). " + "; ".join(parts) + ".")
 
 
+def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], title: str) -> tuple[Figure, list[dict]]:
+    """Points each read at their own position k (``positions``: {point: k}, e.g. a fixed token at 2 read at k = 2):
+    a figure of Sink_k and the mean alpha_k over training (seeds as bands, the paper's Sink_k of the point's
+    family member without the suffix after its first "_layers" as a dashed level), and one table row per point
+    (Sink_k on the plateau over seeds, the paper's number, the onset per seed: the first evaluation at which Sink_k
+    reaches the registry's "has a sink" level)."""
+    from ..paper import SINK
+    from ..results.curves import first_reaching
+    from ..results.numbers import fmt_spread
+    from .figures import paper_number
+
+    def at_own(p, label):
+        k = positions[point_of(p)]
+        return [{**r, "Sink at its position %": r[f"Sink_{k} %"], "alpha at its position": r[f"alpha_{k}"]}
+                for r in run_curve_rows(p, label, (f"Sink_{k}", f"alpha_{k}"))]
+
+    def base_of(pt: str) -> str:   # fixed_pos2_layers_4 -> fixed_pos2: the paper's point of the same position
+        return pt.split("_layers")[0]
+
+    named = {pt: f"{pt} (k = {k})" for pt, k in positions.items()}
+    rows = [{**r, "point": named[r["point"]]} for r in seed_rows(payloads, at_own, list(positions))]
+    paper = {named[pt]: v for pt, k in positions.items() if (v := paper_number(base_of(pt), f"Sink_{k}")) is not None}
+    table, said = [], []
+    for pt, k in positions.items():
+        ps = [p for p in payloads if point_of(p) == pt]
+        if not ps:
+            continue
+        vals = [v for _, v in book_values(ps, pt, f"Sink_{k}")[0]]
+        onsets = sorted((p["config"]["run"]["seed"], first_reaching(p["curve"], k, SINK)) for p in ps)
+        onset = ", ".join(f"seed {sd}: " + (f"step {e['step']}" if e else "never") for sd, e in onsets)
+        pv = paper_number(base_of(pt), f"Sink_{k}")
+        table.append({"point": pt, "k": k, "Sink_k % (plateau)": fmt_spread(vals),
+                      "paper": f"{pv:.2f}" if pv is not None else "\u2014", f"onset (Sink_k >= {SINK:g} %)": onset})
+        said.append(f"{pt}: Sink_{k} {fmt_spread(vals)} % ({onset})")
+    fig = Figure(Columns(band_chart(rows, "Sink at its position %", f"{title}: Sink_k at its position (%)",
+                                    y_domain=(0, 100), paper=paper),
+                         band_chart(rows, "alpha at its position", f"{title}: mean alpha_k at its position",
+                                    y_title="alpha_k")),
+                 f"{title}, each point at its own position k (mean over seeds, min-max band; dashed: the paper's "
+                 "number at that position). On the plateau: " + "; ".join(said) + ".")
+    return fig, table
+
+
 def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None = None,
             curves: Sequence[str] = ("default",), maps: Sequence[str] = ("default",), sink_star: bool = False,
             ks: Sequence[int] = (1,), changes: Mapping[str, str] | None = None, base: str = "default",
