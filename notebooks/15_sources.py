@@ -30,6 +30,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 from sinkpaper.book import figures, parameters, sources
+from sinkpaper.provenance import shown_path
 
 if profile not in parameters.PROFILES:
     raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(parameters.PROFILES)}")
@@ -42,6 +43,8 @@ total = {"stored": 0, "computed": 0, "missing": 0}
 for led in ledgers:
     for k in total:
         total[k] += led["counts"].get(k, 0)
+display(Markdown(f"*Sources:* the ledgers the chapters wrote in this build "
+                 f"(`{shown_path(sources.results_dir() / sources.SUBDIR)}`)."))
 display(Markdown(f"{len(ledgers)} chapters: {total['stored']} stored runs read (a run read by two chapters counts "
                  f"twice), {total['computed']} computations run while the book was built, {total['missing']} runs "
                  "not in the results store yet."))
