@@ -1070,11 +1070,6 @@ def folded(title: str, text: str) -> Markdown:
     return Markdown(f"````{{admonition}} {title}\n:class: dropdown\n\n{text}\n````")
 
 
-def missing_runs(sweep) -> Markdown:
-    """The runs a stored sweep still lacks, with the command that makes them, folded (:func:`folded`)."""
-    return folded("Runs not in the results store yet", sweep.missing_text())
-
-
 # --------------------------------------------------------------------------------------- one colour per variant
 VARIANT_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",
                    "#eeca3b", "#bab0ac", "#1f77b4", "#8c564b", "#2ca02c", "#d62728", "#9467bd", "#17becf",
