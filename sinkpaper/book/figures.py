@@ -29,7 +29,7 @@ from IPython.display import Markdown, display
 import numpy as np
 
 from ..metrics import SEQ_LEN
-from ..paper import DEFAULT_ALIASES, NUMBERS, PLATEAU, PLATEAU_EVALS
+from ..paper import DEFAULT_ALIASES, NO_SINK, NUMBERS, PLATEAU, PLATEAU_EVALS, SINK
 from ..results.sweeps import point_of, shown_values
 
 # No action menu on the charts: its padding made every chart of the column's width 38 px wider than its box (a
@@ -357,10 +357,9 @@ def sink_vs_length(payload: Mapping[str, Any], width: int = 260, height: int = 2
     marks = [{"T": m["x"], "value": _num(m["y"] / 100), "model": m["name"], "who": "paper"}
              for m in table1_marks("natural", SEQ_LEN)]
     if marks:
-        left = left + alt.Chart(alt.Data(values=marks)).mark_point(
-            shape="diamond", filled=False, color="black", size=60, strokeWidth=1.5).encode(
-            x=x, y="value:Q", tooltip=[alt.Tooltip("who:N", title="source"), "model:N", "T:Q",
-                                       alt.Tooltip("value:Q", title="Sink_1 (fraction of heads)", format=".3g")])
+        left = left + _paper_layer(marks, x, "value:Q", tooltip=[
+            alt.Tooltip("who:N", title="source"), "model:N", "T:Q",
+            alt.Tooltip("value:Q", title="Sink_1 (fraction of heads)", format=".3g")])
     cells = [{"T": str(p["T"]), "layer": i, "alpha": _num(a), "sink": _num(s),
               "kind": "global" if windows[i] is None else f"local (window {windows[i]})"}
              for p in pts for i, (a, s) in enumerate(zip(p["per_layer_alpha_1"], p["per_layer_sink_1"]))]
@@ -511,8 +510,6 @@ def paper_levels(groups: Sequence[str], y: str) -> dict[str, float]:
     """{group: the paper's value} for a chart of a sink rate over training: ``y`` is "Sink_k %" or "Sink* %", and
     each group that names a point of the registry (:func:`paper_number`) and has a number there gets it; any other
     group (a live run's label, a point the paper gives no number for) gets none."""
-    import re
-
     m = re.fullmatch(r"(?:proxy )?Sink(\*?)(_\d+)? %", y)
     if not m:
         return {}
@@ -526,8 +523,6 @@ STORED_SEEDS = "stored seeds ({})"  # the group of a point's stored seeds beside
 
 def _group_point(group: str) -> str:
     """The point a band chart's group stands for: itself, or the point of a "stored seeds (point)" group."""
-    import re
-
     m = re.fullmatch(re.escape(STORED_SEEDS).replace(r"\{\}", "(.+)"), group)
     return m.group(1) if m else group
 
@@ -539,9 +534,10 @@ def table1_marks(inputs: str, x: float) -> list[dict]:
             if key.endswith(f": {inputs}") and n.source == "Table 1"]
 
 
-def _paper_layer(marks: list[dict], x, y, offset=None) -> alt.Chart:
-    enc = dict(x=x, y=y, tooltip=["point:N", alt.Tooltip("who:N", title="source"),
-                                  alt.Tooltip("v:Q", title="the paper", format=".4g")])
+def _paper_layer(marks: list[dict], x, y, offset=None, tooltip: Sequence | None = None) -> alt.Chart:
+    """THE mark of a value of the paper: a hollow black diamond (``marks`` carry "who": "paper")."""
+    enc = dict(x=x, y=y, tooltip=tooltip or ["point:N", alt.Tooltip("who:N", title="source"),
+                                             alt.Tooltip("v:Q", title="the paper", format=".4g")])
     if offset is not None:
         enc["xOffset"] = offset
     return alt.Chart(alt.Data(values=marks)).mark_point(filled=False, color="black", size=80, strokeWidth=2,
@@ -614,24 +610,22 @@ def sweep_caption(payloads: Sequence[dict], order: Sequence[str], k: int = 1,
     """What a :func:`sweep_chart` shows, as a finding: which points have a sink in every seed (>= the registry's
     SINK), which have none in any seed (< NO_SINK), which the seeds split, and where the paper disagrees with
     that (a point the paper gives a sink that has none here, or the reverse). Reads the same plateau values."""
-    from ..paper import NO_SINK, SINK
-
     names = [f"Sink_{k}" if value == "sink" else value] if isinstance(value, str) else list(value)
     name = names[0]
     if not name.startswith("Sink"):
         return f"{name} on each run's plateau per point: dots are seeds, the tick their mean."
     groups: dict[str, list[str]] = {"sink": [], "none": [], "split": []}
-    against = []
+    against, seeds = [], set()
     for pt in order:
         vals = [v for _, v in book_values(payloads, pt, name)[0]]
         if not vals:
             continue
+        seeds.add(len(vals))
         kind = "sink" if min(vals) >= SINK else "none" if max(vals) < NO_SINK else "split"
         groups[kind].append(pt)
         pv = paper_number(pt, name)
         if pv is not None and kind != "split" and (pv >= SINK) != (kind == "sink"):
             against.append(f"{pt} (paper {pv:g} %)")
-    seeds = {len(book_values(payloads, pt, name)[0]) for pt in order} - {0}
     n_seeds = f"{max(seeds)} seeds" if seeds and len(seeds) == 1 else "its seeds"
     said = [f"a sink (>= {SINK:g} %) in every seed: {', '.join(groups['sink'])}" if groups["sink"] else "",
             f"none (< {NO_SINK:g} %) in any seed: {', '.join(groups['none'])}" if groups["none"] else "",
@@ -721,9 +715,8 @@ def sink_by_position_chart(rows: Sequence[Mapping], title: str, width: int = 360
         return lines
     # the paper's Table 1 models on natural text (each with its tokenizer's default BOS) at k = 1
     marks = [{"k": 1, "v": _num(m["y"]), "model": m["name"], "who": "paper"} for m in table1_marks("natural", 1)]
-    return lines + alt.Chart(alt.Data(values=marks)).mark_point(
-        shape="diamond", filled=False, color="black", size=60, strokeWidth=1.5).encode(
-        x=x, y=y, tooltip=[alt.Tooltip("who:N", title="source"), "model:N", alt.Tooltip("v:Q", title="Sink_1 %")])
+    return lines + _paper_layer(marks, x, y, tooltip=[alt.Tooltip("who:N", title="source"), "model:N",
+                                                      alt.Tooltip("v:Q", title="Sink_1 %")])
 
 
 def benchmark_items(result: Mapping, path: str | os.PathLike | None = None) -> list:
@@ -1099,7 +1092,6 @@ def _variant_index() -> dict[str, int]:
 
 
 _VARIANTS: dict[str, int] | None = None
-_STORED = re.compile(r"^stored seeds \((.*)\)$")
 
 
 def variant_colors(groups: Sequence[str]) -> list[str]:
@@ -1108,7 +1100,7 @@ def variant_colors(groups: Sequence[str]) -> list[str]:
     the first colour still free."""
     index, used, out = _variant_index(), set(), []
     for g in groups:
-        name = _STORED.sub(r"\1", g)
+        name = _group_point(g)
         c = VARIANT_PALETTE[index[name] % len(VARIANT_PALETTE)] if name in index else None
         if c is None or c in used:
             free = [p for p in VARIANT_PALETTE if p not in used]

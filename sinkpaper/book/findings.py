@@ -25,8 +25,11 @@ from typing import Any, Mapping, Sequence
 import altair as alt
 
 from .. import paper as registry
+from ..paper.report import removal_base_rate
+from ..paper.rules import Contrast
 from ..results.numbers import sig
-from .figures import chart_html
+from . import sources
+from .figures import chart_html, start_chapter
 
 VERDICT_COLORS = {registry.AGREES: "#1a7f37", registry.DISAGREES: "#cf222e", registry.INCONCLUSIVE: "#8250df",
                   registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
@@ -97,16 +100,12 @@ def _cut(text: str, limit: int) -> str:
 @functools.lru_cache(maxsize=4)
 def _removal_base_rate(scale: str, store: str) -> tuple[int, int]:
     """(points that keep a sink in the paper and are read at ``scale``, those of them with none in any seed here)."""
-    from ..paper.report import removal_base_rate
-
     base = removal_base_rate(registry.listing(store=store), scale)
     return len(base["kept_in_paper"]), len(base["none"])
 
 
 def removes_the_sink(e: Mapping) -> bool:
     """Whether a claim says a change removes the sink: its rule wants some label without one."""
-    from ..paper.rules import Contrast
-
     rule = registry.claim(e["id"]).rule
     return isinstance(rule, Contrast) and bool(rule.no_sink)
 
@@ -463,9 +462,6 @@ def finding_card(chapter: str) -> FindingCard:
     """Show the finding card of ``chapter`` (its stem, e.g. "04_optimization") and return it; the chapter's
     figures are numbered from here on (:func:`.figures.start_chapter`) and its sources line shown under the card
     (:func:`.sources.begin`)."""
-    from . import sources
-    from .figures import start_chapter
-
     start_chapter(chapter)
     card = FindingCard(chapter).show()
     sources.begin(chapter)   # the page's one line of provenance, under its card

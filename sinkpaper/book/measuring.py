@@ -129,7 +129,7 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
     the paper's values as hollow black diamonds, rows {"x", "y", "name"} (e.g. its models at its epsilon)."""
     import altair as alt
 
-    from .figures import _num
+    from .figures import _num, _paper_layer
 
     values = [{"x": _num(r[x]), "y": _num(r[y]), "c": str(r[color])} for r in rows
               if r.get(y) is not None and r.get(x) is not None]
@@ -144,10 +144,9 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
     marks = [{"x": _num(r["x"]), "y": _num(r["y"]), "name": r["name"], "who": "paper"} for r in paper
              if r.get("y") is not None]
     if marks:
-        chart = chart + alt.Chart(alt.Data(values=marks)).mark_point(
-            shape="diamond", filled=False, color="black", size=70, strokeWidth=1.5).encode(
-            x="x:Q", y="y:Q", tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("name:N", title="model"),
-                                       alt.Tooltip("y:Q", title=y_title or y, format=".4g")])
+        chart = chart + _paper_layer(marks, "x:Q", "y:Q", tooltip=[
+            alt.Tooltip("who:N", title="source"), alt.Tooltip("name:N", title="model"),
+            alt.Tooltip("y:Q", title=y_title or y, format=".4g")])
     if rule_y is not None:
         chart = chart + alt.Chart(alt.Data(values=[{"y": rule_y}])).mark_rule(strokeDash=[4, 3], color="gray") \
             .encode(y="y:Q")

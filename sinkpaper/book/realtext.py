@@ -19,12 +19,12 @@ from typing import Any, Mapping, Sequence
 
 from IPython.display import Markdown, display
 
-from ..paper import DEFAULT_ALIASES, NUMBERS, paper_text, paper_value
-from ..results.curves import curve_rows as run_curve_rows
-from ..results.numbers import sig
+from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
+from ..results.curves import curve_rows as run_curve_rows, first_reaching
+from ..results.numbers import fmt_spread, sig
 from ..results.sweeps import LMSweep, point_of
 from . import sources
-from .figures import Columns, Figure, band_chart, book_values, heatmap, row, seed_rows
+from .figures import Columns, Figure, band_chart, book_values, heatmap, paper_number, row, seed_rows
 from .tables import PLATEAU_NOTE, points_table
 
 
@@ -137,11 +137,6 @@ def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], titl
     family member without the suffix after its first "_layers" as a dashed level), and one table row per point
     (Sink_k on the plateau over seeds, the paper's number, the onset per seed: the first evaluation at which Sink_k
     reaches the registry's "has a sink" level)."""
-    from ..paper import SINK
-    from ..results.curves import first_reaching
-    from ..results.numbers import fmt_spread
-    from .figures import paper_number
-
     def at_own(p, label):
         k = positions[point_of(p)]
         return [{**r, "Sink at its position %": r[f"Sink_{k} %"], "alpha at its position": r[f"alpha_{k}"]}

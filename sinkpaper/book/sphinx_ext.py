@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
@@ -99,15 +100,14 @@ TERMS: tuple[tuple[re.Pattern, str], ...] = (
 )
 GLOSSARY_DOC = "book/glossary"
 _SKIP = (nodes.title, nodes.literal, nodes.literal_block, nodes.reference, nodes.raw, nodes.math,
-         nodes.math_block, nodes.target, nodes.comment, nodes.FixedTextElement)
+         nodes.math_block, nodes.target, nodes.comment, nodes.FixedTextElement, addnodes.pending_xref,
+         addnodes.toctree)
 
 
 def _skipped(node) -> bool:
-    from sphinx import addnodes
-
     parent = node.parent
     while parent is not None:
-        if isinstance(parent, _SKIP + (addnodes.pending_xref, addnodes.toctree)):
+        if isinstance(parent, _SKIP):
             return True
         parent = parent.parent
     return False
@@ -128,8 +128,6 @@ def link_glossary_terms(app, doctree) -> None:
 def _link_first(text, todo: set) -> None:
     """In one text node, link the earliest term still in ``todo`` and go on with the text after it (a sentence
     may use two terms)."""
-    from sphinx import addnodes
-
     s = str(text)
     hits = [(m, label) for pattern, label in TERMS if label in todo for m in [pattern.search(s)] if m]
     if not hits:
