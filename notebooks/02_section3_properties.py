@@ -185,17 +185,18 @@ display(explorer.render(small, epsilon=epsilon, title="Attention explorer: natur
 # %% tags=["hide-input"]
 profiles = {}  # "model, BOS on/off" -> s3.sink_token_profile(...)
 for name, lm in lms.items():
+    hidden, values = {}, {}   # BOS on and off in one pair of panels per model: the two settings side by side
     for with_bos in bos_for[name]:
         ids = make_inputs(lm.tokenizer, "natural", n_samples=n_profile, seq_len=seq_len, bos=with_bos,
                           seed=seed).input_ids
-        tag = f"{name}, BOS {'on' if with_bos else 'off'}"
-        prof = profiles[tag] = s3.sink_token_profile(lm, ids, epsilon)
-        display(alt.hconcat(
-            figures.lines_by_layer({"token 1": prof["hidden_first"], "other tokens (mean)": prof["hidden_others"]},
-                                   "hidden-state L2 norm", f"{tag}: hidden states", log_y=True,
-                                   x_title="layer (0 = embeddings)", width=230, height=200),
-            figures.lines_by_layer({"token 1": prof["value_first"], "other tokens (mean)": prof["value_others"]},
-                                   "value L2 norm (mean over heads)", f"{tag}: values", width=230, height=200)))
+        bos = f"BOS {'on' if with_bos else 'off'}"
+        prof = profiles[f"{name}, {bos}"] = s3.sink_token_profile(lm, ids, epsilon)
+        hidden |= {f"token 1, {bos}": prof["hidden_first"], f"other tokens (mean), {bos}": prof["hidden_others"]}
+        values |= {f"token 1, {bos}": prof["value_first"], f"other tokens (mean), {bos}": prof["value_others"]}
+    display(alt.hconcat(
+        figures.lines_by_layer(hidden, "hidden-state L2 norm", f"{name}: hidden states", log_y=True,
+                               x_title="layer (0 = embeddings)", width=230, height=200),
+        figures.lines_by_layer(values, "value L2 norm (mean over heads)", f"{name}: values", width=230, height=200)))
 sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
                 "inputs": "natural"})
 

@@ -121,10 +121,9 @@ display(Markdown(
 grid = calibration.calibration_runs()
 if grid:
     rows = figures.seed_rows(grid, curves.curve_rows)
-    display(figures.Columns(
-        figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
-                           rule_y=calibration.BAR, paper_level=paper.paper_value("default")),
-        figures.band_chart(rows, "alpha_1", "no fixed first token: mean alpha_1", y_title="alpha_1")))
+    display(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
+                               rule_y=calibration.BAR, paper_level=paper.paper_value("default"),
+                               also=[("alpha_1", "no fixed first token: mean alpha_1")]))
     sources.record(sweeps.payloads_provenance(grid, loaded=True))
 display(Markdown(calibration.calibration_markdown()))
 

@@ -125,9 +125,8 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         "excess": round(sweeps.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
                         "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live)
-display(figures.Columns(
-    figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100)),
-    figures.band_chart(rows, "alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")))
+display(figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100),
+                           also=[("alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")]))
 sources.record(live_prov)
 if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))

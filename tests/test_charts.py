@@ -2,6 +2,8 @@
 sawtooth line through several seeds; the paper's number drawn where the registry has one, and only there."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("altair")
@@ -150,6 +152,24 @@ def test_the_sink_layers_cap_sink_1_only_when_every_map_agrees_on_the_depth():
     assert realtext.sink_layer_cap(two + [run([[0.1] * 4] * 3 + [[0.9] * 4])]) is None  # 2- and 4-layer maps
 
 
+def test_each_alpha_map_sets_its_sink_1_beside_the_papers_number_and_invents_none():
+    from sinkpaper.book import realtext
+
+    def run(pt, m, sink_1):
+        return {"result": {"alpha_1_matrix": m, "sink_k": {"1": sink_1}},
+                "name": f"architecture/{pt}", "config": {"eval": {"epsilon": 0.3}, "run": {"seed": 0}, "data": {}}}
+
+    ps = [run("heads_2", [[0.1, 0.9], [0.35, 0.2]], 50.0), run("no_such_point", [[0.1, 0.1], [0.1, 0.1]], 0.0)]
+    charts = realtext.alpha_maps(ps, ["heads_2", "no_such_point"])
+    bars = figures.chart_values(charts[-1].to_dict())
+    assert {(b["point"], b["who"], b["v"]) for b in bars} == {
+        ("heads_2", "ours (the map)", 50.0), ("heads_2", "paper", 12.95), ("no_such_point", "ours (the map)", 0.0)}
+    dots = [r for r in figures.chart_values(charts[0].to_dict()) if "v" not in r]
+    assert sorted((d["x"], d["y"]) for d in dots) == [(0, 1), (1, 0)]    # the heads above epsilon, nothing else
+    caption = realtext.maps_caption(ps, ["heads_2", "no_such_point"])
+    assert "Sink_1 50 % (paper 12.95 %)" in caption and "Sink_1 0 % (the paper gives no number)" in caption
+
+
 def test_a_panel_with_more_series_than_a_reader_can_tell_apart_is_caught(runs):
     rows = [{"point": f"p{i}", "seed": 0, "step": st, "Sink_1 %": float(i)} for i in range(7) for st in (1, 2)]
     crowded = figures.crowded_panels(figures.band_chart(rows, "Sink_1 %", "seven", x="step", paper={}).to_dict())
@@ -181,3 +201,20 @@ def test_the_papers_table_1_models_are_marked_where_pretrained_models_are_drawn(
     payload = {"model": "m", "points": [{"T": t, "alpha_1_mean": 0.3, "uniform_alpha_1": 4 / t, "sink_1": 40.0,
                                          "per_layer_alpha_1": [0.3], "per_layer_sink_1": [40.0]} for t in (256, 512)]}
     assert figures.draws_the_paper(figures.sink_vs_length(payload).to_dict())
+
+
+def test_a_band_chart_with_other_metrics_shows_one_at_a_time_and_keeps_the_papers_level_with_the_first():
+    rows = [{"point": "default", "seed": sd, "tokens": t, "Sink_1 %": 10.0 * t + sd, "alpha_1": 0.1 * t}
+            for sd in (0, 1) for t in (1, 2, 3)]
+    spec = figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100),
+                              also=[("alpha_1", "mean alpha_1 over training")]).to_dict()
+    params = spec.get("params", []) + [p for layer in spec["layer"] for p in layer.get("params", [])]
+    assert [(p["name"], p["value"], p["bind"]["options"]) for p in params] == [("show", "Sink_1 %",
+                                                                                ["Sink_1 %", "alpha_1"])]
+    rows_drawn = figures.chart_values(spec)
+    assert {r["metric"] for r in rows_drawn if "metric" in r} == {"Sink_1 %", "alpha_1"}
+    assert [r["paper"] for r in rows_drawn if r.get("who") == "paper"] == [18.18]   # the default's, once
+    assert figures.draws_the_paper(spec) and not figures.joined_lines(spec)   # each metric its own line
+    assert "show === 'Sink_1 %' ? 1 : 0" in json.dumps(spec)                 # the level hides with alpha_1
+    one = figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)).to_dict()
+    assert "params" not in json.dumps(one) and "metric" not in json.dumps(one)   # a single view: no button

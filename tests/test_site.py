@@ -554,6 +554,18 @@ def test_no_chart_panel_draws_more_series_than_a_reader_can_tell_apart(built_boo
     assert not crowded, f"panels with more than {figures.MAX_SERIES} series: {crowded}"
 
 
+PAPER_SHARE = 0.60   # of the book's charts, the share that carries the paper's value (the rest: numbers it never gave)
+
+
+def test_most_charts_of_the_book_draw_the_papers_value(built_book):
+    """Over every chart of the built site: at least PAPER_SHARE carry a value of the paper in their data
+    (figures.draws_the_paper); a chart of something the paper gives no number for says so instead."""
+    specs = [spec for doc in PAGES if (html := built_book.html_dir / f"{doc}.html").exists()
+             for spec in figures.embedded_specs(html.read_text(encoding="utf-8"))]
+    drawn = sum(map(figures.draws_the_paper, specs))
+    assert specs and drawn / len(specs) >= PAPER_SHARE, f"{drawn} of {len(specs)} charts draw the paper's value"
+
+
 def test_colab_links_name_tracked_files(built_book):
     """Offline: every "Open in Colab" link in the built site opens a file that `git ls-files` lists, and every
     chapter page has one."""

@@ -773,57 +773,94 @@ def band_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None 
                group: str = "point", width: int | str = "container", height: int = 200,
                y_domain: Sequence[float] | None = None, log_y: bool = False,
                paper: Mapping[str, float] | None = None, paper_level: float | None = None,
-               rule_y: float | None = None) -> alt.LayerChart:
+               rule_y: float | None = None, also: Sequence[tuple[str, str]] = ()) -> alt.LayerChart:
     """THE chart of several seeds over training: per ``group`` (a point, by default) the mean over seeds as a line
     and the min-max over seeds as a band, each seed's value in the tooltip; rows from :func:`seed_rows`.
     ``paper``: {group: the paper's value}, drawn as a dashed level in the group's colour, labelled "paper" at its
     right end and named in the tooltip (a group without one gets none: nothing is invented). Left out, a chart
     of a sink rate ("Sink_2 %", "Sink* %") looks up each group that names a point (:func:`paper_levels`);
-    ``paper={}`` draws none. ``rule_y``: a grey dashed threshold."""
-    values = band_rows(rows, y, x, group)
-    if log_y:
-        values = [v for v in values if v["lo"] is not None and v["lo"] > 0]
+    ``paper={}`` draws none. ``rule_y``: a grey dashed threshold. ``also``: other metrics of the same rows,
+    [(y, title)], drawn in the same frame one at a time, chosen with a radio button under it; ``y`` shows first,
+    and the paper's levels and the rules belong to it (one figure, not one chart per metric)."""
+    views = [(y, title, y_title or y, list(y_domain) if y_domain else None)] + [(a, t, a, None) for a, t in also]
+    values = []
+    for vy, _, _, _ in views:
+        vals = band_rows(rows, vy, x, group)
+        if log_y:
+            vals = [v for v in vals if v["lo"] is not None and v["lo"] > 0]
+        values += [{**v, "metric": vy} for v in vals] if also else vals
     if not values:
         return no_data_chart(title, f"no evaluation with {y} to draw", 320 if width == "container" else width,
                              height)
     groups = list(dict.fromkeys(v["group"] for v in values))
-    ys = alt.Scale(type="log") if log_y else alt.Scale(domain=list(y_domain)) if y_domain else alt.Scale(zero=False)
     xe = alt.X("x:Q", title="tokens seen" if x == "tokens" else x)
     color = alt.Color("group:N", sort=groups, title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=150),
                       scale=alt.Scale(domain=groups, range=variant_colors(groups)))
     yt = y_title or y
     base = alt.Chart(alt.Data(values=values))
+    if also:
+        # one view at a time: the radio's value filters the rows, and the frame (title, y range) follows it
+        show = alt.param(name="show", value=y, bind=alt.binding_radio(
+            options=[v[0] for v in views], labels=[v[2] for v in views], name="show: "))
+
+        def pick(field: Any) -> str:   # a vega expression: the value of the view the radio shows
+            out = repr(field(views[-1]))
+            for v in reversed(views[:-1]):
+                out = f"show === {v[0]!r} ? {field(v)!r} : ({out})"
+            return out
+
+        def top(v) -> float:   # a view's upper y limit: its domain, or its highest band rounded up
+            return v[3][1] if v[3] else _num(1.05 * max([r["hi"] for r in values if r["metric"] == v[0]] or [1.0]))
+
+        ys = alt.Scale(domainMin=alt.ExprRef(pick(lambda v: v[3][0] if v[3] else 0)),
+                       domainMax=alt.ExprRef(pick(top)))
+        base = base.transform_filter("datum.metric === show")
+        title = alt.TitleParams(text=alt.ExprRef(pick(lambda v: v[1])))
+        yt = None
+        detail = [alt.Detail("metric:N")]
+    else:
+        ys = alt.Scale(type="log") if log_y else alt.Scale(domain=list(y_domain)) if y_domain else alt.Scale(zero=False)
+        detail = []
+    value_name = yt or "value"
     layers = [
-        base.mark_area(opacity=0.18).encode(x=xe, y=alt.Y("lo:Q", title=yt, scale=ys), y2="hi:Q", color=color),
+        base.mark_area(opacity=0.18).encode(x=xe, y=alt.Y("lo:Q", title=yt, scale=ys), y2="hi:Q", color=color,
+                                            detail=detail),
         base.mark_line(point=alt.OverlayMarkDef(size=18)).encode(
-            x=xe, y=alt.Y("mean:Q", title=yt, scale=ys), color=color,
+            x=xe, y=alt.Y("mean:Q", title=yt, scale=ys), color=color, detail=detail,
             tooltip=[alt.Tooltip("group:N", title=group), alt.Tooltip("x:Q", title=x, format=","),
-                     alt.Tooltip("mean:Q", title=f"{yt}, mean over seeds", format=".4g"),
+                     *([alt.Tooltip("metric:N")] if also else []),
+                     alt.Tooltip("mean:Q", title=f"{value_name}, mean over seeds", format=".4g"),
                      alt.Tooltip("lo:Q", title="min", format=".4g"), alt.Tooltip("hi:Q", title="max", format=".4g"),
                      alt.Tooltip("seeds:N")]),
     ]
+    if also:
+        layers[0] = layers[0].add_params(show)
     if paper is None:
         paper = paper_levels(groups, y)
-    marks = [{"group": g, "paper": _num(v), "who": "paper"} for g, v in paper.items()
-             if g in groups and v is not None]
-    if marks:
-        rule = alt.Chart()   # the rule and its "paper" label share one copy of the data
+    marks = [{"group": g, "paper": _num(v), "who": "paper"} for g, v in paper.items() if g in groups and v is not None]
+    # the levels belong to the first view: shown with it, hidden (and clipped away) with the others; hiding keeps
+    # their data in the chart, where filtering it out would leave an empty field for vega to warn about
+    only_first = {"opacity": alt.ExprRef(f"show === {y!r} ? 1 : 0"), "clip": True} if also else {}
+    if marks:   # the rule and its "paper" label share one copy of the data
+        rule = alt.Chart()
         layers.append(alt.layer(
-            rule.mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+            rule.mark_rule(strokeDash=[6, 4], strokeWidth=1.5, **only_first).encode(
                 y=alt.Y("paper:Q", scale=ys), color=color,
                 tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("group:N", title=group),
-                         alt.Tooltip("paper:Q", title=f"the paper's {yt}", format=".4g")]),
-            rule.mark_text(align="right", baseline="bottom", dy=-2, fontSize=10).encode(
+                         alt.Tooltip("paper:Q", title=f"the paper's {y_title or y}", format=".4g")]),
+            rule.mark_text(align="right", baseline="bottom", dy=-2, fontSize=10, **only_first).encode(
                 x=alt.value("width"), y=alt.Y("paper:Q", scale=ys), color=color, text="who:N"),
             data=alt.Data(values=marks)))
+    levels = []   # the paper's one level for every group (black), and a grey threshold
     if paper_level is not None:
-        layers.append(alt.Chart(alt.Data(values=[{"paper": _num(paper_level), "who": "paper"}]))
-                      .mark_rule(strokeDash=[6, 4], strokeWidth=1.5, color="black")
-                      .encode(y=alt.Y("paper:Q", scale=ys), tooltip=[alt.Tooltip("who:N", title="source"),
-                                                                     alt.Tooltip("paper:Q", format=".4g")]))
+        levels.append(({"level": _num(paper_level), "who": "paper"},
+                       {"strokeDash": [6, 4], "strokeWidth": 1.5, "color": "black"},
+                       [alt.Tooltip("who:N", title="source"), alt.Tooltip("level:Q", format=".4g")]))
     if rule_y is not None:
-        layers.append(alt.Chart(alt.Data(values=[{"y": rule_y}])).mark_rule(strokeDash=[2, 2], color="gray")
-                      .encode(y=alt.Y("y:Q", scale=ys)))
+        levels.append(({"level": _num(rule_y)}, {"strokeDash": [2, 2], "color": "gray"}, alt.Undefined))
+    for row, mark, tip in levels:
+        layers.append(alt.Chart(alt.Data(values=[row])).mark_rule(**mark, **only_first).encode(
+            y=alt.Y("level:Q", scale=ys), tooltip=tip))
     return alt.layer(*layers, title=title).properties(width=width, height=height)
 
 

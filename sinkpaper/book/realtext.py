@@ -17,6 +17,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping, Sequence
 
+import altair as alt
+
 from IPython.display import Markdown, display
 
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
@@ -24,8 +26,12 @@ from ..results.curves import curve_rows as run_curve_rows, first_reaching
 from ..results.numbers import fmt_spread, sig
 from ..results.sweeps import LMSweep, point_of
 from . import sources
-from .figures import Columns, Figure, band_chart, book_values, heatmap, paper_number, row, seed_rows
+from .findings import PAPER_COLOR, SCALE_COLORS
+from .figures import Figure, band_chart, book_values, heatmap, paper_number, row, seed_rows
 from .tables import PLATEAU_NOTE, points_table
+
+
+OURS_COLOR = SCALE_COLORS["real text (CPU)"]  # the maps' bars: ours in the real-text colour, the paper black
 
 
 def recipe(payload: Mapping) -> str:
@@ -70,18 +76,23 @@ def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels
                                                      if len(vals) > 1 else " (one seed)")
         paper = f"paper {levels[pt]:.2f} %" if pt in levels else "the paper gives no number"
         parts.append(f"{pt}: {ours} ({paper})")
-    # the paper's runs have no fixed first token but for its Section-5 fixed-token points
-    fixed = [pt for pt in levels if not pt.startswith("fixed_pos")
-             and any(p["config"]["data"].get("fixed_token") for p in payloads if point_of(p) == pt)]
-    unlike = (f" Our runs of {', '.join(fixed)} fix the first token; the paper's numbers for them come from runs "
-              "without one." if fixed else "")
+    unlike = fixed_token_caveat(payloads, levels)
     cap = sink_layer_cap([p for p in payloads if point_of(p) in points])
     capped = (f" No run drawn here has a sink head outside layer(s) {cap[1]}, so Sink_1 here cannot "
               f"pass about {sig(cap[0])} %: compare its levels with the paper's for direction, not size."
               if cap and cap[0] < 100 else "")
     return (f"Sink_1 and mean alpha_1 over training ({profile} profile). On the plateau: " + "; ".join(parts) + "."
             + unlike + capped + " Lines: the mean over seeds; bands: min to max (hover for each seed); dashed: the paper's "
-            "final Sink_1. The paper gives no alpha_1 curve.")
+            "final Sink_1. The \"show\" buttons switch the chart to mean alpha_1, for which the paper gives no curve.")
+
+
+def fixed_token_caveat(payloads: Sequence[Mapping], levels: Mapping[str, float]) -> str:
+    """The sentence that says which of our points fix the first token where the paper's number for them comes
+    from runs without one (the paper fixes one only at its Section-5 fixed-token points); "" if none."""
+    fixed = [pt for pt in levels if not pt.startswith("fixed_pos")
+             and any(p["config"]["data"].get("fixed_token") for p in payloads if point_of(p) == pt)]
+    return (f" Our runs of {', '.join(fixed)} fix the first token; the paper's numbers for them come from runs "
+            "without one." if fixed else "")
 
 
 def sink_layer_cap(payloads: Sequence[Mapping]) -> tuple[float, str] | None:
@@ -102,23 +113,45 @@ def sink_layer_cap(payloads: Sequence[Mapping]) -> tuple[float, str] | None:
 
 
 def alpha_maps(payloads: Sequence[Mapping], points: Sequence[str], size: int = 46) -> list:
-    """The final evaluation's alpha_1 per (layer, head) of the first stored seed of each point."""
-    charts = []
+    """The final evaluation's alpha_1 per (layer, head) of the first stored seed of each point, a dot on each head
+    whose mean alpha_1 passes epsilon, then one bar chart: each map's Sink_1 beside the paper's number for the
+    point (:func:`paper_levels`; a point the paper gives no number for has no paper bar)."""
+    charts, bars = [], []
+    levels = paper_levels(points)
     for pt in points:
         ps = sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"])
         if not ps or not ps[0]["result"].get("alpha_1_matrix"):
             continue
-        m = ps[0]["result"]["alpha_1_matrix"]
-        r = ps[0]["result"]
-        charts.append(heatmap(m, "head", "layer (0 = first)", f"{pt}, seed {ps[0]['config']['run']['seed']}: "
-                              f"alpha_1, Sink_1 {r['sink_k']['1']:.0f} %", value_title="alpha_1", domain=(0, 1),
-                              width=size * len(m[0]), height=max(size * len(m), 40)))
+        m, r = ps[0]["result"]["alpha_1_matrix"], ps[0]["result"]
+        seed, eps = ps[0]["config"]["run"]["seed"], ps[0]["config"]["eval"]["epsilon"]
+        heat = heatmap(m, "head", "layer (0 = first)", f"{pt}, seed {seed}: alpha_1", value_title="alpha_1",
+                       domain=(0, 1), width=size * len(m[0]), height=max(size * len(m), 40))
+        sinks = [{"x": j, "y": i} for i, layer in enumerate(m) for j, a in enumerate(layer) if a > eps]
+        if sinks:
+            heat = alt.layer(heat, alt.Chart(alt.Data(values=sinks)).mark_point(
+                shape="circle", filled=True, size=30, color="white").encode(x="x:O", y="y:O"))
+        charts.append(heat)
+        bars.append({"point": pt, "who": "ours (the map)", "v": r["sink_k"]["1"]})
+        if pt in levels:
+            bars.append({"point": pt, "who": "paper", "v": levels[pt]})
+    if bars:
+        who = ["ours (the map)"] + (["paper"] if any(b["who"] == "paper" for b in bars) else [])
+        charts.append(alt.Chart(alt.Data(values=bars), title="Sink_1 (%): each map and the paper").mark_bar().encode(
+            x=alt.X("v:Q", title="Sink_1 %", scale=alt.Scale(domain=[0, 100])),
+            y=alt.Y("point:N", sort=list(dict.fromkeys(b["point"] for b in bars)), title=None),
+            yOffset=alt.YOffset("who:N", sort=who),
+            color=alt.Color("who:N", scale=alt.Scale(domain=who, range=[OURS_COLOR, PAPER_COLOR][:len(who)]),
+                            title=None, legend=alt.Legend(orient="bottom", columns=1)),
+            tooltip=["point:N", alt.Tooltip("who:N", title="source"),
+                     alt.Tooltip("v:Q", title="Sink_1 %", format=".4g")],
+        ).properties(width=200, height=max(22 * len(bars), 60)))
     return charts
 
 
 def maps_caption(payloads: Sequence[Mapping], points: Sequence[str]) -> str:
-    """Which layer holds the sink heads in each map: the heads above epsilon per layer of the first seed."""
-    parts = []
+    """Which layer holds the sink heads in each map (the heads above epsilon per layer of the first seed), and
+    that map's Sink_1 beside the paper's number for the point, or that the paper gives none."""
+    parts, levels = [], paper_levels(points)
     for pt in points:
         ps = sorted((p for p in payloads if point_of(p) == pt), key=lambda p: p["config"]["run"]["seed"])
         if not ps or not ps[0]["result"].get("alpha_1_matrix"):
@@ -126,9 +159,13 @@ def maps_caption(payloads: Sequence[Mapping], points: Sequence[str]) -> str:
         m, eps = ps[0]["result"]["alpha_1_matrix"], ps[0]["config"]["eval"]["epsilon"]
         per_layer = [sum(1 for a in layer if a > eps) for layer in m]
         where = ", ".join(f"{n} of {len(m[i])} in layer {i}" for i, n in enumerate(per_layer))
-        parts.append(f"{pt} (seed {ps[0]['config']['run']['seed']}): heads above epsilon {eps:g}: {where}")
-    return ("alpha_1 of every layer and head at the last evaluation, one seed per point (cells above epsilon "
-            "hold a sink). " + "; ".join(parts) + ".")
+        paper = f"paper {levels[pt]:.2f} %" if pt in levels else "the paper gives no number"
+        parts.append(f"{pt} (seed {ps[0]['config']['run']['seed']}): heads above epsilon {eps:g}: {where}, "
+                     f"Sink_1 {sig(ps[0]['result']['sink_k']['1'])} % ({paper})")
+    return ("alpha_1 of every layer and head at the last evaluation, one seed per point; a dot marks each head "
+            "whose mean alpha_1 passes epsilon, and the bars set the run's Sink_1 (thresholded per held-out "
+            "sequence, so it can differ a little from the share of dots) beside the paper's. "
+            + "; ".join(parts) + "." + fixed_token_caveat(payloads, levels))
 
 
 def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], title: str) -> tuple[Figure, list[dict]]:
@@ -160,10 +197,9 @@ def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], titl
         table.append({"point": pt, "k": k, "Sink_k % (plateau)": fmt_spread(vals),
                       "paper": f"{pv:.2f}" if pv is not None else "\u2014", f"onset (Sink_k >= {SINK:g} %)": onset})
         said.append(f"{pt}: Sink_{k} {fmt_spread(vals)} % ({onset})")
-    fig = Figure(Columns(band_chart(rows, "Sink at its position %", f"{title}: Sink_k at its position (%)",
-                                    y_domain=(0, 100), paper=paper),
-                         band_chart(rows, "alpha at its position", f"{title}: mean alpha_k at its position",
-                                    y_title="alpha_k")),
+    fig = Figure(band_chart(rows, "Sink at its position %", f"{title}: Sink_k at its position (%)",
+                            y_domain=(0, 100), paper=paper,
+                            also=[("alpha at its position", f"{title}: mean alpha_k at its position")]),
                  f"{title}, each point at its own position k (mean over seeds, min-max band; dashed: the paper's "
                  "number at that position). On the plateau: " + "; ".join(said) + ".")
     return fig, table
@@ -192,9 +228,9 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
         if shown:
             rows = curve_rows(ps, shown)
             levels = paper_levels(shown)
-            out.append(Figure(Columns(band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %",
-                                                 y_domain=(0, 100), paper=levels),
-                                      band_chart(rows, "alpha_1", "mean alpha_1 over training", y_title="alpha_1")),
+            out.append(Figure(band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_title="Sink_1 %",
+                                         y_domain=(0, 100), paper=levels,
+                                         also=[("alpha_1", "mean alpha_1 over training")]),
                               emergence_caption(ps, shown, levels, lm.profile)))
         heat = alpha_maps(ps, maps)
         if heat:
