@@ -77,8 +77,8 @@ sources.record(run_stamp)
 ORDER = ["lr_x2_steps_x0.5", "lr_x2", "default", "lr_x0.5", "lr_x0.5_steps_x2", "lr_x0.25", "lr_x0.25_steps_x4",
          "batch_x0.25", "batch_x0.5", "batch_x2", "dtype_fp32"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's Sink_1 % (sinkpaper.paper)
-lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"], maps=["default", "lr_x0.5"])
+lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, curves=["default", "lr_x2", "lr_x0.5"],
+                             maps=["default", "lr_x0.5"])
 
 # %% [markdown]
 # ## The paper's default packing, on a GPU

@@ -87,9 +87,8 @@ ORDER = ["no_fixed_token", "unique_0.005", "unique_0.02", "unique_0.1", "unique_
          "fixed_pos3", "random_first", "random_first_two", "random_second"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—" where none
 POSITION_ORDER = ["no_fixed_token", "fixed_pos1", "fixed_pos2", "fixed_pos3", "random_first", "random_second"]
-lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
-              curves=["fixed_pos1", "no_fixed_token", "fixed_pos2"], maps=["fixed_pos1", "no_fixed_token"])
+lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
+                             curves=["fixed_pos1", "no_fixed_token", "fixed_pos2"], maps=["fixed_pos1", "no_fixed_token"])
 if lm.payloads:
     display(figures.position_profile_chart(lm.payloads, POSITION_ORDER,
                                            f"Real text ({lm.profile} profile): where the sink sits"))

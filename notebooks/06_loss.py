@@ -92,11 +92,10 @@ display(figures.Table(floors))
 ORDER = ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5", "prefix_5", "prefix_20", "window_4",
          "window_16", "window_64"]
 PAPER = {p: paper.paper_text(p) for p in ORDER}  # the paper's numbers (sinkpaper.paper); "—": a figure only
-lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 BASE = "wd_0.5" if profile == "cpu" else "wd_0.1"   # the base run of the profile the runs come from
-realtext.show(lm, ORDER, paper=PAPER, ks=(1, 2), base=BASE, curves=["wd_0", BASE, "wd_2", "window_16"],
-              maps=["wd_0", BASE, "wd_2"],
-              table=tables.points_table(lm.payloads, ORDER, ks=(1, 2), paper=PAPER, uniform=True, held_out=True))
+lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, ks=(1, 2), base=BASE,
+                             curves=["wd_0", BASE, "wd_2", "window_16"], maps=["wd_0", BASE, "wd_2"],
+                             table={"points": ORDER, "ks": (1, 2), "paper": PAPER, "uniform": True})
 if any(sweeps.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
     display(figures.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
                                            f"Real text ({lm.profile} profile): Sink_k by position, prefix LM"))

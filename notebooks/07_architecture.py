@@ -44,11 +44,10 @@ card = findings.finding_card("07_architecture")
 # trained live.
 
 # %%
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from sinkpaper import paper
-from sinkpaper.book import figures, parameters, points, realtext, sources, tables
-from sinkpaper.results import sweeps
+from sinkpaper.book import parameters, points, realtext, sources, tables
 
 FAMILY = "configs/architecture.yaml"
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
@@ -69,12 +68,8 @@ sources.record(run_stamp)
 # projection (`model.head_combine: add`).
 
 # %% tags=["hide-input", "full-width"]
-lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base=ORDER[0],
-              curves=ORDER[:4], maps=ORDER[:2])
-if lm.payloads:
-    figures.figure(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 per variant"),
-                   figures.sweep_caption(lm.payloads, ORDER))
+lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base=ORDER[0], curves=ORDER[:4],
+                             maps=ORDER[:2], sweep_title="Sink_1 per variant")
 
 # %% [markdown]
 # ### The paper's numbers

@@ -81,13 +81,9 @@ sources.record(run_stamp)
 # dimensions and the others stay 0 (`model.k_bias_dims`).
 
 # %% tags=["hide-input", "full-width"]
-lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="none",
-              curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"])
-if lm.payloads:
-    figures.figure(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink* and Sink_1",
-                                       value=("Sink*", "Sink_1"), width=320),
-                   figures.sweep_caption(lm.payloads, ORDER, value=("Sink*", "Sink_1")))
+lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="none",
+                             curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"],
+                             sweep_title="Sink* and Sink_1", value=("Sink*", "Sink_1"), width=320)
 
 # %% [markdown]
 # ### The paper's numbers

@@ -89,13 +89,10 @@ sources.record(run_stamp)
 # (Sink*_1).
 
 # %% tags=["hide-input", "full-width"]
-lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
-realtext.show(lm, ORDER, table=tables.points_table(lm.payloads, POINTS, paper=True, held_out=True), base="softmax",
-              curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"])
+lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="softmax",
+                             curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"],
+                             sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)")
 if lm.payloads:
-    figures.figure(figures.sweep_chart(lm.payloads, ORDER, title=f"Real text ({lm.profile} profile): Sink_1 "
-                                       "(Sink*_1 for sigmoid, elu, kernel)"),
-                   figures.sweep_caption(lm.payloads, ORDER))
     lm_raw = figures.seed_rows(lm.payloads, curves.raw_curve_rows)
     if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training (seeds as bands)
         display(figures.raw_weight_bands(lm_raw))

@@ -56,16 +56,15 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     assert rows[1]["paper"] == f"{PAPER['default']} (no fixed token); {paper.paper_text('fixed_pos1')} with one at 1"
     # the curves: the seeds of a point as one mean line and a min-max band, the paper's final number dashed
     emergence, maps = [o for o in out if isinstance(o, figures.Figure)]   # numbered figures with captions
-    columns = emergence.content
-    sink, alpha = (c.to_dict() for c in columns.charts)
-    band = [v for v in figures.chart_values(sink) if "seeds" in v]
+    chart = emergence.content.to_dict()   # Sink_1 and mean alpha_1 in one frame, one at a time
+    band = [v for v in figures.chart_values(chart) if v.get("metric") == "Sink_1 %"]
     assert {v["group"] for v in band} == {"default"} and all(v["n"] == 2 for v in band)
     assert band[-1]["seeds"].startswith("seed 0: 20, seed 1: 40") and (band[-1]["lo"], band[-1]["hi"]) == (20, 40)
-    assert figures.draws_the_paper(sink) and not figures.draws_the_paper(alpha)
-    assert not figures.joined_lines(sink) and not figures.joined_lines(alpha)
+    assert any(v.get("metric") == "alpha_1" for v in figures.chart_values(chart))
+    assert figures.draws_the_paper(chart) and not figures.joined_lines(chart)
     caption = emergence.caption   # each point's plateau over its seeds beside the paper's number
     assert f"default: 30 % [20, 40] over 2 seeds (paper {paper.paper_value('default'):.2f} %)" in caption
-    assert "gives no alpha_1 curve" in caption
+    assert "mean alpha_1, for which the paper gives no curve" in caption
     assert "Our runs of default fix the first token; the paper's numbers for them come from runs without one" \
         in caption
     assert "default (seed 0): heads above epsilon" in maps.caption and "absent" not in maps.caption
@@ -126,6 +125,8 @@ def test_points_read_at_their_own_position_with_the_papers_number_there_and_thei
     assert row["Sink_k % (plateau)"] == "16.0 [2.0, 30.0]"
     second = [c for c in ps[0]["curve"] if "sink_k" in c][1]["step"]
     assert row["onset (Sink_k >= 10 %)"] == f"seed 0: step {second}, seed 1: never"
-    sink = fig.content.charts[0].to_dict()
-    assert figures.draws_the_paper(sink) and not figures.joined_lines(sink)
+    chart = fig.content.to_dict()   # Sink_k and alpha_k at the position, one at a time in one frame
+    assert {v["metric"] for v in figures.chart_values(chart) if "metric" in v} == {"Sink at its position %",
+                                                                                     "alpha at its position"}
+    assert figures.draws_the_paper(chart) and not figures.joined_lines(chart)
     assert "fixed_pos2_layers_4: Sink_2 16.0 [2.0, 30.0] %" in fig.caption

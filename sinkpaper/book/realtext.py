@@ -24,10 +24,10 @@ from IPython.display import Markdown, display
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows, first_reaching
 from ..results.numbers import fmt_spread, sig
-from ..results.sweeps import LMSweep, point_of
+from ..results.sweeps import LMSweep, lm_sweep, point_of
 from . import sources
 from .findings import PAPER_COLOR, SCALE_COLORS
-from .figures import Figure, band_chart, book_values, heatmap, paper_number, row, seed_rows
+from .figures import Figure, band_chart, book_values, figure, heatmap, paper_number, row, seed_rows, sweep_caption, sweep_chart
 from .tables import PLATEAU_NOTE, points_table
 
 
@@ -252,3 +252,23 @@ def show(lm: LMSweep, *args, **kwargs) -> None:
     if lm.payloads:
         sources.record(lm.provenance(), what=what)
     sources.missing(lm, what=what)
+
+
+def family_section(family: str, profile: str, gpu_seeds: Sequence[int], order: Sequence[str], *,
+                   table: Mapping[str, Any] | None = None, sweep_title: str | None = None,
+                   value: str | Sequence[str] = "sink", width: int | str = "container", **show_kwargs: Any) -> LMSweep:
+    """The real-text section every training chapter (4-9) leads with, written once: its ``family``'s stored runs
+    (:func:`sinkpaper.results.sweeps.lm_sweep`, never trained at ``cpu``) shown by :func:`show` (``show_kwargs``:
+    its curves, maps, base, paper), with ``table`` the arguments of :func:`.tables.points_table` for its table of
+    the runs (``points`` and the rest; held-out loss always shown), then, with ``sweep_title``, the sweep's
+    dot-and-tick figure over ``order`` with the caption that states which points keep a sink. Returns the sweep
+    for what the chapter adds after it."""
+    lm = lm_sweep(family, profile, gpu_seeds)
+    if table is not None:
+        show_kwargs["table"] = points_table(lm.payloads, **{**table, "held_out": True})
+    show(lm, order, **show_kwargs)
+    if lm.payloads and sweep_title is not None:
+        figure(sweep_chart(lm.payloads, order, title=f"Real text ({lm.profile} profile): {sweep_title}", value=value,
+                           width=width),
+               sweep_caption(lm.payloads, order, value=value))
+    return lm
