@@ -547,3 +547,39 @@ def test_a_small_build_links_each_glossary_term_once_per_page_and_draws_math_as_
                      ("glossary.html#glossary-alpha", "alpha_1")], links
     assert "<math" in page and "mathjax" not in page.lower().replace("mathjax_ignore", "")
     assert "std-ref" not in (out / "book" / "glossary.html").read_text()   # the glossary does not link to itself
+
+
+def test_a_markdown_page_draws_a_stored_measurement_and_an_unknown_chart_is_an_error_naming_the_valid_ones(tmp_path):
+    """The ``sinkpaper-chart`` directive in a real (tiny) Sphinx build: a stored measurement under the source's
+    results/ becomes a vega-lite chart of its rows with the caption under it; a missing file says "not measured";
+    an unknown name is a build error that lists the valid ones."""
+    from sinkpaper.book import figures, measured_charts
+    from sinkpaper.results import measured
+
+    src = tmp_path / "src"
+    bench = src / measured.THREAD_SCALING
+    bench.parent.mkdir(parents=True)
+    runs = {"alone": (100.0, 1), "pairA": (90.0, 1), "pairB": (80.0, 1), "two": (150.0, 2)}
+    bench.write_text(json.dumps({"runs": {k: {"tokens_per_s": t, "threads": n} for k, (t, n) in runs.items()}}))
+    (src / "conf.py").write_text("extensions = ['myst_parser', 'sinkpaper.book.sphinx_ext']\n"
+                                 "exclude_patterns = ['_build']\n")
+    (src / "index.md").write_text("# Home\n\n```{sinkpaper-chart} thread-scaling\nTokens per second of each run.\n```\n"
+                                  "\n```{sinkpaper-chart} kernels-bench-gpu\n```\n")
+    out = tmp_path / "html"
+
+    def build():
+        return subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", str(src), str(out)],
+                              capture_output=True, text=True, timeout=300)
+
+    done = build()
+    assert done.returncode == 0, done.stderr
+    page = (out / "index.html").read_text()
+    [spec] = figures.embedded_specs(page)
+    assert sorted(r["tokens_per_s"] for r in figures.chart_values(spec)) == [80.0, 90.0, 100.0, 150.0]
+    assert "Tokens per second of each run." in page
+    assert "kernels-bench-gpu: not measured yet" in page   # no stored file: said, nothing drawn
+    (src / "index.md").write_text("# Home\n\n```{sinkpaper-chart} no-such-chart\n```\n")
+    failed = build()
+    assert "unknown chart 'no-such-chart'; valid: " + ", ".join(measured_charts.CHARTS) in failed.stderr
+    with pytest.raises(ValueError, match="valid: long-context-bench"):
+        measured_charts.chart("no-such-chart", src)

@@ -566,6 +566,16 @@ def test_most_charts_of_the_book_draw_the_papers_value(built_book):
     assert specs and drawn / len(specs) >= PAPER_SHARE, f"{drawn} of {len(specs)} charts draw the paper's value"
 
 
+def test_the_measurements_page_draws_every_stored_series_it_names(built_book):
+    """Each ``sinkpaper-chart`` of the Measurements page whose stored file is in the checkout is drawn there."""
+    from sinkpaper.book import measured_charts
+
+    names = re.findall(r"```\{sinkpaper-chart\} (\S+)", (REPO / "book" / "measurements.md").read_text())
+    stored = [n for n in names if measured_charts.chart(n, REPO) is not None]
+    specs = figures.embedded_specs((built_book.html_dir / "book" / "measurements.html").read_text(encoding="utf-8"))
+    assert stored and len(specs) == len(stored), f"{len(specs)} charts drawn of the stored {stored}"
+
+
 def test_colab_links_name_tracked_files(built_book):
     """Offline: every "Open in Colab" link in the built site opens a file that `git ls-files` lists, and every
     chapter page has one."""

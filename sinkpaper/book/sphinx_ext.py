@@ -15,15 +15,22 @@ sphinx-thebe (which Jupyter Book 1.x always loads) adds its inline configuration
 ``env-before-read-docs`` event, and a ``jupyter-book build`` fires that event twice, so every page declared
 ``const THEBE_JS_URL`` twice and logged "Identifier 'THEBE_JS_URL' has already been declared". sphinx-thebe has no
 setting that stops it; dropping the exact duplicate is the smallest fix.
+
+Charts on Markdown pages: the directive ``sinkpaper-chart`` draws one of :data:`.measured_charts.CHARTS` from the
+stored results when the site is built (its content is the caption), so the Measurements page draws the same files
+its generated blocks quote; an unknown name is a build error that lists the valid ones.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from pathlib import Path
+
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 LOG = logging.getLogger(__name__)
 
@@ -145,7 +152,45 @@ def _link_first(text, todo: set) -> None:
     _link_first(rest, todo)
 
 
+def results_root(srcdir: str | Path) -> Path:
+    """Where the stored results are: the book's source folder when it holds ``results/`` (a checkout), else the
+    checkout this package runs from (a build of a copied book layout, as the tests make)."""
+    for root in (Path(srcdir), Path(__file__).resolve().parents[2]):
+        if (root / "results").is_dir():
+            return root
+    return Path(srcdir)
+
+
+class ChartDirective(SphinxDirective):
+    """``{sinkpaper-chart} NAME``: the stored measurement NAME drawn as a chart, its content the caption."""
+    required_arguments = 1
+    has_content = True
+
+    def run(self) -> list:
+        from . import measured_charts
+        from .figures import chart_html
+
+        name = self.arguments[0]
+        if name not in measured_charts.CHARTS:
+            raise self.error(f"unknown chart {name!r}; valid: {', '.join(measured_charts.CHARTS)}")
+        chart = measured_charts.chart(name, results_root(self.env.srcdir))
+        caption = " ".join(self.content).strip()
+        if chart is None:
+            body = f'<p class="spx-nochart">{name}: not measured yet (no stored file; the block above says how).</p>'
+        else:
+            body = f'<div class="cell_output spx-measured">{chart_html(chart)}</div>'
+        if caption:
+            body += f'<p class="spx-chart-caption">{_escape(caption)}</p>'
+        return [nodes.raw("", body, format="html")]
+
+
+def _escape(text: str) -> str:
+    import html
+    return html.escape(text, quote=False)
+
+
 def setup(app):
+    app.add_directive("sinkpaper-chart", ChartDirective)
     app.connect("doctree-read", link_glossary_terms)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("html-page-context", dedupe_scripts)

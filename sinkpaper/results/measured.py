@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Mapping
 
 TRAINING_BENCH = "results/bench/training-text.json"
 TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
@@ -105,6 +106,14 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     return lines
 
 
+def kernels_vs_flash_rows(bench: Mapping) -> list[dict]:
+    """The series of a stored kernel benchmark the book draws and tabulates: our softmax kernel's time over SDPA's
+    flash path as a speed ratio, {"T", "D", "mode" ("fwd" or "fwd+bwd"), "ratio"} per shape (above 1: ours is
+    faster)."""
+    return [{k: x[k] for k in ("T", "D", "mode", "ratio")} for x in bench["ratios"]
+            if x["kind"] == "speed" and x["what"] == "ours/sdpa_flash" and x["op"] == "softmax"]
+
+
 def kernels_bench_lines(path: str | Path = KERNELS_BENCH_GPU, root: str | Path = ".") -> list[str]:
     """The Triton kernels against SDPA's flash path on a GPU (`python -m sinkpaper bench kernels --json PATH`):
     provenance, ours / SDPA-flash for the softmax forward and forward+backward at each shape, and the goals."""
@@ -118,9 +127,8 @@ def kernels_bench_lines(path: str | Path = KERNELS_BENCH_GPU, root: str | Path =
              "heads x D = 2,048 at every shape. Ours / SDPA-flash in time (> 1: ours faster):", "",
              "| T | D | forward | forward + backward |", "|---|---|---|---|"]
     cells: dict[tuple, dict] = {}
-    for x in r["ratios"]:
-        if x["kind"] == "speed" and x["what"] == "ours/sdpa_flash" and x["op"] == "softmax":
-            cells.setdefault((x["T"], x["D"]), {})[x["mode"]] = x["ratio"]
+    for x in kernels_vs_flash_rows(r):
+        cells.setdefault((x["T"], x["D"]), {})[x["mode"]] = x["ratio"]
     for (T, D), c in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         lines.append(f"| {T:,} | {D} | {c.get('fwd', float('nan')):.2f}x | {c.get('fwd+bwd', float('nan')):.2f}x |")
     lines.append("")
@@ -129,6 +137,16 @@ def kernels_bench_lines(path: str | Path = KERNELS_BENCH_GPU, root: str | Path =
 
 
 # ------------------------------------------------------------------------------------------ thread scaling
+THREAD_RUNS = {"alone": "one run alone, 1 thread", "pairA": "side by side, run A, 1 thread",
+               "pairB": "side by side, run B, 1 thread", "two": "one run alone, 2 threads"}
+
+
+def thread_scaling_rows(bench: Mapping) -> list[dict]:
+    """The series of a stored thread-scaling measurement: {"run" (what ran), "threads", "tokens_per_s"} each."""
+    return [{"run": THREAD_RUNS.get(k, k), "threads": v["threads"], "tokens_per_s": v["tokens_per_s"]}
+            for k, v in bench["runs"].items()]
+
+
 def thread_scaling_lines(path: str | Path = THREAD_SCALING, root: str | Path = ".") -> list[str]:
     """Two training runs side by side at one thread each against one alone, and one run at two threads
     (`scripts/train_threads_scaling.sh`), from its stored JSON."""
@@ -164,6 +182,13 @@ def _route_cell(x: dict) -> str:
     return f"{x.get('status', 'not run')}" + (f": {why}" if why else "")
 
 
+def long_context_bench_rows(bench: Mapping) -> list[dict]:
+    """The series of a stored `bench sink`: {"T", "route" ("stats" or "maps"), "cpu_seconds", "peak_rss_gib"} for
+    each route that finished at each T (one that ran out of memory or time has no row)."""
+    return [{"T": p["T"], "route": route, "cpu_seconds": x["cpu_seconds"], "peak_rss_gib": x["peak_rss_gib"]}
+            for p in bench["points"] for route, x in p["routes"].items() if x.get("status") == "ok"]
+
+
 def long_context_bench_lines(path: str | Path = LONG_CONTEXT_BENCH, root: str | Path = ".") -> list[str]:
     """`python -m sinkpaper bench sink`: CPU seconds, wall seconds and peak RSS of the column-statistics
     (stats) route against the eager maps, per T, and how the stats route's peak RSS grows with T."""
@@ -176,12 +201,9 @@ def long_context_bench_lines(path: str | Path = LONG_CONTEXT_BENCH, root: str | 
              f"{pv['computed_at']} on {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']} (`{path}`; "
              f"{pv.get('note', '')}).", "",
              "| T | stats route: CPU s (wall), peak RSS | maps route (eager, every T x T map) |", "|---|---|---|"]
-    ok = []
     for p in r["points"]:
-        k, mp = p["routes"]["stats"], p["routes"]["maps"]
-        lines.append(f"| {p['T']} | {_route_cell(k)} | {_route_cell(mp)} |")
-        if k.get("status") == "ok":
-            ok.append((p["T"], k["peak_rss_gib"]))
+        lines.append(f"| {p['T']} | {_route_cell(p['routes']['stats'])} | {_route_cell(p['routes']['maps'])} |")
+    ok = [(x["T"], x["peak_rss_gib"]) for x in long_context_bench_rows(r) if x["route"] == "stats"]
     lines.append("")
     if len(ok) >= 2:
         steps = [f"{b[1] - a[1]:+.2f}" for a, b in zip(ok, ok[1:])]
