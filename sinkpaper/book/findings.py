@@ -331,7 +331,7 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
         pct = unit == "%"
         x = alt.X("value:Q", title="% of heads" if pct else unit,
                   scale=alt.Scale(domain=[0, 100]) if pct else alt.Scale(zero=True))
-        y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=190))
+        y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=170))
         offset = alt.YOffset("who:N", scale=alt.Scale(domain=who))
         color = alt.Color("who:N", scale=alt.Scale(domain=who, range=colors), title=None,
                           legend=alt.Legend(orient="bottom", direction="horizontal"))
@@ -340,7 +340,7 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
                alt.Tooltip("kind:N", title="value"), alt.Tooltip("seed:N"),
                alt.Tooltip("value:Q", format=".3g")]
         height = max(36, row_px * len(who) * len(labels))
-        w = width if len(units) == 1 else 300
+        w = width if len(units) == 1 else 190   # stacked panels cannot take the container width: fit the column
         marks = {"seed": alt.MarkDef(type="circle", size=30, opacity=0.55),
                  "mean": alt.MarkDef(type="tick", thickness=2.5, size=row_px + 2),
                  "paper": alt.MarkDef(type="point", filled=False, size=70, strokeWidth=2)}

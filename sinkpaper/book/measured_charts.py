@@ -32,7 +32,7 @@ def long_context_bench(root: Path) -> alt.TopLevelMixin | None:
                       scale=alt.Scale(domain=["stats", "maps"], range=[OURS, REFERENCE]),
                       legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'stats' ? "
                                         "'column statistics (ours)' : 'every T x T map (eager)'"))
-    x = alt.X("T:Q", title="sequence length T", scale=alt.Scale(type="log", base=2))
+    x = _t_axis(rows)
     tip = ["route:N", "T:Q", alt.Tooltip("cpu_seconds:Q", title="CPU s", format=".3g"),
            alt.Tooltip("peak_rss_gib:Q", title="peak RSS GiB", format=".3g")]
     base = alt.Chart(alt.Data(values=rows)).mark_line(point=True)
@@ -52,9 +52,9 @@ def training_bench(root: Path, path: str = M.TRAINING_BENCH) -> alt.TopLevelMixi
     rows = [{"setting": f"{r['model']}, {r['dtype']}, {'compiled' if r['compiled'] else 'eager'}",
              "who": "ours" if r["model"] == "ours" else "transformers", "tokens_per_s": r["tokens_per_s"],
              "mfu": r["mfu"]} for r in bench["rows"]]
-    return alt.Chart(alt.Data(values=rows), title="Training throughput (median tokens/s)").mark_bar().encode(
+    return alt.Chart(alt.Data(values=rows), title="Training, median tokens/s").mark_bar().encode(
         x=alt.X("tokens_per_s:Q", title="tokens per second"),
-        y=alt.Y("setting:N", sort=[r["setting"] for r in rows], title=None, axis=alt.Axis(labelLimit=220)),
+        y=alt.Y("setting:N", sort=[r["setting"] for r in rows], title=None, axis=alt.Axis(labelLimit=170)),
         color=alt.Color("who:N", scale=alt.Scale(domain=["ours", "transformers"], range=[OURS, REFERENCE]),
                         title=None, legend=alt.Legend(orient="bottom")),
         tooltip=["setting:N", alt.Tooltip("tokens_per_s:Q", format=",.0f"),
@@ -72,7 +72,7 @@ def thread_scaling(root: Path) -> alt.TopLevelMixin | None:
     return alt.Chart(alt.Data(values=rows), title="Two runs side by side, or one on two threads").mark_bar(
         color=OURS).encode(
         x=alt.X("tokens_per_s:Q", title="tokens per second"),
-        y=alt.Y("run:N", sort=[r["run"] for r in rows], title=None, axis=alt.Axis(labelLimit=220)),
+        y=alt.Y("run:N", sort=[r["run"] for r in rows], title=None, axis=alt.Axis(labelLimit=170)),
         tooltip=["run:N", "threads:Q", alt.Tooltip("tokens_per_s:Q", format=",.0f")],
     ).properties(width="container", height=22 * len(rows))
 
@@ -85,14 +85,22 @@ def kernels_bench_gpu(root: Path) -> alt.TopLevelMixin | None:
         return None
     rows = [{**r, "shape": f"head dim {r['D']}, {r['mode']}"} for r in M.kernels_vs_flash_rows(bench)]
     lines = alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
-        x=alt.X("T:Q", title="sequence length T", scale=alt.Scale(type="log", base=2)),
+        x=_t_axis(rows),
         y=alt.Y("ratio:Q", title="speed, ours / SDPA flash (x)", scale=alt.Scale(zero=True)),
         color=alt.Color("shape:N", title=None, legend=alt.Legend(orient="bottom", columns=2)),
         tooltip=["shape:N", "T:Q", alt.Tooltip("ratio:Q", format=".2f")])
     parity = alt.Chart(alt.Data(values=[{"ratio": 1.0}])).mark_rule(strokeDash=[4, 3], color=REFERENCE).encode(
         y="ratio:Q")
-    return alt.layer(lines, parity, title=f"Fused softmax against FlashAttention (SDPA), {bench.get('device', 'GPU')}"
+    where = bench.get("provenance", {}).get("hardware") or bench.get("device", "GPU")
+    return alt.layer(lines, parity, title=f"Fused softmax against FlashAttention (SDPA), {where}"
                      ).properties(width="container", height=200)
+
+
+def _t_axis(rows) -> alt.X:
+    """Sequence length on a log-2 axis, ticked at the lengths measured."""
+    ts = sorted({r["T"] for r in rows})
+    return alt.X("T:Q", title="sequence length T", scale=alt.Scale(type="log", base=2),
+                 axis=alt.Axis(values=ts, format=",d", labelAngle=0))
 
 
 CHARTS: dict[str, Callable[[Path], alt.TopLevelMixin | None]] = {
