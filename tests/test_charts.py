@@ -10,6 +10,7 @@ pytest.importorskip("altair")
 
 from sinkpaper import paper  # noqa: E402
 from sinkpaper.book import figures  # noqa: E402
+from sinkpaper.book.figures import bands, sweep_charts  # noqa: E402
 
 
 def _run(point: str, seed: int, ys: list[float]) -> dict:
@@ -23,7 +24,7 @@ def _rows_of(p, label):
 
 @pytest.fixture
 def runs(monkeypatch):
-    monkeypatch.setattr(figures, "point_of", lambda p: p["point"])
+    monkeypatch.setattr(bands, "point_of", lambda p: p["point"])
     return [_run("softmax", 0, [1, 20, 30]), _run("softmax", 1, [2, 40, 50]), _run("softmax", 2, [0, 10, 60]),
             _run("sigmoid", 0, [0, 0, 1])]
 
@@ -179,7 +180,7 @@ def test_a_panel_with_more_series_than_a_reader_can_tell_apart_is_caught(runs):
 
 def test_a_sweep_caption_states_which_points_keep_a_sink_and_where_the_paper_reads_otherwise(monkeypatch):
     seeds = {"pos_rope": [30.0, 40.0, 35.0], "pos_nope": [0.0, 0.1, 0.0], "post_norm": [0.0, 25.0, 12.0]}
-    monkeypatch.setattr(figures, "book_values",
+    monkeypatch.setattr(sweep_charts, "book_values",
                         lambda payloads, pt, name: (list(enumerate(seeds[pt])) if pt in seeds else [], 0))
     text = figures.sweep_caption([], ["pos_rope", "pos_nope", "post_norm", "not_stored"])
     assert "(3 seeds;" in text

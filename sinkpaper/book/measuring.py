@@ -129,7 +129,8 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
     the paper's values as hollow black diamonds, rows {"x", "y", "name"} (e.g. its models at its epsilon)."""
     import altair as alt
 
-    from .figures import _num, _paper_layer
+    from .figures.core import _num
+    from .figures.paper_marks import paper_layer
 
     values = [{"x": _num(r[x]), "y": _num(r[y]), "c": str(r[color])} for r in rows
               if r.get(y) is not None and r.get(x) is not None]
@@ -144,7 +145,7 @@ def xy_chart(rows: Sequence[Mapping], x: str, y: str, color: str, title: str, *,
     marks = [{"x": _num(r["x"]), "y": _num(r["y"]), "name": r["name"], "who": "paper"} for r in paper
              if r.get("y") is not None]
     if marks:
-        chart = chart + _paper_layer(marks, "x:Q", "y:Q", tooltip=[
+        chart = chart + paper_layer(marks, "x:Q", "y:Q", tooltip=[
             alt.Tooltip("who:N", title="source"), alt.Tooltip("name:N", title="model"),
             alt.Tooltip("y:Q", title=y_title or y, format=".4g")])
     if rule_y is not None:

@@ -27,7 +27,8 @@ from ..results.numbers import fmt_spread, sig
 from ..results.sweeps import LMSweep, lm_sweep, point_of
 from . import sources
 from .findings import PAPER_COLOR, SCALE_COLORS
-from .figures import Figure, band_chart, book_values, figure, heatmap, paper_number, row, seed_rows, sweep_caption, sweep_chart
+from .figures import (Figure, band_chart, book_values, figure, heatmap, paper_number, row, seed_rows, sweep_caption,
+                      sweep_chart)
 from .tables import PLATEAU_NOTE, points_table
 
 
