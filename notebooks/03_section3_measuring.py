@@ -321,7 +321,7 @@ display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repea
 # The paper fixes T = 64 because the metric falls as T grows, and the curve above stops at a few hundred
 # tokens. The models are used at thousands: SmolLM2-135M takes 8192 tokens, Gemma-3-270M 32768, with
 # sliding-window layers (512 keys) between its global ones. Measuring there needs no T x T map: the
-# column-statistics route (`method="stats"`, `sinkpaper.kernels.column_stats`; on a CPU the blocked route, memory
+# column-statistics route (`method="stats"`, `sinkpaper.fused.column_stats`; on a CPU the blocked route, memory
 # linear in T) gives each layer's α_k directly, with each layer's own mask. In a sliding-window layer only the
 # first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the queries that see the key).
 #

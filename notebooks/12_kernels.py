@@ -16,7 +16,7 @@
 #
 # The book trains attention operators that PyTorch has no fused kernel for (sigmoid without normalization,
 # elu + 1, softpick, the paper's KV biases and sink logits) and measures the sink metric at context lengths
-# where a T x T attention map does not fit in memory. `sinkpaper.kernels` holds Triton kernels for both, forward
+# where a T x T attention map does not fit in memory. `sinkpaper.fused` holds Triton kernels for both, forward
 # and backward, under causal, full, sliding-window, prefix-LM and intra-document masks, plus `column_stats`,
 # which returns the metric's α_k without ever building the map.
 #
@@ -28,7 +28,7 @@
 #    **Triton interpreter** on the CPU (bit-level semantics of the kernel program, at small shapes); on a GPU
 #    they run compiled, at larger shapes. The interpreter cannot see what only the GPU compiler refuses, so
 #    the test suite also compiles every kernel variant to an H100 (sm_90) binary on the CPU
-#    (`python -m sinkpaper.kernels.gpu_compile`): the first H100 lent to this project found such a bug (a
+#    (`python -m sinkpaper.fused.gpu_compile`): the first H100 lent to this project found such a bug (a
 #    global that was not a `tl.constexpr`), now fixed. No GPU run of the kernels is stored yet.
 # 2. **Speed and memory**, from `python -m sinkpaper bench kernels` on a GPU: ratios against PyTorch's SDPA
 #    (flash and cuDNN back-ends), FlexAttention and eager attention, all measured in one run on one device.
@@ -61,18 +61,18 @@ if not torch.cuda.is_available():
 
 from IPython.display import Markdown, display  # noqa: E402
 
-from sinkpaper import kernels, provenance  # noqa: E402
+from sinkpaper import fused, provenance  # noqa: E402
 from sinkpaper.analysis import kernel_checks as kc  # noqa: E402
 from sinkpaper.book import figures, parameters, sources  # noqa: E402
-from sinkpaper.kernels import bench  # noqa: E402
-from sinkpaper.kernels import testing as kt  # noqa: E402
+from sinkpaper.fused import bench  # noqa: E402
+from sinkpaper.fused import testing as kt  # noqa: E402
 
 sources.begin("12_kernels")
 
 # %%
 parameters.device_of(profile)  # an unknown profile, or gpu / paper without CUDA, stops here
 device = "cuda" if torch.cuda.is_available() else "cpu"  # with CUDA the checks run compiled, at any profile
-op_list = parameters.listed(ops, "ops", kernels.OPS, empty=False)
+op_list = parameters.listed(ops, "ops", fused.OPS, empty=False)
 mask_list = parameters.listed(masks, "masks", kt.MASKS, empty=False)
 sink_list = parameters.listed(sinks, "sinks", [s for s in kt.SINKS if s != "none"])
 section_list = parameters.listed(smoke_sections, "smoke_sections", bench.SECTIONS)
@@ -88,13 +88,13 @@ display(Markdown(f"The kernels run on **{kt.backend(device)}**"
 # ## Correctness: every operator x mask against fp64
 #
 # Random fp32 inputs (and, for the sink rows, a per-head KV bias or sink logit) go through the Triton kernel,
-# forward and backward; the same inputs in fp64 go through the reference (`sinkpaper.kernels.reference_attention`,
+# forward and backward; the same inputs in fp64 go through the reference (`sinkpaper.fused.reference_attention`,
 # which materializes the attention map with the eager operator the models use). Each entry is
 # max |kernel − reference| / max |reference| over the tensor. `row statistic` is the per-row normalizer the
 # kernel stores for its backward pass (log-sum-exp for softmax). `alpha (column_stats)` compares the kernel's α_k
 # with the sink metric computed on the fp64 eager map (`reference_column_stats`), and `sink column` the mean
 # attention on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document`
-# = three documents per row. The comparison is `sinkpaper.kernels.testing.compare`, the one
+# = three documents per row. The comparison is `sinkpaper.fused.testing.compare`, the one
 # `tests/test_kernels.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
 
 # %% tags=["hide-input", "full-width"]
@@ -184,5 +184,5 @@ else:
 # python -m sinkpaper.book run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
 # mkdir -p results/bench && python -m sinkpaper bench kernels --json results/bench/kernels-h100.json   # on a GPU
 # TRITON_INTERPRET=1 python -m pytest tests/test_kernels.py   # the full correctness suite on the CPU
-# python -m sinkpaper.kernels.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
+# python -m sinkpaper.fused.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
 # ```

@@ -489,11 +489,11 @@ def run_bench(a, argv: list[str]) -> int:
     elif device == "cpu" and not interp and "triton" in sys.modules:
         err = "triton was imported before TRITON_INTERPRET=1 could be set; set it in the environment"
     elif device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"  # triton reads it when imported, i.e. by sinkpaper.kernels below
+        os.environ["TRITON_INTERPRET"] = "1"  # triton reads it when imported, i.e. by sinkpaper.fused below
     if err:
         print(f"sinkpaper: error: {err}", file=sys.stderr)
         return 2
-    from .kernels.bench import SECTIONS, format_report, run_kernel_bench
+    from .fused.bench import SECTIONS, format_report, run_kernel_bench
     r = run_kernel_bench(device, smoke=a.smoke, sections=tuple(a.only or SECTIONS), json_path=a.json, argv=argv)
     print(format_report(r))
     # a competitor that cannot run is a result; our own kernel failing is not

@@ -238,7 +238,7 @@ class LM:
         maps: every layer's [B, H, T, T] fp32 map is kept, plus a few more during one layer's eager attention
         and the metric's reduction; stats: the blocked route's tiles [B, H, block, T] (a few at a time) and
         the layer activations. Both keep the L + 1 hidden states [B, T, d]."""
-        from .kernels.blocked import block_size
+        from .fused.blocked import block_size
         cfg = self.model.config.get_text_config()
         L, H, d = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size
         dh = getattr(cfg, "head_dim", None) or d // H
@@ -264,8 +264,8 @@ class LM:
         """One forward pass on input_ids [B, T] (no BOS added here: the probes decide) -> Trace.
 
         method="maps" records each layer's attention probabilities from the family's own eager attention;
-        method="stats" records no T x T map: each layer runs `sinkpaper.kernels.attention` and keeps only
-        alpha_k from `sinkpaper.kernels.column_stats` (fused on GPU, so any context length fits).
+        method="stats" records no T x T map: each layer runs `sinkpaper.fused.attention` and keeps only
+        alpha_k from `sinkpaper.fused.column_stats` (fused on GPU, so any context length fits).
         """
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [B, T], got {tuple(input_ids.shape)}")
@@ -318,9 +318,9 @@ TRACE_METHODS = ("maps", "stats")
 
 
 def _column_stats_attention(module, query, key, value, attention_mask, *args, records: list, **kwargs):
-    """The stats route: the layer's output and alpha_k from one `kernels.attention_column_stats` call (fused
+    """The stats route: the layer's output and alpha_k from one `fused.attention_column_stats` call (fused
     Triton kernels on GPU; on CPU the blocked PyTorch route, no T x T map), with the layer's own window."""
-    from . import kernels
+    from . import fused
     cfg = module.config
     softcap = kwargs.get("softcap", None) or getattr(cfg, "attn_logit_softcapping", None)
     if softcap:
@@ -332,7 +332,7 @@ def _column_stats_attention(module, query, key, value, attention_mask, *args, re
     k, v = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     window = kwargs.get("sliding_window", None) or getattr(module, "sliding_window", None)
     scale = float(kwargs.get("scaling", None) or module.scaling)
-    out, stats = kernels.attention_column_stats(query, k, v, scale=scale, window=window)
+    out, stats = fused.attention_column_stats(query, k, v, scale=scale, window=window)
     records.append({"alpha": stats.alpha, "window": window})
     return out.transpose(1, 2).contiguous(), None
 

@@ -2,7 +2,7 @@
 
 The paper fixes T = 64 because the metric falls as T grows. `measure_vs_length` measures one pretrained model
 at several T up to its context length with the column-statistics route (`LM.trace(method="stats")`: each layer
-through `sinkpaper.kernels.attention_column_stats`, its own sliding window included, no T x T map; on a CPU the
+through `sinkpaper.fused.attention_column_stats`, its own sliding window included, no T x T map; on a CPU the
 blocked PyTorch route, memory linear in T), and returns one JSON-ready payload: per T, Sink_k, mean alpha_1,
 Sink_1 and mean alpha_1 per layer, the uniform baseline H_T / T, seconds and the process's peak RSS so far.
 

@@ -18,7 +18,7 @@ Conventions (1-based positions in the paper, 0-based indices here):
 - `hidden_states` has L+1 entries [B, T, D]: the embedding output, then each block's output, before the
   final norm (the paper's massive-activation measurement).
 - `alphas` / `sink_alphas` (optional, the column-statistics route): per layer alpha_k [B, H, T] and the mean
-  attention on the sink [B, H], computed by `sinkpaper.kernels.column_stats` without any T x T map; then
+  attention on the sink [B, H], computed by `sinkpaper.fused.column_stats` without any T x T map; then
   `attentions` is empty and the metric reads these instead (each layer's own mask already applied; `visible`
   is then a placeholder, never read, so that no T x T tensor exists).
 - `queries`, `keys`, `values` (optional) are per layer [B, H, T, Dh]: queries and keys after RoPE (as the

@@ -1,6 +1,6 @@
 """The fused Triton kernels against fp64 PyTorch references, on CPU under TRITON_INTERPRET=1 (set by conftest)
 or compiled on a GPU: outputs, row statistics, column statistics and every gradient, for every operator x
-mask x sink (through `sinkpaper.kernels.testing.compare`, the comparison chapter 12 shows); T not a multiple of
+mask x sink (through `sinkpaper.fused.testing.compare`, the comparison chapter 12 shows); T not a multiple of
 the tile; several head dims; fp16/bf16 error against PyTorch's own; NaN-poisoned allocations; metamorphic
 causality per mask; argument errors."""
 import math
@@ -9,8 +9,8 @@ import zlib
 import pytest
 import torch
 
-from sinkpaper import kernels as K
-from sinkpaper.kernels import testing as KT
+from sinkpaper import fused as K
+from sinkpaper.fused import testing as KT
 from sinkpaper.attention import FUSED_OPERATORS, SINK_DESIGNS
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -369,7 +369,7 @@ def test_every_kernel_variant_compiles_for_an_h100_without_a_gpu():
     lowers each variant the api launches on a GPU to an sm_90 cubin here, with the ptxas in the triton wheel."""
     import subprocess
     import sys
-    r = subprocess.run([sys.executable, "-m", "sinkpaper.kernels.gpu_compile"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "sinkpaper.fused.gpu_compile"], capture_output=True, text=True,
                        env=_compile_env(), timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert " of " in r.stdout and "compile for sm_90" in r.stdout
@@ -388,7 +388,7 @@ def test_the_compile_check_reports_what_only_the_gpu_compiler_refuses(tmp_path):
             "def double(X, T, D: tl.constexpr):\n    i = tl.arange(0, D)\n"   # T: an int32 size, as in the kernels
             "    tl.store(X + i, tl.load(X + i, mask=i < T) * SCALE, mask=i < T)\n")
     code = ("import sys, importlib; sys.path.insert(0, sys.argv[1])\n"
-            "from sinkpaper.kernels.gpu_compile import compile_kernel, _reason\n"
+            "from sinkpaper.fused.gpu_compile import compile_kernel, _reason\n"
             "for name in ('bad_kernel', 'good_kernel'):\n"
             "    try:\n        compile_kernel(importlib.import_module(name).double, 'fp32', {'D': 16}, {'num_warps': 1})\n"
             "    except Exception as e:\n        print(name, 'refused:', _reason(e))\n"
@@ -399,3 +399,25 @@ def test_the_compile_check_reports_what_only_the_gpu_compiler_refuses(tmp_path):
     assert len(lines) == 2, r.stdout + r.stderr[-2000:]
     assert lines[0].startswith("bad_kernel refused: CompilationError: NameError") and "SCALE" in lines[0]
     assert lines[1] == "good_kernel compiled"
+
+
+def test_the_old_package_name_still_works_for_one_release_and_says_the_new_one():
+    import importlib
+    import subprocess
+    import sys
+    import warnings
+
+    sys.modules.pop("sinkpaper.kernels", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = importlib.import_module("sinkpaper.kernels")
+    assert any("sinkpaper.kernels is now sinkpaper.fused" in str(w.message) for w in caught)
+    from sinkpaper.fused import testing
+    assert old.attention is K.attention and importlib.import_module("sinkpaper.kernels.testing") is testing
+    # `python -m sinkpaper.kernels.gpu_compile` (the one old path run as a program) finds a module that runs the
+    # compile check's main, with no warning that runpy met an aliased module
+    r = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c",
+                        "import runpy; _, spec, code = runpy._get_module_details('sinkpaper.kernels.gpu_compile'); "
+                        "print(spec.origin.endswith('kernels/gpu_compile.py'), 'main' in code.co_names)"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "True"], r.stderr[-2000:]

@@ -169,7 +169,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((what, frozenset(units)) 
     ("foundation: files, provenance, progress", {"__init__", "_version", "files", "fields", "resources", "devices",
                                                  "provenance", "argparsing", "progress"}),
     ("attention and what it records", {"attention", "trace", "hf_attention"}),
-    ("the fused kernels and the sink metric", {"kernels", "metrics"}),
+    ("the fused operators (and their old name) and the sink metric", {"fused", "kernels", "metrics"}),
     ("models, pretrained LMs and what is read from them", {"models", "lms", "circuits", "mechanism", "streaming"}),
     ("data and inputs", {"data", "probes", "propositions", "long_context"}),
     ("training", {"train"}),

@@ -133,7 +133,7 @@ def test_other_families_from_a_local_directory(smollm2, tmp_path):
 
 @pytest.mark.parametrize("name,n_samples", [("smollm2", 1), ("gemma3", 2)])
 def test_stats_route_gives_the_maps_alphas(name, n_samples, request):
-    """LM.trace(method="stats") runs each layer through sinkpaper.kernels and keeps only alpha_k: the same
+    """LM.trace(method="stats") runs each layer through sinkpaper.fused and keeps only alpha_k: the same
     numbers as the eager maps (Gemma 3's query scaling included; its 512-token windows are not reached here).
     A batch of two on the smaller model; SmolLM2's 30 layers x 9 heads under the interpreter take one row."""
     from sinkpaper import metrics

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sinkpaper import kernels as K
+from sinkpaper import fused as K
 from sinkpaper import metrics
 from sinkpaper.attention import attention_reference, visible_block, visible_mask
-from sinkpaper.kernels import api
-from sinkpaper.kernels.blocked import block_size, blocked_column_stats
+from sinkpaper.fused import api
+from sinkpaper.fused.blocked import block_size, blocked_column_stats
 
 H = 3
 MASKS = {"causal": {}, "full": {"causal": False}, "window": {"window": 9}, "prefix": {"prefix": 13},

@@ -1,5 +1,5 @@
 """The helpers of chapters 10 (sinkpaper.analysis.packing_bos: a model with and without its BOS) and 12
-(sinkpaper.kernels.testing's seeded cases and error table, the kernels against their references;
+(sinkpaper.fused.testing's seeded cases and error table, the kernels against their references;
 sinkpaper.analysis.kernel_checks: the table shown, the stored benchmark read back)."""
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import math
 import pytest
 import torch
 
-from sinkpaper import kernels as K
+from sinkpaper import fused as K
 from sinkpaper.analysis import kernel_checks as kc
 from sinkpaper.analysis import packing_bos as pb
 from sinkpaper.book import figures
-from sinkpaper.kernels import testing as KT
+from sinkpaper.fused import testing as KT
 
 
 # --------------------------------------------------------------------------------------------- pairing
@@ -168,7 +168,7 @@ def test_error_table_flags_tolerance_and_metric_agreement():
 
 
 def test_backend_says_why_the_kernels_cannot_run(monkeypatch):
-    from sinkpaper.kernels import api
+    from sinkpaper.fused import api
 
     monkeypatch.setattr(api, "_INTERPRET", False)
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
@@ -250,7 +250,7 @@ def test_stored_benchmarks_and_their_tables(tmp_path):
 @needs_kernels
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the smoke benchmark path is the CPU interpreter's")
 def test_smoke_accuracy_section_through_the_tables():
-    from sinkpaper.kernels.bench import run_kernel_bench
+    from sinkpaper.fused.bench import run_kernel_bench
 
     result = run_kernel_bench("cpu", smoke=True, sections=("accuracy",))
     rows = kc.accuracy_rows(result)

@@ -74,7 +74,7 @@ def test_chapter_11_sizes_come_from_the_profile_and_each_mistake_is_said_first()
 
 
 def test_chapter_12_check_shape_is_the_devices_default_or_a_valid_bhtd():
-    from sinkpaper.kernels import testing as kt
+    from sinkpaper.fused import testing as kt
 
     assert kt.check_shape(None, "cpu") == kt.CPU_SHAPE and kt.check_shape(None, "cuda") == kt.GPU_SHAPE
     assert kt.check_shape([1, 1, 8, 16], "cpu") == (1, 1, 8, 16)

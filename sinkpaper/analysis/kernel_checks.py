@@ -1,7 +1,7 @@
 """Chapter 12 (kernels and performance): the fused Triton kernels checked against their references, and the
 kernel benchmark's stored results read back with their provenance.
 
-- :func:`format_errors`: the error table of :func:`sinkpaper.kernels.testing.error_table` (every operator x
+- :func:`format_errors`: the error table of :func:`sinkpaper.fused.testing.error_table` (every operator x
   mask (x sink): the Triton kernel's output, row statistic, gradients and ``column_stats``' alpha against fp64
   PyTorch references, as maximum relative errors; the comparison tests/test_kernels.py asserts on), for display.
 - :func:`metric_agreement`: Sink_k of small models measured from the attention maps and from
@@ -9,11 +9,11 @@ kernel benchmark's stored results read back with their provenance.
 - :func:`stored_benchmarks` and the ``*_rows`` functions: ``results/bench/kernels-*.json`` (the one home of every
   stored benchmark, the Measurements page's too; a lent GPU's ``scripts/lease.sh bench`` writes
   ``kernels-gpu.json``), written by ``python -m sinkpaper bench kernels --json ...``
-  (:mod:`sinkpaper.kernels.bench`), arranged as tables of
+  (:mod:`sinkpaper.fused.bench`), arranged as tables of
   ratios against PyTorch SDPA, FlexAttention and eager attention; :func:`benchmark_items` (and
   :func:`show_benchmark`, which displays them) is what the chapter shows of one benchmark result.
 
-Nothing here imports triton or ``sinkpaper.kernels`` at import time.
+Nothing here imports triton or ``sinkpaper.fused`` at import time.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def metric_agreement(variants: Sequence[str] = ("softmax", "sigmoid", "kv_bias",
     the largest |alpha difference| and whether Sink_k^eps agree for eps = 0.05 and 0.3 (every k)."""
     from .. import metrics
     from ..data.packing import document_ids
-    from ..kernels.testing import backend
+    from ..fused.testing import backend
     from ..models import ModelConfig, SinkModel
 
     configs = {"softmax": {}, "sigmoid": {"attention": "sigmoid"}, "softpick": {"attention": "softpick"},

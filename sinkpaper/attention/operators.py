@@ -1,7 +1,7 @@
 """Readable pure-PyTorch reference implementations of every attention operation the paper studies.
 
 One entry point, `attention_reference`, with the same argument names as the fused kernels
-(`sinkpaper.kernels`), so the model's eager path, the tests and the notebooks share one oracle.
+(`sinkpaper.fused`), so the model's eager path, the tests and the notebooks share one oracle.
 
 Notation: scores s = scale * q k^T with scale = 1/sqrt(d_h) (+ an additive positional bias for ALiBi /
 relative PE). A learnable sink (a per-head logit, or the paper's KV / K bias k*, v*) is one extra key at
@@ -251,7 +251,7 @@ def _never(_p: OpParams) -> bool:
 class Operator:
     """One attention operation: its formula and source, its reference weights, what the metric reads and what the
     fused Triton path covers. Adding an operator is its entry here, its reference function above, its test (the
-    parameter lists derive from this table) and, when fused, its branch in `sinkpaper.kernels`."""
+    parameter lists derive from this table) and, when fused, its branch in `sinkpaper.fused`."""
     name: str
     formula: str
     source: str

@@ -53,8 +53,8 @@ from .machine_paths import (PAPERMILL_TAGS, MachinePathError, check_machine_path
                             scrub_warning_paths)
 from .parameters import PROFILES, check_parameters, parameter_table, parse_params, present
 
-KERNEL_NAME = "python3"
-_KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"}
+JUPYTER_KERNEL = "python3"   # the Jupyter kernel chapters execute in (not a Triton kernel, not kernel attention)
+_JUPYTER_KERNELSPEC = {"name": JUPYTER_KERNEL, "display_name": "Python 3 (ipykernel)", "language": "python"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 OUT_DIR = REPO_ROOT / "book"
@@ -104,7 +104,7 @@ def _argv_runs_this_interpreter(argv: Sequence[str]) -> bool:
     return os.path.abspath(exe) == os.path.abspath(sys.executable)
 
 
-def ensure_kernel(name: str = KERNEL_NAME) -> str:
+def ensure_kernel(name: str = JUPYTER_KERNEL) -> str:
     """Make kernel ``name`` start this interpreter (installing it with --sys-prefix if needed); return the
     kernel name to use."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -183,7 +183,7 @@ def _load(path: Path):
     import jupytext
 
     nb = jupytext.read(path)
-    nb.metadata["kernelspec"] = dict(_KERNELSPEC)
+    nb.metadata["kernelspec"] = dict(_JUPYTER_KERNELSPEC)
     nb.metadata.setdefault("language_info", {"name": "python"})
     return nb
 
@@ -204,7 +204,7 @@ def _tidy_metadata(path: Path, source_rel: str, output_rel: str, *, stem: str | 
     pm["input_path"] = source_rel
     pm["output_path"] = output_rel
     nb.metadata["papermill"] = pm
-    nb.metadata["kernelspec"] = dict(_KERNELSPEC)  # what Colab/Jupyter should use, whichever local name ran it
+    nb.metadata["kernelspec"] = dict(_JUPYTER_KERNELSPEC)  # what Colab/Jupyter should use, whichever local name ran it
     from .colab import pin_bootstrap_cell, pinned_ref
 
     pin_bootstrap_cell(nb, pinned_ref())  # Colab installs the commit that executed this page
@@ -311,7 +311,7 @@ def run_one(
     *,
     cwd: Path,
     timeout: float | None = None,
-    kernel_name: str = KERNEL_NAME,
+    kernel_name: str = JUPYTER_KERNEL,
 ) -> Result:
     import nbformat
     import papermill

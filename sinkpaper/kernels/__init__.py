@@ -1,17 +1,15 @@
-"""Fused Triton attention kernels (forward and backward) for the operators the book trains, and the sink
-metric's column statistics without the T x T attention matrix.
+"""Deprecated name of :mod:`sinkpaper.fused` (the fused Triton attention operators), kept for one release: the word
+"kernel" is the paper's kernel attention. Importing this package warns once and hands over the new package and its
+modules (``sinkpaper.kernels.testing`` is ``sinkpaper.fused.testing``, ``python -m sinkpaper.kernels.gpu_compile``
+still runs)."""
+import importlib
+import sys
+import warnings
 
-- `attention(q, k, v, *, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, v_bias, ...)`
-- `column_stats(q, k, *, ...)` -> `ColumnStats(alpha [B, H, T], sink [B, H] | None)`
-- `attention_column_stats(q, k, v, *, ...)` -> (output, ColumnStats): both from one first pass (no gradient)
-- `reference_attention`, `reference_column_stats`: the pure-PyTorch references with the same contracts.
+from ..fused import *  # noqa: F401,F403
+from ..fused import __all__  # noqa: F401
 
-On a machine without a GPU, set TRITON_INTERPRET=1 before importing triton to run the kernels on CPU;
-otherwise CPU tensors go to the reference (`attention`) and to the blocked PyTorch route, two passes without the
-T x T map (`column_stats`, `attention_column_stats`; `sinkpaper.kernels.blocked`).
-"""
-from .api import DTYPES, OPS, attention, attention_column_stats, column_stats, interpreting
-from .reference import ColumnStats, reference_attention, reference_column_stats
-
-__all__ = ["attention", "column_stats", "attention_column_stats", "ColumnStats", "reference_attention",
-           "reference_column_stats", "interpreting", "OPS", "DTYPES"]
+warnings.warn("sinkpaper.kernels is now sinkpaper.fused; the old name goes in the next release",
+              DeprecationWarning, stacklevel=2)
+for _name in ("api", "bench", "blocked", "reference", "testing", "triton_kernels"):   # gpu_compile: a file, for -m
+    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(f"sinkpaper.fused.{_name}")

@@ -98,7 +98,7 @@ class ModelConfig:
     prefix_len: int | None = None
     window: int | None = None        # sliding window: each query sees its last `window` keys
     # execution
-    backend: str = "eager"           # eager (readable references) | triton (fused kernels, sinkpaper.kernels)
+    backend: str = "eager"           # eager (readable references) | triton (fused kernels, sinkpaper.fused)
 
     def __post_init__(self):
         check_types(type(self), dataclasses.asdict(self))

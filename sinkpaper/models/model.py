@@ -125,7 +125,7 @@ class Attention(nn.Module):
             setattr(self, name, HookPoint())
 
     def _sink_args(self) -> dict:
-        """The bias arguments of `attention_reference` / `kernels.attention` (same meaning in both)."""
+        """The bias arguments of `attention_reference` / `fused.attention` (same meaning in both)."""
         k_bias = self.k_bias
         if k_bias is not None and self.cfg.k_bias_dims is not None:
             k_bias = k_bias * self.k_bias_dims_mask
@@ -166,9 +166,9 @@ class Attention(nn.Module):
             kernel_z=cfg.kernel_z, softpick_eps=cfg.softpick_eps, **self._sink_args(),
         )
         if cfg.backend == "triton" and not want_map and ctx.fused_masks is not None:
-            from .. import kernels  # fused Triton kernels; same contract as attention_reference
+            from .. import fused  # fused Triton kernels; same contract as attention_reference
             # on CPU without TRITON_INTERPRET=1, impl="auto" runs the reference with the same contract
-            out = kernels.attention(q, k, v, op=cfg.attention, softpick_eps=cfg.softpick_eps,
+            out = fused.attention(q, k, v, op=cfg.attention, softpick_eps=cfg.softpick_eps,
                                     sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                     k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"],
                                     sink_logit=kwargs["sink_logit"], **ctx.fused_masks)
@@ -220,8 +220,8 @@ class Block(nn.Module):
 class SinkModel(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        if cfg.backend == "triton" and importlib.util.find_spec("sinkpaper.kernels") is None:
-            raise ValueError("backend='triton' needs the fused kernels in sinkpaper.kernels, which this "
+        if cfg.backend == "triton" and importlib.util.find_spec("sinkpaper.fused") is None:
+            raise ValueError("backend='triton' needs the fused kernels in sinkpaper.fused, which this "
                              "installation does not have; use backend='eager'")
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
@@ -351,7 +351,7 @@ class SinkModel(nn.Module):
         """One forward pass that records maps, q/k/v and hidden states into a `Trace` (real tokens only;
         the sink token's or KV / K bias's column goes to `sink_attention`; the paper's V bias has no column).
 
-        method="stats" records no T x T map: each layer's alpha_k comes from `sinkpaper.kernels.column_stats`
+        method="stats" records no T x T map: each layer's alpha_k comes from `sinkpaper.fused.column_stats`
         (fused on GPU; the reference on CPU unless TRITON_INTERPRET=1), for any sequence length.
         """
         if method not in TRACE_METHODS:
@@ -399,7 +399,7 @@ class SinkModel(nn.Module):
                              f"{'/'.join(FUSED_POSITIONS)} and concatenated heads; this model (attention="
                              f"{cfg.attention}, pos_encoding={cfg.pos_encoding}, sink={cfg.sink}, head_combine="
                              f"{cfg.head_combine}) needs method='maps'")
-        from .. import kernels
+        from .. import fused
         masks = self._fused_mask_args(doc_ids)
         alphas, sinks, hidden, pending_q = [], [], [], []
         handles = [self.hook_embed.register_forward_hook(lambda _m, _i, out: hidden.append(out.detach()))]
@@ -410,7 +410,7 @@ class SinkModel(nn.Module):
                 sink = attn._sink_args()
                 # the values do not enter the map: only an extra key adds a column (the paper's V bias does not)
                 extra = {n: sink[n] for n in ("k_bias", "sink_logit") if sink[n] is not None}
-                stats = kernels.column_stats(pending_q.pop(), k, op=cfg.attention, softpick_eps=cfg.softpick_eps,
+                stats = fused.column_stats(pending_q.pop(), k, op=cfg.attention, softpick_eps=cfg.softpick_eps,
                                              sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                              **masks, **extra)
                 alphas.append(stats.alpha)

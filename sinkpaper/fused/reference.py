@@ -39,7 +39,7 @@ def _row_stat(res, visible, op, softpick_eps):
 def reference_attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, doc_ids=None, scale=None,
                         sink_logit=None, k_bias=None, v_bias=None, sigmoid_bias=0.0, return_lse=False,
                         softpick_eps=1e-6):
-    """Same contract as `sinkpaper.kernels.attention`: out [B, H, T, Dv] (and the fp32 row statistic)."""
+    """Same contract as `sinkpaper.fused.attention`: out [B, H, T, Dv] (and the fp32 row statistic)."""
     visible = _visible(q, causal, window, prefix, doc_ids)
     res = attention_reference(q, k, v, visible=visible, op=op, scale=scale, sink_logit=sink_logit, k_bias=k_bias,
                               v_bias=v_bias, sigmoid_bias=sigmoid_bias, softpick_eps=softpick_eps,
@@ -51,7 +51,7 @@ def reference_attention(q, k, v, *, op="softmax", causal=True, window=None, pref
 
 def reference_column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, doc_ids=None, scale=None,
                            sink_logit=None, k_bias=None, sigmoid_bias=0.0, softpick_eps=1e-6) -> ColumnStats:
-    """Same contract as `sinkpaper.kernels.column_stats`, from the materialized maps (the metric's own alpha)."""
+    """Same contract as `sinkpaper.fused.column_stats`, from the materialized maps (the metric's own alpha)."""
     visible = _visible(q, causal, window, prefix, doc_ids)
     v = q.new_zeros(q.shape[:-1] + (1,))  # the values do not enter the weights
     res = attention_reference(q, k, v, visible=visible, op=op, scale=scale if scale is not None else

@@ -3,7 +3,7 @@ asserts on it) and chapter 12 (which shows it).
 
 - :func:`compare`: given inputs, the Triton kernel's output, row statistic, every gradient and
   ``column_stats`` (alpha, sink column) next to the references computed in fp64 from the same inputs
-  (:func:`sinkpaper.kernels.reference_attention`, :func:`~sinkpaper.kernels.reference_column_stats`). Returns a
+  (:func:`sinkpaper.fused.reference_attention`, :func:`~sinkpaper.fused.reference_column_stats`). Returns a
   :class:`KernelCheck`: per tensor a :class:`TensorError` (max relative error, and elementwise closeness at any
   atol / rtol), and :meth:`KernelCheck.row`, the error-table row.
 - :func:`check_case` / :func:`error_table`: seeded random inputs for named masks and sinks, at a chosen shape,

@@ -2,7 +2,7 @@
 
 `impl="auto"` runs the Triton kernels on CUDA tensors, and on CPU tensors when the Triton interpreter is on
 (TRITON_INTERPRET=1 set before triton was imported); otherwise `attention` runs the pure-PyTorch reference (same
-contract) and `column_stats` the blocked PyTorch route (`sinkpaper.kernels.blocked`: two passes, no T x T map).
+contract) and `column_stats` the blocked PyTorch route (`sinkpaper.fused.blocked`: two passes, no T x T map).
 """
 from __future__ import annotations
 
@@ -364,7 +364,7 @@ def column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, d
     without values (row statistics only), then one program per key block. Memory O(B * H * T).
 
     impl: "auto" (Triton on CUDA or under TRITON_INTERPRET=1, else "blocked"), "triton", "blocked" (the same two
-    passes in PyTorch over blocks of rows and columns, `sinkpaper.kernels.blocked`; fp32 accumulation, fp64 for
+    passes in PyTorch over blocks of rows and columns, `sinkpaper.fused.blocked`; fp32 accumulation, fp64 for
     fp64 inputs; memory O(B * H * T * block)), "reference" (the materialized maps).
     """
     _check(q, k, None, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, None, sigmoid_bias, impl,

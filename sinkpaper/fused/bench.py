@@ -8,7 +8,7 @@ when both sides ran on the same GPU, torch build and shapes. Four sections:
   accuracy      bf16 error against an fp64 reference, ours next to PyTorch SDPA's own bf16 error
 FLOPs follow FlashAttention for every op (forward 4*B*H*T^2*D, halved when causal; backward 2.5x forward),
 so TFLOP/s compare across ops. Goals are printed PASS / MISS, never asserted: the figures are the result.
-Nothing here touches torch.cuda or triton at import time; `sinkpaper.kernels` is imported inside functions.
+Nothing here touches torch.cuda or triton at import time; `sinkpaper.fused` is imported inside functions.
 """
 from __future__ import annotations
 
@@ -319,7 +319,7 @@ def run_kernel_bench(device: str = "cuda", smoke: bool = False, sections=SECTION
     """Run the sections on one device; return (and optionally write as JSON) provenance, records, ratios, goals."""
     from .. import provenance
     from ..files import atomic_write_text
-    from .. import kernels as K  # noqa: N812  (lazy: the package imports triton)
+    from .. import fused as K  # noqa: N812  (lazy: the package imports triton)
     import triton
 
     dev = torch.device(device)
