@@ -269,3 +269,23 @@ def test_a_sink_logit_is_a_query_dependent_gate_on_plain_softmax_attention():
     torch.testing.assert_close(with_sink.out, plain.out * gate[..., None], rtol=1e-12, atol=1e-14)
     torch.testing.assert_close(with_sink.weights[..., 0], 1 - gate, rtol=1e-12, atol=1e-14)   # what the sink takes
     assert float(gate.min()) > 0 and float(gate.max()) < 1
+
+
+def test_an_operators_settings_come_whole_or_as_keywords_and_a_wrong_name_lists_the_valid_ones():
+    from dataclasses import fields
+
+    from sinkpaper.models import ModelConfig
+
+    q = k = v = torch.randn(1, 2, 4, 8, dtype=torch.float64)
+    visible = causal_mask(4)[None]
+    whole = attention_reference(q, k, v, visible=visible, op="sigmoid", params=OpParams(normalize=True))
+    words = attention_reference(q, k, v, visible=visible, op="sigmoid", normalize=True)
+    torch.testing.assert_close(whole.out, words.out)
+    with pytest.raises(ValueError, match="unknown operator setting.*normalise; valid: normalize, softmax_sum"):
+        attention_reference(q, k, v, visible=visible, op="sigmoid", normalise=True)
+    with pytest.raises(ValueError, match="either as params"):
+        attention_reference(q, k, v, visible=visible, op="sigmoid", params=OpParams(), normalize=True)
+    # every setting is read from the model config: a new one is a field of OpParams and one of ModelConfig
+    cfg = ModelConfig(attention="softmax", softmax_sum=2.0, sigmoid_bias=-3.0)
+    assert {f.name: getattr(cfg.op_params, f.name) for f in fields(OpParams)}["softmax_sum"] == 2.0
+    assert cfg.op_params.sigmoid_bias == -3.0

@@ -24,7 +24,7 @@ What the sink metric reads (`attn_map`): the attention probabilities for the nor
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import torch
@@ -72,13 +72,9 @@ def attention_reference(
     sink_logit: torch.Tensor | None = None,
     k_bias: torch.Tensor | None = None,
     v_bias: torch.Tensor | None = None,
-    sigmoid_bias: float = 0.0,
-    normalize: bool = False,
-    softmax_sum: float = 1.0,
-    p_norm: float = 1.0,
-    kernel_z: str = "rowsum",
-    softpick_eps: float = 1e-6,
+    params: OpParams | None = None,
     return_map: bool = False,
+    **settings: object,
 ) -> AttentionResult:
     """Attention over [B, H, T, D] tensors with a bool `visible` mask broadcastable to [B, H, T, T].
 
@@ -91,11 +87,14 @@ def attention_reference(
       no extra key, the map and its rows are those of plain attention.
     For op="kernel", q and k are phi(q), phi(k) and k_bias is phi(k*); the similarities are scaled by
     `scale` (1/sqrt(d_h) by default) like every other operator.
+    The operator's settings are one `params` (:class:`OpParams`, e.g. a model config's `op_params`) or its
+    fields as keywords (`normalize=True`, `softmax_sum=2.0`, ...), not both.
     """
     if op not in OPERATIONS:
         raise ValueError(f"unknown attention operation {op!r}; valid: {', '.join(OPERATIONS)}")
-    if op == "kernel" and kernel_z not in KERNEL_Z:
-        raise ValueError(f"unknown kernel normalizer {kernel_z!r}; valid: {', '.join(KERNEL_Z)}")
+    params = OpParams.from_settings(params, settings)
+    if op == "kernel" and params.kernel_z not in KERNEL_Z:
+        raise ValueError(f"unknown kernel normalizer {params.kernel_z!r}; valid: {', '.join(KERNEL_Z)}")
     if sink_logit is not None and k_bias is not None:
         raise ValueError("pass either sink_logit or k_bias, not both")
     _check(q, k, v, visible)
@@ -120,8 +119,6 @@ def attention_reference(
     else:
         v_all = v
 
-    params = OpParams(normalize=normalize, softmax_sum=softmax_sum, p_norm=p_norm, kernel_z=kernel_z,
-                      sigmoid_bias=sigmoid_bias, softpick_eps=softpick_eps)
     weights, lse = OPERATORS[op].weights(scores, visible, params)
 
     out = weights @ v_all
@@ -133,7 +130,7 @@ def attention_reference(
         if OPERATORS[op].proxy(params):
             full = weights.abs() / weights.abs().sum(-1, keepdim=True).clamp_min(1e-30)
         elif op == "softmax":
-            full = weights / softmax_sum  # the share of the row's attention
+            full = weights / params.softmax_sum  # the share of the row's attention
         else:
             full = weights
         result.weights = weights
@@ -185,9 +182,24 @@ class OpParams:
 
     @classmethod
     def of(cls, cfg) -> "OpParams":
-        """From a ModelConfig (or anything with its attention fields)."""
-        return cls(normalize=cfg.attn_normalize, softmax_sum=cfg.softmax_sum, p_norm=cfg.p_norm,
-                   kernel_z=cfg.kernel_z, sigmoid_bias=cfg.sigmoid_bias, softpick_eps=cfg.softpick_eps)
+        """From a ModelConfig (or anything with its attention fields): each field from the config's field of the
+        same name (``normalize`` from ``attn_normalize``), so a new setting is one field here and one there."""
+        return cls(**{f.name: getattr(cfg, CONFIG_FIELD.get(f.name, f.name)) for f in fields(cls)})
+
+    @classmethod
+    def from_settings(cls, params: "OpParams | None", settings: dict) -> "OpParams":
+        """``params`` itself, or one built from keyword settings; both, or a setting that is not a field, is a
+        ValueError naming the valid ones."""
+        unknown = sorted(set(settings) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown operator setting(s) {', '.join(unknown)}; valid: "
+                             f"{', '.join(f.name for f in fields(cls))}")
+        if params is not None and settings:
+            raise ValueError("pass the operator's settings either as params=OpParams(...) or as keywords, not both")
+        return params if params is not None else cls(**settings)
+
+
+CONFIG_FIELD = {"normalize": "attn_normalize"}   # OpParams fields whose ModelConfig field has another name
 
 
 def _softmax(scores, visible, p):

@@ -160,26 +160,21 @@ class Attention(nn.Module):
         if cfg.attention == "kernel":
             q, k = self._phi(q), self._phi(k)
         want_map = any(h.active for h in (self.hook_scores, self.hook_weights, self.hook_attn_map, self.hook_sink_map))
-        kwargs = dict(
-            op=cfg.attention, score_bias=ctx.score_bias, sigmoid_bias=cfg.sigmoid_bias,
-            normalize=cfg.attn_normalize, softmax_sum=cfg.softmax_sum, p_norm=cfg.p_norm,
-            kernel_z=cfg.kernel_z, softpick_eps=cfg.softpick_eps, **self._sink_args(),
-        )
+        params, sinks = cfg.op_params, self._sink_args()
         if cfg.backend == "triton" and not want_map and ctx.fused_masks is not None:
             from .. import fused  # fused Triton kernels; same contract as attention_reference
             # on CPU without TRITON_INTERPRET=1, impl="auto" runs the reference with the same contract
-            out = fused.attention(q, k, v, op=cfg.attention, softpick_eps=cfg.softpick_eps,
-                                    sigmoid_bias=cfg.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
-                                    k_bias=kwargs["k_bias"], v_bias=kwargs["v_bias"],
-                                    sink_logit=kwargs["sink_logit"], **ctx.fused_masks)
-        elif (ctx.causal and not want_map and cfg.attention == "softmax" and cfg.softmax_sum == 1.0
-              and not cfg.attn_normalize and ctx.score_bias is None and kwargs["k_bias"] is None
-              and kwargs["v_bias"] is None and kwargs.get("sink_logit") is None):
+            out = fused.attention(q, k, v, op=cfg.attention, softpick_eps=params.softpick_eps,
+                                  sigmoid_bias=params.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
+                                  **sinks, **ctx.fused_masks)
+        elif (ctx.causal and not want_map and cfg.attention == "softmax" and params.softmax_sum == 1.0
+              and ctx.score_bias is None and all(x is None for x in sinks.values())):
             # plain causal softmax: PyTorch's fused attention computes the same function without the T x T
             # intermediates (training); anything that reads the maps takes the reference below
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
-            res = attention_reference(q, k, v, visible=ctx.visible, return_map=want_map, **kwargs)
+            res = attention_reference(q, k, v, visible=ctx.visible, op=cfg.attention, score_bias=ctx.score_bias,
+                                      params=params, return_map=want_map, **sinks)
             out = res.out
             if want_map:
                 self.hook_scores(res.scores)
