@@ -31,6 +31,8 @@ from ..attention.operators import FUSED_OPERATORS
 # a global read inside @triton.jit must be a constexpr: the GPU compiler refuses others, the interpreter does not check
 LOG2E = tl.constexpr(1.4426950408889634)
 OPS = dict(FUSED_OPERATORS)   # operator name -> the OP constexpr the kernels branch on (the operator table's id)
+# the ids the kernels' branches compare OP with, named from the operator table (never a literal)
+SOFTMAX, SIGMOID, ELU, SOFTPICK = (tl.constexpr(OPS[name]) for name in ("softmax", "sigmoid", "elu", "softpick"))
 MASK_NONE, MASK_CAUSAL, MASK_WINDOW, MASK_PREFIX = 0, 1, 2, 3
 
 
@@ -118,7 +120,7 @@ def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m,
             if HAS_DOC:
                 doc_k = tl.load(DOC + doc_base + offs_n, mask=offs_n < T, other=-2)
             vis = _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK, HAS_DOC)
-        if OP == 0:
+        if OP == SOFTMAX:
             s = s * (scale * LOG2E)
             if MASKED:
                 s = tl.where(vis, s, float("-inf"))
@@ -128,7 +130,7 @@ def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m,
             l = l * alpha + tl.sum(p, 1)
             acc = acc * alpha[:, None]
             m = m_new
-        elif OP == 3:
+        elif OP == SOFTPICK:
             x = s * scale
             if MASKED:
                 m_new = tl.maximum(m, tl.max(tl.where(vis, x, float("-inf")), 1))
@@ -142,7 +144,7 @@ def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m,
             p = tl.maximum(e, 0.0)
             acc = acc * alpha[:, None]
             m = m_new
-        elif OP == 1:
+        elif OP == SIGMOID:
             p = tl.sigmoid(s * scale + sig_bias)
             if MASKED:
                 p = tl.where(vis, p, 0.0)
@@ -197,26 +199,26 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
 
     # The running state starts from the sink column (or empty).
     acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
-    if OP == 0:
+    if OP == SOFTMAX:
         m = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
     else:
         m = tl.zeros([BLOCK_M], dtype=tl.float32)
     l = tl.zeros([BLOCK_M], dtype=tl.float32)
     if HAS_SINK:
         s0 = tl.load(S0 + bh64 * T + offs_m, mask=row_ok, other=0.0)
-        if OP == 0:
+        if OP == SOFTMAX:
             m = s0 * LOG2E
             w0 = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
-        elif OP == 3:
+        elif OP == SOFTPICK:
             m = tl.maximum(s0, 0.0)
             e0 = tl.exp(s0 - m) - tl.exp(-m)
             w0 = tl.maximum(e0, 0.0)
             e0 = tl.abs(e0)
-        elif OP == 1:
+        elif OP == SIGMOID:
             w0 = tl.sigmoid(s0 + sig_bias)
         else:
             w0 = tl.where(s0 > 0, s0 + 1.0, tl.exp(tl.minimum(s0, 0.0)))
-        if OP == 3:
+        if OP == SOFTPICK:
             l = e0
         else:
             l = w0
@@ -247,10 +249,10 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
                                WRITE_OUT, WRITE_STAT, F32_DOT, IEEE)
 
     l = tl.where(row_ok, l, 1.0)  # rows past T are never stored; keep them finite
-    if OP == 0:
+    if OP == SOFTMAX:
         out = acc / l[:, None]
         stat = (m + tl.log2(l)) / LOG2E
-    elif OP == 3:
+    elif OP == SOFTPICK:
         denom = l + softpick_eps * tl.exp(-m)
         out = acc / denom[:, None]
         stat = m + tl.log(denom)
@@ -264,7 +266,7 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
         tl.store(Out + v_base + offs_m[:, None] * DV + offs_dv[None, :], out.to(Out.dtype.element_ty),
                  mask=row_ok[:, None] & (offs_dv[None, :] < DV))
     if WRITE_STAT:
-        if (OP == 1) or (OP == 2):
+        if (OP == SIGMOID) or (OP == ELU):
             stat = tl.log(stat)  # log of the row sum (only accumulated when asked for)
         tl.store(Stat + bh64 * T + offs_m, stat, mask=row_ok)
 
@@ -274,17 +276,17 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
 def _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP: tl.constexpr, MASKED: tl.constexpr):
     """Weights w and dL/dx (x = scale * q.k) of one tile, given the forward's row statistic."""
     x = s * scale
-    if OP == 0:
+    if OP == SOFTMAX:
         w = tl.exp2((x - stat[:, None]) * LOG2E)
         if MASKED:
             w = tl.where(vis, w, 0.0)
         ds = w * (dp - delta[:, None])
-    elif OP == 1:
+    elif OP == SIGMOID:
         w = tl.sigmoid(x + sig_bias)
         if MASKED:
             w = tl.where(vis, w, 0.0)
         ds = w * (1.0 - w) * dp
-    elif OP == 2:
+    elif OP == ELU:
         ex = tl.exp(tl.minimum(x, 0.0))
         w = tl.where(x > 0, x + 1.0, ex)
         ds = tl.where(x > 0, 1.0, ex) * dp
@@ -518,11 +520,11 @@ def column_stats_kernel(Q, K, Stat, DOC, Alpha, H, T, W, scale, sig_bias,
             doc_q = tl.load(DOC + doc_base + offs_m, mask=row_ok, other=-1)
         vis = _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK, HAS_DOC)
         x = _dot(q, tl.trans(k), IEEE) * scale
-        if OP == 0:
+        if OP == SOFTMAX:
             a = tl.exp2((x - stat[:, None]) * LOG2E)
-        elif OP == 3:
+        elif OP == SOFTPICK:
             a = tl.maximum(tl.exp(x - stat[:, None]) - tl.exp(-stat)[:, None], 0.0)
-        elif OP == 1:  # the paper's proxy |w| / sum |w|; w > 0 and stat = log(row sum)
+        elif OP == SIGMOID:  # the paper's proxy |w| / sum |w|; w > 0 and stat = log(row sum)
             a = tl.exp(tl.log(tl.sigmoid(x + sig_bias)) - stat[:, None])
         else:
             a = tl.where(x > 0, x + 1.0, tl.exp(tl.minimum(x, 0.0))) * tl.exp(-stat)[:, None]
