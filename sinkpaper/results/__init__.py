@@ -15,11 +15,19 @@ committed blocks equal what the stored files give today.
 """
 from __future__ import annotations
 
+import json
+import os
+import textwrap
 from pathlib import Path
 
+from .. import provenance
+from ..files import atomic_write_text
 from ..provenance import on_cpu
 from ..train.store import DEFAULT_STORE, list_results
 from ..train.sweep import sweep_configs
+from . import measured as M
+from . import text_runs as T
+from .calibration import calibration_lines
 from .numbers import fmt_spread, markdown_line
 from .records import RunRecord, emergence, runs
 from .sweeps import spread
@@ -175,10 +183,6 @@ TIMED = {"make-test": ("`make test`", "the test suite's report (every skipped te
 def record_timing(name: str, wall_seconds: float, command: str, note: str = "", directory: str | Path = TIMINGS,
                   commit: str | None = None) -> Path:
     """Store one measured wall time (scripts/time_command.sh calls this) with the machine it ran on."""
-    import json
-    import os
-    from .. import provenance
-    from ..files import atomic_write_text
     if name not in TIMED:
         raise ValueError(f"unknown timing {name!r}; valid: {', '.join(TIMED)}")
     path = Path(directory) / f"{name}.json"
@@ -194,7 +198,6 @@ def record_timing(name: str, wall_seconds: float, command: str, note: str = "", 
 
 def timing_lines(directory: str | Path = TIMINGS) -> list[str]:
     """The README's table of the two commands, from the stored timings."""
-    import json
     lines = ["| command | produces | wall time, measured |", "|---|---|---|"]
     for name, (cmd, what) in TIMED.items():
         path = Path(directory) / f"{name}.json"
@@ -211,9 +214,6 @@ def timing_lines(directory: str | Path = TIMINGS) -> list[str]:
 
 def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[str, list[str]]:
     """Every generated block, by name (stored files other than the store are read under `root`)."""
-    from . import measured as M
-    from . import text_runs as T
-    from .calibration import calibration_lines
     root = Path(root)
     return {"text-profile": text_profile_summary(store), "timings": timing_lines(root / TIMINGS),
             "training-bench": M.training_bench_lines(root=root), "thread-scaling": M.thread_scaling_lines(root=root),
@@ -248,7 +248,6 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
     """Rewrite (or, with check, compare) every generated block in README.md, the book's Measurements page and
     configs/_base.yaml; returns
     the files that changed (or differ)."""
-    from ..files import atomic_write_text
     changed = []
     gen = blocks(store, root)
     for rel, yaml in TARGETS:
@@ -271,5 +270,4 @@ def write_blocks(root: str | Path = ".", store: str | Path = DEFAULT_STORE, chec
 def _wrap(line: str, width: int) -> list[str]:
     if not width:
         return [markdown_line(line)]
-    import textwrap
     return textwrap.wrap(line, width, subsequent_indent="  ") or [""]
