@@ -22,15 +22,18 @@ its generated blocks quote; an unknown name is a build error that lists the vali
 """
 from __future__ import annotations
 
+import html
 import re
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+
+from . import measured_charts
+from .figures import chart_html
 
 LOG = logging.getLogger(__name__)
 
@@ -167,9 +170,6 @@ class ChartDirective(SphinxDirective):
     has_content = True
 
     def run(self) -> list:
-        from . import measured_charts
-        from .figures import chart_html
-
         name = self.arguments[0]
         if name not in measured_charts.CHARTS:
             raise self.error(f"unknown chart {name!r}; valid: {', '.join(measured_charts.CHARTS)}")
@@ -180,13 +180,8 @@ class ChartDirective(SphinxDirective):
         else:
             body = f'<div class="cell_output spx-measured">{chart_html(chart)}</div>'
         if caption:
-            body += f'<p class="spx-chart-caption">{_escape(caption)}</p>'
+            body += f'<p class="spx-chart-caption">{html.escape(caption, quote=False)}</p>'
         return [nodes.raw("", body, format="html")]
-
-
-def _escape(text: str) -> str:
-    import html
-    return html.escape(text, quote=False)
 
 
 def setup(app):
