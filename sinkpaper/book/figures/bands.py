@@ -57,6 +57,8 @@ def band_chart(rows: Sequence[Mapping], y: str, title: str, y_title: str | None 
     ``paper={}`` draws none. ``rule_y``: a grey dashed threshold. ``also``: other metrics of the same rows,
     [(y, title)], drawn in the same frame one at a time, chosen with a radio button under it; ``y`` shows first,
     and the paper's levels and the rules belong to it (one figure, not one chart per metric)."""
+    if also and log_y:
+        raise ValueError("a chart with other metrics behind buttons draws them on a linear axis (log_y=False)")
     views = [(y, title, y_title or y, list(y_domain) if y_domain else None)] + [(a, t, a, None) for a, t in also]
     values = []
     for vy, _, _, _ in views:
