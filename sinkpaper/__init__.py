@@ -2,8 +2,8 @@
 
 Layers, each depending only on the ones before it (tests/test_layers.py checks the direction and that no import
 circle exists):
-  attention (reference operators, masks) and kernels (Triton, blocked CPU column statistics, kernels.testing:
-  the checks against fp64) <- models (configurable LLaMA-style decoder)
+  attention (reference operators, masks) and fused (the Triton operators, blocked CPU column statistics,
+  fused.testing: the checks against fp64; kernels: its old name) <- models (configurable LLaMA-style decoder)
   <- metrics (sink rate, the uniform floor, massive activations, QK angles) / mechanism (the miniature's heads)
   <- lms, probes, streaming, long_context (any HF causal LM; hf_attention is the one place that overrides
      transformers' attention)
