@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -63,96 +64,129 @@ def _reason(rule, seed_values: Mapping[str, Sequence[float]]) -> str:
         return ""
 
 
-def _store_result(m: Runs, profile: str, store: str) -> dict:
-    """A claim's runs at one profile, each read on its plateau: {"values" (mean over the paired seeds),
-    "seed_values" (one value per seed, the seeds in "seeds"), "plateaus" (each run's window), "status",
-    "excluded" (runs that did not train or cannot give a plateau, each with why), ...}."""
+@dataclass
+class _Read:
+    """What a claim's stored runs gave at one profile, run by run: each label's plateau per seed and what was
+    left out on the way (stale, missing, not trained, no plateau), with the provenance the listing reports."""
+    got: dict[str, dict[int, float]] = field(default_factory=dict)
+    plateaus: dict[str, dict[int, dict]] = field(default_factory=dict)
+    excluded: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    prov: list[str] = field(default_factory=list)
+    computed: list = field(default_factory=list)
+    rising: list[str] = field(default_factory=list)
+    dirty: list[str] = field(default_factory=list)
+    steps: dict[str, set[int]] = field(default_factory=dict)
+    wds: set[float] = field(default_factory=set)
+    missing_required: bool = False
+
+
+def _read_runs(m: Runs, profile: str, store: str) -> _Read:
+    """Every run a claim names at one profile, each read on its plateau (or its onset), seed by seed."""
     from ..results.sweeps import NotEnoughEvaluations, plateau_of, still_rising, training_failure
 
-    got: dict[str, dict[int, float]] = {}
-    plateaus: dict[str, dict[int, dict]] = {}
-    excluded: list[str] = []
-    stale, prov, computed, rising, dirty = [], [], [], [], []
-    steps: dict[str, set[int]] = {}
-    wds: set[float] = set()
-    missing_required = False
+    r = _Read()
     for label, spec in m.points.items():
         point, metric = spec[0], spec[1]
         config = spec[2] if len(spec) > 2 else m.config
-        got[label], plateaus[label] = {}, {}
+        r.got[label], r.plateaus[label] = {}, {}
         for seed in (*m.seeds, *EXTRA_SEEDS):
             payload, st = store_lookup(config, profile, point, seed, store)
             if st == STALE:
                 if seed in m.seeds:
-                    stale.append(f"{point} seed {seed}")
+                    r.stale.append(f"{point} seed {seed}")
                 continue
             if payload is None:
-                missing_required |= seed in m.seeds and label not in m.beside
+                r.missing_required |= seed in m.seeds and label not in m.beside
                 continue
-            prov.append(payload["hash"])
+            r.prov.append(payload["hash"])
             if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
-                dirty.append(f"{point} seed {seed}")
-            computed.append(payload["result"].get("provenance", {}).get("computed_at"))
+                r.dirty.append(f"{point} seed {seed}")
+            r.computed.append(payload["result"].get("provenance", {}).get("computed_at"))
             why = training_failure(payload, TRAINED, PLATEAU)
             if why:
-                excluded.append(f"{point} seed {seed}: {why}")
+                r.excluded.append(f"{point} seed {seed}: {why}")
                 continue
-            steps.setdefault(label, set()).add(payload["config"]["optim"]["steps"])
+            r.steps.setdefault(label, set()).add(payload["config"]["optim"]["steps"])
             try:
                 p = (onset_of(payload, metric) if metric.startswith(ONSET)
                      else plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS))
             except NotEnoughEvaluations as e:
-                excluded.append(str(e))
+                r.excluded.append(str(e))
                 continue
             if p is not None:
-                got[label][seed] = p["mean"]
-                plateaus[label][seed] = p
-                wds.add(payload["config"]["optim"]["weight_decay"])
+                r.got[label][seed] = p["mean"]
+                r.plateaus[label][seed] = p
+                r.wds.add(payload["config"]["optim"]["weight_decay"])
                 if still_rising(p, metric, RISING):
-                    rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
-    excluded = list(dict.fromkeys(excluded))   # a run two labels read is listed once
-    # seeds paired across the claim's labels: those every label the rule may read has (a seed such a label lacks
-    # drops out for all); a label shown beside gives the paired seeds it has, and is left out where it has none
+                    r.rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
+    r.excluded = list(dict.fromkeys(r.excluded))   # a run two labels read is listed once
+    return r
+
+
+def _paired(m: Runs, got: Mapping[str, Mapping[int, float]]) -> tuple[list[int], dict, dict]:
+    """(the paired seeds, each label's value per paired seed, each label's mean over them). Seeds are paired across
+    the claim's labels: those every label the rule may read has (a seed such a label lacks drops out for all); a
+    label shown beside gives the paired seeds it has, and is left out where it has none. Fewer than SEEDS_MIN
+    paired seeds give no values."""
     judged = [k for k in got if k not in m.beside]
     paired = sorted(set.intersection(*(set(got[k]) for k in judged))) if judged else []
-    enough = len(paired) >= SEEDS_MIN
-    seed_values = {k: [got[k][s] for s in paired] for k in got
-                   if k in judged or all(s in got[k] for s in paired)} if enough else {}
-    values = {k: (statistics.fmean(seed_values[k]) if seed_values.get(k) else None) for k in m.points} if enough \
-        else {k: None for k in m.points}
-    status = "found"
-    if stale:
-        status = STALE
-    elif all(not v for v in got.values()) and not excluded:
-        status = "missing"
-    elif missing_required:
-        status = "incomplete"
-    elif not enough:
-        status = "too few seeds"
+    if len(paired) < SEEDS_MIN:
+        return paired, {}, {k: None for k in m.points}
+    seed_values = {k: [got[k][s] for s in paired] for k in got if k in judged or all(s in got[k] for s in paired)}
+    return paired, seed_values, {k: (statistics.fmean(seed_values[k]) if seed_values.get(k) else None)
+                                 for k in m.points}
+
+
+def _status(r: _Read, enough: bool) -> str:
+    if r.stale:
+        return STALE
+    if all(not v for v in r.got.values()) and not r.excluded:
+        return "missing"
+    if r.missing_required:
+        return "incomplete"
+    return "found" if enough else "too few seeds"
+
+
+def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool) -> list[str]:
+    """What a reader of the result should know besides its values: the runs not counted, the seeds read, code
+    versions with uncommitted changes, plateaus still rising, a weight decay other than the paper's."""
     from ..train.config import PROFILES
 
     notes = [] if profile in PROFILES else [f"the configs define no `{profile}` profile yet: nothing stored"]
-    if excluded:
-        notes.append(f"{len(excluded)} run(s) not counted: " + "; ".join(excluded))
+    if r.excluded:
+        notes.append(f"{len(r.excluded)} run(s) not counted: " + "; ".join(r.excluded))
     if enough and len(paired) != len(m.seeds):
         notes.append(f"seeds {', '.join(map(str, paired))}")
-    if dirty:
+    if r.dirty:
         notes.append("trained from uncommitted changes (code version marked .dirty; the diff was not recorded then): "
-                     + ", ".join(sorted(set(dirty))))
-    if rising:
-        notes.append("still rising at the end (its plateau is a lower bound): " + "; ".join(sorted(set(rising))))
-    if profile == "gpu" and wds and wds != {PAPER_WD}:
-        notes.append(f"weight decay {', '.join(f'{w:g}' for w in sorted(wds))} (the paper's default: {PAPER_WD:g})")
+                     + ", ".join(sorted(set(r.dirty))))
+    if r.rising:
+        notes.append("still rising at the end (its plateau is a lower bound): " + "; ".join(sorted(set(r.rising))))
+    if profile == "gpu" and r.wds and r.wds != {PAPER_WD}:
+        notes.append(f"weight decay {', '.join(f'{w:g}' for w in sorted(r.wds))} (the paper's default: {PAPER_WD:g})")
+    return notes
+
+
+def _store_result(m: Runs, profile: str, store: str) -> dict:
+    """A claim's runs at one profile, each read on its plateau: {"values" (mean over the paired seeds),
+    "seed_values" (one value per seed, the seeds in "seeds"), "plateaus" (each run's window), "status",
+    "excluded" (runs that did not train or cannot give a plateau, each with why), ...}: the runs read
+    (:func:`_read_runs`), their seeds paired (:func:`_paired`), then what the result says."""
+    r = _read_runs(m, profile, store)
+    paired, seed_values, values = _paired(m, r.got)
+    enough = len(paired) >= SEEDS_MIN
+    status = _status(r, enough)
     pts = ", ".join(f"{k}={sp[0]}" + ("" if sp[1] == "Sink_1" else f" {sp[1]}")
                     + (f" ({sp[2]})" if len(sp) > 2 else "") for k, sp in m.points.items())
     return {"measurement": f"store {m.config} @{profile}, seeds {','.join(map(str, paired or m.seeds))}, each run "
                            f"on its plateau (last {100 * PLATEAU:g} % of its steps): {pts}",
             "values": values if status != STALE else {}, "seed_values": seed_values if status != STALE else {},
-            "seeds": paired, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in plateaus.items()},
-            "status": status, "stale": stale, "excluded": excluded, "runs": sorted(set(prov)),
-            "steps": {k: sorted(v) for k, v in steps.items()},
-            "computed_at": sorted(c for c in computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
-            "note": "; ".join(notes)}
+            "seeds": paired, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in r.plateaus.items()},
+            "status": status, "stale": r.stale, "excluded": r.excluded, "runs": sorted(set(r.prov)),
+            "steps": {k: sorted(v) for k, v in r.steps.items()},
+            "computed_at": sorted(c for c in r.computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
+            "note": "; ".join(_notes(r, m, profile, paired, enough))}
 
 
 def result(c: Claim, scale: str, records: Mapping | None = None, store: str = STORE) -> dict:
