@@ -24,7 +24,7 @@ OURS, REFERENCE = "#d1242f", "#57606a"   # ours in the real-text colour, the ref
 def long_context_bench(root: Path) -> alt.TopLevelMixin | None:
     """CPU seconds and peak memory against T of the sink metric's two routes on one pretrained model: the column
     statistics (no T x T map kept) beside the eager maps it replaces."""
-    bench = M._load(M.LONG_CONTEXT_BENCH, root)
+    bench = M.load_stored(M.LONG_CONTEXT_BENCH, root)
     if bench is None:
         return None
     rows = M.long_context_bench_rows(bench)
@@ -46,7 +46,7 @@ def long_context_bench(root: Path) -> alt.TopLevelMixin | None:
 def training_bench(root: Path, path: str = M.TRAINING_BENCH) -> alt.TopLevelMixin | None:
     """Training tokens per second of each configuration of our model beside transformers' Llama of the same
     shapes, dtype and compile setting (the reference the trainer competes with)."""
-    bench = M._load(path, root)
+    bench = M.load_stored(path, root)
     if bench is None:
         return None
     rows = [{"setting": f"{r['model']}, {r['dtype']}, {'compiled' if r['compiled'] else 'eager'}",
@@ -65,7 +65,7 @@ def training_bench(root: Path, path: str = M.TRAINING_BENCH) -> alt.TopLevelMixi
 def thread_scaling(root: Path) -> alt.TopLevelMixin | None:
     """Tokens per second of one training run alone, of two side by side (one thread each), and of one run at two
     threads: what running the sweeps two at a time buys on two cores."""
-    bench = M._load(M.THREAD_SCALING, root)
+    bench = M.load_stored(M.THREAD_SCALING, root)
     if bench is None:
         return None
     rows = M.thread_scaling_rows(bench)
@@ -80,7 +80,7 @@ def thread_scaling(root: Path) -> alt.TopLevelMixin | None:
 def kernels_bench_gpu(root: Path) -> alt.TopLevelMixin | None:
     """Our fused softmax kernel's speed over SDPA's flash path on a lent GPU, per sequence length, forward and
     forward+backward (1: as fast as flash; above 1: faster)."""
-    bench = M._load(M.KERNELS_BENCH_GPU, root)
+    bench = M.load_stored(M.KERNELS_BENCH_GPU, root)
     if bench is None:
         return None
     rows = [{**r, "shape": f"head dim {r['D']}, {r['mode']}"} for r in M.kernels_vs_flash_rows(bench)]

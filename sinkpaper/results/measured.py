@@ -26,7 +26,8 @@ CORPUS_SIDECAR = "data/corpus/tokens.u16.xz.json"
 TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.15}
 
 
-def _load(path: str | Path, root: str | Path = ".") -> dict | None:
+def load_stored(path: str | Path, root: str | Path = ".") -> dict | None:
+    """A stored measurement (JSON) under `root`, or None where it is not there."""
     path = Path(root) / path
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -44,7 +45,7 @@ def _load_avg(x) -> str:
 def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = ".") -> list[str]:
     """The training-throughput benchmark (`python -m sinkpaper bench training --profile text --json PATH`):
     provenance, the table of rows, the GEMM peaks, the two ratios and the targets, reached or not."""
-    r = _load(path, root)
+    r = load_stored(path, root)
     if r is None:
         where = "on a lent GPU, " if path == TRAINING_BENCH_GPU else ""
         profile = "gpu" if path == TRAINING_BENCH_GPU else "text"
@@ -117,7 +118,7 @@ def kernels_vs_flash_rows(bench: Mapping) -> list[dict]:
 def kernels_bench_lines(path: str | Path = KERNELS_BENCH_GPU, root: str | Path = ".") -> list[str]:
     """The Triton kernels against SDPA's flash path on a GPU (`python -m sinkpaper bench kernels --json PATH`):
     provenance, ours / SDPA-flash for the softmax forward and forward+backward at each shape, and the goals."""
-    r = _load(path, root)
+    r = load_stored(path, root)
     if r is None or r.get("smoke"):
         return [f"Triton kernels on a GPU: not measured yet (no `{path}`; on a lent GPU, `bash scripts/lease.sh "
                 "bench` measures it)."]
@@ -150,7 +151,7 @@ def thread_scaling_rows(bench: Mapping) -> list[dict]:
 def thread_scaling_lines(path: str | Path = THREAD_SCALING, root: str | Path = ".") -> list[str]:
     """Two training runs side by side at one thread each against one alone, and one run at two threads
     (`scripts/train_threads_scaling.sh`), from its stored JSON."""
-    r = _load(path, root)
+    r = load_stored(path, root)
     if r is None:
         return [f"Thread scaling of training runs: not measured (no `{path}`; `bash scripts/train_threads_scaling.sh`"
                 " measures it)."]
@@ -192,7 +193,7 @@ def long_context_bench_rows(bench: Mapping) -> list[dict]:
 def long_context_bench_lines(path: str | Path = LONG_CONTEXT_BENCH, root: str | Path = ".") -> list[str]:
     """`python -m sinkpaper bench sink`: CPU seconds, wall seconds and peak RSS of the column-statistics
     (stats) route against the eager maps, per T, and how the stats route's peak RSS grows with T."""
-    r = _load(path, root)
+    r = load_stored(path, root)
     if r is None:
         return [f"The stats route against the maps route: not measured (no `{path}`; `python -m sinkpaper bench "
                 f"sink --json {path}` measures it)."]
@@ -220,7 +221,7 @@ def long_context_sink_lines(curves=LONG_CONTEXT_CURVES, single: str | Path = LON
                             root: str | Path = ".") -> list[str]:
     """Sink_1 and mean alpha_1 against T for the stored `sink-vs-length` measurements, side by side, and the
     stored single `sink` run at long T (with its process's CPU time and peak RSS)."""
-    payloads = [(c, _load(c, root)) for c in curves]
+    payloads = [(c, load_stored(c, root)) for c in curves]
     have = [(c, p) for c, p in payloads if p is not None]
     lines = [f"Not measured: `{c}` (`python -m sinkpaper sink-vs-length`)." for c, p in payloads if p is None]
     if have:
@@ -246,7 +247,7 @@ def long_context_sink_lines(curves=LONG_CONTEXT_CURVES, single: str | Path = LON
                          + (f" (resumed from {pv['resumed_from']})" if pv.get("resumed_from") else "")
                          + f" on {pv['hardware']}, code {pv['code_version']}, {pv.get('total_seconds', '?')} s "
                          f"in all.")
-    s = _load(single, root)
+    s = load_stored(single, root)
     if s is None:
         lines.append(f"Not measured: `{single}`.")
         return lines
@@ -295,7 +296,7 @@ def routes_agree_lines(directory: str | Path = LONG_CONTEXT, root: str | Path = 
 # ------------------------------------------------------------------------------------------- the corpus
 def corpus_lines(path: str | Path = CORPUS_SIDECAR, root: str | Path = ".") -> list[str]:
     """The committed offline corpus from its token file's sidecar: tokens, compressed size, sources."""
-    r = _load(path, root)
+    r = load_stored(path, root)
     if r is None:
         return [f"No offline corpus committed (no `{path}`; `python -m sinkpaper data build --out data/corpus` "
                 "builds it)."]
@@ -318,7 +319,7 @@ def data_memory_lines(path: str | Path = DATA_MEMORY, root: str | Path = ".") ->
     """The token-file pipeline's memory at two or more corpus sizes (`scripts/data_scale.py --json PATH`): the
     streamed build's peak RSS growth and loading + 50 batches' (private, mapped file pages), against what the
     tokens would take held whole as int32; and whether the growth stays flat while the corpus grows."""
-    r = _load(path, root)
+    r = load_stored(path, root)
     if r is None:
         return [f"Token-file memory: not measured yet (no `{path}`; `python scripts/data_scale.py --sizes 2e6 2e7 "
                 f"--json {path}` measures it)."]
