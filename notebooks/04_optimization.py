@@ -51,7 +51,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, metrics, paper
 from sinkpaper.book import experiments, figures, parameters, realtext, sources, tables, widgets
-from sinkpaper.results import calibration, curves, sweeps
+from sinkpaper.results import calibration, curves, reading, sweeps
 from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
 
@@ -103,12 +103,12 @@ nofix = sweeps.stored_sweep("configs/data.yaml", "text", points=NO_FIXED, seeds=
 said = []
 for pt in NO_FIXED:
     vals = [v for _, v in figures.book_values(nofix.payloads, pt, "Sink_1")[0]]
-    runs_of = [p for p in nofix.payloads if sweeps.point_of(p) == pt]
+    runs_of = [p for p in nofix.payloads if reading.point_of(p) == pt]
     if vals:
         cfg = runs_of[0]["config"]
         said.append(f"`{pt}` ({cfg['model']['n_layers']} layers, {runs_of[0]['result']['tokens_seen'] / 1e6:.0f}M "
                     f"tokens): Sink_1 {span(vals)} % over {len(vals)} seed(s)")
-gpu_sink = [(sweeps.point_of(p), p["result"]["tokens_seen"], figures.book_values([p], sweeps.point_of(p), "Sink_1")[0])
+gpu_sink = [(reading.point_of(p), p["result"]["tokens_seen"], figures.book_values([p], reading.point_of(p), "Sink_1")[0])
             for p in calibration.calibration_runs()]
 gpu_best = max(((pt, t, v[0][1]) for pt, t, v in gpu_sink if v), key=lambda r: r[2], default=None)
 display(Markdown(

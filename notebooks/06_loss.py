@@ -48,7 +48,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, metrics, paper
 from sinkpaper.book import experiments, figures, parameters, prose, realtext, sources, tables
-from sinkpaper.results import curves, sweeps
+from sinkpaper.results import curves, reading, sweeps
 from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
 
@@ -96,7 +96,7 @@ BASE = "wd_0.5" if profile == "cpu" else "wd_0.1"   # the base run of the profil
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, ks=(1, 2), base=BASE,
                              curves=["wd_0", BASE, "wd_2", "window_16"], maps=["wd_0", BASE, "wd_2"],
                              table={"points": ORDER, "ks": (1, 2), "paper": PAPER, "uniform": True})
-if any(sweeps.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
+if any(reading.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
     display(figures.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
                                            f"Real text ({lm.profile} profile): Sink_k by position, prefix LM"))
 
@@ -114,14 +114,14 @@ live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, 
 lr_ = live.payload["result"]
 live_label = f"live {live_point}, seed {live_seed}"
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": live_point}
-live_mask = sweeps.mask_of(live.payload["config"])
-live_floor = sweeps.uniform_floor(live.payload["config"])
+live_mask = reading.mask_of(live.payload["config"])
+live_floor = reading.uniform_floor(live.payload["config"])
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_POINTS, seeds=tuple(miniature_seeds))
 stored_live = mini.by_point().get(live_point, [])
 display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
                         "uniform alpha_1": round(live_floor, 3),
-                        "excess": round(sweeps.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
+                        "excess": round(reading.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
                         "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live)
 display(figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100),
@@ -164,7 +164,7 @@ figures.figure(figures.Columns(figures.sweep_chart(mini.payloads, WD_ORDER, titl
                                                    title="miniature: mean alpha_1 by weight decay")),
                figures.sweep_caption(mini.payloads, WD_ORDER))
 sources.record(sweeps.payloads_provenance(
-    [p for p in mini.payloads if sweeps.point_of(p) in WD_ORDER], loaded=True))
+    [p for p in mini.payloads if reading.point_of(p) in WD_ORDER], loaded=True))
 ma = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in MINI_POINTS}
 ms = {p: figures.book_mean(mini.payloads, p) for p in MINI_POINTS}
 display(Markdown(
@@ -193,15 +193,15 @@ CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "w
 display(tables.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True))
 display(figures.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Sink_k by position (mean over seeds)"))
 sources.record(sweeps.payloads_provenance(
-    [p for p in mini.payloads if sweeps.point_of(p) in MASK_ORDER], loaded=True))
+    [p for p in mini.payloads if reading.point_of(p) in MASK_ORDER], loaded=True))
 if mini.missing:
     sources.missing(mini)
 
 mx = {p: figures.book_mean(mini.payloads, p, "excess alpha_1") for p in MASK_ORDER}
 if live_point in MASK_ORDER and live_point not in mini.by_point():  # not stored yet: the live run stands in
-    mx[live_point] = sweeps.metric_of(live.payload, "excess alpha_1")
+    mx[live_point] = reading.metric_of(live.payload, "excess alpha_1")
 top_k, top_sink = figures.book_peak(mini.payloads, "prefix_4")  # where prefix_4's sink sits, k = 1..10
-prefix_len = next((sweeps.metric_of(p, "prefix length") for p in mini.by_point().get("prefix_4", [])), None)
+prefix_len = next((reading.metric_of(p, "prefix length") for p in mini.by_point().get("prefix_4", [])), None)
 lines = [f"- {p}: excess α_1 {sig(mx[p])}" + (" (from the live run)" if p == live_point and p not in mini.by_point()
                                               else "") for p in MASK_ORDER if mx[p] is not None]
 if top_k is not None:

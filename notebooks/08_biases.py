@@ -53,7 +53,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import paper
 from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, sources, tables
-from sinkpaper.results import curves, sweeps
+from sinkpaper.results import curves, reading, sweeps
 from sinkpaper.results.numbers import fmt
 
 FAMILY = "configs/biases.yaml"
@@ -115,7 +115,7 @@ display(Markdown(f"**{live_label}**, trained now for {lr_['step']} steps ({lr_['
                  f"{lr_['alpha_1_mean']:.3f}), final loss {lr_['final_loss']:.3f}."))
 
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
-stored_live = [p for p in mini.payloads if sweeps.point_of(p) == live_point]
+stored_live = [p for p in mini.payloads if reading.point_of(p) == live_point]
 same_run = prose.live_vs_stored(live.payload, stored_live)
 if same_run:
     display(Markdown(same_run))

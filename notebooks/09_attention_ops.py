@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import paper
 from sinkpaper.book import experiments, figures, parameters, points, prose, realtext, sources, tables
-from sinkpaper.results import curves, sweeps
+from sinkpaper.results import curves, reading, sweeps
 
 FAMILY = "configs/attention.yaml"
 MINIATURE = "configs/miniature.yaml"
@@ -175,10 +175,10 @@ if mini.missing:
 
 # %% tags=["hide-input"]
 proxy_runs = [(live_label, live.payload)] if lr_.get("proxy") else []
-proxy_runs += [(f"stored {sweeps.point_of(p)}, seed {p['config']['run']['seed']}", p)
-               for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS]
+proxy_runs += [(f"stored {reading.point_of(p)}, seed {p['config']['run']['seed']}", p)
+               for p in mini.payloads if reading.point_of(p) in PROXY_POINTS]
 # the stored seeds of each proxy point as one band, the live run as its own line (the dashed level: the paper's Sink*)
-raw = figures.seed_rows([p for p in mini.payloads if sweeps.point_of(p) in PROXY_POINTS], curves.raw_curve_rows)
+raw = figures.seed_rows([p for p in mini.payloads if reading.point_of(p) in PROXY_POINTS], curves.raw_curve_rows)
 if lr_.get("proxy"):
     raw += [{**r, "point": live_label, "seed": live_seed} for r in curves.raw_curve_rows(live.payload, live_label)]
 if raw:

@@ -54,7 +54,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import paper
 from sinkpaper.book import figures, parameters, points, prose, realtext, sources, tables
-from sinkpaper.results import curves, sweeps
+from sinkpaper.results import curves, reading, sweeps
 
 FAMILY = "configs/after_paper.yaml"
 POINTS = points.AFTER_PAPER
@@ -97,7 +97,7 @@ realtext.show(lm, ORDER, base="softmax", curves=["softmax", "gate_elementwise", 
 
 # %% tags=["hide-input"]
 beside = [p for config, pts in BESIDE.items() for p in sweeps.lm_sweep(config, profile, gpu_seeds, pts).payloads]
-shown = [p for p in lm.payloads if sweeps.point_of(p) in WITH_BOS] + beside
+shown = [p for p in lm.payloads if reading.point_of(p) in WITH_BOS] + beside
 order = WITH_BOS + [pt for pts in BESIDE.values() for pt in pts]
 figures.figure(figures.sweep_chart(shown, order, value=("Sink_1", "Sink*"),
                                    title=f"Real text ({lm.profile} profile): Sink_1 and Sink* per design and seed"),

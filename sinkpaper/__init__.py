@@ -9,8 +9,9 @@ circle exists):
      transformers' attention)
   <- data (token files, packing, the offline corpus by job) + train (trainer, sweeps, the results store,
      train.run: open a run directory)
-  <- results (stored runs as typed records, generated README blocks; results.sweeps: a family's stored sweep,
-     the real-text sweep a chapter reads or trains, the one metric vocabulary and the summaries over seeds;
+  <- results (results.reading: how a stored run is read, in one place: the one loop over the store, the metric
+     vocabulary, the plateau, whether it trained; results.sweeps: a family's stored sweep, the real-text sweep a
+     chapter reads and the summaries over seeds; generated README blocks;
      results.curves: a run over training; results.numbers: the formatter set; results.measured and
      results.text_runs: the blocks read from stored measurements and from runs outside the main sweep)
   <- paper (the paper's numbers typed once, its claims and their rules; the listing reads chapter records and

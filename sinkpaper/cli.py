@@ -279,11 +279,10 @@ def run_store(a) -> int:
     from .train import store as S
     root = a.store or S.DEFAULT_STORE
     if a.action == "untrained":
-        from .paper import PLATEAU, TRAINED
-        from .results.sweeps import training_failure
+        from .results.reading import training_failure
         n = 0
         for p, payload in S.entries(root):
-            why = training_failure(payload, TRAINED, PLATEAU)
+            why = training_failure(payload)
             if why:
                 n += 1
                 print(f"untrained  {S.entry_key(p)}  {payload.get('name')} seed "
@@ -326,7 +325,6 @@ def run_report(a) -> int:
 
 def run_sweep_command(a) -> int:
     from . import train as T
-    from .paper import PLATEAU, PLATEAU_EVALS
     from .results.sweeps import format_summary, summary_rows
     from .train.sweep import format_status, parse_start_before, pending, run_sweep, status
     store = a.store or T.DEFAULT_STORE
@@ -346,7 +344,7 @@ def run_sweep_command(a) -> int:
     payloads = run_sweep(a.config, a.profile, a.out, store, points=a.points, seeds=a.seeds,
                          overrides=T.parse_sets(a.set), progress=False, log=log, keep_going=a.keep_going,
                          start_before=start_before)
-    print(format_summary(summary_rows(payloads, PLATEAU, PLATEAU_EVALS)))
+    print(format_summary(summary_rows(payloads)))
     return 0
 
 
@@ -541,7 +539,8 @@ def run_claims(a) -> int:
         print(f"sinkpaper: error: unknown scale {a.markdown!r}; valid: {', '.join(paper.SCALES)}", file=sys.stderr)
         return 2
     records = paper.load_records(a.records)
-    store = a.store or paper.STORE
+    from .train.store import DEFAULT_STORE
+    store = a.store or DEFAULT_STORE
     entries = [paper.entry(c, records, store) for c in paper.CLAIMS if a.id in (None, c.id)]
     if a.markdown is not None:
         print(paper.markdown_table(entries, a.markdown))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sinkpaper.book import experiments, tables
-from sinkpaper.results import curves, sweeps
+from sinkpaper.results import curves, reading, sweeps
 from sinkpaper.train import open_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,8 +17,8 @@ def test_stored_sweep_reads_the_committed_miniature_runs():
     sw = sweeps.stored_sweep(str(REPO / "configs/miniature.yaml"), "cpu", points=["recipe", "wd_5"],
                                   seeds=(0, 1, 2), store=str(REPO / "results/store"))
     assert not sw.missing and len(sw.payloads) == 6
-    assert {sweeps.point_of(p) for p in sw.payloads} == {"recipe", "wd_5"}
-    s = sweeps.spread(sweeps.values_of(sw.payloads, "recipe"))
+    assert {reading.point_of(p) for p in sw.payloads} == {"recipe", "wd_5"}
+    s = reading.spread(sweeps.values_of(sw.payloads, "recipe"))
     assert s["n"] == 3 and s["min"] <= s["mean"] <= s["max"]
     table = tables.points_table(sw.payloads, ["wd_5", "recipe"], paper={"recipe": "p"}, held_out=True)
     assert [r["point"] for r in table.rows] == ["wd_5", "recipe"] and table.rows[1]["paper"] == "p"

@@ -12,7 +12,7 @@ import torch
 pytest.importorskip("altair")
 from sinkpaper import mechanism, metrics, paper  # noqa: E402
 from sinkpaper.book import figures, tables  # noqa: E402
-from sinkpaper.results import curves, numbers, sweeps  # noqa: E402
+from sinkpaper.results import curves, numbers, reading, sweeps  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -133,13 +133,13 @@ def test_one_metric_vocabulary_and_the_summaries_over_seeds():
     assert sweeps.values_of(ps, "prefix_4", "Sink_1") == [40.0, 50.0, 60.0]
     assert sweeps.values_of(ps, "prefix_4", "Sink*") == [12.5]                   # runs without one are left out
     assert figures.book_mean(ps, "prefix_4", "loss") == 3.1 and figures.book_mean(ps, "prefix_4", "val_loss") is None
-    assert sweeps.spread([1.0, 2.0, 6.0]) == {"mean": 3.0, "min": 1.0, "max": 6.0, "n": 3}
+    assert reading.spread([1.0, 2.0, 6.0]) == {"mean": 3.0, "min": 1.0, "max": 6.0, "n": 3}
     u = float(metrics.uniform_alpha(64, prefix=4)[0])
-    assert sweeps.uniform_floor(ps[0]["config"]) == u
+    assert reading.uniform_floor(ps[0]["config"]) == u
     assert figures.book_mean(ps, "prefix_4", "excess alpha_1") == pytest.approx((0.6 - u) / (1 - u))
-    assert sweeps.metric_of(ps[0], "prefix length") == 4 and sweeps.metric_of(ps[0], "first Sink_1") is None
+    assert reading.metric_of(ps[0], "prefix length") == 4 and reading.metric_of(ps[0], "first Sink_1") is None
     with pytest.raises(ValueError, match="unknown metric 'Sink star'; valid: Sink_k"):
-        sweeps.metric_of(ps[0], "Sink star")
+        reading.metric_of(ps[0], "Sink star")
     # where the sink sits: the largest mean Sink_k, the smallest k on a tie; (None, None) without runs
     assert figures.book_peak(ps, "prefix_4") == (3, 89.0)
     assert figures.book_peak([payload("flat", 0, {}, 0.1)], "flat") == (1, 0.0)
@@ -162,7 +162,7 @@ def test_the_formatters():
     assert numbers.fmt(87.54) == "87.5 %" and numbers.fmt(0.1234, 3, "") == "0.123" and numbers.fmt(None) == "—"
     assert numbers.sig(0.074123) == "0.0741" and numbers.sig(float("nan")) == "—"
     assert numbers.fmt_spread([1.0, 2.0, 6.0]) == "3.0 [1.0, 6.0]" and numbers.fmt_spread([5.0], 3) == "5.000"
-    assert numbers.fmt_spread([]) == "—" and numbers.fmt_spread(sweeps.spread([1.0, 3.0])) == "2.0 [1.0, 3.0]"
+    assert numbers.fmt_spread([]) == "—" and numbers.fmt_spread(reading.spread([1.0, 3.0])) == "2.0 [1.0, 3.0]"
 
 
 def test_the_tables_and_dots_read_each_run_on_its_plateau_as_the_verdicts_do():

@@ -14,7 +14,7 @@ import pytest
 
 from sinkpaper import paper
 from sinkpaper.data.sources import TokenData, unigram_loss
-from sinkpaper.results import sweeps
+from sinkpaper.results import reading
 
 REPO = Path(__file__).resolve().parents[1]
 A, D, I, N, R = paper.AGREES, paper.DISAGREES, paper.INCONCLUSIVE, paper.NOT_COMPARABLE, paper.NO_RESULT
@@ -32,7 +32,7 @@ def _payload(evals, steps=None, name="x/y", seed=0, config=None):
 # ------------------------------------------------------------------------------------------------ the plateau
 def test_plateau_is_the_mean_over_the_last_fifth_of_the_steps():
     evals = [(s, float(s % 7), 5.0, 5.0) for s in range(100, 2600, 100)]
-    p = sweeps.plateau_of(_payload(evals), "Sink_1", 0.2, 3)
+    p = reading.plateau_of(_payload(evals), "Sink_1", 0.2, 3)
     window = [v for s, v, _, _ in evals if s >= 0.8 * 2500]          # steps 2000 .. 2500
     assert p["n"] == len(window) == 6 and p["from_step"] == 2000 and p["to_step"] == 2500
     assert p["mean"] == pytest.approx(sum(window) / len(window))
@@ -41,11 +41,11 @@ def test_plateau_is_the_mean_over_the_last_fifth_of_the_steps():
 
 def test_a_run_without_enough_evaluations_is_named_never_read_as_its_last_value():
     few = _payload([(100, 1.0, 5, 5), (2400, 30.0, 5, 5), (2500, 40.0, 5, 5)], name="optimization/default", seed=4)
-    with pytest.raises(sweeps.NotEnoughEvaluations, match=r"optimization/default seed 4 .* has 2 in the last 20 %"):
-        sweeps.plateau_of(few, "Sink_1", 0.2, 3)
+    with pytest.raises(reading.NotEnoughEvaluations, match=r"optimization/default seed 4 .* has 2 in the last 20 %"):
+        reading.plateau_of(few, "Sink_1", 0.2, 3)
     bare = {**few, "curve": []}
-    with pytest.raises(sweeps.NotEnoughEvaluations, match="has 0 in"):
-        sweeps.plateau_of(bare, "Sink_1", 0.2, 3)
+    with pytest.raises(reading.NotEnoughEvaluations, match="has 0 in"):
+        reading.plateau_of(bare, "Sink_1", 0.2, 3)
 
 
 def test_in_the_registry_a_run_without_its_curve_reads_not_enough_evaluations(tmp_path):
@@ -74,25 +74,25 @@ def test_unigram_loss_is_the_plain_cross_entropy_of_training_frequencies():
 def test_a_run_at_the_unigram_loss_did_not_learn(tmp_path):
     cache = tmp_path / "unigram.json"
     cfg = {"data": {"source": "corpus", "path": "somewhere"}, "run": {"seed": 0}}
-    cache.write_text(json.dumps({sweeps.stream_key(cfg): {"loss": 7.0}}))
+    cache.write_text(json.dumps({reading.stream_key(cfg): {"loss": 7.0}}))
     flat = _payload([(s, 0.0, 7.01, 7.02) for s in range(100, 2600, 100)], config=cfg)
-    why = sweeps.training_failure(flat, 0.1, 0.2, cache)
+    why = reading.training_failure(flat, 0.1, 0.2, cache)
     assert why and "unigram loss 7.00" in why and "did not learn" in why
     learned = _payload([(s, 0.0, 7.0 - s / 1000, 7.0 - s / 1000) for s in range(100, 2600, 100)], config=cfg)
-    assert sweeps.training_failure(learned, 0.1, 0.2, cache) is None
+    assert reading.training_failure(learned, 0.1, 0.2, cache) is None
     # a run that memorises a small set: held-out loss rises, training loss falls far below: it learned
     memorised = _payload([(s, 0.0, 7.0 + s / 1000, 7.0 - s / 500) for s in range(100, 2600, 100)], config=cfg)
-    assert sweeps.training_failure(memorised, 0.1, 0.2, cache) is None
+    assert reading.training_failure(memorised, 0.1, 0.2, cache) is None
     nan = _payload([(100, 0.0, 7.0, 7.0), (200, 0.0, float("nan"), 3.0)], config=cfg)
-    assert sweeps.training_failure(nan, 0.1, 0.2, cache) == "a loss is not finite"
+    assert reading.training_failure(nan, 0.1, 0.2, cache) == "a loss is not finite"
 
 
 def test_the_unigram_cache_covers_every_stream_of_the_committed_store():
     """The registry reads the committed cache, so CI never decompresses the corpus to list the claims."""
-    known = json.loads((REPO / sweeps.UNIGRAM).read_text())
+    known = json.loads((REPO / reading.UNIGRAM).read_text())
     from sinkpaper.train.store import entries
 
-    streams = {sweeps.stream_key(p["config"]) for _, p in entries(REPO / "results/store")}
+    streams = {reading.stream_key(p["config"]) for _, p in entries(REPO / "results/store")}
     assert streams <= set(known), streams - set(known)
 
 
@@ -192,7 +192,7 @@ def test_no_stored_verdict_rests_on_a_run_that_did_not_learn(tmp_path):
     payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 0, str(store))
     path = store / f"{payload['hash']}.json.gz"
     entry = read_entry(path)
-    floor = sweeps.unigram_floor(entry["config"])
+    floor = reading.unigram_floor(entry["config"])
     for c in entry["curve"]:
         for k in ("loss", "val_loss"):
             if c.get(k) is not None:
@@ -258,10 +258,10 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
 def test_the_registry_reads_the_unigram_cache_from_any_working_directory(tmp_path, monkeypatch):
     payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 0,
                                     str(REPO / "results/store"))
-    here = sweeps.unigram_floor(payload["config"])
+    here = reading.unigram_floor(payload["config"])
     before = paper.result(paper.claim("opt_lr"), "real text (CPU)", {}, str(REPO / "results/store"))
     monkeypatch.chdir(tmp_path)   # no corpus, cache or configs relative to here: the repository's are read
-    assert sweeps.unigram_floor(payload["config"]) == here
+    assert reading.unigram_floor(payload["config"]) == here
     after = paper.result(paper.claim("opt_lr"), "real text (CPU)", {}, str(REPO / "results/store"))
     assert after["verdict"] == before["verdict"] and after["values"] == before["values"] != {}
 

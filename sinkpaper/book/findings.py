@@ -28,6 +28,7 @@ from .. import paper as registry
 from ..paper.report import removal_base_rate
 from ..paper.rules import Contrast
 from ..results.numbers import sig
+from ..train.store import DEFAULT_STORE
 from . import sources
 from .figures import chart_html, start_chapter
 
@@ -56,7 +57,7 @@ def scale_color(scale: str) -> str:
     return SPARE_COLORS[spare.index(scale) % len(SPARE_COLORS)] if scale in spare else SPARE_COLORS[-1]
 
 
-def chapter_entries(chapter: str, store: str = registry.STORE) -> list[dict]:
+def chapter_entries(chapter: str, store: str = DEFAULT_STORE) -> list[dict]:
     """The listing entries of the claims a chapter holds, in the registry's order."""
     records = registry.load_records()
     return [registry.entry(c, records, store) for c in registry.CLAIMS if c.chapter == chapter]
@@ -110,7 +111,7 @@ def removes_the_sink(e: Mapping) -> bool:
     return isinstance(rule, Contrast) and bool(rule.no_sink)
 
 
-def reason(e: Mapping, res: Mapping, scale: str | None = None, store: str = registry.STORE) -> str:
+def reason(e: Mapping, res: Mapping, scale: str | None = None, store: str = DEFAULT_STORE) -> str:
     """One line that says why a cell reads what it reads, for every verdict word (from the entry only). A claim
     that a change removes the sink, agreeing at a scale where many changes that keep a sink in the paper have
     none, says how many (the base rate of 'removes' at that scale)."""

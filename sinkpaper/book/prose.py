@@ -10,7 +10,7 @@ from .. import paper
 from ..paper import NO_SINK, SINK
 from ..results.curves import reaching_steps, transient
 from ..results.numbers import sig, span
-from ..results.sweeps import point_of
+from ..results.reading import point_of
 
 
 def setting_text(payloads: Sequence[dict]) -> str:

@@ -24,7 +24,8 @@ from IPython.display import Markdown, display
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows, first_reaching
 from ..results.numbers import fmt_spread, sig
-from ..results.sweeps import LMSweep, lm_sweep, point_of
+from ..results.reading import point_of
+from ..results.sweeps import LMSweep, lm_sweep
 from . import sources
 from .findings import PAPER_COLOR, SCALE_COLORS
 from .figures import (Figure, band_chart, book_values, figure, heatmap, paper_number, row, seed_rows, sweep_caption,

@@ -11,7 +11,8 @@ from .. import paper as registry
 from ..metrics import excess_alpha
 from ..results.curves import first_reaching, transient
 from ..results.numbers import MISSING, fmt_spread
-from ..results.sweeps import point_of, uniform_floor, values_of
+from ..results.reading import point_of, uniform_floor
+from ..results.sweeps import values_of
 from .figures import Table, book_values
 
 # how the tables and dot charts read a run, said once where a chapter shows them

@@ -27,5 +27,5 @@ from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, Matte
 from .numbers import DEFAULT_ALIASES, NUMBERS, Number, paper_text, paper_value  # noqa: F401
 from .claims import CLAIMS, Chapter, Claim, MINI, NOT_JUDGED, NotRun, PAPER_SCALE, Runs, claim, rule_check  # noqa: F401
 from .records import RESULTS_ENV, load_records, results_dir, write_record  # noqa: F401
-from .lookup import PROFILE_OF, STORE, entry, listing, result, store_lookup  # noqa: F401
+from .lookup import PROFILE_OF, entry, listing, result, store_lookup  # noqa: F401
 from .report import bos_statement, record, counts, fmt_values, markdown_table, row, row_of, rows, text_table, verdict_text  # noqa: F401

@@ -4,35 +4,32 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..resources import find_config
+from ..results.reading import NotEnoughEvaluations, plateau_of, still_rising, stored, training_failure
+from ..train.config import PROFILES
+from ..train import store as S
+from ..train.store import DEFAULT_STORE
 from .claims import CLAIMS, Chapter, Claim, NotRun, Runs, claim, rule_check
+from .onsets import onset_step
 from .records import load_records
 from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
                        PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, SINK, STALE, TRAINED, Seeds, Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
-STORE = "results/store"
-
-
-def store_lookup(config: str, profile: str, point: str, seed: int, store: str = STORE) -> tuple[dict | None, str]:
-    """A sweep point's stored run for the listing: (payload, status) with status "found", "missing" or STALE,
-    read through the store's one lookup (:func:`sinkpaper.train.store.get`); a stale run is never read as a
+def store_lookup(config: str, profile: str, point: str, seed: int, store: str = DEFAULT_STORE) \
+        -> tuple[dict | None, str]:
+    """A sweep point's stored run for the listing: (payload, status) with status "found", "missing" or STALE, read
+    through the one loop over the store (:func:`sinkpaper.results.reading.stored`); a stale run is never read as a
     current result."""
-    from ..train import store as S
-    from ..train.sweep import sweep_configs
-
-    from ..resources import find_config
-
     try:   # a family's file is found whatever the working directory (./configs, then the shipped configs)
-        [(_, _, cfg)] = sweep_configs(str(find_config(config)), profile, [point], [seed])
+        [run] = stored(find_config(config), profile, [point], [seed], store)
     except (ValueError, KeyError, FileNotFoundError):
         return None, "missing"          # e.g. a profile ("text") the config does not define yet
-    got = S.get(store, cfg)
-    if got.status == S.FOUND:
-        return got.payload, "found"
-    return None, STALE if got.status == S.STALE else "missing"
+    if run.found:
+        return run.payload, "found"
+    return None, STALE if run.status == S.STALE else "missing"
 
 
 PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
@@ -43,7 +40,6 @@ ONSET = "onset: "   # a metric "onset: <quantity>" reads a run's onset of that q
 def onset_of(payload: Mapping, metric: str) -> dict | None:
     """A stored run's onset of the quantity a metric "onset: <quantity>" names, as a plateau-shaped reading
     (sinkpaper.paper.onsets); None when the run does not record the quantity."""
-    from .onsets import onset_step
     step = onset_step(payload, metric.removeprefix(ONSET))
     if step is None:
         return None
@@ -83,8 +79,6 @@ class _Read:
 
 def _read_runs(m: Runs, profile: str, store: str) -> _Read:
     """Every run a claim names at one profile, each read on its plateau (or its onset), seed by seed."""
-    from ..results.sweeps import NotEnoughEvaluations, plateau_of, still_rising, training_failure
-
     r = _Read()
     for label, spec in m.points.items():
         point, metric = spec[0], spec[1]
@@ -151,7 +145,6 @@ def _status(r: _Read, enough: bool) -> str:
 def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool) -> list[str]:
     """What a reader of the result should know besides its values: the runs not counted, the seeds read, code
     versions with uncommitted changes, plateaus still rising, a weight decay other than the paper's."""
-    from ..train.config import PROFILES
 
     notes = [] if profile in PROFILES else [f"the configs define no `{profile}` profile yet: nothing stored"]
     if r.excluded:
@@ -189,7 +182,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             "note": "; ".join(_notes(r, m, profile, paired, enough))}
 
 
-def result(c: Claim, scale: str, records: Mapping | None = None, store: str = STORE) -> dict:
+def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:
     """One claim at one scale: {"measurement", "values", "verdict", "status", "note", ...}."""
     m = c.measure.get(scale, NotRun("not listed"))
     if isinstance(m, NotRun):
@@ -224,7 +217,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = ST
     return out
 
 
-def entry(c: Claim, records: Mapping | None = None, store: str = STORE) -> dict:
+def entry(c: Claim, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:
     """The claim as the listing gives it (every field a chapter, the scorecard and `claims --json` read)."""
     records = load_records() if records is None else records
     return {"id": c.id, "section": c.section, "chapter": c.chapter, "claim": c.claim, "kind": c.kind,
@@ -236,7 +229,7 @@ def entry(c: Claim, records: Mapping | None = None, store: str = STORE) -> dict:
             "rule_check": rule_check(c), "note": c.note}
 
 
-def listing(directory: str | os.PathLike | None = None, store: str = STORE) -> list[dict]:
+def listing(directory: str | os.PathLike | None = None, store: str = DEFAULT_STORE) -> list[dict]:
     """Every claim, in the paper's order, with its results at every scale."""
     records = load_records(directory)
     return [entry(c, records, store) for c in CLAIMS]

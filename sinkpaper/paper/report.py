@@ -4,10 +4,11 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from ..train.store import DEFAULT_STORE
 from .claims import claim, rule_check
-from .lookup import STORE, entry
+from .lookup import entry
 from .records import load_records, write_record
-from .verdicts import INCONCLUSIVE, NOT_RUN, NO_RESULT, SCALES, SEEDS_MIN, STALE
+from .verdicts import NOT_RUN, NO_RESULT, SCALES, SEEDS_MIN, STALE
 
 # ----------------------------------------------------------------------------------------- for people
 def fmt_values(values: Mapping[str, float | None], digits: int = 2) -> str:
@@ -53,7 +54,7 @@ def removal_base_rate(listing: Sequence[Mapping], scale: str = "real text (CPU)"
     return {"none": sorted(none), "kept_in_paper": sorted(kept)}
 
 
-def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = STORE) -> dict:
+def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = DEFAULT_STORE) -> dict:
     """A claim's table row, as the chapters show it and the scorecard lists it."""
     return row_of(entry(claim(claim_id), load_records(directory), store))
 
@@ -93,7 +94,7 @@ def bos_statement(claim_ids: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def rows(claim_ids: Sequence[str], directory: str | os.PathLike | None = None, store: str = STORE) -> list[dict]:
+def rows(claim_ids: Sequence[str], directory: str | os.PathLike | None = None, store: str = DEFAULT_STORE) -> list[dict]:
     """The chapter's table rows. A scale at which none of these claims was run (the paper's own 60M runs in
     Sections 4-7) loses its two columns, so the table fits the page; the scorecard still lists it per claim."""
     out = [row(c, directory, store) for c in claim_ids]

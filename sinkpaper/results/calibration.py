@@ -9,14 +9,12 @@ import json
 from pathlib import Path
 
 from ..metrics import excess_alpha
-from ..train.store import DEFAULT_STORE, FOUND, get
-from ..train.sweep import sweep_configs
+from ..train.store import DEFAULT_STORE
 from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
 from .numbers import fmt_spread, markdown_line
-from .reading import PLATEAU, PLATEAU_EVALS, RISING, TRAINED
-from .sweeps import (NotEnoughEvaluations, evaluations, plateau_of, still_rising, stored_sweep, training_failure,
-                     uniform_floor)
+from .reading import (PLATEAU, NotEnoughEvaluations, evaluations, plateau_of, still_rising, stored, training_failure,
+                      uniform_floor)
 from .text_runs import where
 
 CALIBRATION = "configs/calibration.yaml"
@@ -54,9 +52,9 @@ def _shape(cfg: dict) -> str:
 def _reading(payload: dict) -> tuple[float | None, dict | str, str | None]:
     """A stored grid run read as the bar reads it: (its Sink_1 plateau mean, or None where it is not a result;
     the plateau, or why there is none; why the run is not a result, or None)."""
-    failure = training_failure(payload, TRAINED, PLATEAU)
+    failure = training_failure(payload)
     try:
-        pl = plateau_of(payload, "Sink_1", PLATEAU, PLATEAU_EVALS)
+        pl = plateau_of(payload, "Sink_1")
     except NotEnoughEvaluations as e:
         return None, str(e), failure
     return (None if failure else pl["mean"]), pl, failure
@@ -67,9 +65,8 @@ def still_open(points: list[str], store: str | Path = DEFAULT_STORE, root: str |
     """The points of ``points`` that can still clear the bar: every stored seed's plateau at or above it. The bar
     asks it of each seed, so one seed below it (or a run that is not a result) decides the point, and training
     its other seeds would not change the answer."""
-    closed = {point for point, _, cfg in sweep_configs(Path(root) / config, PROFILE, list(points), list(SEEDS))
-              if (got := get(store, cfg)).status == FOUND
-              and ((v := _reading(got.payload)[0]) is None or v < BAR)}
+    closed = {run.point for run in stored(Path(root) / config, PROFILE, points, SEEDS, store)
+              if run.found and ((v := _reading(run.payload)[0]) is None or v < BAR)}
     return [p for p in points if p not in closed]
 
 
@@ -78,9 +75,8 @@ def calibrated_point(store: str | Path = DEFAULT_STORE, root: str | Path = ".", 
     """The calibrated point, by the rule registered with the grid: the first point in the grid's order whose
     seeds :data:`SEEDS` are all stored and all on or above :data:`BAR`; None while no point has."""
     per_point: dict[str, list] = {}
-    for point, _, cfg in sweep_configs(Path(root) / config, PROFILE, None, list(SEEDS)):
-        got = get(store, cfg)
-        per_point.setdefault(point, []).append(_reading(got.payload)[0] if got.status == FOUND else None)
+    for run in stored(Path(root) / config, PROFILE, None, SEEDS, store):
+        per_point.setdefault(run.point, []).append(_reading(run.payload)[0] if run.found else None)
     return next((p for p, vs in per_point.items() if all(v is not None and v >= BAR for v in vs)), None)
 
 
@@ -90,18 +86,17 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
     against :data:`BAR`; the best point reported whether or not it clears the bar; the runs not stored named."""
     unique = unique_train_tokens(root)
     rows, per_point, missing = [], {}, []
-    for point, seed, cfg in sweep_configs(Path(root) / config, PROFILE, None, list(SEEDS)):
-        got = get(store, cfg)
-        if got.status != FOUND:
+    for run in stored(Path(root) / config, PROFILE, None, SEEDS, store):
+        point, seed, p = run.point, run.seed, run.payload
+        if not run.found:
             missing.append(f"{point} seed {seed}")
             continue
-        p = got.payload
         prov = p["result"].get("provenance", {})
         tokens = p["result"].get("tokens_seen", 0)
         passes = f" ({tokens / unique:.1f} passes)" if unique else ""
         value, pl, failure = _reading(p)
         sink = fmt_spread(pl, 1) if isinstance(pl, dict) else pl
-        if isinstance(pl, dict) and still_rising(pl, "Sink_1", RISING):
+        if isinstance(pl, dict) and still_rising(pl, "Sink_1"):
             sink += f", still rising (+{pl['rise']:.1f} across the plateau)"
         if failure:
             sink += f" (not a result: {failure})"
@@ -153,7 +148,7 @@ def calibration_markdown(store: str | Path = DEFAULT_STORE, root: str | Path = "
 
 def calibration_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> list[dict]:
     """Every stored run of the calibration grid (seeds :data:`SEEDS`), in the grid's order."""
-    return stored_sweep(str(Path(root) / CALIBRATION), PROFILE, seeds=SEEDS, store=str(store)).payloads
+    return [run.payload for run in stored(Path(root) / CALIBRATION, PROFILE, None, SEEDS, store) if run.found]
 
 
 AFTER_CALIBRATION = ("cheaper",)   # exploratory families (configs/cheaper.yaml) that wait for the calibration

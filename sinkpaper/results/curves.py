@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping, Sequence
 
-from .sweeps import logged, point_of, value
+from .reading import logged, point_of, value
 
 CURVE_METRICS = ("loss", "val_loss", "Sink_1", "alpha_1")
 
@@ -18,7 +18,7 @@ def column(name: str) -> str:
 
 def curve_rows(payload: Mapping, label: str | None = None, metrics: Sequence[str] = CURVE_METRICS) -> list[dict]:
     """One row per evaluation of a run: run (``label``, default its point), step, tokens and each metric of
-    ``metrics`` (:func:`sinkpaper.results.sweeps.value` names; None where an evaluation did not record it)
+    ``metrics`` (:func:`sinkpaper.results.reading.value` names; None where an evaluation did not record it)
     under :func:`column`'s key."""
     label = label or point_of(payload)
     return [{"run": label, "step": c["step"], "tokens": c["tokens"], **{column(m): value(c, m) for m in metrics}}
@@ -29,7 +29,7 @@ def first_reaching(curve: Sequence[Mapping], k: int = 1, threshold: float = 50.0
                    metric: Callable[[Mapping], float | None] | None = None) -> Mapping | None:
     """THE first crossing: the first evaluation at which Sink_k (or ``metric`` of the entry) reaches (>=)
     ``threshold``, as that curve entry (its step, tokens and the rest); None if never. ``curve`` is a stored
-    payload's (Sink_k under "sink_k") or a :class:`~sinkpaper.results.records.RunRecord`'s (Sink_1 under
+    payload's (Sink_k under "sink_k") or a :class:`~sinkpaper.results.reading.RunRecord`'s (Sink_1 under
     "sink_1")."""
     for c in curve:
         if metric is not None:

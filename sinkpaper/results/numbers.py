@@ -31,7 +31,7 @@ def span(values: Sequence[float], digits: int = 2) -> str:
 
 def fmt_spread(values: Sequence[float] | Mapping, digits: int = 1) -> str:
     """Numbers over seeds as 'mean [min, max]'; one number alone when there is one; '—' when there is none.
-    ``values`` is the numbers, or their :func:`sinkpaper.results.sweeps.spread`."""
+    ``values`` is the numbers, or their :func:`sinkpaper.results.reading.spread`."""
     if isinstance(values, Mapping):
         mean, lo, hi, n = values["mean"], values["min"], values["max"], values["n"]
     elif not values:

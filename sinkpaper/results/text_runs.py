@@ -8,9 +8,9 @@ from pathlib import Path
 from ..provenance import on_cpu
 from ..train.config import read_yaml
 from ..train.store import DEFAULT_STORE, FOUND, get
-from ..train.sweep import plan, sweep_configs
+from ..train.sweep import plan
 from .curves import first_reaching
-from .records import RunRecord, runs
+from .reading import runs, stored
 
 # The families mapped onto the text profile, in the sweep's order (scripts/sweep_text.sh lists the same; a test
 # holds the two equal). The miniature, calibration and text_nobos families are not among them.
@@ -65,12 +65,12 @@ def nobos_search_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "
              "| final Sink_1 % | held-out loss | wall, where |", "|---|---|---|---|---|---|---|---|"]
     specs = read_yaml(config)["sweep"]
     missing, best = [], None
-    for point, _seed, cfg in sweep_configs(config, "text", None, [seed]):
-        got = get(store, cfg)
-        if got.status != FOUND:
+    for run in stored(config, "text", None, [seed], store):
+        point = run.point
+        if not run.found:
             missing.append(point)
             continue
-        r = RunRecord.from_payload(got.payload, point)
+        r = run.record()
         peak = max(r.curve, key=lambda c: c["sink_1"])
         a_peak = max(c["alpha_1"] for c in r.curve)
         p = r.provenance

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import altair as alt
 
-from ...results.sweeps import point_of
+from ...results.reading import point_of
 from .core import Columns, STORED_SEEDS, _num, no_data_chart, variant_colors
 from .paper_marks import paper_levels
 

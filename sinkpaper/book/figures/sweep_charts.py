@@ -8,8 +8,8 @@ from typing import Sequence
 
 import altair as alt
 
-from ...paper import NO_SINK, PLATEAU, PLATEAU_EVALS, SINK
-from ...results.sweeps import point_of, shown_values
+from ...paper import NO_SINK, SINK
+from ...results.reading import point_of, shown_values
 from .core import _num, no_data_chart, variant_colors
 from .paper_marks import paper_layer, paper_number
 
@@ -18,8 +18,9 @@ _METRIC_LABEL = {"Sink*": "Sink* (bias position)"}
 
 def book_values(payloads: Sequence[dict], point: str, name: str) -> tuple[list[tuple[int, float]], int]:
     """How the book reads a point's runs, in tables and charts alike: (seed, value) with each run on its plateau as
-    the verdicts read it (:data:`sinkpaper.paper.PLATEAU`), and how many fell back to their final value."""
-    return shown_values(payloads, point, name, PLATEAU, PLATEAU_EVALS)
+    the verdicts read it (:func:`sinkpaper.results.reading.shown_values`), and how many fell back to their final
+    value."""
+    return shown_values(payloads, point, name)
 
 
 def book_mean(payloads: Sequence[dict], point: str, name: str = "Sink_1") -> float | None:
@@ -46,7 +47,7 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
     """THE dot-and-tick chart of a sweep: per point (x, in ``order``; points without runs are left out) each
     seed's number (its plateau, as the tables show it) as a dot and the mean over seeds as a tick, so the spread over
     seeds shows. ``value``: "sink"
-    (Sink_k %), "alpha_1", or several metrics of :func:`sinkpaper.results.sweeps.metric_of` side by side, each
+    (Sink_k %), "alpha_1", or several metrics of :func:`sinkpaper.results.reading.metric_of` side by side, each
     its own colour: ("Sink*", "Sink_1") puts the sink on a bias position next to the one on token 1 (a metric a
     run does not record is left out). The paper's number (:func:`paper_number`) is a hollow black diamond where it
     gives one."""
