@@ -117,7 +117,9 @@ def _add_bench_parser(sub) -> None:
                    "(default gpu on CUDA, else cpu; text: the real-text shapes)")
     b.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                    help="training on CPU: also time the compiled (inductor) rows (default yes)")
-    b.add_argument("--steps", type=int, default=10, help="training: timed steps")
+    b.add_argument("--steps", type=int, default=20, help="training: timed steps per row (default 20)")
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="training: override a field of the profile's config, e.g. --set model.n_layers=4")
     b.add_argument("--json", metavar="PATH", help="also write every figure, with provenance, to this JSON file")
     b.add_argument("--smoke", action="store_true",
                    help="tiny shapes: exercises every code path in seconds (on CPU under TRITON_INTERPRET=1)")
@@ -465,8 +467,9 @@ def run_bench(a, argv: list[str]) -> int:
             if a.device:
                 from .devices import check_device
                 check_device(a.device)
+            from .train import parse_sets
             r = run_training_bench(profile=profile, steps=a.steps, device=a.device, json_path=a.json,
-                                   compile=a.compile, argv=argv)
+                                   compile=a.compile, overrides=parse_sets(a.set) or None, argv=argv)
         except ValueError as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2

@@ -165,10 +165,13 @@ def test_model_loss_and_gradients_equal_the_plain_cross_entropy_in_fp64(override
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])
-def test_fused_attention_path_equals_the_reference_path(dtype, tol):
-    """Plain causal softmax trains through F.scaled_dot_product_attention; a listener on the attention weights
-    routes the same model through the reference operator: the same loss and gradients."""
+def test_fused_attention_path_equals_the_reference_path(dtype, tol, monkeypatch):
+    """Plain causal softmax trains through F.scaled_dot_product_attention (on the CPU above
+    CPU_REFERENCE_MAX_T, here set below the test's T); a listener on the attention weights routes the same model
+    through the reference operator: the same loss and gradients."""
     from sinkpaper.models import ModelConfig, SinkModel
+    from sinkpaper.models import model as M
+    monkeypatch.setattr(M, "CPU_REFERENCE_MAX_T", 8)
     torch.manual_seed(0)
     model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32)).to(dtype)
     x = torch.randint(0, 61, (3, 12), generator=torch.Generator().manual_seed(0))
@@ -195,6 +198,48 @@ def test_fused_attention_path_equals_the_reference_path(dtype, tol):
     torch.testing.assert_close(fused[0], reference[0], atol=tol, rtol=tol)
     for n in reference[1]:
         torch.testing.assert_close(fused[1][n], reference[1][n], atol=tol, rtol=tol, msg=n)
+
+
+def test_short_contexts_on_the_cpu_train_through_the_reference_and_the_route_says_so(monkeypatch):
+    """On the CPU at T <= CPU_REFERENCE_MAX_T plain causal softmax skips SDPA (measured slower there), above it
+    takes SDPA; the loss is chunked there, compiled or not; training_route names both, as a run's provenance."""
+    from sinkpaper.models import ModelConfig, SinkModel
+    from sinkpaper.models import model as M
+    model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=256))
+    used = []
+    real = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", lambda *a, **k: used.append(1) or real(*a, **k))
+    for T, calls, attn in ((M.CPU_REFERENCE_MAX_T, 0, "reference"), (M.CPU_REFERENCE_MAX_T + 1, 2, "SDPA")):
+        used.clear()
+        x = torch.randint(0, 61, (2, T), generator=torch.Generator().manual_seed(T))
+        model(x, targets=x.roll(-1, 1)).loss.backward()
+        assert len(used) == calls, T
+        assert model.training_route(T, "cpu") == {"attention": attn, "loss": f"chunked by {2 ** 22 // (4 * 61)} tokens"}
+    # a variant the fused SDPA does not compute is named as the reference at any T
+    kv = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=1, n_heads=4, d_ff=48, sink="kv_bias"))
+    assert kv.training_route(200, "cpu")["attention"] == "reference"
+    assert SinkModel(ModelConfig(vocab_size=8192, d_model=32, n_layers=1, n_heads=4, d_ff=48)).loss_chunk("cpu") == 128
+    assert model.training_route(64, "cuda") == {"attention": "SDPA", "loss": "plain when compiled, chunked when eager"}
+
+
+def test_compiled_on_the_cpu_the_chunked_loss_and_reference_attention_give_the_eager_loss_and_gradients():
+    """Compiled on the CPU, the attention runs through the reference operator inside inductor's graph and the loss
+    chunked, eagerly, between graphs: the same loss and gradients as the eager model (fp32)."""
+    from sinkpaper.models import ModelConfig, SinkModel
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(vocab_size=300, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32))
+    x = torch.randint(0, 300, (4, 24), generator=torch.Generator().manual_seed(1))
+
+    def loss_and_grads(net):
+        model.zero_grad()
+        loss = net(x, targets=x.roll(-1, 1)).loss
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+    eager = loss_and_grads(model)
+    compiled = loss_and_grads(torch.compile(model))
+    torch.testing.assert_close(compiled[0], eager[0], atol=1e-5, rtol=1e-5)
+    for n in eager[1]:
+        torch.testing.assert_close(compiled[1][n], eager[1][n], atol=1e-5, rtol=1e-4, msg=n)
 
 
 def _reference_losses(cfg, n):

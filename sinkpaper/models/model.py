@@ -21,12 +21,23 @@ from torch import nn
 from ..attention import OPERATORS, SINK_DESIGNS, attention_reference, visible_mask
 from ..trace import Trace
 from .config import ModelConfig
-from .loss import linear_cross_entropy
+from .loss import CHUNK, linear_cross_entropy
 from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tables,
                          sinusoidal_embedding)
 
 
+# under torch.compile the chunked loss runs eagerly between the compiled graphs (its chunk loop is not traced)
+_eager_loss = torch.compiler.disable(linear_cross_entropy)
 TRACE_METHODS = ("maps", "stats")
+# On the CPU, plain causal softmax at short contexts trains faster through the reference operator (one bmm, a
+# masked softmax, one bmm; fused by inductor when compiled) than through SDPA's flash kernel, whose backward
+# dominates there: fwd+bwd, bf16, one thread, 4096 tokens a batch, 4 heads of 32, measured 20 / 38 / 75 / 156 ms
+# (reference) against 51 / 62 / 55 / 84 ms (SDPA) at T = 64 / 128 / 256 / 512. Above this T, SDPA.
+CPU_REFERENCE_MAX_T = 128
+# On the CPU the loss takes the chunked path compiled or not (inductor's fused loss over the full logits measured
+# slower at the text shape), each chunk's fp32 logits about this size: chunks of 128 tokens at vocab 8192, which
+# measured fastest of 64 / 128 / 256 / 512 / 1024 / 4096 there (README, "Training speed")
+CPU_LOSS_CHUNK_BYTES = 4 << 20
 # positional encodings that add no score bias, so the fused kernels (which take none) cover them
 FUSED_POSITIONS = ("rope", "nope", "absolute", "learnable")
 
@@ -147,6 +158,22 @@ class Attention(nn.Module):
             return F.elu(x) + 1.0
         return self.phi(x)
 
+    def route(self, ctx: _Context, seq_len: int, device, want_map: bool = False) -> str:
+        """Which exact route computes this attention: "fused Triton" (backend triton, an operator the kernels
+        cover), "SDPA" (plain causal softmax: PyTorch's fused attention, the same function without the T x T
+        intermediates; on the CPU only above CPU_REFERENCE_MAX_T) or "reference" (everything else, and anything
+        that reads the maps)."""
+        cfg, params = self.cfg, self.cfg.op_params
+        if want_map:
+            return "reference"
+        if cfg.backend == "triton" and ctx.fused_masks is not None:
+            return "fused Triton"
+        if (ctx.causal and cfg.attention == "softmax" and params.softmax_sum == 1.0 and ctx.score_bias is None
+                and all(v is None for v in self._sink_args().values())
+                and not (torch.device(device).type == "cpu" and seq_len <= CPU_REFERENCE_MAX_T)):
+            return "SDPA"
+        return "reference"
+
     def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
         cfg = self.cfg
         B, T, _ = x.shape
@@ -161,16 +188,14 @@ class Attention(nn.Module):
             q, k = self._phi(q), self._phi(k)
         want_map = any(h.active for h in (self.hook_scores, self.hook_weights, self.hook_attn_map, self.hook_sink_map))
         params, sinks = cfg.op_params, self._sink_args()
-        if cfg.backend == "triton" and not want_map and ctx.fused_masks is not None:
+        route = self.route(ctx, T, x.device, want_map)
+        if route == "fused Triton":
             from .. import fused  # fused Triton kernels; same contract as attention_reference
             # on CPU without TRITON_INTERPRET=1, impl="auto" runs the reference with the same contract
             out = fused.attention(q, k, v, op=cfg.attention, softpick_eps=params.softpick_eps,
                                   sigmoid_bias=params.sigmoid_bias if cfg.attention == "sigmoid" else 0.0,
                                   **sinks, **ctx.fused_masks)
-        elif (ctx.causal and not want_map and cfg.attention == "softmax" and params.softmax_sum == 1.0
-              and ctx.score_bias is None and all(x is None for x in sinks.values())):
-            # plain causal softmax: PyTorch's fused attention computes the same function without the T x T
-            # intermediates (training); anything that reads the maps takes the reference below
+        elif route == "SDPA":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             res = attention_reference(q, k, v, visible=ctx.visible, op=cfg.attention, score_bias=ctx.score_bias,
@@ -302,6 +327,30 @@ class SinkModel(nn.Module):
         column of a KV / K bias or sink logit (the paper's V bias alone adds none)."""
         return self.n_extra + (1 if SINK_DESIGNS[self.cfg.sink].extra_key else 0)
 
+    def loss_route(self, device) -> str:
+        """How a training loss is computed: "chunked" on the CPU (:func:`linear_cross_entropy`, compiled or not:
+        it runs eagerly between compiled graphs), "plain" elsewhere when compiled (inductor fuses the plain loss
+        over the full logits; eager there is chunked too). Both give the same loss and gradients."""
+        return "chunked" if torch.device(device).type == "cpu" else "plain"
+
+    def loss_chunk(self, device) -> int:
+        """Tokens per chunk of the chunked loss: on the CPU about :data:`CPU_LOSS_CHUNK_BYTES` of fp32 logits
+        (at least 64 tokens), elsewhere :data:`sinkpaper.models.loss.CHUNK`."""
+        if torch.device(device).type != "cpu":
+            return CHUNK
+        return max(64, CPU_LOSS_CHUNK_BYTES // (4 * self.cfg.vocab_size))
+
+    def training_route(self, seq_len: int, device) -> dict:
+        """Which exact route a training step takes at ``seq_len`` on ``device`` (a run's provenance names it): the
+        attention's (:meth:`Attention.route`) and the loss's ("chunked by N tokens", or "plain" when compiled off
+        the CPU)."""
+        dev = torch.device(device)
+        doc_ids = torch.zeros(1, seq_len, dtype=torch.long) if self.cfg.mask == "document" else None
+        ctx = self._context(seq_len, doc_ids, "cpu")   # the route depends on the mask's kind, not its device
+        loss = (f"chunked by {self.loss_chunk(dev)} tokens" if self.loss_route(dev) == "chunked"
+                else "plain when compiled, chunked when eager")
+        return {"attention": self.blocks[0].attn.route(ctx, seq_len, dev), "loss": loss}
+
     def forward(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None,
                 targets: torch.Tensor | None = None, return_logits: bool | None = None) -> ModelOutput:
         """input_ids [B, T] -> logits [B, T, vocab]; with targets [B, T] (-100 = ignored) also the mean loss.
@@ -328,9 +377,8 @@ class SinkModel(nn.Module):
         for block in self.blocks:
             x = block(x, ctx)
         h = self.final_norm(x)[:, self.n_extra:]
-        # eager: the chunked loss, no full logits; compiled: inductor fuses the plain loss over them (measured
-        # faster there, README "Training speed"); both give the same loss and gradients
-        chunked = targets is not None and not return_logits and not torch.compiler.is_compiling()
+        route = self.loss_route(device)
+        chunked = targets is not None and not return_logits and (route != "plain" or not torch.compiler.is_compiling())
         logits = None if chunked else self.lm_head(h)
         loss = None
         if targets is not None and not chunked:
@@ -338,7 +386,8 @@ class SinkModel(nn.Module):
             loss = F.cross_entropy(flat.to(torch.promote_types(flat.dtype, torch.float32)), targets.reshape(-1),
                                    ignore_index=-100)
         elif targets is not None:
-            loss = linear_cross_entropy(h.reshape(-1, h.shape[-1]), self.lm_head.weight, targets.reshape(-1))
+            loss = _eager_loss(h.reshape(-1, h.shape[-1]), self.lm_head.weight, targets.reshape(-1),
+                               self.loss_chunk(device))
         return ModelOutput(logits=logits if return_logits or targets is None else None, loss=loss)
 
     @torch.no_grad()

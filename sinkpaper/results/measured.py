@@ -14,6 +14,7 @@ from typing import Mapping
 
 TRAINING_BENCH = "results/bench/training-text.json"
 TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
+TRAINING_BENCH_LAYERS4 = "results/bench/training-text-layers4.json"   # the text profile's 4-layer runs' shape
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
 THREAD_SCALING = "results/bench/thread-scaling-text.json"
 LONG_CONTEXT = "results/long_context"
@@ -49,8 +50,9 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     if r is None:
         where = "on a lent GPU, " if path == TRAINING_BENCH_GPU else ""
         profile = "gpu" if path == TRAINING_BENCH_GPU else "text"
+        extra = " --set model.n_layers=4" if path == TRAINING_BENCH_LAYERS4 else ""
         return [f"Training throughput: not measured yet (no `{path}`; {where}`python -m sinkpaper bench training "
-                f"--profile {profile} --json {path}` measures it)."]
+                f"--profile {profile}{extra} --json {path}` measures it)."]
     pv, m = r["provenance"], r["model_config"]
     hw = pv.get("hardware", "")
     cpu = (pv.get("cpu_model") or hw or "CPU unknown") if not hw or hw.startswith("CPU") else \
@@ -81,7 +83,8 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
                                                                         peaks.items())
                  + (f" (bf16 / fp32: {peaks['bf16'] / peaks['fp32']:.1f}x)" if {"bf16", "fp32"} <= set(peaks) else "")
                  + ".")
-    b, side, hf = r["best"], r["ours_best_side_by_side_with_transformers"], r["rows"][-1]
+    hfs = [x for x in r["rows"] if x["model"] == "transformers"]
+    b, side, hf = r["best"], r["ours_best_side_by_side_with_transformers"], hfs[0]
     best_row = next(x for x in r["rows"] if x["model"] == "ours" and x["dtype"] == b["dtype"]
                     and x["compiled"] == b["compiled"])
     base = r["rows"][0]["dtype"]   # fp32 on the CPU; on a GPU the config's dtype, eager
@@ -90,6 +93,15 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     lines.append(f"{vs_base}ours / transformers, same dtype and compile, side by side "
                  f"({side['tokens_per_s']:,.0f} vs {hf['tokens_per_s']:,.0f} tokens/s): "
                  f"**{r['ratio_best_vs_transformers']:.2f}x**.")
+    if "ratio_profile_dtype_vs_transformers" in r:
+        own = r["ours_profile_dtype_side_by_side_with_transformers"]
+        lines.append(f"At the profile's own dtype ({own['dtype']}, {'compiled' if own['compiled'] else 'eager'}), side "
+                     f"by side ({own['tokens_per_s']:,.0f} vs {hfs[-1]['tokens_per_s']:,.0f} tokens/s): "
+                     f"**{r['ratio_profile_dtype_vs_transformers']:.2f}x** transformers.")
+    if "route" in r:
+        lines.append(f"Our route at this shape: attention {r['route']['attention']}, loss {r['route']['loss']}.")
+    if "quiet" in r:
+        lines.append(("Quiet machine: " if r["quiet"]["quiet"] else "**Not quiet**: ") + r["quiet"]["why"] + ".")
     t = TRAINING_TARGETS
     reached = lambda got, target: "reached" if got >= target else "not reached"  # noqa: E731
     parts = []

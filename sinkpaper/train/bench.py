@@ -197,12 +197,23 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     rows = [_record(r, tokens, flops_tok, peaks, dev) for r in ours]
     best_i = max(range(len(rows)), key=lambda i: rows[i]["tokens_per_s"])
     best = ours[best_i]
-    # transformers at the best row's settings, timed side by side with that row again
+    # transformers at the best row's settings, timed side by side with that row again; and, where the profile's
+    # own dtype is not the best row's (bf16 on a CPU without AMX), at the profile's dtype, compiled, side by side
+    # with ours there: the ratio a run of the profile sees
     hf = _Row("transformers", best.dtype, best.compiled, mcfg, vocab, ids, dev)
     best.times = []
     _round_robin([best, hf], steps, warmup)
     pair = (_record(best, tokens, flops_tok, peaks, dev), _record(hf, tokens, flops_tok, peaks, dev))
     rows.append(pair[1])
+    own_dtype = accel.resolve_dtype(cfg.run.dtype, dev)
+    own = next((r for r in ours if r.dtype == own_dtype and r.compiled == best.compiled), None)
+    at_profile = None
+    if own is not None and own is not best:
+        hf_own = _Row("transformers", own.dtype, own.compiled, mcfg, vocab, ids, dev)
+        own.times = []
+        _round_robin([own, hf_own], steps, warmup)
+        at_profile = (_record(own, tokens, flops_tok, peaks, dev), _record(hf_own, tokens, flops_tok, peaks, dev))
+        rows.append(at_profile[1])
     fp32_eager = rows[0]
     result = {
         "benchmark": "training", "config": str(config), "profile": profile, "micro_batch": micro, "context": T,
@@ -222,6 +233,10 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
                                        command=argv if argv is not None else ["bench", "training", "--profile", profile]),
     }
     result["ratio_tokens_per_s"] = result["ratio_best_vs_transformers"]   # the name the GPU report used
+    if at_profile is not None:
+        result["ours_profile_dtype_side_by_side_with_transformers"] = at_profile[0]
+        result["ratio_profile_dtype_vs_transformers"] = at_profile[0]["tokens_per_s"] / at_profile[1]["tokens_per_s"]
+    result["route"] = ours[0].model.training_route(T, dev)
     result["quiet"] = quiet_machine(dev, [load_before[0], os.getloadavg()[0]])
     if json_path:
         atomic_write_text(json_path, json.dumps(result, indent=1))
@@ -260,8 +275,16 @@ def format_training_report(r: dict) -> str:
     side = r["ours_best_side_by_side_with_transformers"]
     lines.append(f"  best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) vs ours {r['rows'][0]['dtype']} eager: "
                  f"{r['ratio_best_vs_fp32_eager']:.2f}x tokens/s")
+    hf = [row for row in r["rows"] if row["model"] == "transformers"]
     lines.append(f"  ratio ours / transformers (same dtype and compile, side by side: {side['tokens_per_s']:,.0f} "
-                 f"vs {r['rows'][-1]['tokens_per_s']:,.0f}): {r['ratio_best_vs_transformers']:.2f}x tokens/s")
+                 f"vs {hf[0]['tokens_per_s']:,.0f}): {r['ratio_best_vs_transformers']:.2f}x tokens/s")
+    if "ratio_profile_dtype_vs_transformers" in r:
+        own = r["ours_profile_dtype_side_by_side_with_transformers"]
+        lines.append(f"  at the profile's dtype ({own['dtype']}, {'compiled' if own['compiled'] else 'eager'}), side by "
+                     f"side: {own['tokens_per_s']:,.0f} vs {hf[-1]['tokens_per_s']:,.0f}: "
+                     f"{r['ratio_profile_dtype_vs_transformers']:.2f}x tokens/s")
+    if "route" in r:
+        lines.append(f"  ours' route: attention {r['route']['attention']}, loss {r['route']['loss']}")
     lines += [f"  skipped: {s}" for s in r["skipped"]]
     if not r.get("quiet", {"quiet": True})["quiet"]:
         lines.append(f"  NOT QUIET: {r['quiet']['why']}")

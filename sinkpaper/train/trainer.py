@@ -352,7 +352,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                              source_of_numbers="computed now", profile=cfg.profile, dtype=dtype, compiled=compiled,
                              eval_seconds=round(book.eval_seconds, 2),
                              eval_share=round(book.eval_seconds / max(1e-9, time.perf_counter() - t_session), 4),
-                             threads=torch.get_num_threads())
+                             threads=torch.get_num_threads(),
+                             route=_unwrap(model).training_route(cfg.data.context, device))
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
               "final_loss": _last_loss(log_path), **last_eval,
               "n_parameters": _unwrap(model).num_parameters(non_embedding=False),
