@@ -100,10 +100,54 @@ def test_training_bench_block(tmp_path):
     assert "fp32 1 GFLOP/s, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text
     assert "(2,800 vs 2,000 tokens/s): **1.40x**" in text
     # MFU of the best row against the bf16 peak: 3000 tokens/s x 4e5 FLOP / 4e9 = 30 % (>= 15 %); 3x < 4x; 1.4x >= 1.3x
-    assert ("MFU **30 %** of the bf16 GEMM peak (target 15 %: reached); 3.00x fp32 eager (target 4x: not reached); "
-            "1.40x transformers (target 1.3x: reached)") in text
+    assert ("MFU **30 %** of the bf16 GEMM peak at bf16 (target 15 %: reached); 3.00x fp32 eager (target 4x: not "
+            "reached); 1.40x transformers (target 1.3x: reached)") in text
     head = "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |"
     assert lines[lines.index(head) - 1] == ""          # a table needs an empty line above it
+
+
+def test_training_bench_block_where_fp32_is_the_faster_dtype_reads_the_profile_s_dtype_too(tmp_path):
+    """On a CPU without AMX the best row can be fp32: the ratio at the profile's own dtype (bf16) stands beside
+    it with its own target, the MFU target reads the fastest bf16 row, and the route and the quiet check show."""
+    from sinkpaper.results.measured import TRAINING_BENCH, training_bench_lines
+    rows = [_bench_row("ours", "fp32", False, 1000.0, 0.5), _bench_row("ours", "fp32", True, 4000.0, 0.6),
+            _bench_row("ours", "bf16", True, 2000.0, 0.2), _bench_row("transformers", "fp32", True, 2800.0, 0.4),
+            _bench_row("transformers", "bf16", True, 1900.0, 0.2)]
+    doc = _training_bench(rows, True, _bench_row("ours", "fp32", True, 3900.0, 0.6), 4.0, 3900 / 2800, [], 1,
+                          command=["bench", "training"], cpu_model="Test CPU", load_average_1min=[0.5, 1.0], cpus=2)
+    doc.update(best={"model": "ours", "dtype": "fp32", "compiled": True}, ratio_profile_dtype_vs_transformers=1.05,
+               ours_profile_dtype_side_by_side_with_transformers=_bench_row("ours", "bf16", True, 1995.0, 0.2),
+               route={"attention": "reference", "loss": "chunked by 128 tokens"},
+               quiet={"quiet": True, "why": "load average 1.00 <= 2 cores"})
+    _write(tmp_path / TRAINING_BENCH, doc)
+    text = "\n".join(training_bench_lines(root=tmp_path))
+    assert "(3,900 vs 2,800 tokens/s): **1.39x**" in text                       # beside transformers' fp32 row
+    assert "At the profile's own dtype (bf16, compiled), side by side (1,995 vs 1,900 tokens/s): **1.05x**" in text
+    # 2000 tokens/s x 4e5 FLOP / 4e9 = 20 %
+    assert ("MFU **20 %** of the bf16 GEMM peak at bf16 (target 15 %: reached); 4.00x fp32 eager (target 4x: "
+            "reached); 1.39x transformers (target 1.3x: reached); 1.05x transformers at the profile's dtype "
+            "(target 1.3x: not reached)") in text
+    assert "Our route at this shape: attention reference, loss chunked by 128 tokens." in text
+    assert "Quiet machine: load average 1.00 <= 2 cores." in text
+
+
+def test_cpu_routes_block(tmp_path):
+    from sinkpaper.results.measured import CPU_ROUTES, cpu_routes_lines
+    assert "not measured yet" in cpu_routes_lines(root=tmp_path)[0]
+    att = [{"T": T, "batch": 4096 // T, "route": r, "median_ms": ms}
+           for T, r, ms in ((64, "SDPA", 50.0), (64, "reference", 20.0), (256, "SDPA", 55.0), (256, "reference", 80.0))]
+    _write(tmp_path / CPU_ROUTES, {
+        "attention": att, "loss_chunks": [{"chunk_tokens": 128, "median_step_ms": 700.0},
+                                          {"chunk_tokens": 4096, "median_step_ms": 840.0}],
+        "chosen": {"CPU_REFERENCE_MAX_T": 128, "CPU_LOSS_CHUNK_BYTES": 4 << 20},
+        "quiet": {"quiet": False, "why": "load average 3.00 > 2 cores: other work shared the cores"},
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU x", "torch": "9.9",
+                       "code_version": "v1", "steps": 5}})
+    lines = cpu_routes_lines(root=tmp_path)
+    assert "**not quiet**: load average 3.00 > 2 cores" in lines[0]
+    assert "| 64 | 64 | 50.0 | 20.0 |" in lines and "| 256 | 16 | 55.0 | 80.0 |" in lines
+    assert lines[-1].endswith("128 tokens 700 ms; 4096 tokens 840 ms (fastest: 128). The trainer's chunk is about "
+                              "4 MiB of fp32 logits.")
 
 
 def test_training_bench_block_from_a_gpu(tmp_path):

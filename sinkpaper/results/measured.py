@@ -15,6 +15,7 @@ from typing import Mapping
 TRAINING_BENCH = "results/bench/training-text.json"
 TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
 TRAINING_BENCH_LAYERS4 = "results/bench/training-text-layers4.json"   # the text profile's 4-layer runs' shape
+CPU_ROUTES = "results/bench/cpu-routes.json"     # scripts/bench_cpu_routes.py: the CPU's attention and loss routes
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
 THREAD_SCALING = "results/bench/thread-scaling-text.json"
 LONG_CONTEXT = "results/long_context"
@@ -105,17 +106,50 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     t = TRAINING_TARGETS
     reached = lambda got, target: "reached" if got >= target else "not reached"  # noqa: E731
     parts = []
-    if "bf16" in peaks:
-        mfu = best_row["tokens_per_s"] * r["flops_per_token"] / peaks["bf16"]
-        parts.append(f"MFU **{100 * mfu:.0f} %** of the bf16 GEMM peak (target {100 * t['mfu_bf16_peak']:.0f} %: "
-                     f"{reached(mfu, t['mfu_bf16_peak'])})")
+    bf16_rows = [x for x in r["rows"] if x["model"] == "ours" and x["dtype"] == "bf16"]
+    if "bf16" in peaks and bf16_rows:   # the fastest bf16 row against the bf16 peak (the best row may be fp32)
+        mfu = max(x["tokens_per_s"] for x in bf16_rows) * r["flops_per_token"] / peaks["bf16"]
+        parts.append(f"MFU **{100 * mfu:.0f} %** of the bf16 GEMM peak at bf16 (target "
+                     f"{100 * t['mfu_bf16_peak']:.0f} %: {reached(mfu, t['mfu_bf16_peak'])})")
     if base == "fp32":
         parts.append(f"{r['ratio_best_vs_fp32_eager']:.2f}x fp32 eager (target {t['best_vs_fp32_eager']:g}x: "
                      f"{reached(r['ratio_best_vs_fp32_eager'], t['best_vs_fp32_eager'])})")
     parts.append(f"{r['ratio_best_vs_transformers']:.2f}x transformers (target {t['best_vs_transformers']:g}x: "
                  f"{reached(r['ratio_best_vs_transformers'], t['best_vs_transformers'])})")
+    if "ratio_profile_dtype_vs_transformers" in r:
+        got = r["ratio_profile_dtype_vs_transformers"]
+        parts.append(f"{got:.2f}x transformers at the profile's dtype (target {t['best_vs_transformers']:g}x: "
+                     f"{reached(got, t['best_vs_transformers'])})")
     lines.append("Against the targets: " + "; ".join(parts) + ".")
     lines += [f"Skipped: {s}" for s in r.get("skipped", [])]
+    return lines
+
+
+def cpu_routes_lines(path: str | Path = CPU_ROUTES, root: str | Path = ".") -> list[str]:
+    """The measurements behind the trainer's two CPU routes (scripts/bench_cpu_routes.py): attention forward +
+    backward through the reference operator and through SDPA per T, and a training step per loss chunk size."""
+    r = load_stored(path, root)
+    if r is None:
+        return [f"The CPU routes: not measured yet (`python scripts/bench_cpu_routes.py --json {path}`)."]
+    pv = r["provenance"]
+    by = {}
+    for row in r["attention"]:
+        by.setdefault(row["T"], {})[row["route"]] = row["median_ms"]
+    routes = list(next(iter(by.values())))
+    lines = [f"Measured {pv['computed_at']} (`{path}`): {pv.get('cpu_model') or pv['hardware']}, 1 thread, torch "
+             f"{pv['torch']}, code {pv['code_version']}, median of {pv['steps']} after 3 warm-up; "
+             + ("quiet machine: " if r["quiet"]["quiet"] else "**not quiet**: ") + r["quiet"]["why"] + ".", "",
+             "| T | batch | " + " | ".join(f"{k} (ms)" for k in routes) + " |", "|---" * (len(routes) + 2) + "|"]
+    for T, row in by.items():
+        batch = next(x["batch"] for x in r["attention"] if x["T"] == T)
+        lines.append(f"| {T} | {batch} | " + " | ".join(f"{row[k]:.1f}" for k in routes) + " |")
+    best = min(r["loss_chunks"], key=lambda x: x["median_step_ms"])
+    lines += ["", "Attention forward + backward, plain causal softmax, 4 heads of 32, bf16 autocast. The trainer "
+              f"takes the reference operator at T <= {r['chosen']['CPU_REFERENCE_MAX_T']}.",
+              "A training step of the text profile's base model, compiled bf16, per loss chunk: " + "; ".join(
+                  f"{x['chunk_tokens']} tokens {x['median_step_ms']:.0f} ms" for x in r["loss_chunks"])
+              + f" (fastest: {best['chunk_tokens']}). The trainer's chunk is about "
+              f"{r['chosen']['CPU_LOSS_CHUNK_BYTES'] / 2 ** 20:g} MiB of fp32 logits."]
     return lines
 
 
