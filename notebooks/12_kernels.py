@@ -95,7 +95,7 @@ display(Markdown(f"The kernels run on **{kt.backend(device)}**"
 # with the sink metric computed on the fp64 eager map (`reference_column_stats`), and `sink column` the mean
 # attention on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document`
 # = three documents per row. The comparison is `sinkpaper.fused.testing.compare`, the one
-# `tests/test_kernels.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
+# `tests/test_fused.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
 
 # %% tags=["hide-input", "full-width"]
 t0 = time.perf_counter()
@@ -183,6 +183,6 @@ else:
 # ```bash
 # python -m sinkpaper.book run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
 # mkdir -p results/bench && python -m sinkpaper bench kernels --json results/bench/kernels-h100.json   # on a GPU
-# TRITON_INTERPRET=1 python -m pytest tests/test_kernels.py   # the full correctness suite on the CPU
+# TRITON_INTERPRET=1 python -m pytest tests/test_fused.py   # the full correctness suite on the CPU
 # python -m sinkpaper.fused.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
 # ```

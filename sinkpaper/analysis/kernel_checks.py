@@ -3,7 +3,7 @@ kernel benchmark's stored results read back with their provenance.
 
 - :func:`format_errors`: the error table of :func:`sinkpaper.fused.testing.error_table` (every operator x
   mask (x sink): the Triton kernel's output, row statistic, gradients and ``column_stats``' alpha against fp64
-  PyTorch references, as maximum relative errors; the comparison tests/test_kernels.py asserts on), for display.
+  PyTorch references, as maximum relative errors; the comparison tests/test_fused.py asserts on), for display.
 - :func:`metric_agreement`: Sink_k of small models measured from the attention maps and from
   ``column_stats`` (no T x T map): the same numbers.
 - :func:`stored_benchmarks` and the ``*_rows`` functions: ``results/bench/kernels-*.json`` (the one home of every

@@ -1,4 +1,4 @@
-"""The fused kernels against their fp64 PyTorch references: one comparison, shared by tests/test_kernels.py (which
+"""The fused kernels against their fp64 PyTorch references: one comparison, shared by tests/test_fused.py (which
 asserts on it) and chapter 12 (which shows it).
 
 - :func:`compare`: given inputs, the Triton kernel's output, row statistic, every gradient and
@@ -28,7 +28,7 @@ from .reference import ColumnStats, reference_attention, reference_column_stats
 MASKS = ("causal", "full", "window", "prefix", "document")
 SINKS = ("none", "sink_logit", "kv_bias")
 SINK_ARGS = ("sink_logit", "k_bias", "v_bias")   # the differentiable extra inputs of `kernels.attention`
-TOLERANCE = 1e-5  # max relative error of fp32 kernels against fp64 (tests/test_kernels.py asserts the same bound)
+TOLERANCE = 1e-5  # max relative error of fp32 kernels against fp64 (tests/test_fused.py asserts the same bound)
 CPU_SHAPE = (1, 2, 45, 32)    # T = 45: not a multiple of the interpreter's 32-wide tiles
 GPU_SHAPE = (2, 4, 1000, 64)  # T = 1000: not a multiple of the GPU tiles (64, 128)
 

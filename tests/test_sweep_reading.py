@@ -1,4 +1,4 @@
-"""The chapters' sweep reading (sinkpaper.results.sweeps, .curves) and training helpers
+"""The chapters' sweep reading (sinkpaper.results.reading, .sweeps, .curves) and training helpers
 (sinkpaper.book.experiments). The scorecard's data moved to sinkpaper.paper (tests/test_paper.py)."""
 from __future__ import annotations
 
