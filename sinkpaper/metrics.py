@@ -217,6 +217,7 @@ class TraceStats:
     value_norms: torch.Tensor | None = None
     first_key_alphas: torch.Tensor | None = None   # [N, L, H]: where a query's first key is not always position 1
     doc_start_alphas: torch.Tensor | None = None   # [N, L, H]: at document starts inside the window (NaN: none)
+    gates: torch.Tensor | None = None              # [N, L, H, T]: each head's gate per query (Trace.gates)
     proxy: bool = False
 
     @property
@@ -269,6 +270,7 @@ class TraceStats:
             value_norms=cpu(head_norms([x.detach() for x in trace.values])) if trace.values else None,
             first_key_alphas=first,
             doc_start_alphas=starts,
+            gates=torch.stack([cpu(g) for g in trace.gates], dim=1) if trace.gates else None,
             proxy=bool(trace.proxy),
         )
 
@@ -311,6 +313,16 @@ def _doc_start_summary(a: torch.Tensor | None, epsilon: float) -> dict:
     return {"sink_doc_start": float(percent_above(a[has], epsilon)), "doc_start_samples": int(has.sum())}
 
 
+GATE_QUANTILES = (0.1, 0.5, 0.9)
+
+
+def gate_quantiles(gates: torch.Tensor, qs=GATE_QUANTILES) -> torch.Tensor:
+    """[N, L, H, T] gates -> [L, H, len(qs)]: each head's quantiles over every sample and query."""
+    L, H = gates.shape[1], gates.shape[2]
+    flat = gates.permute(1, 2, 0, 3).reshape(L, H, -1).double()
+    return torch.quantile(flat, torch.tensor(qs, dtype=torch.float64), dim=-1).permute(1, 2, 0).float()
+
+
 def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = KS) -> dict:
     """JSON-ready summary: Sink_k (percent, keys "1".."10"), alpha_1, alpha_k (keys as Sink_k), per-layer Sink_1, the alpha_1 matrix,
     massive-activation ratio by layer, Sink* on the bias position (percent), and the sizes."""
@@ -333,6 +345,8 @@ def summarize(stats: TraceStats, epsilon: float = EPSILON, ks: Iterable[int] = K
         else float(percent_above(stats.first_key_alphas, epsilon)),
         # ... and at the document starts inside the windows only (the samples that have one)
         **_doc_start_summary(stats.doc_start_alphas, epsilon),
+        # each head's gate over the held-out queries: its 10th, 50th and 90th percentiles, [layer][head][3]
+        "gate_quantiles": None if stats.gates is None else gate_quantiles(stats.gates).tolist(),
         "proxy": bool(stats.proxy),
         "n_samples": stats.n_samples,
         "seq_len": stats.seq_len,

@@ -23,6 +23,9 @@ Conventions (1-based positions in the paper, 0-based indices here):
   is then a placeholder, never read, so that no T x T tensor exists).
 - `queries`, `keys`, `values` (optional) are per layer [B, H, T, Dh]: queries and keys after RoPE (as the
   attention scores see them), keys/values repeated to H heads for grouped-query attention.
+- `gates` (optional) per layer [B, H, T]: the gate each head's output is scaled by at each query: gated
+  attention's sigmoid(x W_g) (mean over the head's dims where it is elementwise), or the gate a zero-valued
+  softmax sink puts on the real keys, 1 - its weight (= sigmoid(LSE - b) for a sink logit b).
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Trace:
     alphas: list[torch.Tensor] | None = None
     sink_alphas: list[torch.Tensor] | None = None
     layer_visible: list[torch.Tensor] | None = None
+    gates: list[torch.Tensor] | None = None      # per layer [B, H, T]: the gate on each head's output per query
 
     def visible_of(self, layer: int) -> torch.Tensor:
         """The [B or 1, T, T] mask of one layer: `layer_visible[layer]` when given, else `visible`."""

@@ -71,6 +71,55 @@ def test_gated_attention_multiplies_each_head_output_by_a_sigmoid_of_the_input(g
     torch.testing.assert_close(out, _by_formula(attn, x, gate=gate), rtol=1e-10, atol=1e-10)
 
 
+def _traced_gates(cfg: ModelConfig, seed: int = 0):
+    """A fp64 model with large weights, the input x of its one attention layer and the gates its trace records."""
+    torch.manual_seed(seed)
+    model = SinkModel(cfg).double()
+    attn = model.blocks[0].attn
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.normal_(0, 0.5)
+    seen = {}
+    attn.register_forward_pre_hook(lambda m, args: seen.__setitem__("x", args[0]))
+    tr = model.trace(torch.randint(0, cfg.vocab_size, (2, 9)))
+    return attn, seen["x"], tr
+
+
+@pytest.mark.parametrize("sink", ["sink_logit", "softmax_plus_one"])
+def test_a_sink_logit_is_recorded_as_the_gate_sigmoid_of_lse_minus_b(sink):
+    """The trace's gate for a sink logit b_h (0 for softmax plus one) is sigmoid(LSE - b_h) of each query's
+    scores, the scores written out here from the layer's input."""
+    from sinkpaper.attention.operators import sink_logit_gate
+    attn, x, tr = _traced_gates(ModelConfig(**SMALL, sink=sink))
+    B, T, d = x.shape
+    H, Dh = 3, d // 3
+    q = (x @ attn.q_proj.weight.T).view(B, T, H, Dh).transpose(1, 2)
+    k = (x @ attn.k_proj.weight.T).view(B, T, H, Dh).transpose(1, 2)
+    b = attn.sink_logit.detach() if sink == "sink_logit" else torch.zeros(H, dtype=x.dtype)
+    want = sink_logit_gate(q @ k.transpose(-1, -2) / math.sqrt(Dh), torch.ones(T, T, dtype=torch.bool).tril(), b)
+    torch.testing.assert_close(tr.gates[0], want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("gate", ["elementwise", "headwise"])
+def test_gated_attention_records_each_head_s_gate_per_query(gate):
+    attn, x, tr = _traced_gates(ModelConfig(**SMALL, gate=gate))
+    B, T, _ = x.shape
+    g = torch.sigmoid(x @ attn.gate_proj.weight.T).view(B, T, 3, -1).mean(-1).transpose(1, 2)   # [B, H, T]
+    torch.testing.assert_close(tr.gates[0], g, rtol=1e-10, atol=1e-10)
+
+
+def test_only_gates_are_recorded_as_gates_and_their_quantiles_are_summarized():
+    """A plain model and a KV bias (its extra key carries a value: not a gate) record none; the summary gives each
+    head's 10th / 50th / 90th percentile over samples and queries."""
+    from sinkpaper import metrics
+    for cfg in (ModelConfig(**SMALL), ModelConfig(**SMALL, sink="kv_bias")):
+        assert _traced_gates(cfg)[2].gates is None
+    gates = torch.arange(1, 101, dtype=torch.float32).view(1, 1, 1, 100).expand(2, 1, 2, 100) / 100
+    q = metrics.gate_quantiles(gates)
+    assert q.shape == (1, 2, 3)
+    torch.testing.assert_close(q[0, 0], torch.tensor([0.109, 0.505, 0.901]))   # numpy's linear interpolation
+
+
 def test_the_sink_logit_column_is_measured_as_sink_star():
     """The share a head puts on the sink logit is the paper's Sink* column: it is in the trace, and the real
     tokens' weights plus it sum to one."""
@@ -121,3 +170,21 @@ def test_the_fused_path_takes_the_learned_sink_logit_and_its_gradient():
         grads.append((float(loss), m.blocks[0].attn.sink_logit.grad.clone()))
     assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-4)
     torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-3, atol=1e-5)
+
+
+def test_a_gated_run_stores_its_gates_and_its_route_at_every_evaluation(tmp_path):
+    """The trainer keeps each evaluation's gate quantiles ([layer][head][10th, 50th, 90th percentile]) for a gated
+    model, and the run's provenance names its training route."""
+    from sinkpaper.train import build, read_log, train
+    from tests.test_train import TINY
+    cfg = build(TINY, "cpu", {"model.gate": "headwise", "optim.steps": 4, "eval.every": 2})
+    result = train(cfg, tmp_path / "run", progress=False)
+    L, H = cfg.model["n_layers"], cfg.model["n_heads"]
+    evals = [r for r in read_log(tmp_path / "run" / "log.jsonl") if "sink_k" in r]
+    assert len(evals) == 2
+    for q in [result["gate_quantiles"]] + [r["gate_quantiles"] for r in evals]:
+        assert len(q) == L and all(len(h) == H for h in q)
+        assert all(0 < a <= b <= c < 1 for layer in q for a, b, c in layer)
+    assert result["provenance"]["route"]["attention"] in ("reference", "SDPA")
+    assert "gate_quantiles" not in train(build(TINY, "cpu", {"optim.steps": 2, "eval.every": 2}), tmp_path / "plain",
+                                         progress=False)

@@ -325,7 +325,7 @@ def make_trace(seed=0, B=2, L=2, H=3, T=12, D=6, Dh=4, sink=True, vis=None):
 
 
 KEYS = {"sink_k", "alpha_1_mean", "alpha_k", "per_layer_sink_1", "alpha_1_matrix", "massive_activation_ratio_by_layer",
-        "sink_star", "sink_first_key", "proxy", "n_samples", "seq_len", "n_layers", "n_heads"}
+        "sink_star", "sink_first_key", "gate_quantiles", "proxy", "n_samples", "seq_len", "n_layers", "n_heads"}
 
 
 @pytest.mark.parametrize("with_sink", [True, False])

@@ -132,7 +132,7 @@ class Attention(nn.Module):
             dims[: cfg.k_bias_dims] = 1.0
             self.register_buffer("k_bias_dims_mask", dims)
         for name in ("hook_q", "hook_k", "hook_v", "hook_scores", "hook_weights", "hook_attn_map",
-                     "hook_sink_map", "hook_out"):
+                     "hook_sink_map", "hook_gate", "hook_out"):
             setattr(self, name, HookPoint())
 
     def _sink_args(self) -> dict:
@@ -209,6 +209,8 @@ class Attention(nn.Module):
                     self.hook_sink_map(res.sink_map)
         if self.gate_proj is not None:                                  # gated attention: Y * sigmoid(X W_g)
             g = torch.sigmoid(self.gate_proj(x)).view(B, T, H, -1).transpose(1, 2)   # [B, H, T, Dh or 1]
+            if self.hook_gate.active:                                   # each head's gate, mean over its dims
+                self.hook_gate(g.mean(-1))
             out = out * g.to(out.dtype)
         if cfg.head_combine == "add":
             out = out.sum(dim=1)                                        # [B, T, d_model]
@@ -322,6 +324,14 @@ class SinkModel(nn.Module):
                 and cfg.pos_encoding in FUSED_POSITIONS and cfg.head_combine == "concat")
 
     @property
+    def gating_sink(self) -> bool:
+        """A softmax sink whose extra key carries a zero value (the K bias, a sink logit, softmax plus one): it
+        scales each query's attention by a gate, sigmoid(LSE - b), and adds nothing (the identity of
+        :func:`sinkpaper.attention.operators.sink_logit_gate`)."""
+        d = SINK_DESIGNS[self.cfg.sink]
+        return self.cfg.attention == "softmax" and d.extra_key and d.value == "zero"
+
+    @property
     def extra_columns(self) -> int:
         """Columns before the real keys in each attention map: the sink token's position, and the extra key
         column of a KV / K bias or sink logit (the paper's V bias alone adds none)."""
@@ -407,7 +417,8 @@ class SinkModel(nn.Module):
         points = self.hook_points()
         wanted = ["hook_embed"] + [f"blocks.{i}.{n}" for i in range(self.cfg.n_layers)
                                    for n in ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_attn_map",
-                                             "attn.hook_sink_map", "hook_resid_post")]
+                                             "attn.hook_sink_map", "hook_resid_post")
+                                   + (("attn.hook_gate",) if self.cfg.gate != "none" else ())]
         for name in wanted:
             key = name.split(".")[-1]
             handles.append(points[name].register_forward_hook(
@@ -424,13 +435,18 @@ class SinkModel(nn.Module):
             sink = [m[:, :, e:, 0] for m in maps]
             maps = [m[:, :, e:, e:] for m in maps]
         cut = lambda xs: [x[:, :, e:] for x in xs]  # noqa: E731  [B, H, T', D] -> real tokens
+        gates = store.get("hook_gate")
+        if gates is None and self.gating_sink and sink is not None:
+            # a zero-valued extra key under softmax: its weight w is what the gate sigmoid(LSE - b) takes away
+            # from the real keys (sinkpaper.attention.operators.sink_logit_gate), so the gate is 1 - w
+            gates = [1.0 - s for s in sink]
         return Trace(
             attentions=maps,
             visible=self.real_visible(input_ids.shape[1], doc_ids, input_ids.device),
             hidden_states=[h[:, e:] for h in store["hook_embed"] + store["hook_resid_post"]],
             sink_attention=sink,
             queries=cut(store["hook_q"]), keys=cut(store["hook_k"]), values=cut(store["hook_v"]),
-            proxy=self.cfg.proxy_metric,
+            proxy=self.cfg.proxy_metric, gates=gates,
         )
 
     def _trace_column_stats(self, input_ids: torch.Tensor, doc_ids: torch.Tensor | None) -> Trace:

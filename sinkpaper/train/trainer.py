@@ -187,6 +187,8 @@ def evaluate(model, cfg: TrainConfig, data: TokenData, device, dtype: str | None
            "alpha_1_matrix": summary["alpha_1_matrix"], "sink_star": summary["sink_star"], "proxy": summary["proxy"],
            # token 1's hidden-state norm over the other tokens' mean, per layer (the paper's Section 3)
            "massive_activation_ratio_by_layer": summary["massive_activation_ratio_by_layer"]}
+    if summary["gate_quantiles"] is not None:   # gated attention, or a sink that acts as a gate (a sink logit)
+        out["gate_quantiles"] = summary["gate_quantiles"]
     if summary["sink_first_key"] is not None:   # a mask under which a query's first key is not position 1
         out["sink_first_key"] = summary["sink_first_key"]
     if summary["proxy"]:  # without normalization the proxy can read high while raw weights are all tiny
