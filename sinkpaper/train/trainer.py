@@ -286,6 +286,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
     # lines are written again
     _truncate_log(out / "log.jsonl", step)
+    route = _unwrap(model).training_route(cfg.data.context, device)   # for the provenance; read before any step
     net = accel.maybe_compile(model, device, cfg.run.compile)   # checkpoints and evaluation use `model`
     compiled = net is not model
     if world > 1:
@@ -355,7 +356,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                              eval_seconds=round(book.eval_seconds, 2),
                              eval_share=round(book.eval_seconds / max(1e-9, time.perf_counter() - t_session), 4),
                              threads=torch.get_num_threads(),
-                             route=_unwrap(model).training_route(cfg.data.context, device))
+                             route=route)
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
               "final_loss": _last_loss(log_path), **last_eval,
               "n_parameters": _unwrap(model).num_parameters(non_embedding=False),
