@@ -31,12 +31,12 @@ _eager_loss = torch.compiler.disable(linear_cross_entropy)
 TRACE_METHODS = ("maps", "stats")
 # On the CPU, plain causal softmax at short contexts trains faster through the reference operator (one bmm, a
 # masked softmax, one bmm; fused by inductor when compiled) than through SDPA's flash kernel, whose backward
-# dominates there: fwd+bwd, bf16, one thread, 4096 tokens a batch, 4 heads of 32, measured 20 / 38 / 75 / 156 ms
-# (reference) against 51 / 62 / 55 / 84 ms (SDPA) at T = 64 / 128 / 256 / 512. Above this T, SDPA.
+# dominates there; SDPA is faster from T = 256 (forward + backward per T: results/bench/cpu-routes.json, from
+# scripts/bench_cpu_routes.py). Above this T, SDPA.
 CPU_REFERENCE_MAX_T = 128
 # On the CPU the loss takes the chunked path compiled or not (inductor's fused loss over the full logits measured
-# slower at the text shape), each chunk's fp32 logits about this size: chunks of 128 tokens at vocab 8192, which
-# measured fastest of 64 / 128 / 256 / 512 / 1024 / 4096 there (README, "Training speed")
+# slower at the text shape), each chunk's fp32 logits about this size: 128 tokens at vocab 8192. Chunks of 64 to
+# 256 tokens measured within 3 % of each other there, 512 and more slower (results/bench/cpu-routes.json)
 CPU_LOSS_CHUNK_BYTES = 4 << 20
 # positional encodings that add no score bias, so the fused kernels (which take none) cover them
 FUSED_POSITIONS = ("rope", "nope", "absolute", "learnable")
