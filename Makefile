@@ -49,14 +49,14 @@ $(STAMP): pyproject.toml constraints.txt
 # when no real Chromium can be had (not root, no apt, or Ubuntu's apt chromium, a stub for the snap), a note says
 # why, and tests/test_site.py skips with that reason in pytest's summary.
 chromium: $(STAMP)
-	@if ! $(BIN)/python -m sinkpaper.book.chromium "$(CHROMIUM)" >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+	@if ! $(BIN)/python -m sinkpaper.site.chromium "$(CHROMIUM)" >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
 	    && [ ! -e "$(CHROMIUM)" ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "Installing chromium (for the browser tests) with apt-get ..."; \
 	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	    || echo "NOTE: apt-get could not install chromium"; \
 	fi; \
-	if why=$$($(BIN)/python -m sinkpaper.book.chromium "$(CHROMIUM)"); then \
+	if why=$$($(BIN)/python -m sinkpaper.site.chromium "$(CHROMIUM)"); then \
 	  echo "Browser for the site tests: $$why"; \
 	else \
 	  echo "NOTE: the browser tests (tests/test_site.py) will be SKIPPED: $$why"; \
@@ -66,12 +66,12 @@ test: $(STAMP) chromium
 	SINKPAPER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 notebooks: $(STAMP)
-	$(BIN)/python -m sinkpaper.book run --profile $(PROFILE) --jobs $(JOBS)
+	$(BIN)/python -m sinkpaper.site run --profile $(PROFILE) --jobs $(JOBS)
 
 # Runs every chapter, builds the site whenever at least one chapter succeeded, and exits non-zero naming the
 # failing chapters (they keep their previous executed page, if any).
 book: $(STAMP)
-	$(BIN)/python -m sinkpaper.book build --profile $(PROFILE) --jobs $(JOBS)
+	$(BIN)/python -m sinkpaper.site build --profile $(PROFILE) --jobs $(JOBS)
 
 clean:
 	rm -rf _build book/_executed

@@ -161,8 +161,8 @@ sources.record({**provenance.stamp(device, profile=profile), "model": name,
 # **Rerun a chapter** with other parameters (values are YAML, so numbers and lists work):
 #
 # ```bash
-# python -m sinkpaper.book run --only 03_section3_measuring -p model gpt2-xl -p n_samples 100
-# python -m sinkpaper.book run --only 01_introduction -p model gemma3-270m
+# python -m sinkpaper.site run --only 03_section3_measuring -p model gpt2-xl -p n_samples 100
+# python -m sinkpaper.site run --only 01_introduction -p model gemma3-270m
 # make book                      # every chapter, at the profile this machine supports, then the HTML
 # ```
 #

@@ -286,7 +286,7 @@ if no_sink:
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 02_section3_properties -p model gpt2-xl -p bos both
-# python -m sinkpaper.book run --only 02_section3_properties -p inputs natural,random,repeat
+# python -m sinkpaper.site run --only 02_section3_properties -p model gpt2-xl -p bos both
+# python -m sinkpaper.site run --only 02_section3_properties -p inputs natural,random,repeat
 # python -m sinkpaper sink --model smollm2-135m --inputs natural --no-bos --json
 # ```

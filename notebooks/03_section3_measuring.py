@@ -310,8 +310,8 @@ display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repea
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 03_section3_measuring -p model gpt2-xl -p bos false
-# python -m sinkpaper.book run --only 03_section3_measuring -p n_samples 100 -p seq_lens "[64, 512, 1024]"
+# python -m sinkpaper.site run --only 03_section3_measuring -p model gpt2-xl -p bos false
+# python -m sinkpaper.site run --only 03_section3_measuring -p n_samples 100 -p seq_lens "[64, 512, 1024]"
 # python -m sinkpaper sink --model gemma3-270m --inputs repeat --bos --json
 # ```
 
@@ -367,5 +367,5 @@ for lc_name, lc_bos in long_context_models.items():
 # python -m sinkpaper sink-vs-length --model gemma3-270m --bos --lengths 64 128 256 512 1024 2048 4096 8192 16384 --tokens 8192
 # python -m sinkpaper sink --model smollm2-135m --seq-len 8192 --n-samples 1 --method stats   # one T, peak RSS < 4 GB
 # python -m sinkpaper bench sink --model smollm2-135m --json bench_sink.json  # kernel vs eager maps, T = 256 .. 8192
-# python -m sinkpaper.book run --only 03_section3_measuring -p long_context_live true -p long_context_lengths "[64, 256, 1024]"
+# python -m sinkpaper.site run --only 03_section3_measuring -p long_context_live true -p long_context_lengths "[64, 256, 1024]"
 # ```

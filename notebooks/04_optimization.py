@@ -339,7 +339,7 @@ display(tables.ClaimsTable(paper.rows(["opt_emergence", "opt_lr", "opt_lr_steps"
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 04_optimization -p live_point lr_x3 -p live_seed 1
+# python -m sinkpaper.site run --only 04_optimization -p live_point lr_x3 -p live_seed 1
 # python -m sinkpaper sweep --config configs/optimization.yaml --profile gpu --seeds 0 --out runs/optimization
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 --points recipe lr_x0.3 lr_x3 lr_x0.5_steps_x2 --out runs/miniature
 # ```

@@ -234,6 +234,6 @@ display(tables.ClaimsTable(paper.rows(["data_unique", "data_random_first", "data
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 05_data -p live_point fixed_pos3 -p live_steps 3000
+# python -m sinkpaper.site run --only 05_data -p live_point fixed_pos3 -p live_steps 3000
 # python -m sinkpaper sweep --config configs/data.yaml --profile gpu --seeds 0 --out runs/data
 # ```

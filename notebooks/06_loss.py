@@ -233,6 +233,6 @@ display(tables.ClaimsTable(paper.rows(["loss_wd", "loss_prefix", "loss_window"])
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 06_loss -p live_point wd_5
+# python -m sinkpaper.site run --only 06_loss -p live_point wd_5
 # python -m sinkpaper sweep --config configs/loss.yaml --profile gpu --seeds 0 --out runs/loss
 # ```

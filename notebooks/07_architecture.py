@@ -104,7 +104,7 @@ display(tables.ClaimsTable(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 07_architecture            # reads the stored runs
+# python -m sinkpaper.site run --only 07_architecture            # reads the stored runs
 # python -m sinkpaper claims --id arch_pe
 # python -m sinkpaper train --config configs/architecture.yaml --profile cpu --sweep pos_alibi --out runs/alibi
 # ```

@@ -190,7 +190,7 @@ display(tables.ClaimsTable(paper.rows(["bias_sink_token", "bias_kv", "bias_k", "
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 08_biases -p live_point sink_token
+# python -m sinkpaper.site run --only 08_biases -p live_point sink_token
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 \
 #     --points sink_token kv_bias k_bias v_bias --out runs/miniature
 # ```

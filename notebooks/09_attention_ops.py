@@ -232,7 +232,7 @@ display(Markdown("The proxy over training, in the stored miniature runs: " + "; 
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 09_attention_ops -p live_point sigmoid_norm
+# python -m sinkpaper.site run --only 09_attention_ops -p live_point sigmoid_norm
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 \
 #     --points sigmoid sigmoid_norm elu elu_norm softpick --out runs/miniature
 # ```

@@ -298,6 +298,6 @@ display(tables.ClaimsTable(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 10_packing_bos -p model gpt2-xl -p n_samples 100
+# python -m sinkpaper.site run --only 10_packing_bos -p model gpt2-xl -p n_samples 100
 # python -m sinkpaper sink --model gemma3-270m --inputs natural --no-bos
 # ```

@@ -304,8 +304,8 @@ display(tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"])))
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 11_why_sink_matters -p model gemma3-270m -p n_tokens 2048 -p window 256
-# python -m sinkpaper.book run --only 11_why_sink_matters --profile gpu -p model meta-llama/Llama-2-7b-hf
+# python -m sinkpaper.site run --only 11_why_sink_matters -p model gemma3-270m -p n_tokens 2048 -p window 256
+# python -m sinkpaper.site run --only 11_why_sink_matters --profile gpu -p model meta-llama/Llama-2-7b-hf
 # ```
 #
 # ```python

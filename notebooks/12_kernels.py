@@ -181,7 +181,7 @@ else:
 # ## Rerun it
 #
 # ```bash
-# python -m sinkpaper.book run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
+# python -m sinkpaper.site run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
 # mkdir -p results/bench && python -m sinkpaper bench kernels --json results/bench/kernels-h100.json   # on a GPU
 # TRITON_INTERPRET=1 python -m pytest tests/test_fused.py   # the full correctness suite on the CPU
 # python -m sinkpaper.fused.gpu_compile   # every kernel variant compiled for an H100, no GPU needed

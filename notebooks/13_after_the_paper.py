@@ -139,5 +139,5 @@ display(figures.Table(curves.spike_rows(lm.payloads, WITH_BOS)))
 # ```bash
 # python -m sinkpaper sweep --config configs/after_paper.yaml --profile text --seeds 0 1 2 --out runs/text
 # python -m sinkpaper claims --id after_gate
-# python -m sinkpaper.book run --only 13_after_the_paper -p profile gpu
+# python -m sinkpaper.site run --only 13_after_the_paper -p profile gpu
 # ```

@@ -38,7 +38,7 @@ if profile not in parameters.PROFILES:
 ledgers = [led for led in sources.load_all() if led.get("stem") != sources.APPENDIX]
 if not ledgers:
     display(Markdown("No chapter has written its ledger in this build yet: run the chapters first "
-                     "(`python -m sinkpaper.book run`)."))
+                     "(`python -m sinkpaper.site run`)."))
 total = {"stored": 0, "computed": 0, "missing": 0}
 for led in ledgers:
     for k in total:

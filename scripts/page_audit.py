@@ -16,7 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from sinkpaper.book import figures, runner
+from sinkpaper.book import figures
+from sinkpaper.site import runner
 
 REPO = Path(__file__).resolve().parents[1]
 WIDE = {"width": 1280, "height": 900}

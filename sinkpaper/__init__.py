@@ -16,8 +16,10 @@ circle exists):
      results.text_runs: the blocks read from stored measurements and from runs outside the main sweep)
   <- paper (the paper's numbers typed once, its claims and their rules; the listing reads chapter records and
      the results store)
-  <- cli (`python -m sinkpaper ...`: parses and dispatches) and book (presentation: the only place altair and
-     ipywidgets are imported; figures, tables, points, prose, the runner, the explorer and widgets).
+  <- book (the chapters' shelf, presentation: with site the only place altair and ipywidgets are imported;
+     figures, tables, points, prose, the explorer and widgets) <- site (building the site from the chapters: the
+     papermill runner, the offline assets, the Sphinx extension)
+  <- cli (`python -m sinkpaper ...`: parses and dispatches).
 
 The version comes from git through setuptools-scm, which writes sinkpaper/_version.py when the package is built
 or installed (an untagged commit reads like 0.1.1.devN+g<commit>). A checkout that was never installed has no

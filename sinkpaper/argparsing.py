@@ -1,5 +1,5 @@
 """An argparse parser whose usage errors are one line on stderr and exit status 2, like every other input
-error of sinkpaper's commands (``python -m sinkpaper ...``, ``python -m sinkpaper.book ...``)."""
+error of sinkpaper's commands (``python -m sinkpaper ...``, ``python -m sinkpaper.site ...``)."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +7,7 @@ import sys
 
 
 def command_label(prog: str) -> str:
-    """``python -m sinkpaper.book run`` -> ``sinkpaper.book``; ``sinkpaper sink`` -> ``sinkpaper``."""
+    """``python -m sinkpaper.site run`` -> ``sinkpaper.book``; ``sinkpaper sink`` -> ``sinkpaper``."""
     words = prog.split()
     return words[2] if words[:2] == ["python", "-m"] and len(words) > 2 else (words[0] if words else "sinkpaper")
 

@@ -112,7 +112,7 @@ class BuiltBook:
     stems: list[str]            # every notebooks/*.py stem
     selected: list[str]         # the stems executed this session (all of them unless SINKPAPER_TEST_NOTEBOOKS)
     params: dict                # stem -> the parameters it ran with besides profile (SMOKE_PARAMS)
-    results: dict               # stem -> sinkpaper.book.runner.Result
+    results: dict               # stem -> sinkpaper.site.runner.Result
     times: dict                 # stem -> seconds
     run_seconds: float          # wall time of executing them all (BOOK_JOBS at once)
     build: subprocess.CompletedProcess
@@ -222,7 +222,7 @@ class _TerminalLog:
 def built_book(tmp_path_factory, pytestconfig) -> BuiltBook:
     pytest.importorskip("papermill")
     pytest.importorskip("jupytext")
-    from sinkpaper.book import runner
+    from sinkpaper.site import runner
 
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
@@ -248,7 +248,7 @@ def built_book(tmp_path_factory, pytestconfig) -> BuiltBook:
                                           stem_params={s: SMOKE_PARAMS[s] for s in selected if s in SMOKE_PARAMS}):
                 results[r.stem] = r
         else:
-            from sinkpaper.book.assets import write_static_assets
+            from sinkpaper.site.assets import write_static_assets
 
             write_static_assets(book_dir / runner.STATIC_SUBDIR)
         run_seconds = time.perf_counter() - t0
@@ -271,7 +271,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     book = _SESSION.get("built_book")
     if book is None:
         return
-    from sinkpaper.book import runner
+    from sinkpaper.site import runner
 
     terminalreporter.section(f"book chapters (built_book, profile {BOOK_PROFILE}, smoke parameters)")
     for line in runner.format_summary(list(book.results.values())).splitlines():

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("papermill")
 pytest.importorskip("jupytext")
 
-from sinkpaper.book import parameters, runner  # noqa: E402
+from sinkpaper.site import pages, runner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,7 +53,7 @@ BAD_NB = textwrap.dedent(
 def static_dir(tmp_path_factory):
     pytest.importorskip("vl_convert")
     pytest.importorskip("altair")
-    from sinkpaper.book.assets import write_static_assets
+    from sinkpaper.site.assets import write_static_assets
 
     d = tmp_path_factory.mktemp("static")
     written = write_static_assets(d)
@@ -266,7 +266,7 @@ def test_jobs_run_chapters_pinned_side_by_side_and_scorecards_last(tmp_path, mon
         r.unlink()
     with pytest.raises(ValueError, match="jobs must be a whole number >= 1"):
         runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=0)
-    with pytest.raises(parameters.UnknownParameterError, match="unknown notebook parameter.*nn.*b takes: n, profile"):
+    with pytest.raises(pages.UnknownParameterError, match="unknown notebook parameter.*nn.*b takes: n, profile"):
         runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None, jobs=2,
                              stem_params={"b": {"nn": 5}})
     assert not list(out.glob("*.ipynb"))
@@ -319,16 +319,16 @@ def test_unknown_only_stem_exits_2_listing_valid(tmp_path, capsys):
 
 
 def test_param_parsing():
-    p = parameters.parse_params([("model", "gpt2"), ("n", "8"), ("lr", "1e-3"), ("x", "0.5"), ("flag", "true"),
+    p = pages.parse_params([("model", "gpt2"), ("n", "8"), ("lr", "1e-3"), ("x", "0.5"), ("flag", "true"),
                              ("layers", "[0, 2]"), ("cfg", "{a: 1}"), ("none", "null"), ("name", "'8'"),
                              ("empty", "")])
     assert p == {"model": "gpt2", "n": 8, "lr": 1e-3, "x": 0.5, "flag": True, "layers": [0, 2],
                  "cfg": {"a": 1}, "none": None, "name": "8", "empty": ""}
-    assert parameters.parse_param_value("nan") == "nan"  # only YAML's own .nan is a float
+    assert pages.parse_param_value("nan") == "nan"  # only YAML's own .nan is a float
     with pytest.raises(ValueError):
-        parameters.parse_params([("not-an-identifier", "1")])
+        pages.parse_params([("not-an-identifier", "1")])
     args = runner.build_parser().parse_args(["run", "-p", "a", "1", "-p", "b", "x y"])
-    assert parameters.parse_params(args.param) == {"a": 1, "b": "x y"}
+    assert pages.parse_params(args.param) == {"a": 1, "b": "x y"}
     assert args.profile == "cpu" and args.only is None and args.timeout is None
     with pytest.raises(SystemExit):
         runner.build_parser().parse_args(["run", "--profile", "tpu"])
@@ -458,7 +458,7 @@ def test_jupyter_book_build_offline_charts(tmp_path, static_dir):
 
 
 def test_broken_chapter_keeps_the_book_building(tmp_path, capsys):
-    """`python -m sinkpaper.book build` (what `make book` runs) over a toc with a good and a broken chapter: the
+    """`python -m sinkpaper.site build` (what `make book` runs) over a toc with a good and a broken chapter: the
     site is built with the good page, and the command exits 1 naming the broken chapter and cell. The good
     chapter's executed page pins its Colab cell to the commit that ran it."""
     jb = Path(sys.executable).parent / "jupyter-book"
@@ -508,7 +508,7 @@ def test_build_without_any_successful_chapter_builds_nothing(tmp_path, capsys):
 def test_formulas_render_as_mathml_and_bad_tex_is_named():
     """The book's formulas become MathML at build time (no MathJax from a CDN); TeX it cannot render is an error
     that quotes the formula, never TeX shown as if it were math."""
-    from sinkpaper.book.sphinx_ext import mathml
+    from sinkpaper.site.sphinx_ext import mathml
 
     block = mathml(r"\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}", display=True)
     assert block.startswith("<math") and 'display="block"' in block
@@ -526,7 +526,7 @@ def test_a_small_build_links_each_glossary_term_once_per_page_and_draws_math_as_
     page asks for no MathJax."""
     src = tmp_path / "src"
     (src / "book").mkdir(parents=True)
-    (src / "conf.py").write_text("extensions = ['myst_parser', 'sinkpaper.book.sphinx_ext']\n"
+    (src / "conf.py").write_text("extensions = ['myst_parser', 'sinkpaper.site.sphinx_ext']\n"
                                  "myst_enable_extensions = ['dollarmath']\nhtml_math_renderer = 'mathml'\n"
                                  "exclude_patterns = ['_build']\n")
     (src / "index.md").write_text("# Home\n\n```{toctree}\nbook/chapter\nbook/glossary\n```\n")
@@ -561,7 +561,7 @@ def test_a_markdown_page_draws_a_stored_measurement_and_an_unknown_chart_is_an_e
     bench.parent.mkdir(parents=True)
     runs = {"alone": (100.0, 1), "pairA": (90.0, 1), "pairB": (80.0, 1), "two": (150.0, 2)}
     bench.write_text(json.dumps({"runs": {k: {"tokens_per_s": t, "threads": n} for k, (t, n) in runs.items()}}))
-    (src / "conf.py").write_text("extensions = ['myst_parser', 'sinkpaper.book.sphinx_ext']\n"
+    (src / "conf.py").write_text("extensions = ['myst_parser', 'sinkpaper.site.sphinx_ext']\n"
                                  "exclude_patterns = ['_build']\n")
     (src / "index.md").write_text("# Home\n\n```{sinkpaper-chart} thread-scaling\nTokens per second of each run.\n```\n"
                                   "\n```{sinkpaper-chart} kernels-bench-gpu\n```\n")

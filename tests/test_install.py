@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sinkpaper import resources
-from sinkpaper.book import chromium
+from sinkpaper.site import chromium
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -151,7 +151,7 @@ def test_the_wheel_ships_configs_sample_and_widgets_and_records_its_commit(tmp_p
     for family in ["_base", *resources.config_families(REPO / "configs")]:
         assert f"sinkpaper/configs/{family}.yaml" in names
     assert {"sinkpaper/sample/tokens.u16.xz", "sinkpaper/sample/tokens.u16.xz.json", "sinkpaper/_version.py",
-            "sinkpaper/book/vendor/html-manager-1.0.15/embed.js"} <= names
+            "sinkpaper/site/vendor/html-manager-1.0.15/embed.js"} <= names
     head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert re.search(rf"\+g{head[:7]}", wheel.name), wheel.name  # the version carries the commit
 
@@ -251,7 +251,7 @@ def test_a_snap_stub_or_a_missing_chromium_is_a_skip_reason(tmp_path):
     assert why and "did not print a Chromium version" in why
     fake = _script(tmp_path / "fake-chromium", "#!/bin/sh\necho 'Chromium 156.0.1.2 built on Debian'\n")
     assert chromium.problem(fake) is None and chromium.version(fake).startswith("Chromium 156.0.1.2")
-    r = subprocess.run([sys.executable, "-m", "sinkpaper.book.chromium", str(tmp_path / "chromium-browser")],
+    r = subprocess.run([sys.executable, "-m", "sinkpaper.site.chromium", str(tmp_path / "chromium-browser")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "snap" in r.stdout
 

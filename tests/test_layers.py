@@ -156,7 +156,8 @@ def test_no_import_circle_in_the_package():
 def test_no_plotting_or_widget_package_below_the_book():
     _, external = _package_graph()
     found = {name: sorted(pkgs & {"altair", "ipywidgets"}) for name, pkgs in external.items()
-             if not _within(name, "sinkpaper.book") and pkgs & {"altair", "ipywidgets"}}
+             if not (_within(name, "sinkpaper.book") or _within(name, "sinkpaper.site"))
+             and pkgs & {"altair", "ipywidgets"}}
     assert found == {}
     assert "altair" in set().union(*(p for n, p in external.items() if _within(n, "sinkpaper.book")))
 
@@ -176,7 +177,8 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((what, frozenset(units)) 
     ("reading stored runs", {"results"}),
     ("the paper's claims and verdicts", {"paper"}),
     ("analyses the chapters and the CLI share", {"analysis"}),
-    ("the book", {"book"}),
+    ("the book (the chapters' shelf)", {"book"}),
+    ("the site builder", {"site"}),
     ("entry points", {"cli", "__main__"}),
 ))
 FLOOR = {unit: i for i, (_, units) in enumerate(FLOORS) for unit in units}
@@ -251,10 +253,10 @@ _MEASURING_CALLS = {"trace", "measure", "measure_sink", "forward"}
 
 
 def test_the_book_measures_nothing_itself():
-    """Nothing under sinkpaper/book/ runs a model or measures: no forward pass, trace or metric measurement
-    called there, and torch imported only to ask whether CUDA is there (the profile check)."""
+    """Nothing under sinkpaper/book/ or sinkpaper/site/ runs a model or measures: no forward pass, trace or metric
+    measurement called there, and torch imported only to ask whether CUDA is there (the profile check)."""
     found = []
-    for path in sorted((ROOT / "book").rglob("*.py")):
+    for path in sorted([*(ROOT / "book").rglob("*.py"), *(ROOT / "site").rglob("*.py")]):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

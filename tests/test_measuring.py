@@ -199,7 +199,7 @@ def test_chapters_carry_the_current_colab_cell_and_link(stem):
     branch; the runner pins each executed page to its commit). A change of the cell must update these files:
     the failure names the file."""
     text = (REPO / "notebooks" / f"{stem}.py").read_text()
-    assert (REPO / colab.colab_path(stem)).is_file(), f"no {colab.colab_path(stem)}: python -m sinkpaper.book colab"
+    assert (REPO / colab.colab_path(stem)).is_file(), f"no {colab.colab_path(stem)}: python -m sinkpaper.site colab"
     assert colab.bootstrap_cell() in text, f"notebooks/{stem}.py lacks the current Colab cell: colab.bootstrap_cell()"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("papermill")
-from sinkpaper.book import runner  # noqa: E402
+from sinkpaper.site import runner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 STEMS = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))

@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("papermill")
 pytest.importorskip("jupytext")
 
-from sinkpaper.book import colab, machine_paths, parameters, runner  # noqa: E402
+from sinkpaper.book import colab  # noqa: E402
+from sinkpaper.site import machine_paths, pages, runner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,7 +96,7 @@ def test_pages_fold_code_remove_parameters_and_list_them(executed):
     # under the title: the Colab link and the collapsed parameters block
     assert cells[0].source == "# A page" and cells[2].source == "What the page is about."  # block under the heading
     block = cells[1]
-    assert block.cell_type == "markdown" and parameters.READER_CELL_TAG in _tags(block)
+    assert block.cell_type == "markdown" and pages.READER_CELL_TAG in _tags(block)
     assert colab.badge("a_page") in block.source
     assert "````{dropdown} Parameters of this page" in block.source and block.source.rstrip().endswith("````")
     rows = {m.group(1): m for m in re.finditer(r"^\| `(\w+)` \| `(.*?)` \| (.*?) \| (.*?) \|$", block.source, re.M)}
@@ -108,10 +109,10 @@ def test_pages_fold_code_remove_parameters_and_list_them(executed):
     words = shlex.split(command)
     assert words[:6] == ["python", "-m", "sinkpaper.book", "run", "--only", "a_page"]
     args = runner.build_parser().parse_args(words[3:])
-    assert args.profile == "cpu" and parameters.parse_params(args.param) == {"n_samples": 2, "seq_lens": [16]}
+    assert args.profile == "cpu" and pages.parse_params(args.param) == {"n_samples": 2, "seq_lens": [16]}
     # a second pass (e.g. re-tidying) replaces the block instead of adding one
-    parameters.present(nb, "a_page", parameters.parameter_table(root / "notebooks" / "a_page.py"), {})
-    assert sum(parameters.READER_CELL_TAG in _tags(c) for c in nb.cells) == 1
+    pages.present(nb, "a_page", pages.parameter_table(root / "notebooks" / "a_page.py"), {})
+    assert sum(pages.READER_CELL_TAG in _tags(c) for c in nb.cells) == 1
 
 
 def test_a_page_printing_a_machine_path_fails_naming_the_cell(executed):
@@ -153,7 +154,7 @@ def test_provenance_prints_paths_relative_to_the_checkout(tmp_path):
 
 # --------------------------------------------------------------------------------------------- Colab
 def test_colab_notebooks_are_committed_and_in_sync():
-    """notebooks/ipynb/<stem>.ipynb, what every Colab link opens, is exactly what `python -m sinkpaper.book colab`
+    """notebooks/ipynb/<stem>.ipynb, what every Colab link opens, is exactly what `python -m sinkpaper.site colab`
     writes from notebooks/<stem>.py, is tracked by git, and has no outputs."""
     sources = sorted((REPO / "notebooks").glob("*.py"))
     assert sources
@@ -168,7 +169,7 @@ def test_colab_notebooks_are_committed_and_in_sync():
         nb = json.loads(path.read_text())
         assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path
         assert colab.colab_path(source.stem) in tracked, f"{colab.colab_path(source.stem)} is not committed"
-    assert not stale, f"out of date: {stale}; run python -m sinkpaper.book colab and commit notebooks/ipynb"
+    assert not stale, f"out of date: {stale}; run python -m sinkpaper.site colab and commit notebooks/ipynb"
     extra = {p.stem for p in (REPO / "notebooks" / "ipynb").glob("*.ipynb")} - {s.stem for s in sources}
     assert not extra, f"notebooks/ipynb has notebooks without a source: {sorted(extra)}"
 

@@ -21,7 +21,7 @@ scrolling, and every "Open in Colab" link of the site names a file git tracks.
 The checks look at whatever a page contains, so they apply to chapters written later too; a failure names the
 page and each problem. test_checker_* run the same checks on a small synthetic book with one good and one
 broken page, so the checks themselves are tested. Everything here is skipped (with the reason in pytest's
-summary) only when no real Chromium is installed (missing, or Ubuntu's snap stub: sinkpaper.book.chromium);
+summary) only when no real Chromium is installed (missing, or Ubuntu's snap stub: sinkpaper.site.chromium);
 `make setup` installs Debian's where apt has it.
 """
 from __future__ import annotations
@@ -40,14 +40,15 @@ from urllib.parse import urlsplit
 import pytest
 
 from sinkpaper import paper as registry
-from sinkpaper.book import figures, machine_paths, runner
+from sinkpaper.book import figures
+from sinkpaper.site import machine_paths, runner
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 # Console messages a page may log, each with why no setting removes it. None now: the doubled sphinx-thebe script is
-# dropped by sinkpaper.book.sphinx_ext and the theme's empty mode is set in _config.yml (html_context.default_mode).
+# dropped by sinkpaper.site.sphinx_ext and the theme's empty mode is set in _config.yml (html_context.default_mode).
 ALLOWED_CONSOLE: tuple[re.Pattern, ...] = ()
 LOCAL_SCHEMES = {"file", "data", "blob", "about"}
 LOCAL_HOSTS = {"127.0.0.1"}
@@ -77,7 +78,7 @@ def is_external(url: str) -> bool:
 def chromium() -> str:
     """Debian's Chromium, or a skip that says so. Session-scoped so that it is set up before `built_book` (pytest
     sets up wider scopes first): without Chromium the page tests skip at once instead of after the notebooks."""
-    from sinkpaper.book.chromium import problem
+    from sinkpaper.site.chromium import problem
 
     why = problem(CHROMIUM)  # missing, Ubuntu's snap stub, or not a browser that runs
     if why:
@@ -185,7 +186,7 @@ def check_page(context, url: str, name: str, render_timeout_ms: int = RENDER_TIM
     """Load ``url`` in a new tab, run every check that applies to what the page contains, close the tab.
     Charts and widgets get ``render_timeout_ms`` to draw, interactions ``react_timeout_ms`` to show;
     ``forbidden_paths`` are absolute paths of the machine the page must not show (besides
-    :func:`sinkpaper.book.machine_paths.machine_paths`)."""
+    :func:`sinkpaper.site.machine_paths.machine_paths`)."""
     report = PageReport(name)
     timeouts = {"render": render_timeout_ms, "react": react_timeout_ms}
     page = context.new_page()
@@ -375,7 +376,7 @@ def _check_widgets(page, report: PageReport, timeouts: dict) -> None:
     blank = page.evaluate("__siteTest.widgetRoots().map((a, i) => __siteTest.rendered(a) ? -1 : i).filter(i => i >= 0)")
     if blank:
         has_embed = page.evaluate("Array.from(document.scripts).some(s => /widgets\\/embed\\.js/.test(s.src))")
-        hint = ("" if has_embed else " (the page loads no widgets/embed.js: see sinkpaper.book.assets)")
+        hint = ("" if has_embed else " (the page loads no widgets/embed.js: see sinkpaper.site.assets)")
         report.problems.append(f"{len(blank)} of {n} widget view(s) did not render{hint}")
         return
     sliders = page.locator(".widget-slider")

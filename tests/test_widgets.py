@@ -23,7 +23,7 @@ import pytest
 widgets = pytest.importorskip("ipywidgets")
 alt = pytest.importorskip("altair")
 
-from sinkpaper.book import assets  # noqa: E402
+from sinkpaper.site import assets  # noqa: E402
 from sinkpaper.book.widgets import SliderStack, as_child, slider_stack  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ DEMO_NB = textwrap.dedent(
 )
 DEMO_TOC = "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/widgets_demo\n"
 # ajv's strict-mode note in embed.js (the vendored bundle; no setting of ours reaches it). Jupyter Book's own noise
-# is gone: sinkpaper.book.sphinx_ext and _config.yml's html_context (see tests/test_site.py).
+# is gone: sinkpaper.site.sphinx_ext and _config.yml's html_context (see tests/test_site.py).
 ALLOWED_CONSOLE = ("strict mode: use allowUnionTypes",)
 
 
@@ -200,7 +200,7 @@ def built_book(tmp_path_factory):
     if not jb.exists():
         pytest.skip("jupyter-book not installed next to this interpreter")
     assets.widgets_embed_files()  # vendored; an altered copy fails here
-    from sinkpaper.book import runner
+    from sinkpaper.site import runner
 
     root = tmp_path_factory.mktemp("widgetbook")
     shutil.copy(REPO / "_config.yml", root / "_config.yml")
@@ -229,7 +229,7 @@ def built_book(tmp_path_factory):
 
 @pytest.fixture()
 def browser():
-    from sinkpaper.book.chromium import candidate, problem
+    from sinkpaper.site.chromium import candidate, problem
 
     chromium = candidate()  # $SINKPAPER_CHROMIUM, /usr/bin/chromium, or one on PATH (never a downloaded one)
     why = problem(chromium)  # missing, Ubuntu's snap stub, or not a browser that runs

@@ -222,7 +222,7 @@ def test_gpu_workflow_runs_on_the_gpu_without_a_write_token_then_proposes():
     assert run["runs-on"] == ["self-hosted", "gpu"]
     assert run["permissions"] == {"contents": "read"}
     scripts = _runs(run)
-    assert "make setup" in scripts and "python -m sinkpaper.book run" in scripts
+    assert "make setup" in scripts and "python -m sinkpaper.site run" in scripts
     assert wf["on"]["workflow_dispatch"]["inputs"]["profile"]["default"] == "gpu"
     upload = next(s for s in run["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert {"results/store/", "book/*.ipynb"} <= set(upload["with"]["path"].split())
@@ -238,7 +238,7 @@ def test_book_workflow_builds_at_cpu_profile_and_deploys_to_pages():
     assert wf["concurrency"]["group"] == "pages"
     build, deploy = wf["jobs"]["build"], wf["jobs"]["deploy"]
     assert "make book PROFILE=cpu" in _runs(build)
-    assert "npm" not in _runs(build)  # embed.js is vendored (sinkpaper/book/vendor), nothing fetched at build time
+    assert "npm" not in _runs(build)  # embed.js is vendored (sinkpaper/site/vendor), nothing fetched at build time
     assert "permissions" not in build  # read-only, from the top level
     assert any(u.startswith("actions/upload-pages-artifact@") for u in _uses({"jobs": {"b": build}}))
     upload = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact@"))

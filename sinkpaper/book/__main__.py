@@ -1,7 +1,10 @@
-"""``python -m sinkpaper.book run ...`` - see :mod:`sinkpaper.book.runner`."""
+"""``python -m sinkpaper.book ...``: the old name of ``python -m sinkpaper.site ...``, kept for one release (through
+the package's alias of the moved modules, :data:`sinkpaper.book.MOVED_TO_SITE`)."""
 import sys
 
-from .runner import main
-
 if __name__ == "__main__":
-    sys.exit(main())
+    print("python -m sinkpaper.book is now python -m sinkpaper.site; the old name goes in the next release",
+          file=sys.stderr)
+    from . import __getattr__ as moved
+
+    sys.exit(moved("runner").main())

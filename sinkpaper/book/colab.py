@@ -16,7 +16,7 @@ tag is ever assumed to exist.
 
 The link opens ``notebooks/ipynb/<stem>.ipynb`` from GitHub: the chapter's source in notebook form, committed
 and unexecuted (the executed ``book/<stem>.ipynb`` pages are build outputs, ignored by git). It is written by
-:func:`write_colab_notebooks` (``python -m sinkpaper.book colab``) from ``notebooks/<stem>.py``, and
+:func:`write_colab_notebooks` (``python -m sinkpaper.site colab``) from ``notebooks/<stem>.py``, and
 tests/test_presentation.py fails when one is out of date. Its first code cell is the page's own set-up cell
 (:func:`colab_cell`): it clones the repository at :data:`BRANCH` (the chapters read ``configs/``,
 ``data/`` and ``results/store`` from a checkout), installs it with exactly the extras that page needs

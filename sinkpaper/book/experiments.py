@@ -47,7 +47,7 @@ def live_run(config: str, profile: str = "cpu", point: str | None = None, seed: 
 
 def own_dir(parent: Path) -> Path:
     """``parent/pid<this process>``, empty: this process's live run of a point. Two chapters run side by side
-    (``python -m sinkpaper.book run --jobs 2``) may train the same point, and must not delete each other's run
+    (``python -m sinkpaper.site run --jobs 2``) may train the same point, and must not delete each other's run
     while it trains or is read. The directories of processes that have ended are removed here, so reruns do
     not pile up."""
     parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ quote (:mod:`sinkpaper.results.measured`): a page of Markdown asks for one with
     The caption.
     ```
 
-(the directive is :func:`sinkpaper.book.sphinx_ext.setup`'s). Each chart reads its file under the checkout's
+(the directive is :func:`sinkpaper.site.sphinx_ext.setup`'s). Each chart reads its file under the checkout's
 ``results/``; a file that is not there draws nothing and the page says it is not measured, as its block does.
 Performance is measured against the reference it competes with, so each chart sets ours beside that reference.
 """

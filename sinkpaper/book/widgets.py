@@ -3,7 +3,7 @@
 In the built book no Python runs: a widget's Python callbacks (``observe``, ``interact``) are dead there and
 only its first state shows. What does keep working is state wired in the browser: :func:`slider_stack` links a
 slider to a ``widgets.Stack`` of pre-rendered children with ``jslink``, so moving the slider switches the
-visible child in the static page (rendered by the html-manager's ``embed.js``, see :mod:`.assets`) exactly as
+visible child in the static page (rendered by the html-manager's ``embed.js``, see :mod:`sinkpaper.site.assets`) exactly as
 it does live in Jupyter or Colab.
 
 Children are pre-rendered: an HTML string, anything with ``_repr_html_`` (e.g. :class:`.figures.Table`) or an

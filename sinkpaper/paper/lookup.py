@@ -191,7 +191,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         rec = (records if records is not None else load_records()).get(c.id, {}).get(scale)
         if rec is None:
             return {"measurement": f"chapter {m.chapter}", "values": {}, "verdict": NO_RESULT, "status": "missing",
-                    "note": f"no record: run the chapter (python -m sinkpaper.book run --only {m.chapter})"}
+                    "note": f"no record: run the chapter (python -m sinkpaper.site run --only {m.chapter})"}
         out = {"measurement": f"chapter {m.chapter}: {rec['measurement']}", "values": rec["values"],
                "status": "found", "note": rec.get("note", ""), "setting": rec.get("setting", ""),
                "provenance": rec.get("provenance", {})}

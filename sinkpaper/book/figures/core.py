@@ -4,7 +4,7 @@ the chart of a run per line, attention maps, a chart's HTML with a stable id, nu
 kept across the book.
 
 Only the book (and the notebooks) import altair; the core library does not. Charts use altair's default
-HTML renderer: in the built book they draw with the offline ``vega-bundle.js`` (see :mod:`sinkpaper.book.assets`).
+HTML renderer: in the built book they draw with the offline ``vega-bundle.js`` (see :mod:`sinkpaper.site.assets`).
 Do not switch to the ``mimetype`` renderer: its output fails papermill's notebook validation.
 
 Data are embedded as ``alt.Data(values=...)`` rounded to 4 significant digits, so no pandas is needed and

@@ -6,7 +6,7 @@ CI images) the launcher prints "requires the chromium snap to be installed" and 
 them apart, so the tests skip with that reason in pytest's summary instead of failing, and ``make setup`` says
 so instead of aborting.
 
-    python -m sinkpaper.book.chromium [PATH]   # prints the version and exits 0, or the problem and exits 1
+    python -m sinkpaper.site.chromium [PATH]   # prints the version and exits 0, or the problem and exits 1
 """
 from __future__ import annotations
 

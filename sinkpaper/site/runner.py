@@ -1,9 +1,9 @@
 """Execute the companion notebooks with papermill and publish them where the book reads them.
 
-    python -m sinkpaper.book run [--profile cpu|gpu|paper] [--only STEM ...] [-p NAME VALUE ...] [--timeout S]
+    python -m sinkpaper.site run [--profile cpu|gpu|paper] [--only STEM ...] [-p NAME VALUE ...] [--timeout S]
                                  [--jobs N]
-    python -m sinkpaper.book build [the same options]    # run, then build the site (what `make book` does)
-    python -m sinkpaper.book colab                       # write notebooks/ipynb/<stem>.ipynb (what Colab opens)
+    python -m sinkpaper.site build [the same options]    # run, then build the site (what `make book` does)
+    python -m sinkpaper.site colab                       # write notebooks/ipynb/<stem>.ipynb (what Colab opens)
 
 * Sources are ``notebooks/*.py`` (Jupytext percent format), run in name order, except that notebooks whose
   stem contains ``scorecard`` run after all the others (they read the other chapters' records).
@@ -23,12 +23,12 @@
   runs past ``--timeout`` is reported the same way ("the kernel died", "timed out after N s").
 * The executed ``book/<stem>.ipynb`` files are what ``_toc.yml`` lists; this runner is their only producer,
   and git ignores them (build outputs). The "Open in Colab" link on each page opens the committed, unexecuted
-  ``notebooks/ipynb/<stem>.ipynb`` instead (``python -m sinkpaper.book colab`` writes them).
-* Pages a reader reads (:func:`sinkpaper.book.parameters.present`): every code input folded behind a toggle (unless the source tags the
+  ``notebooks/ipynb/<stem>.ipynb`` instead (``python -m sinkpaper.site colab`` writes them).
+* Pages a reader reads (:func:`sinkpaper.site.pages.present`): every code input folded behind a toggle (unless the source tags the
   cell ``show-input``), papermill's parameters cell and the Colab set-up cell removed, and under the title the
   Colab link and a collapsed block listing the page's parameters and the command that reruns it. A run whose
   outputs show an absolute path of this machine fails, naming the cell
-  (:func:`sinkpaper.book.machine_paths.check_machine_paths`).
+  (:func:`sinkpaper.site.machine_paths.check_machine_paths`).
 * ``build`` runs the notebooks, then ``jupyter-book build --all`` whenever at least one chapter succeeded, and
   exits 1 naming the failing chapters (0 when all succeeded and the site built).
 * User mistakes exit 2 with one line before anything runs: an unknown stem, a ``-p`` name that no selected
@@ -51,7 +51,8 @@ from typing import Any, Mapping, Sequence
 
 from .machine_paths import (PAPERMILL_TAGS, MachinePathError, check_machine_paths, machine_paths,
                             scrub_warning_paths)
-from .parameters import PROFILES, check_parameters, parameter_table, parse_params, present
+from ..book.parameters import PROFILES
+from .pages import check_parameters, parameter_table, parse_params, present
 
 JUPYTER_KERNEL = "python3"   # the Jupyter kernel chapters execute in (not a Triton kernel, not kernel attention)
 _JUPYTER_KERNELSPEC = {"name": JUPYTER_KERNEL, "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -205,7 +206,7 @@ def _tidy_metadata(path: Path, source_rel: str, output_rel: str, *, stem: str | 
     pm["output_path"] = output_rel
     nb.metadata["papermill"] = pm
     nb.metadata["kernelspec"] = dict(_JUPYTER_KERNELSPEC)  # what Colab/Jupyter should use, whichever local name ran it
-    from .colab import pin_bootstrap_cell, pinned_ref
+    from ..book.colab import pin_bootstrap_cell, pinned_ref
 
     pin_bootstrap_cell(nb, pinned_ref())  # Colab installs the commit that executed this page
     nbformat.write(nb, path)
@@ -510,7 +511,7 @@ def format_summary(results: Sequence[Result]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from ..argparsing import OneLineParser
 
-    parser = OneLineParser(prog="python -m sinkpaper.book", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m sinkpaper.site", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = sub.add_parser("run", help="execute notebooks/*.py with papermill into book/<stem>.ipynb")
     build = sub.add_parser("build", help="run the notebooks, then build the site whenever at least one succeeded")
@@ -561,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     prog = parser.prog
     if args.command == "colab":
-        from .colab import write_colab_notebooks
+        from ..book.colab import write_colab_notebooks
 
         written = write_colab_notebooks(args.notebooks_dir)
         print(f"{len(written)} Colab notebook(s) written" + "".join(f"\n  {_rel(p, REPO_ROOT)}" for p in written))

@@ -32,8 +32,8 @@ from sphinx import addnodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from . import measured_charts
-from .figures import chart_html
+from ..book import measured_charts
+from ..book.figures import chart_html
 
 LOG = logging.getLogger(__name__)
 
