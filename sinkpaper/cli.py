@@ -447,9 +447,8 @@ def run_sink_vs_length(a, argv) -> int:
 
 
 def run_bench(a, argv: list[str]) -> int:
-    """Pick the device, and on CPU turn the Triton interpreter on before anything imports triton."""
-    import os
-
+    """The sink, training or kernel benchmark; an impossible device or shape is a one-line error before any
+    compute."""
     import torch
     if a.what == "sink":
         from .long_context import BENCH_LENGTHS, bench_sink, format_bench
@@ -475,24 +474,11 @@ def run_bench(a, argv: list[str]) -> int:
             return 2
         print(format_training_report(r))
         return 0
-    interp, cuda = os.environ.get("TRITON_INTERPRET") == "1", torch.cuda.is_available()
-    device = a.device or ("cuda" if cuda and not interp else "cpu")
-    err = None
-    if not a.smoke and not cuda:
-        err = ("no CUDA device: the kernel benchmark needs a GPU; use --smoke to exercise the code path on CPU "
-               "under TRITON_INTERPRET=1")
-    elif not a.smoke and device == "cpu":
-        err = "CPU timings under the Triton interpreter are not performance: use --device cuda, or --smoke"
-    elif device == "cuda" and not cuda:
-        err = "no CUDA device: drop --device cuda to run the smoke benchmark on CPU"
-    elif device == "cuda" and interp:
-        err = "TRITON_INTERPRET=1 runs Triton on the CPU: unset it to benchmark on CUDA"
-    elif device == "cpu" and not interp and "triton" in sys.modules:
-        err = "triton was imported before TRITON_INTERPRET=1 could be set; set it in the environment"
-    elif device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"  # triton reads it when imported, i.e. by sinkpaper.fused below
-    if err:
-        print(f"sinkpaper: error: {err}", file=sys.stderr)
+    from .devices import triton_device
+    try:
+        device = triton_device(a.device, a.smoke)   # before sinkpaper.fused imports triton
+    except ValueError as e:
+        print(f"sinkpaper: error: {e}", file=sys.stderr)
         return 2
     from .fused.bench import SECTIONS, format_report, run_kernel_bench
     r = run_kernel_bench(device, smoke=a.smoke, sections=tuple(a.only or SECTIONS), json_path=a.json, argv=argv)

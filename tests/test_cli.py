@@ -166,13 +166,31 @@ def test_user_mistakes_in_a_real_process(args, msg, tmp_path):
 ])
 def test_book_runner_mistakes_exit_2_with_one_line_before_running(args, msg, tmp_path):
     for command in ("run", "build"):
-        r = subprocess.run([sys.executable, "-m", "sinkpaper.book", command, "--only", "01_introduction", *args,
+        r = subprocess.run([sys.executable, "-m", "sinkpaper.site", command, "--only", "01_introduction", *args,
                             "--out-dir", str(tmp_path / "book")], capture_output=True, text=True, cwd=REPO,
                            timeout=600)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-        assert lines[0].startswith("sinkpaper.book: error: ") and msg in lines[0], lines[0]
+        assert lines[0].startswith("sinkpaper.site: error: ") and msg in lines[0], lines[0]
         assert not (tmp_path / "book").exists()  # nothing ran, nothing written
+
+
+def test_the_old_name_of_the_site_builder_still_runs_for_one_release_and_says_the_new_one(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "sinkpaper.book", "run", "--only", "01_introduction", "--profile", "tpu",
+                        "--out-dir", str(tmp_path / "book")], capture_output=True, text=True, cwd=REPO, timeout=600)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 2, r.stderr
+    assert lines[0] == "python -m sinkpaper.book is now python -m sinkpaper.site; the old name goes in the next release"
+    assert lines[1].startswith("sinkpaper.site: error: argument --profile: invalid choice: 'tpu'")
+    import warnings
+
+    import sinkpaper.site.runner
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from sinkpaper.book import runner
+    assert runner is sinkpaper.site.runner
+    assert [str(w.message) for w in caught] == [
+        "sinkpaper.book.runner is now sinkpaper.site.runner; the old name goes in the next release"]
 
 
 def test_store_stale_lists_the_runs_of_an_older_definition():

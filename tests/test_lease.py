@@ -156,7 +156,7 @@ def test_the_lease_script_says_how_to_call_it(tmp_path):
 
 def test_every_point_a_claim_reads_at_the_gpu_scale_is_in_the_queue_with_three_seeds():
     from sinkpaper.paper import CLAIMS
-    from sinkpaper.paper.claims import Runs
+    from sinkpaper.paper.claim import Runs
     from sinkpaper.paper.verdicts import GPU_SCALE
     from sinkpaper.train.sweep import sweep_configs
     queued = {q.run.cfg.hash() for q in resolve(parse_queue((REPO / "scripts" / "gpu_queue.txt").read_text()), "gpu")}

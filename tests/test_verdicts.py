@@ -99,7 +99,7 @@ def test_the_unigram_cache_covers_every_stream_of_the_committed_store():
 def test_post_norm_runs_that_did_not_learn_are_not_a_result():
     """Post-norm at the text profile's LR: 2 of 3 seeds never learned, so the point gives no result (the claim
     reads post-norm at a quarter of the LR instead, where it learns)."""
-    from sinkpaper.paper.claims import Runs
+    from sinkpaper.paper.claim import Runs
     from sinkpaper.paper.lookup import _store_result
 
     r = _store_result(Runs(str(REPO / "configs/architecture.yaml"), {"post_norm": ("post_norm", "Sink_1")}), "text",
@@ -338,7 +338,7 @@ def test_rising_over_a_control_with_no_sink_needs_a_sink():
 
 def test_the_onset_is_checked_against_the_window_the_paper_states():
     from sinkpaper.paper.lookup import onset_of
-    from sinkpaper.paper.rules import Onset
+    from sinkpaper.paper.onsets import Onset
     on = Onset("default: onset step", 1000, 2000)
     assert paper.judge(on, {"default: onset step": [1500, 1100, 1200]})[0] == A
     assert paper.judge(on, {"default: onset step": [300, 400, 200]})[0] == D
@@ -365,7 +365,7 @@ def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none
 
 def test_onsets_are_read_as_registered_and_after_asks_every_seed():
     from sinkpaper.paper.onsets import ONSETS, onset_step
-    from sinkpaper.paper.rules import After
+    from sinkpaper.paper.onsets import After
     curve = [{"step": s, "sink_k": {"1": s1}, "induction_max": ind, "previous_token_max": 0.1,
               "in_context_gain": g, "massive_activation_ratio_by_layer": [1.0, m]}
              for s, s1, ind, g, m in ((100, 0.0, 0.05, 0.0, 2.0), (200, 2.0, 0.31, 0.6, 4.0),

@@ -31,7 +31,8 @@ def _moved(name: str):
 
 def __getattr__(name: str):
     if name in MOVED_TO_SITE:
-        return _moved(name)
+        module = globals()[name] = _moved(name)   # warned once: the next lookup finds the attribute
+        return module
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

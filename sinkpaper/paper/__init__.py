@@ -25,7 +25,8 @@ from __future__ import annotations
 from .verdicts import AGREES, CHANGE, DISAGREES, Decision, EXTRA_SEEDS, FACTOR, GPU_SCALE, INCONCLUSIVE, MASSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, NO_SINK, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, SINK, STALE, Seeds, TRAINED, Undecided, VERDICTS, all_of, judge, no_sink_verdict, sink_verdict, verdict_of  # noqa: F401
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay  # noqa: F401
 from .numbers import DEFAULT_ALIASES, NUMBERS, Number, paper_text, paper_value  # noqa: F401
-from .claims import CLAIMS, Chapter, Claim, MINI, NOT_JUDGED, NotRun, PAPER_SCALE, Runs, claim, rule_check  # noqa: F401
+from .claim import Chapter, Claim, MINI, NotRun, PAPER_SCALE, Runs  # noqa: F401
+from .claims import CLAIMS, NOT_JUDGED, claim, rule_check  # noqa: F401
 from .records import RESULTS_ENV, load_records, results_dir, write_record  # noqa: F401
 from .lookup import PROFILE_OF, entry, listing, result, store_lookup  # noqa: F401
 from .report import bos_statement, record, counts, fmt_values, markdown_table, row, row_of, rows, text_table, verdict_text  # noqa: F401

@@ -1,101 +1,13 @@
 """The claims the book checks, each with its rule, the paper's numbers and the runs that measure it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
-from .numbers import DEFAULT_ALIASES, NUMBERS, _source, paper_value
-from .rules import After, Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Onset, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay
-from .verdicts import GPU_SCALE, MASSIVE, NO_SINK, SINK
-
-# ------------------------------------------------------------------------------------------ measurements
-@dataclass(frozen=True)
-class Runs:
-    """Results-store runs: ``points`` maps a value label to (point, metric[, config]) of ``config`` (metric: "Sink_1",
-    "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``. A label marked as
-    the other setting (:data:`BESIDE_MARKS`) is shown beside the verdict: no rule reads it, and a run of it not
-    stored yet holds no verdict back."""
-    config: str
-    points: Mapping[str, tuple[str, str]]
-    seeds: tuple[int, ...] = (0, 1, 2)
-
-    @property
-    def beside(self) -> set[str]:
-        return {label for label in self.points if any(mark in label for mark in BESIDE_MARKS)}
-
-
-# the marks of a label shown beside a verdict (the other BOS setting, another budget or depth, a confound's check),
-# never read by a rule
-BESIDE_MARKS = (" (with BOS)", " (no BOS)", " (one BOS per window)", ", beside)")
-
-
-@dataclass(frozen=True)
-class Chapter:
-    """Measured by a chapter (on pretrained LMs, now) and read from its record (see :func:`record`)."""
-    chapter: str
-
-
-@dataclass(frozen=True)
-class NotRun:
-    reason: str
-
-
-def _pts(config: str, mapping: Mapping[str, str | tuple[str, str]] | Sequence[str], seeds=(0, 1, 2)) -> Runs:
-    if not isinstance(mapping, Mapping):
-        mapping = {p: p for p in mapping}
-    return Runs(config, {k: (v if isinstance(v, tuple) else (v, "Sink_1")) for k, v in mapping.items()}, seeds)
-
-
-MINI = "configs/miniature.yaml"
-PAPER_SCALE = NotRun("the paper's 60M model on ~21B tokens of the Pile: not in the results store")
-
-
-@dataclass
-class Claim:
-    id: str
-    section: str
-    chapter: str
-    claim: str                                  # in the paper's words (or the related paper's)
-    source: str                                 # "Table 5", "Section 5 (figure)", "Barbero et al. 2025", ...
-    labels: Sequence[str] = ()                  # the paper's numbers this claim uses (keys of NUMBERS)
-    rule: Rule | None = None                    # None: qualitative, no verdict
-    bos: bool | None = None                     # the BOS choice of the verdict, for pretrained-LM claims
-    bos_why: str = ""
-    measure: Mapping[str, Runs | Chapter | NotRun] = field(default_factory=dict)
-    figure: Mapping[str, float] = field(default_factory=dict)   # see below
-    kind: str = "reproduction"                  # or "check" (of the propositions: no reproduction)
-    note: str = ""
-
-    # ``figure``: for a claim the paper shows only in a figure or text, the shape it describes, written as
-    # values ONLY to check that the rule reads that shape as "agrees". Not numbers the paper reports; never
-    # shown as the paper's values.
-
-    def paper_values(self) -> dict[str, float]:
-        return {x: paper_value(x) for x in self.labels}
-
-    def paper_source(self) -> str:
-        own = [x for x in self.labels if x not in DEFAULT_ALIASES and x != "default"] or list(self.labels)
-        srcs = list(dict.fromkeys(_source(x) for x in own))
-        return ", ".join(srcs) if srcs else self.source
-
-
-
-
-def _scales(real_lms=PAPER_SCALE, text=None, mini=None, gpu: Runs | bool | None = None) -> dict:
-    """A claim's measurement at each scale. ``gpu=True``: the same points as at real text, read at the gpu profile
-    (where the families' base is the paper's default packing, so a no-fixed-token control is the base itself)."""
-    if gpu is True:
-        gpu = text
-    return {"real LMs": real_lms,
-            "real text (CPU)": text if text is not None else NotRun("no real-text point of this experiment"),
-            GPU_SCALE: gpu if gpu is not None else NotRun("no gpu-profile point of this experiment"),
-            "miniature": mini if mini is not None else NotRun("no miniature point of this experiment")}
-
-
-def _fam(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0, 1, 2)) -> Runs:
-    m = points if isinstance(points, Mapping) else {p: p for p in points}
-    return _pts(f"configs/{stem}.yaml", m, seeds)
-
+from .claim import MINI, Chapter, Claim, NotRun, Runs, at_scales, family, runs_of
+from .numbers import NUMBERS
+from .onsets import After, Onset
+from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Sinks, WeightDecay
+from .verdicts import MASSIVE, NO_SINK, SINK
 
 _BOS_TABLE1 = ("the paper's Table 1 used each tokenizer's default: LLaMA and Mistral got a BOS at position 1, "
                "GPT-2 (no BOS token) did not; natural and random text are judged that way, with BOS on for every model "
@@ -121,7 +33,7 @@ def _bias_text(point: str) -> Runs:
     token (as the paper ran it), and token 1's Sink_1 with the text profile's BOS at position 1, the only setting of
     the 2-layer recipe whose control (biases/none, "default") has a token-1 sink to lose. The other two readings are
     shown beside: token 1 without the BOS cannot fail there (its control reads 0 %)."""
-    return _fam("biases", {f"{point}: Sink*": (f"{point}_no_bos", "Sink*"), f"{point}: Sink_1": (point, "Sink_1"),
+    return family("biases", {f"{point}: Sink*": (f"{point}_no_bos", "Sink*"), f"{point}: Sink_1": (point, "Sink_1"),
                            "default": ("none", "Sink_1"),
                            f"{point} (no BOS): Sink_1": (f"{point}_no_bos", "Sink_1"),
                            f"{point} (with BOS): Sink*": (point, "Sink*")})
@@ -129,7 +41,7 @@ def _bias_text(point: str) -> Runs:
 
 def _bias_gpu(point: str) -> Runs:
     """A bias claim at the gpu profile: no fixed first token, and its control (the base) has a token-1 sink."""
-    return _fam("biases", {**_no_bos(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
+    return family("biases", {**_no_bos(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
 
 
 def _after(point: str, metrics: Sequence[str]) -> dict:
@@ -159,48 +71,48 @@ CLAIMS: tuple[Claim, ...] = (
                                  null_text="token 1's norm equals the others' (ratio 1)"),
           bos=True, bos_why="judged on the settings with a sink on natural text, with BOS on for every model that "
                             "has a BOS token (as the paper's Table 1 ran LLaMA and Mistral); BOS off shown beside",
-          measure=_scales(Chapter("02_section3_properties")), figure={"LLaMA2-7B: token-1 norm ratio": 100.0}),
+          measure=at_scales(Chapter("02_section3_properties")), figure={"LLaMA2-7B: token-1 norm ratio": 100.0}),
     Claim("s3_small_value_norm", "3", "02_section3_properties", "The sink token's value norm is small",
           "Section 3 (figure)", rule=Bound("value-norm ratio", 1.0, False, 1.0,
                                  null_text="the sink's value norm equals the others' (ratio 1)"),
-          bos=True, bos_why="as s3_massive_activation", measure=_scales(Chapter("02_section3_properties")),
+          bos=True, bos_why="as s3_massive_activation", measure=at_scales(Chapter("02_section3_properties")),
           figure={"LLaMA2-7B: value-norm ratio": 0.2}),
     Claim("s3_qk_angle", "3", "02_section3_properties",
           "The sink comes from the angle between the queries and the sink's key, not from their norms",
           "Section 3 (QK-angle figure)", rule=Both(Bound("cos gap", 0.0, True, 0.0, null_text="no cosine gap"),
                                 Bound("norm-product ratio", 1.0, False, 1.0, strict=False)),
-          bos=True, bos_why="as s3_massive_activation", measure=_scales(Chapter("02_section3_properties")),
+          bos=True, bos_why="as s3_massive_activation", measure=at_scales(Chapter("02_section3_properties")),
           figure={"LLaMA2-7B: cos gap": 0.5, "LLaMA2-7B: norm-product ratio": 0.5}),
     Claim("t1_natural", "3.2", "03_section3_measuring", "Open LMs put a sink on the first token of natural text",
           "Table 1", labels=[f"{m}: natural" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
           rule=Bound(": natural", SINK, True, 0.0, strict=False, null_text="no sink (0 %)",
                      what="Sink_1 (%) on natural text"),
-          bos=True, bos_why=_BOS_TABLE1, measure=_scales(Chapter("03_section3_measuring"))),
+          bos=True, bos_why=_BOS_TABLE1, measure=at_scales(Chapter("03_section3_measuring"))),
     Claim("t1_random", "3.2", "03_section3_measuring", "The sink also appears on random tokens", "Table 1",
           labels=[f"{m}: random" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
           rule=Bound(": random", SINK, True, 0.0, strict=False, null_text="no sink (0 %)",
                      what="Sink_1 (%) on random tokens"),
-          bos=True, bos_why=_BOS_TABLE1, measure=_scales(Chapter("03_section3_measuring"))),
+          bos=True, bos_why=_BOS_TABLE1, measure=at_scales(Chapter("03_section3_measuring"))),
     Claim("t1_repeat", "3.2", "03_section3_measuring",
           "On one repeated token RoPE models have no sink (absolute-PE GPT-2 keeps one)", "Table 1",
           labels=[f"{m}: repeat" for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")],
           rule=Bound(": repeat", NO_SINK, False, NUMBERS["default"].value,
                      null_text="repeating a token changes nothing: the default run's Sink_1 on every RoPE model",
                      skip=["GPT2-XL: repeat"], what="Sink_1 (%) on one repeated token (RoPE models)"),
-          bos=False, bos_why=_BOS_REPEAT, measure=_scales(Chapter("03_section3_measuring"))),
+          bos=False, bos_why=_BOS_REPEAT, measure=at_scales(Chapter("03_section3_measuring"))),
     Claim("prop_repeat", "3.1", "03_section3_measuring",
           "Repeated tokens: NoPE attention is exactly uniform; RoPE's alpha_1 is bounded and vanishes as t grows",
           "Propositions 1-2", kind="check", bos=False,
           bos_why="the propositions are about T copies of one token at every position, the first included, so no "
                   "BOS is added",
           note="a check of the propositions on randomly initialised models, not a reproduction: no verdict",
-          measure=_scales(Chapter("03_section3_measuring"))),
+          measure=at_scales(Chapter("03_section3_measuring"))),
     Claim("metric_T", "3.2", "03_section3_measuring",
           "Sink_1 falls as the sequence length T grows (hence T = 64 for every comparison)", "Section 3.2 (text)",
           rule=Falls(), bos=True,
           bos_why="the series with a sink at the smallest T, with BOS on for every model that has a BOS token, as "
                   "for t1_natural; BOS off shown beside",
-          measure=_scales(Chapter("03_section3_measuring")),
+          measure=at_scales(Chapter("03_section3_measuring")),
           figure={"LLaMA2-7B: smallest T": 80.0, "LLaMA2-7B: largest T": 40.0}),
     Claim("base_vs_chat", "3.2", "not run",
           "Chat models keep the sink of their base models", "Section 3.2 (base vs chat)",
@@ -208,15 +120,15 @@ CLAIMS: tuple[Claim, ...] = (
                   "LLaMA2-13B Base", "LLaMA2-13B Chat", "LLaMA3-8B Base: natural", "LLaMA3-8B Chat"],
           rule=Sinks(["Mistral-7B Chat", "LLaMA2-7B Chat", "LLaMA2-13B Chat", "LLaMA3-8B Chat"]), bos=True,
           bos_why="the paper's tokenizer defaults (a BOS for LLaMA and Mistral)",
-          measure=_scales(NotRun("the offline models have no base/chat pair"))),
+          measure=at_scales(NotRun("the offline models have no base/chat pair"))),
     # ---------------------------------------------------------------------------------- Section 4
     Claim("opt_emergence", "4", "04_optimization",
           "The sink emerges after enough optimization; in the default run it appears between 1k and 2k steps",
           "Section 4 (figure)", labels=["default"],
           rule=Both(Sinks(["default"]), Onset("default: onset step", 1000, 2000)),
-          measure=_scales(text=_fam("optimization", {"default": "default",
+          measure=at_scales(text=family("optimization", {"default": "default",
                                                      "default: onset step": ("default", "onset: sink")}),
-                          mini=_pts(MINI, {"default": "recipe"})),
+                          mini=runs_of(MINI, {"default": "recipe"})),
           figure={"default: onset step": 1500.0},
           note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, checked against the steps the "
                "paper states (1k-2k). At real text a step is 4,096 tokens, so the same steps are ~250x fewer tokens "
@@ -224,7 +136,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("onset_sink_after_induction", "4", "04_optimization",
           "The first-token sink forms after the induction heads (public 1B-class runs: 10-20x later in tokens)",
           "arXiv 2606.02378 (not this paper)", rule=After("base: onset: sink", "base: onset: induction"),
-          measure=_scales(text=_fam("onsets", {f"base: onset: {q}": ("onsets_base", f"onset: {q}")
+          measure=at_scales(text=family("onsets", {f"base: onset: {q}": ("onsets_base", f"onset: {q}")
                                                for q in ("sink", "induction")})),
           figure={"base: onset: sink": 1200.0, "base: onset: induction": 100.0},
           note="onsets as sinkpaper/paper/onsets.py defines them, fixed before the runs (configs/onsets.yaml, queued "
@@ -232,21 +144,21 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("opt_lr", "4", "04_optimization", "A larger learning rate gives more sink (at a fixed number of steps)",
           "Section 4", labels=["lr_x0.25", "lr_x0.5", "default", "lr_x2"],
           rule=Monotone([("lr_x0.25", "lr_x0.3"), "lr_x0.5", ("default", "recipe"), ("lr_x2", "lr_x3")]),
-          measure=_scales(text=_fam("optimization", ["lr_x0.25", "lr_x0.5", "default", "lr_x2"]),
-                          mini=_pts(MINI, ["lr_x0.3", "recipe", "lr_x3"])),
+          measure=at_scales(text=family("optimization", ["lr_x0.25", "lr_x0.5", "default", "lr_x2"]),
+                          mini=runs_of(MINI, ["lr_x0.3", "recipe", "lr_x3"])),
           note="miniature: LR x 0.3, x 1 (the recipe) and x 3, in the places of the paper's x 0.25, x 1 and x 2"),
     Claim("opt_lr_steps", "4", "04_optimization",
           "At a fixed LR x steps, a smaller LR trained longer gives less sink", "Section 4",
           labels=["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2", "lr_x0.25_steps_x4"],
           rule=Monotone(["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2", "lr_x0.25_steps_x4"], up=False),
-          measure=_scales(text=_fam("optimization", ["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2",
+          measure=at_scales(text=family("optimization", ["lr_x2_steps_x0.5", "default", "lr_x0.5_steps_x2",
                                                      "lr_x0.25_steps_x4"]),
-                          mini=_pts(MINI, {"default": "recipe", "lr_x0.5_steps_x2": "lr_x0.5_steps_x2"})),
+                          mini=runs_of(MINI, {"default": "recipe", "lr_x0.5_steps_x2": "lr_x0.5_steps_x2"})),
           note="miniature: the recipe (its default) against LR x 0.5 with steps x 2"),
     Claim("opt_batch", "4", "04_optimization", "Batch size matters little", "Section 4",
           labels=["batch_x0.25", "batch_x0.5", "default", "batch_x2"],
           rule=MattersLittle(["batch_x0.25", "batch_x0.5", "batch_x2"], "default"),
-          measure=_scales(text=_fam("optimization", {"batch_x0.25": "batch_x0.25", "batch_x0.5": "batch_x0.5",
+          measure=at_scales(text=family("optimization", {"batch_x0.25": "batch_x0.25", "batch_x0.5": "batch_x0.5",
                                                      "default": "default", "batch_x2": "batch_x2",
                                                      "batch_x0.25 (at LR x1/4, beside)": "batch_x0.25_lr_x0.25",
                                                      # the same batch with the base's tokens: its budget reruns
@@ -258,51 +170,51 @@ CLAIMS: tuple[Claim, ...] = (
     # ---------------------------------------------------------------------------------- Section 5
     Claim("data_unique", "5", "05_data", "More unique training data, more sink (50M and 100M tokens: below 1 %)",
           "Section 5 (figure)", rule=Monotone(["unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25"]),
-          measure=_scales(text=NotRun(
+          measure=at_scales(text=NotRun(
               "the text profile cannot test it: the paper's claim is about its default packing (no fixed first token), "
               "where no text-profile run grows a sink on any amount of data; the stored unique_* runs keep the base's "
               "fixed first token, which grows a sink by itself, so they are shown in chapter 05, not scored"),
-              gpu=_fam("data", ["unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25"])),
+              gpu=family("data", ["unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25"])),
           figure={"unique_0.005": 0.5, "unique_0.02": 0.9, "unique_0.1": 8.0, "unique_0.25": 18.0}),
     Claim("data_random_first", "5", "05_data",
           "With the first two tokens random (x1, x2 ~ U(V)) the sink on token 1 nearly vanishes", "Section 5",
           labels=["default", "random_first", "random_first: Sink_2"],
           rule=Change("random_first", "default", up=False, treated_no_sink=True),
-          measure=_scales(text=_fam("data", {"default": "no_fixed_token", "random_first": "random_first_two",
+          measure=at_scales(text=family("data", {"default": "no_fixed_token", "random_first": "random_first_two",
                                             "random_first: Sink_2": ("random_first_two", "Sink_2")}), gpu=True,
-                          mini=_pts(MINI, {"default": "no_fixed_token", "random_first": "random_first_two",
+                          mini=runs_of(MINI, {"default": "no_fixed_token", "random_first": "random_first_two",
                                            "random_first: Sink_2": ("random_first_two", "Sink_2")})),
           note="compared with the no-intervention control (miniature: no_fixed_token, no BOS), not a fixed-token run"),
     Claim("data_random_x1", "5", "05_data", "Only the first token random: the sink stays on token 1", "Section 5",
           labels=["random_x1", "default"], rule=Keeps("random_x1", "default"),
-          measure=_scales(text=_fam("data", {"random_x1": "random_first", "default": "no_fixed_token"}), gpu=True,
-                          mini=_pts(MINI, {"random_x1": "random_first", "default": "no_fixed_token"}))),
+          measure=at_scales(text=family("data", {"random_x1": "random_first", "default": "no_fixed_token"}), gpu=True,
+                          mini=runs_of(MINI, {"random_x1": "random_first", "default": "no_fixed_token"}))),
     Claim("data_random_x2", "5", "05_data", "Only the second token random: the sink stays on token 1", "Section 5",
           labels=["random_x2", "default"], rule=Keeps("random_x2", "default"),
-          measure=_scales(text=_fam("data", {"random_x2": "random_second", "default": "no_fixed_token"}), gpu=True,
-                          mini=_pts(MINI, {"random_x2": "random_second", "default": "no_fixed_token"}))),
+          measure=at_scales(text=family("data", {"random_x2": "random_second", "default": "no_fixed_token"}), gpu=True,
+                          mini=runs_of(MINI, {"random_x2": "random_second", "default": "no_fixed_token"}))),
     Claim("data_fixed_pos", "5", "05_data", "A fixed token at position k (k = 2, 3) moves the sink to k", "Section 5",
           labels=["fixed_pos2: Sink_2", "fixed_pos3: Sink_3"], rule=MovesTo([2, 3]),
-          measure=_scales(
-              text=_fam("data", {**{f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
+          measure=at_scales(
+              text=family("data", {**{f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                     for j in (1, 2, 3)},
                                  **{f"fixed_pos{k} ({depth}, beside): Sink_{k}": (f"fixed_pos{k}_{pt}", f"Sink_{k}")
                                     for k in (2, 3) for depth, pt in (("5000 steps", "steps_x2"),
                                                                       ("4 layers", "layers_4"),
                                                                       ("4 layers, 5000 steps", "layers_4_steps_x2"))}}),
-              gpu=_fam("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
+              gpu=family("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                 for j in (1, 2, 3)}),
-              mini=_pts(MINI, {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
+              mini=runs_of(MINI, {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                for j in (1, 2, 3)}))),
     Claim("data_no_fixed_token", "5", "05_data",
           "A fixed token at position 1 takes a much larger sink than windows cut at arbitrary offsets", "Section 5",
           labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
-          measure=_scales(text=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
+          measure=at_scales(text=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
                                              "default (5000 steps, beside)": "no_fixed_token_steps_x2",
                                              "default (4 layers, beside)": "no_fixed_token_layers_4"}),
                           # the text profile's budget and depth reruns have no counterpart at the gpu profile
-                          gpu=_fam("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
-                          mini=_pts(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
+                          gpu=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
+                          mini=runs_of(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
           note="compared with the no-fixed-token control at every scale (real text: data/no_fixed_token, since the "
                "text profile's base run itself fixes the first token; miniature: the recipe, fixed BOS at 1, against "
                "no_fixed_token)"),
@@ -311,18 +223,18 @@ CLAIMS: tuple[Claim, ...] = (
           "Section 6", labels=["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"],
           rule=WeightDecay(["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5"], "wd_0",
                            ["wd_0.5", "wd_1"], "wd_5"),
-          measure=_scales(text=_fam("loss", {**{w: w for w in ("wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2",
+          measure=at_scales(text=family("loss", {**{w: w for w in ("wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2",
                                                              "wd_5")},
                                              "wd_1 (5000 steps, beside)": "wd_1_steps_x2"}),
-                          mini=_pts(MINI, {"wd_0": "wd_0", "wd_0.1": "wd_0.1", "wd_0.5": "recipe", "wd_1": "wd_1",
+                          mini=runs_of(MINI, {"wd_0": "wd_0", "wd_0.1": "wd_0.1", "wd_0.5": "recipe", "wd_1": "wd_1",
                                            "wd_2": "wd_2", "wd_5": "wd_5"})),
           note="judged on Sink_1, as the paper reports it (miniature: the recipe is WD 0.5; it has no WD 0.01)"),
     Claim("loss_prefix", "6", "06_loss",
           "Prefix LM: the sink lands on one prefix position, not necessarily the first", "Section 6 (prefix-LM figure)",
           rule=Prefix(),
-          measure=_scales(text=_fam("loss", {"prefix: p": ("prefix_5", "prefix length"),
+          measure=at_scales(text=family("loss", {"prefix: p": ("prefix_5", "prefix length"),
                                              **{f"prefix: Sink_{k}": ("prefix_5", f"Sink_{k}") for k in range(1, 11)}}),
-                          gpu=True, mini=_pts(MINI, {"prefix: p": ("prefix_4", "prefix length"),
+                          gpu=True, mini=runs_of(MINI, {"prefix: p": ("prefix_4", "prefix length"),
                                            **{f"prefix: Sink_{k}": ("prefix_4", f"Sink_{k}") for k in range(1, 11)}})),
           figure={"prefix: p": 5.0, "prefix: Sink_1": 0.0, "prefix: Sink_3": 40.0},
           note="real text: prefix_5 (the paper's p = 5); miniature: prefix_4 (p = 4). Both keep a fixed first token "
@@ -334,9 +246,9 @@ CLAIMS: tuple[Claim, ...] = (
           # the control is the run window_4 changes: the profile's base (full attention), which is wd_0.5 at the
           # text profile (its base WD is 0.5; wd_0.1 is the paper's default, not the text base) and the recipe in
           # miniature
-          measure=_scales(text=_fam("loss", {"window_4: excess alpha_1": ("window_4", "excess alpha_1"),
+          measure=at_scales(text=family("loss", {"window_4: excess alpha_1": ("window_4", "excess alpha_1"),
                                              "full: excess alpha_1": ("wd_0.5", "excess alpha_1")}),
-                          mini=_pts(MINI, {"window_4: excess alpha_1": ("window_4", "excess alpha_1"),
+                          mini=runs_of(MINI, {"window_4: excess alpha_1": ("window_4", "excess alpha_1"),
                                            "full: excess alpha_1": ("recipe", "excess alpha_1")})),
           figure={"window_4: excess alpha_1": 0.0, "full: excess alpha_1": 0.1},
           note="judged on alpha_1's excess over the uniform floor under each mask: with a 4-key window a uniform "
@@ -345,14 +257,14 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("arch_pe", "7.1", "07_architecture", "The sink emerges with every positional embedding", "Section 7.1",
           labels=["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"],
           rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
-          measure=_scales(text=_fam("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
+          measure=at_scales(text=family("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
                                                      "pos_relative", "pos_alibi"]), gpu=True),
           note="relative: the paper names no form; pos_relative is the authors' released one (the T5 bucket index "
                "of the distance added to the logits, no parameters). T5's learned bias, pos_relative_learned, is "
                "ours and not scored"),
     Claim("arch_norm", "7.1", "07_architecture", "Post-norm still has a sink", "Section 7.1",
           labels=["post_norm"], rule=Sinks(["post_norm"]),
-          measure=_scales(text=_fam("architecture", {"post_norm": "post_norm_lr_x0.25"})),
+          measure=at_scales(text=family("architecture", {"post_norm": "post_norm_lr_x0.25"})),
           note="real text: post-norm at the text profile's LR (2e-2) did not learn in 2 of 3 seeds (its held-out loss "
                "stayed at the start's), so the claim reads post-norm at a quarter of that LR, where it learns "
                "(architecture/post_norm_lr_x0.25); the runs at the base LR are listed by `python -m sinkpaper store "
@@ -361,26 +273,26 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("arch_ffn", "7.1", "07_architecture", "The FFN type matters little", "Section 7.1",
           labels=["ffn_relu", "ffn_gelu", "ffn_geglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_relu", "ffn_gelu", "ffn_geglu"], "ffn_swiglu"),
-          measure=_scales(text=_fam("architecture", {"ffn_relu": "ffn_relu", "ffn_gelu": "ffn_gelu",
+          measure=at_scales(text=family("architecture", {"ffn_relu": "ffn_relu", "ffn_gelu": "ffn_gelu",
                                                      "ffn_geglu": "ffn_geglu", "ffn_swiglu": "pos_rope"}))),
     Claim("arch_ffn_swish_reglu", "7.1", "07_architecture", "Swish and ReGLU FFNs: the FFN type matters little",
           "Section 7.1", labels=["ffn_swish", "ffn_reglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_swish", "ffn_reglu"], "ffn_swiglu"),
-          measure=_scales(text=_fam("architecture", {"ffn_swish": "ffn_swish", "ffn_reglu": "ffn_reglu",
+          measure=at_scales(text=family("architecture", {"ffn_swish": "ffn_swish", "ffn_reglu": "ffn_reglu",
                                                      "ffn_swiglu": "pos_rope",
                                                      "ffn_swish (steps x2, beside)": "ffn_swish_steps_x2",
                                                      "ffn_swish (steps x4, beside)": "ffn_swish_steps_x4"}))),
     Claim("arch_heads", "7.1", "07_architecture", "The number of heads matters little (1 head; heads added)",
           "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
           rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
-          measure=_scales(text=_fam("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
+          measure=at_scales(text=family("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
                                                      "heads_8": "heads_8",
                                                      "heads_add (steps x2, beside)": "heads_add_steps_x2"})),
           note="real text: 8 concatenated heads at d 128 (point heads_8) stand for the paper's default; heads_1 and "
                "heads_add (the text base's 4 heads, added) are compared with it"),
     Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
           "Section 7.1", labels=["heads_4", "heads_2", "heads_8"], rule=MattersLittle(["heads_4", "heads_2"], "heads_8"),
-          measure=_scales(text=_fam("architecture", {"heads_4": "heads_4", "heads_2": "heads_2",
+          measure=at_scales(text=family("architecture", {"heads_4": "heads_4", "heads_2": "heads_2",
                                                      "heads_8": "heads_8"})),
           note="real text: the points with 2, 4 and 8 heads at d 128 (the text profile's base has 4)"),
     # ---------------------------------------------------------------------------------- Section 7.2
@@ -390,9 +302,9 @@ CLAIMS: tuple[Claim, ...] = (
                           {f"{pt}: Sink*": 0.0, f"{pt}: Sink_1": NUMBERS["default"].value},
                           "no bias position takes anything (Sink* 0 %) and token 1 keeps the default's sink",
                           controls={f"{pt}: Sink_1": "default"}),
-            measure=_scales(text=_bias_text(pt),
+            measure=at_scales(text=_bias_text(pt),
                             gpu=_bias_gpu(pt) if pt == "sink_token" else None,
-                            mini=_pts(MINI, {f"{pt}: Sink*": (pt, "Sink*"), f"{pt}: Sink_1": (pt, "Sink_1"),
+                            mini=runs_of(MINI, {f"{pt}: Sink*": (pt, "Sink*"), f"{pt}: Sink_1": (pt, "Sink_1"),
                                              "default": ("recipe", "Sink_1")})),
             note=_BIAS_NOTE)
       for short, pt, text in (("sink_token", "sink_token", "A learnable sink token takes the sink"),
@@ -400,8 +312,8 @@ CLAIMS: tuple[Claim, ...] = (
                               ("k", "k_bias", "K biases with v* = 0 take the sink"))),
     Claim("bias_v", "7.2", "08_biases", "V biases alone (added after the softmax) leave the sink on token 1",
           "Table 5", labels=["v_bias: Sink_1"], rule=Sinks(["v_bias: Sink_1"]),
-          measure=_scales(text=_fam("biases", {"v_bias: Sink_1": ("v_bias", "Sink_1")}),
-                          mini=_pts(MINI, {"v_bias: Sink_1": ("v_bias", "Sink_1")})),
+          measure=at_scales(text=family("biases", {"v_bias: Sink_1": ("v_bias", "Sink_1")}),
+                          mini=runs_of(MINI, {"v_bias: Sink_1": ("v_bias", "Sink_1")})),
           note="a control: the claimed effect is the sink staying, so 'no effect' means the sink gone"),
     Claim("bias_fixed_v", "7.2", "08_biases", "A K bias with a fixed v* = v' = [1, 0, ..., 0] takes the sink",
           "Section 7.2", labels=["k_bias_fixed_v: Sink*", "k_bias_fixed_v: Sink_1", "default"],
@@ -409,7 +321,7 @@ CLAIMS: tuple[Claim, ...] = (
                         {"k_bias_fixed_v: Sink*": 0.0, "k_bias_fixed_v: Sink_1": NUMBERS["default"].value},
                         "no bias position takes anything and token 1 keeps the default's sink",
                         controls={"k_bias_fixed_v: Sink_1": "default"}),
-          measure=_scales(text=_bias_text("k_bias_fixed_v"), gpu=_bias_gpu("k_bias_fixed_v")),
+          measure=at_scales(text=_bias_text("k_bias_fixed_v"), gpu=_bias_gpu("k_bias_fixed_v")),
           note="this claim reads v' (not 20v'): the paper's 20v' row, where the sink returns to token 1, is the "
                "claim bias_fixed_v_large (configs/biases.yaml runs both); " + _BIAS_NOTE),
     Claim("bias_fixed_v_large", "7.2", "08_biases",
@@ -423,14 +335,14 @@ CLAIMS: tuple[Claim, ...] = (
                          "k_bias_fixed_20v1: Sink*": NUMBERS["k_bias_fixed_v: Sink*"].value},
                         "scaling v* changes nothing: 20v' reads as v'",
                         controls={"k_bias_fixed_20v1: Sink_1": "default"}),
-          measure=_scales(text=_fam("biases", {
+          measure=at_scales(text=family("biases", {
               **_no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1")),
               "default": ("no_fixed_token", "Sink_1", "configs/data.yaml"),
               **{f"{pt} (with BOS): {m}": (pt, m) for pt in ("k_bias_fixed_20v1", "k_bias_fixed_5v1", "k_bias_fixed_v2",
                                                             "k_bias_fixed_5v2", "k_bias_fixed_20v2")
                  for m in ("Sink*", "Sink_1")}}),
-              gpu=_fam("biases", {**_no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1")), "default": ("none", "Sink_1")}),
-              mini=_pts(MINI, {**{f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")},
+              gpu=family("biases", {**_no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1")), "default": ("none", "Sink_1")}),
+              mini=runs_of(MINI, {**{f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")},
                                "default": ("recipe", "Sink_1")})),
           note="real text: judged on 20v' without a fixed first token; the fixed-BOS runs of 20v', 5v', v'', 5v'' and "
                "20v'' are shown beside (" + _BIAS_NOTE + "). Read a disagreement here with the scale in mind: "
@@ -440,31 +352,31 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("bias_shared", "7.2", "08_biases", "KV and K biases shared across heads still take a sink", "Section 7.2",
           labels=["kv_bias_shared: Sink*", "kv_bias_shared: Sink_1", "k_bias_shared: Sink*", "k_bias_shared: Sink_1"],
           rule=Sinks(["kv_bias_shared: Sink*", "k_bias_shared: Sink*"], what="Sink*"),
-          measure=_scales(text=_fam("biases", {f"{pt}: {m}": (pt, m) for pt in ("kv_bias_shared", "k_bias_shared")
+          measure=at_scales(text=family("biases", {f"{pt}: {m}": (pt, m) for pt in ("kv_bias_shared", "k_bias_shared")
                                                for m in ("Sink*", "Sink_1")}))),
     Claim("bias_low_dim", "7.2", "08_biases", "A K bias learned in one dimension (d_a = 1) still takes the sink",
           "Section 7.2", labels=["k_bias_dims_1: Sink*", "k_bias_dims_1: Sink_1"],
           rule=Contrast(["k_bias_dims_1: Sink*"], ["k_bias_dims_1: Sink_1"],
                         {"k_bias_dims_1: Sink*": 0.0, "k_bias_dims_1: Sink_1": NUMBERS["default"].value},
                         "no bias position takes anything and token 1 keeps the default's sink"),
-          measure=_scales(text=_fam("biases", {"k_bias_dims_1: Sink*": ("k_bias_dims_1", "Sink*"),
+          measure=at_scales(text=family("biases", {"k_bias_dims_1: Sink*": ("k_bias_dims_1", "Sink*"),
                                                "k_bias_dims_1: Sink_1": ("k_bias_dims_1", "Sink_1")}))),
     Claim("bias_low_dim_more", "7.2", "08_biases", "K biases in d_a = 2..64 dimensions take the sink", "Section 7.2",
           labels=[f"k_bias_dims_{d}: {m}" for d in (2, 4, 8, 16) for m in ("Sink*", "Sink_1")],
           rule=Sinks([f"k_bias_dims_{d}: Sink*" for d in (2, 4, 8, 16)], what="Sink*"),
-          measure=_scales(text=_fam("biases", {f"k_bias_dims_{d}: {m}": (f"k_bias_dims_{d}", m) for d in (2, 4, 8, 16)
+          measure=at_scales(text=family("biases", {f"k_bias_dims_{d}: {m}": (f"k_bias_dims_{d}", m) for d in (2, 4, 8, 16)
                                                for m in ("Sink*", "Sink_1")})),
           note="d_a = 2, 4, 8, 16 (the text profile's heads have 32 dimensions, the cpu profile's 16); the paper's "
                "d_a = 32 and 64 are not run"),
     # ---------------------------------------------------------------------------------- Section 7.3
     Claim("ops_scaled", "7.3", "09_attention_ops", "Softmax rows that sum to less than one (0.2) give less sink",
           "Section 7.3", labels=["softmax_sum_0.2", "softmax"], rule=Change("softmax_sum_0.2", "softmax", up=False),
-          measure=_scales(text=_fam("attention", ["softmax_sum_0.2", "softmax"]))),
+          measure=at_scales(text=family("attention", ["softmax_sum_0.2", "softmax"]))),
     Claim("ops_scaled_more", "7.3", "09_attention_ops",
           "Softmax rows summing to 2 give more sink, to 0.1 and 0.05 less", "Section 7.3",
           labels=["softmax_sum_2", "default_steps_x2", "softmax", "softmax_sum_0.1", "softmax_sum_0.05"],
           rule=Both(Change("softmax_sum_2", "default_steps_x2", up=True), Change("softmax_sum_0.1", "softmax", up=False)),
-          measure=_scales(text=_fam("attention", {
+          measure=at_scales(text=family("attention", {
               "softmax_sum_2": "softmax_sum_2_steps_x2",
               "default_steps_x2": ("default_steps_x2", "Sink_1", "configs/optimization.yaml"),
               "softmax": "softmax", "softmax_sum_0.1": "softmax_sum_0.1", "softmax_sum_0.05": "softmax_sum_0.05",
@@ -479,20 +391,20 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("ops_sigmoid", "7.3", "09_attention_ops", "Sigmoid attention without normalization has no sink",
           "Table 15", labels=["sigmoid", "softmax"],
           rule=Contrast(["softmax"], ["sigmoid"], {"sigmoid": "softmax"}, "sigmoid reads as softmax"),
-          measure=_scales(text=_fam("attention", ["sigmoid", "softmax"]),
-                          mini=_pts(MINI, {"sigmoid": "sigmoid", "softmax": "recipe"}))),
+          measure=at_scales(text=family("attention", ["sigmoid", "softmax"]),
+                          mini=runs_of(MINI, {"sigmoid": "sigmoid", "softmax": "recipe"}))),
     Claim("ops_sigmoid_norm", "7.3", "09_attention_ops", "Normalized sigmoid attention brings the sink back",
           "Table 15", labels=["sigmoid_norm", "sigmoid"],
           rule=Contrast(["sigmoid_norm"], ["sigmoid"], {"sigmoid_norm": "sigmoid"},
                         "normalization changes nothing: sigmoid_norm reads as sigmoid"),
-          measure=_scales(text=_fam("attention", ["sigmoid_norm", "sigmoid"]),
-                          mini=_pts(MINI, {"sigmoid_norm": "sigmoid_norm", "sigmoid": "sigmoid"}))),
+          measure=at_scales(text=family("attention", ["sigmoid_norm", "sigmoid"]),
+                          mini=runs_of(MINI, {"sigmoid_norm": "sigmoid_norm", "sigmoid": "sigmoid"}))),
     Claim("ops_elu", "7.3", "09_attention_ops",
           "elu+1 without normalization has no sink; the normalized elu+1 kernel has one", "Table 15",
           labels=["elu", "kernel_elu"],
           rule=Contrast(["kernel_elu"], ["elu"], {"kernel_elu": "elu"}, "the kernel reads as elu+1 without normalization"),
-          measure=_scales(text=_fam("attention", ["elu", "kernel_elu"]),
-                          mini=_pts(MINI, {"elu": "elu", "kernel_elu": "kernel_elu"})),
+          measure=at_scales(text=family("attention", ["elu", "kernel_elu"]),
+                          mini=runs_of(MINI, {"elu": "elu", "kernel_elu": "kernel_elu"})),
           note="judged on elu against the elu+1 KERNEL (kernel_elu) at every scale; elu_norm (elu(qk)+1 over its "
                "row sum) is ours, the variant the paper could not train, and scores no claim"),
     Claim("ops_kernels", "7.3", "09_attention_ops",
@@ -501,34 +413,34 @@ CLAIMS: tuple[Claim, ...] = (
           rule=Contrast(["softmax"], ["kernel_identity_z1", "kernel_mlp_maxabs", "kernel_mlp_z1"],
                         {"kernel_identity_z1": "softmax", "kernel_mlp_maxabs": "softmax", "kernel_mlp_z1": "softmax"},
                         "every kernel reads as softmax"),
-          measure=_scales(text=_fam("attention", {"kernel_identity_z1": "kernel_identity_z1",
+          measure=at_scales(text=family("attention", {"kernel_identity_z1": "kernel_identity_z1",
                                                   "kernel_mlp_maxabs": "kernel_mlp_maxabs", "kernel_mlp_z1": "kernel_mlp_z1",
                                                   "softmax": "softmax"}))),
     Claim("ops_p_norm", "7.3", "09_attention_ops",
           "p-normalized softmax reduces, but does not remove, massive activations", "Section 7.3 (text)",
-          measure=_scales(), note="qualitative: the paper gives no Sink_1 for it; softmax_p_2 runs as a variant"),
+          measure=at_scales(), note="qualitative: the paper gives no Sink_1 for it; softmax_p_2 runs as a variant"),
     Claim("ops_1b", "7.3", "not run", "At 1B, sigmoid attention without normalization still has no sink",
           "Section 7.3 (1B)", labels=["softmax_1b", "sigmoid_1b"],
           rule=Contrast(["softmax_1b"], ["sigmoid_1b"], {"sigmoid_1b": "softmax_1b"}, "sigmoid reads as softmax"),
-          measure=_scales(NotRun("the paper's 1B models"))),
+          measure=at_scales(NotRun("the paper's 1B models"))),
     Claim("ops_softpick", "related", "09_attention_ops",
           "Softpick (rectified softmax) removes the sink (Zuhri et al. 2025, not this paper)", "Zuhri et al. 2025",
           rule=Contrast(["softmax"], ["softpick"], {"softpick": "softmax"}, "softpick reads as softmax"),
-          measure=_scales(text=_fam("attention", ["softpick", "softmax"]),
-                          mini=_pts(MINI, {"softpick": "softpick", "softmax": "recipe"})),
+          measure=at_scales(text=family("attention", ["softpick", "softmax"]),
+                          mini=runs_of(MINI, {"softpick": "softpick", "softmax": "recipe"})),
           figure={"softpick": 0.0, "softmax": 18.0}),
     # ---------------------------------------------------------------------------------- packing and BOS
     Claim("pack_fixed_bos", "related", "10_packing_bos",
           "A fixed BOS at position 1 receives the sink (Barbero et al. 2025)", "Barbero et al. 2025",
           rule=Change("bos", "causal", up=True),
-          measure=_scales(text=_fam("packing", ["bos", "causal"]), gpu=True,
+          measure=at_scales(text=family("packing", ["bos", "causal"]), gpu=True,
                           mini=NotRun("the miniature's fixed-BOS runs (recipe vs no_fixed_token) score "
                                       "data_no_fixed_token")),
           figure={"bos": 60.0, "causal": 18.0}),
     Claim("pack_doc_mask", "related", "10_packing_bos",
           "Intra-document masking keeps a sink on each document's first token (Barbero et al. 2025)",
           "Barbero et al. 2025", rule=Sinks(["bos_each_doc_mask: Sink_first"], what="Sink_first"),
-          measure=_scales(text=_fam("packing", {"bos_each_doc_mask: Sink_first": ("bos_each_doc_mask", "Sink_first"),
+          measure=at_scales(text=family("packing", {"bos_each_doc_mask: Sink_first": ("bos_each_doc_mask", "Sink_first"),
                                                 "bos_doc_mask (one BOS per window): Sink_1": ("bos_doc_mask", "Sink_1"),
                                                 "bos_each_doc_mask (document starts inside windows, beside): "
                                                 "Sink_doc_start": ("bos_each_doc_mask", "Sink_doc_start")}),
@@ -547,7 +459,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Barbero et al. 2025", rule=DependsOn(),
           bos=True, bos_why="judged on the models whose tokenizer puts a BOS first (the input they were trained on), "
                             "with BOS against without; a model trained without a BOS is shown as the control",
-          measure=_scales(Chapter("10_packing_bos"), mini=Chapter("10_packing_bos")),
+          measure=at_scales(Chapter("10_packing_bos"), mini=Chapter("10_packing_bos")),
           figure={"Gemma 7B: with BOS": 60.0, "Gemma 7B: without BOS": 10.0}),
     # ---------------------------------------------------------------------------------- why it matters
     Claim("stream_window", "related", "11_why_sink_matters",
@@ -557,11 +469,11 @@ CLAIMS: tuple[Claim, ...] = (
                   "by default (SmolLM2's adds nothing; Gemma 3's puts its own <bos> first, which is then the stream's "
                   "first token), and each value's label says which; StreamingLLM's claim is about the first tokens "
                   "of the stream, whatever they are",
-          measure=_scales(Chapter("11_why_sink_matters")),
+          measure=at_scales(Chapter("11_why_sink_matters")),
           figure={"Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: full ppl": 5.0}),
     Claim("stream_sink_window", "related", "11_why_sink_matters",
           "Keeping a few sink tokens plus the window restores it (Xiao et al. 2024)", "Xiao et al. 2024",
-          rule=Recovers(), bos=False, bos_why="as stream_window", measure=_scales(Chapter("11_why_sink_matters")),
+          rule=Recovers(), bos=False, bos_why="as stream_window", measure=at_scales(Chapter("11_why_sink_matters")),
           figure={"Llama-2-7B: full ppl": 5.0, "Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: sink+window ppl": 5.5}),
     # ---------------------------------------------------------------------------------- after the paper
     # Each design's source claim, in its words, and the paper's own reading of it (Section 7: the sink forms where
@@ -572,20 +484,20 @@ CLAIMS: tuple[Claim, ...] = (
           "Qiu et al. 2025, arXiv 2505.06708",
           rule=Contrast(["softmax"], ["gate_elementwise"], {"gate_elementwise": "softmax"},
                         "the gated model reads as the ungated one"),
-          measure=_scales(text=_fam("after_paper", {**_after("gate_elementwise", ("Sink_1",)), "softmax": "softmax"})),
+          measure=at_scales(text=family("after_paper", {**_after("gate_elementwise", ("Sink_1",)), "softmax": "softmax"})),
           figure={"softmax": 18.0, "gate_elementwise": 0.0}, note=_AFTER_NOTE),
     Claim("after_gate_headwise", "after", "13_after_the_paper",
           "A head-wise sigmoid gate (one scalar per head) also removes the first-token sink",
           "Qiu et al. 2025, arXiv 2505.06708",
           rule=Contrast(["softmax"], ["gate_headwise"], {"gate_headwise": "softmax"},
                         "the gated model reads as the ungated one"),
-          measure=_scales(text=_fam("after_paper", {**_after("gate_headwise", ("Sink_1",)), "softmax": "softmax"})),
+          measure=at_scales(text=family("after_paper", {**_after("gate_headwise", ("Sink_1",)), "softmax": "softmax"})),
           figure={"softmax": 18.0, "gate_headwise": 0.0}, note=_AFTER_NOTE),
     Claim("after_gate_paper_reading", "after", "13_after_the_paper",
           "The paper's reading (Section 7): a gate after the attention leaves each row summing to one and adds no place "
           "for the excess, so the sink stays on token 1", "Sections 7.2-7.3 (our reading)",
           rule=Sinks(["gate_elementwise", "gate_headwise"]),
-          measure=_scales(text=_fam("after_paper", {**_after("gate_elementwise", ("Sink_1",)),
+          measure=at_scales(text=family("after_paper", {**_after("gate_elementwise", ("Sink_1",)),
                                                     **_after("gate_headwise", ("Sink_1",))})),
           figure={"gate_elementwise": 18.0, "gate_headwise": 18.0},
           note="the opposite of the gated-attention claims: at most one of the two readings can agree; " + _AFTER_NOTE),
@@ -593,14 +505,14 @@ CLAIMS: tuple[Claim, ...] = (
           "A learned logit per head in the softmax's denominator lets a head pay no attention to any token",
           "gpt-oss model card (OpenAI 2025)",
           rule=Sinks(["sink_logit: Sink*"], what="Sink*"),
-          measure=_scales(text=_fam("after_paper", _after("sink_logit", ("Sink*", "Sink_1")))),
+          measure=at_scales(text=family("after_paper", _after("sink_logit", ("Sink*", "Sink_1")))),
           figure={"sink_logit: Sink*": 60.0}, note="Sink*: heads that put more than 0.3 of their attention on the "
           "logit, on average over the queries; " + _AFTER_NOTE),
     Claim("after_softmax_plus_one", "after", "13_after_the_paper",
           "Softmax plus one (a logit fixed at 0 in the denominator) lets a head attend to nothing",
           "Miller 2023, 'Attention is off by one'",
           rule=Sinks(["softmax_plus_one: Sink*"], what="Sink*"),
-          measure=_scales(text=_fam("after_paper", _after("softmax_plus_one", ("Sink*", "Sink_1")))),
+          measure=at_scales(text=family("after_paper", _after("softmax_plus_one", ("Sink*", "Sink_1")))),
           figure={"softmax_plus_one: Sink*": 60.0}, note="Sink*: heads that put more than 0.3 of their attention on "
           "the +1, on average over the queries; " + _AFTER_NOTE),
     Claim("after_denominator_paper_reading", "after", "13_after_the_paper",
@@ -610,7 +522,7 @@ CLAIMS: tuple[Claim, ...] = (
                         {"sink_logit: Sink*": 0.0, "softmax_plus_one: Sink*": 0.0, "sink_logit: Sink_1": "softmax",
                          "softmax_plus_one: Sink_1": "softmax"},
                         "no logit takes anything and token 1 keeps the softmax run's sink"),
-          measure=_scales(text=_fam("after_paper", {**_after("sink_logit", ("Sink*", "Sink_1")),
+          measure=at_scales(text=family("after_paper", {**_after("sink_logit", ("Sink*", "Sink_1")),
                                                     **_after("softmax_plus_one", ("Sink*", "Sink_1")),
                                                     "softmax": "softmax"})),
           figure={"sink_logit: Sink*": 60.0, "softmax_plus_one: Sink*": 60.0, "sink_logit: Sink_1": 0.0,

@@ -11,7 +11,8 @@ from ..results.reading import NotEnoughEvaluations, plateau_of, still_rising, st
 from ..train.config import PROFILES
 from ..train import store as S
 from ..train.store import DEFAULT_STORE
-from .claims import CLAIMS, Chapter, Claim, NotRun, Runs, claim, rule_check
+from .claim import Chapter, Claim, NotRun, Runs
+from .claims import CLAIMS, claim, rule_check
 from .onsets import onset_step
 from .records import load_records
 from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,

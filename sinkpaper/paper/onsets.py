@@ -12,9 +12,11 @@ does reads one evaluation past its end. The thresholds, and why:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
-from .verdicts import MASSIVE, SINK
+from .rules import Rule
+from .verdicts import AGREES, DISAGREES, MASSIVE, NOT_COMPARABLE, NO_RESULT, SINK, Seeds, Undecided, _get, verdict_of
 
 # quantity -> (what an evaluation records, threshold)
 ONSETS: dict[str, tuple[str, float]] = {
@@ -49,3 +51,59 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
     if hit is None:
         return float(payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
     return float(hit)
+
+
+# ------------------------------------------------------------------------------- the rules that judge onsets
+@dataclass
+class Onset(Rule):
+    """The sink's onset (``label``: the first evaluation step at which Sink_1 reaches SINK) lies in the window the
+    paper states, ``lo`` .. ``hi`` steps. A scale that does not measure it (no such label) reads not comparable.
+    Null: the sink is there from the start (onset at step 0)."""
+    label: str
+    lo: float
+    hi: float
+
+    def __post_init__(self):
+        self.sentence = f"{self.label} between {self.lo:g} and {self.hi:g} steps."
+        self.null_sentence = "the sink is there from the start (onset at step 0)"
+
+    def apply(self, values):
+        if self.label not in values:
+            return NOT_COMPARABLE
+        v = _get(values, self.label)
+        return NO_RESULT if v is None else verdict_of(self.lo <= v <= self.hi)
+
+    def reason(self, values):
+        return "" if self.label in values else "this scale's steps are not the paper's: its onset is not compared"
+
+    def null(self, values):
+        return {**values, self.label: 0.0}
+
+
+@dataclass
+class After(Rule):
+    """In every seed, ``later`` (an onset step) comes after ``earlier``: agrees when every paired seed has it so,
+    disagrees when none does, inconclusive when the seeds split. Null: both form at the same step."""
+    later: str
+    earlier: str
+
+    def __post_init__(self):
+        self.sentence = f"{self.later} after {self.earlier}, in every seed."
+        self.null_sentence = f"{self.later} at the same step as {self.earlier}"
+
+    def apply(self, values):
+        a, b = _get(values, self.later), _get(values, self.earlier)
+        if a is None or b is None:
+            return NO_RESULT
+        if isinstance(a, Seeds) and isinstance(b, Seeds):
+            order = [x > y for x, y in zip(a.values, b.values)]
+            if all(order):
+                return AGREES
+            if not any(order):
+                return DISAGREES
+            raise Undecided(f"{self.later} > {self.earlier}", f"{self.later} after {self.earlier} in "
+                            f"{sum(order)} of {len(order)} seeds", settled=True)
+        return verdict_of(a > b)
+
+    def null(self, values):
+        return {**values, self.later: values.get(self.earlier)}

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..files import atomic_write_text
-from .claims import CLAIMS, Chapter, claim
+from .claim import Chapter
+from .claims import CLAIMS, claim
 from .verdicts import SCALES
 
 # ------------------------------------------------------------------------------- chapter records (real LMs)

@@ -422,11 +422,11 @@ def run_notebooks(
 
     def one(source: Path) -> Result:
         if log:
-            print(f"[sinkpaper.book] {source.stem}: running (profile={profile}) ...", file=log, flush=True)
+            print(f"[sinkpaper.site] {source.stem}: running (profile={profile}) ...", file=log, flush=True)
         r = run_one(source, out_dir, {**parameters, **(stem_params or {}).get(source.stem, {})}, cwd=cwd,
                     timeout=timeout, kernel_name=kernel)
         if log:
-            print(f"[sinkpaper.book] {source.stem}: {r.status} in {r.seconds:.1f} s"
+            print(f"[sinkpaper.site] {source.stem}: {r.status} in {r.seconds:.1f} s"
                   + (f" -> {r.output}" if r.output else "") + (f"\n    {r.error}" if r.error else ""),
                   file=log, flush=True)
         return r
@@ -551,7 +551,7 @@ def build_site(root: Path, log=sys.stderr) -> int:
 
     cmd = [jupyter_book(), "build", "--all", str(root)]
     if log:
-        print(f"[sinkpaper.book] {' '.join(cmd)}", file=log, flush=True)
+        print(f"[sinkpaper.site] {' '.join(cmd)}", file=log, flush=True)
     return subprocess.run(cmd, cwd=root).returncode
 
 

@@ -1,0 +1,97 @@
+"""What a claim is: its words and source, the paper's numbers it uses, its rule, and the runs that measure it at
+each scale (stored runs of a config's points, a chapter's record, or not run, and why)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .numbers import DEFAULT_ALIASES, _source, paper_value
+from .rules import Rule
+from .verdicts import GPU_SCALE
+
+@dataclass(frozen=True)
+class Runs:
+    """Results-store runs: ``points`` maps a value label to (point, metric[, config]) of ``config`` (metric: "Sink_1",
+    "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``. A label marked as
+    the other setting (:data:`BESIDE_MARKS`) is shown beside the verdict: no rule reads it, and a run of it not
+    stored yet holds no verdict back."""
+    config: str
+    points: Mapping[str, tuple[str, str]]
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+    @property
+    def beside(self) -> set[str]:
+        return {label for label in self.points if any(mark in label for mark in BESIDE_MARKS)}
+
+
+# the marks of a label shown beside a verdict (the other BOS setting, another budget or depth, a confound's check),
+# never read by a rule
+BESIDE_MARKS = (" (with BOS)", " (no BOS)", " (one BOS per window)", ", beside)")
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """Measured by a chapter (on pretrained LMs, now) and read from its record (see :func:`record`)."""
+    chapter: str
+
+
+@dataclass(frozen=True)
+class NotRun:
+    reason: str
+
+
+def runs_of(config: str, mapping: Mapping[str, str | tuple[str, str]] | Sequence[str], seeds=(0, 1, 2)) -> Runs:
+    if not isinstance(mapping, Mapping):
+        mapping = {p: p for p in mapping}
+    return Runs(config, {k: (v if isinstance(v, tuple) else (v, "Sink_1")) for k, v in mapping.items()}, seeds)
+
+
+MINI = "configs/miniature.yaml"
+PAPER_SCALE = NotRun("the paper's 60M model on ~21B tokens of the Pile: not in the results store")
+
+
+@dataclass
+class Claim:
+    id: str
+    section: str
+    chapter: str
+    claim: str                                  # in the paper's words (or the related paper's)
+    source: str                                 # "Table 5", "Section 5 (figure)", "Barbero et al. 2025", ...
+    labels: Sequence[str] = ()                  # the paper's numbers this claim uses (keys of NUMBERS)
+    rule: Rule | None = None                    # None: qualitative, no verdict
+    bos: bool | None = None                     # the BOS choice of the verdict, for pretrained-LM claims
+    bos_why: str = ""
+    measure: Mapping[str, Runs | Chapter | NotRun] = field(default_factory=dict)
+    figure: Mapping[str, float] = field(default_factory=dict)   # see below
+    kind: str = "reproduction"                  # or "check" (of the propositions: no reproduction)
+    note: str = ""
+
+    # ``figure``: for a claim the paper shows only in a figure or text, the shape it describes, written as
+    # values ONLY to check that the rule reads that shape as "agrees". Not numbers the paper reports; never
+    # shown as the paper's values.
+
+    def paper_values(self) -> dict[str, float]:
+        return {x: paper_value(x) for x in self.labels}
+
+    def paper_source(self) -> str:
+        own = [x for x in self.labels if x not in DEFAULT_ALIASES and x != "default"] or list(self.labels)
+        srcs = list(dict.fromkeys(_source(x) for x in own))
+        return ", ".join(srcs) if srcs else self.source
+
+
+
+
+def at_scales(real_lms=PAPER_SCALE, text=None, mini=None, gpu: Runs | bool | None = None) -> dict:
+    """A claim's measurement at each scale. ``gpu=True``: the same points as at real text, read at the gpu profile
+    (where the families' base is the paper's default packing, so a no-fixed-token control is the base itself)."""
+    if gpu is True:
+        gpu = text
+    return {"real LMs": real_lms,
+            "real text (CPU)": text if text is not None else NotRun("no real-text point of this experiment"),
+            GPU_SCALE: gpu if gpu is not None else NotRun("no gpu-profile point of this experiment"),
+            "miniature": mini if mini is not None else NotRun("no miniature point of this experiment")}
+
+
+def family(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0, 1, 2)) -> Runs:
+    m = points if isinstance(points, Mapping) else {p: p for p in points}
+    return runs_of(f"configs/{stem}.yaml", m, seeds)
