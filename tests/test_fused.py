@@ -163,6 +163,36 @@ def test_the_sink_logit_gradient_in_bf16_sums_in_fp32_and_the_default_path_is_de
     assert err <= float(((torch_bf16.double() - exact).abs() / exact.abs()).max()), "no better than PyTorch's bf16"
 
 
+@pytest.mark.parametrize("op,mask,sink", [(op, mask, "none") for op in K.OPS for mask in ("causal", "full", "window",
+                                                                                      "document")]
+                         + [(op, "causal", sink) for op in K.OPS for sink in ("kv_bias", "v_bias")])
+def test_the_backward_with_atomic_dq_matches_fp64_reference(op, mask, sink):
+    """deterministic=False: the key-block programs add dQ with atomics (no second pass over S and dP); every
+    gradient still matches fp64 (the sinks under the causal mask)."""
+    (q, k, v), extra = _inputs(_seed(op, mask, sink, "atomic"), sink=SINKS[sink])
+    grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(_seed(op, mask, "atomic dO")))
+    e = KT.compare(q, k, v, grad_out.to(DEVICE), op=op, deterministic=False, **_masks(mask), **extra).errors
+    for name in ["dq", "dk", "dv", *(f"d{n}" for n in extra)]:
+        assert e[name].rel < 1e-5 or e[name].ref_max < 1e-12, name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("v_after", [False, True])
+def test_the_delta_pre_pass_reads_o_and_do_once_and_sums_in_fp32(dtype, v_after):
+    """delta_i = dO_i . (A V)_i, the backward's one pass over O and dO in their own dtype, against the sum
+    written out in fp64 (the V bias added after the attention taken off first)."""
+    from sinkpaper.fused import triton_kernels as tk
+    g = torch.Generator().manual_seed(5)
+    o, do = (torch.randn(B, H, T, 40, generator=g).to(DEVICE, dtype) for _ in range(2))
+    v0 = torch.randn(H, 40, generator=g).to(DEVICE)
+    delta = torch.full((B, H, T), float("nan"), device=DEVICE)
+    tk.bwd_delta[(math.ceil(T / 64), B * H)](o, do, v0 if v_after else delta, delta, H, T, DV=40, BLOCK_DV=64,
+                                            BLOCK_M=64, SUB_V0=v_after)
+    attn = o.double() - (v0.double()[None, :, None, :] if v_after else 0)
+    exact = (attn * do.double()).sum(-1)
+    assert float((delta.double() - exact).abs().max()) <= 1e-5 * float(exact.abs().max())
+
+
 def test_nan_poisoned_allocations(monkeypatch):
     """Every output element is written: allocations start as NaN and nothing NaN comes back."""
     empty, empty_like = torch.empty, torch.empty_like
@@ -229,6 +259,7 @@ def test_backends_agree_for_auto_and_reference():
 
 
 @pytest.mark.parametrize("kwargs,match", [
+    ({"deterministic": "yes"}, "deterministic must be True or False"),
     ({"op": "softmax_p"}, "valid: softmax, sigmoid, elu, softpick"),
     ({"window": 4, "prefix": 3}, "window and prefix"),
     ({"window": 0}, "window must be"),

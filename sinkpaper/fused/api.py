@@ -230,50 +230,65 @@ def _sink_terms(s0, stat, spec):
 @torch.library.custom_op("sinkpaper::fused_attention", mutates_args=())
 def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s0: torch.Tensor | None,
                      v0: torch.Tensor | None, doc_ids: torch.Tensor | None, op: int, mask: int, w: int, scale: float,
-                     sig_bias: float, softpick_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(out, stat): the forward kernel at one _Spec (its fields, flattened: an operator's arguments are plain)."""
+                     sig_bias: float, softpick_eps: float, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out, stat): the forward kernel at one _Spec (its fields, flattened: an operator's arguments are plain).
+    ``deterministic`` is the backward's choice, carried here so the autograd context has it."""
     spec = _Spec(op, mask, w, scale, sig_bias, softpick_eps)
     out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=op in _STAT_IDS)
     return out, stat
 
 
 @_fused_attention.register_fake
-def _(q, k, v, s0, v0, doc_ids, op, mask, w, scale, sig_bias, softpick_eps):
+def _(q, k, v, s0, v0, doc_ids, op, mask, w, scale, sig_bias, softpick_eps, deterministic):
     B, H, T, _ = q.shape
     return torch.empty_like(v), q.new_empty((B, H, T), dtype=torch.float32)
 
 
 @torch.library.custom_op("sinkpaper::fused_attention_backward", mutates_args=())
 def _fused_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                              stat: torch.Tensor, delta: torch.Tensor, doc_ids: torch.Tensor | None, op: int,
-                              mask: int, w: int, scale: float, sig_bias: float
-                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dq, dk, dv) from the two backward kernels (one program per key block, one per query block)."""
+                              out: torch.Tensor, stat: torch.Tensor, v_after: torch.Tensor | None,
+                              doc_ids: torch.Tensor | None, op: int, mask: int, w: int, scale: float,
+                              sig_bias: float, deterministic: bool
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv, delta). delta_i = dO_i . (A V)_i (``v_after``: the paper's V bias, added to ``out`` after the
+    attention, taken off first) comes from one pass over O and dO. Deterministic: one program per key block for dK
+    and dV, one per query block for dQ (S and dP computed twice, 7 matmuls); otherwise the key-block programs add
+    dQ in fp32 with atomics (5 matmuls; the sum's order, so its last bits, varies from call to call)."""
     from . import triton_kernels as tk
     B, H, T, D = q.shape
+    DV = v.shape[-1]
     spec = _Spec(op, mask, w, scale, sig_bias, 0.0)
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    delta = torch.empty(B, H, T, device=q.device, dtype=torch.float32)
+    tk.bwd_delta[(triton_cdiv(T, 64), B * H)](out, dout, v_after if v_after is not None else delta, delta, H, T,
+                                              DV=DV, BLOCK_DV=_pow2(DV), BLOCK_M=64, SUB_V0=v_after is not None)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    dq_acc = None if deterministic else torch.zeros(B, H, T, D, device=q.device, dtype=torch.float32)
     doc, has_doc = _doc(doc_ids, q)
     common = dict(**_common(q, v, spec), HAS_DOC=has_doc)
     blocks = _blocks("dkdv", D)
     tk.attn_bwd_dkdv[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
-        q, k, v, dout, stat, delta, doc, dk, dv, H, T, w, scale, sig_bias, **common, **blocks)
+        q, k, v, dout, stat, delta, doc, dk, dv, dq_acc if dq_acc is not None else delta, H, T, w, scale, sig_bias,
+        **common, ATOMIC_DQ=not deterministic, **blocks)
+    if dq_acc is not None:
+        return dq_acc.to(q.dtype), dk, dv, delta
+    dq = torch.empty_like(q)
     blocks = _blocks("dq", D)
     tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
         q, k, v, dout, stat, delta, doc, dq, H, T, w, scale, sig_bias, **common, **blocks)
-    return dq, dk, dv
+    return dq, dk, dv, delta
 
 
 @_fused_attention_backward.register_fake
-def _(dout, q, k, v, stat, delta, doc_ids, op, mask, w, scale, sig_bias):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+def _(dout, q, k, v, out, stat, v_after, doc_ids, op, mask, w, scale, sig_bias, deterministic):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), stat.new_empty(stat.shape)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, s0, v0, doc_ids, *fields = inputs
+    q, k, v, s0, v0, doc_ids, *fields, deterministic = inputs
     out, stat = output
     ctx.save_for_backward(q, k, v, out, stat, s0, v0, doc_ids)
     ctx.spec = _Spec(*fields)
+    ctx.deterministic = deterministic
     ctx.mark_non_differentiable(stat)
 
 
@@ -283,14 +298,11 @@ def _backward(ctx, dout, _dstat):
     spec = ctx.spec
     B, H, T, D = q.shape
     dout = dout.contiguous()
-    v_after = s0 is None and v0 is not None  # the paper's V bias: out = A V + v*, v* outside the attention
-    # delta_i = dO_i . (A V)_i: a sink column's value is part of the attention, a V bias added after is not
-    attn_out = out.float() - v0[None, :, None, :] if v_after else out.float()
-    delta = (dout.float() * attn_out).sum(-1).contiguous()
-    dq, dk, dv = _fused_attention_backward(dout, q, k, v, stat, delta, doc_ids, spec.op, spec.mask, spec.w,
-                                           spec.scale, spec.sig_bias)
+    v_after = v0 if s0 is None and v0 is not None else None  # the paper's V bias: out = A V + v*, outside A V
+    dq, dk, dv, delta = _fused_attention_backward(dout, q, k, v, out, stat, v_after, doc_ids, spec.op, spec.mask,
+                                                  spec.w, spec.scale, spec.sig_bias, ctx.deterministic)
     ds0 = dv0 = None
-    if v_after and ctx.needs_input_grad[4]:
+    if v_after is not None and ctx.needs_input_grad[4]:
         dv0 = dout.float().sum(dim=(0, 2))  # d(out)/d(v*) = 1 for every row: sum dO over batch and tokens
     if s0 is not None:
         w0, g0 = _sink_terms(s0, stat, spec)
@@ -304,7 +316,7 @@ def _backward(ctx, dout, _dstat):
             ds0 = g0 * dp0
         if v0 is not None and ctx.needs_input_grad[4]:
             dv0 = torch.einsum("bht,bhtd->hd", w0, dout.float())
-    return (dq, dk, dv, ds0, dv0) + (None,) * 7
+    return (dq, dk, dv, ds0, dv0) + (None,) * 8
 
 
 _fused_attention.register_autograd(_backward, setup_context=_setup_context)
@@ -323,7 +335,7 @@ def _sink_logits(q, sink_logit, k_bias, v_bias, scale, dtype=torch.float32):
 # ------------------------------------------------------------------------------------------------ public API
 def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, doc_ids=None, scale=None,
               sink_logit=None, k_bias=None, v_bias=None, sigmoid_bias=0.0, return_lse=False, softpick_eps=1e-6,
-              impl="auto"):
+              impl="auto", deterministic=True):
     """Fused attention over q, k [B, H, T, D], v [B, H, T, Dv] without the T x T matrix.
 
     op: softmax | sigmoid (sigmoid(x + sigmoid_bias), no normalization) | elu (elu(x) + 1, no normalization) |
@@ -335,9 +347,13 @@ def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, d
     alone: the paper's V bias, added to every output row after the attention (no extra key, no column).
     Differentiable in q, k, v, sink_logit, k_bias, v_bias. With return_lse, also the fp32 row statistic
     [B, H, T]: log-sum-exp (softmax, sink included), log(sum |e^x - 1| + eps) (softpick), log of the row sum
-    of the weights (sigmoid, elu).
+    of the weights (sigmoid, elu). deterministic=False lets the Triton backward add dQ with atomics from its
+    key-block programs (two fewer matmuls; the last bits of dQ vary from call to call); the default computes it
+    in its own pass, bitwise the same on every call (tests and the book use it).
     """
     _check(q, k, v, op, causal, window, prefix, doc_ids, scale, sink_logit, k_bias, v_bias, sigmoid_bias, impl)
+    if not isinstance(deterministic, bool):
+        raise ValueError(f"deterministic must be True or False, got {deterministic!r}")
     if not _use_triton(q, impl):
         return reference_attention(q, k, v, op=op, causal=causal, window=window, prefix=prefix, doc_ids=doc_ids,
                                    scale=scale, sink_logit=sink_logit, k_bias=k_bias, v_bias=v_bias,
@@ -346,7 +362,7 @@ def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, d
     s0 = _sink_logits(q, sink_logit, k_bias, v_bias, spec.scale)
     v0 = v_bias.float().expand(q.shape[1], v.shape[-1]).contiguous() if v_bias is not None else None
     out, stat = _fused_attention(q.contiguous(), k.contiguous(), v.contiguous(), s0, v0, doc_ids, spec.op, spec.mask,
-                                 spec.w, spec.scale, spec.sig_bias, spec.softpick_eps)
+                                 spec.w, spec.scale, spec.sig_bias, spec.softpick_eps, deterministic)
     if op in ("sigmoid", "elu") and return_lse:
         # the training forward skips the row sums; recompute them for the caller
         _, stat = _forward(q.contiguous(), k.contiguous(), None, s0, None, doc_ids, spec, write_out=False)

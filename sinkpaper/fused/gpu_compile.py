@@ -20,13 +20,14 @@ import sys
 import time
 
 ARCH = 90                       # sm_90: the H100 and H200 this project's GPU notes and benchmarks name
-FP32_POINTERS = ("S0", "V0", "Stat", "Delta", "Alpha")
+FP32_POINTERS = ("S0", "V0", "Stat", "Delta", "Alpha", "DQA")
 SCALARS = {"H": "i32", "T": "i32", "W": "i32", "scale": "fp32", "sig_bias": "fp32", "softpick_eps": "fp32"}
 # what torch.compile passes when it traces the api's launches into a graph: inductor types Python floats as fp64
 # and sizes as i64 where it cannot prove they fit in 32 bits (torch._inductor.codegen.triton_utils.signature_of)
 INDUCTOR_SCALARS = {"H": "i64", "T": "i64", "W": "i64", "scale": "fp64", "sig_bias": "fp64", "softpick_eps": "fp64"}
 KINDS = {"attn_fwd": "fwd", "attn_bwd_dkdv": "dkdv", "attn_bwd_dq": "dq", "column_stats_kernel": "stats"}
-FLAGS = {"HAS_DOC": False, "HAS_SINK": False, "HAS_V0": False, "WRITE_OUT": True, "WRITE_STAT": True}  # defaults
+FLAGS = {"HAS_DOC": False, "HAS_SINK": False, "HAS_V0": False, "WRITE_OUT": True, "WRITE_STAT": True,
+         "ATOMIC_DQ": False}  # defaults
 
 
 def signature(fn, dtype: str, scalars: dict[str, str] = SCALARS) -> dict[str, str]:
@@ -61,7 +62,9 @@ def variants():
         if name != "column_stats_kernel":
             const.update(DV=D, BLOCK_DV=api._pow2(D))
         if name == "attn_fwd":
-            const.update({k: v for k, v in FLAGS.items() if k != "HAS_DOC"})
+            const.update({k: v for k, v in FLAGS.items() if k not in ("HAS_DOC", "ATOMIC_DQ")})
+        if name == "attn_bwd_dkdv":
+            const["ATOMIC_DQ"] = FLAGS["ATOMIC_DQ"]
         const.update(flags)
         out.append((name, dtype, const, opts, scalars))
     for op in OPS.values():
@@ -85,6 +88,14 @@ def variants():
     for name in KINDS:                      # a model compiled with torch.compile launches them with inductor's types
         for op in OPS.values():
             add(name, op=op, scalars=INDUCTOR_SCALARS)
+    for op in OPS.values():                 # the backward that adds dQ with atomics (deterministic=False)
+        add("attn_bwd_dkdv", op=op, ATOMIC_DQ=True)
+    add("attn_bwd_dkdv", D=128, ATOMIC_DQ=True)
+    for dtype in ("bf16", "fp16", "fp32"):  # the delta pre-pass over O and dO
+        for D in (64, 128, 256):
+            for sub in (False, True):
+                out.append(("bwd_delta", dtype, dict(DV=D, BLOCK_DV=api._pow2(D), BLOCK_M=64, SUB_V0=sub),
+                            {"num_warps": 4, "num_stages": 1}, SCALARS))
     return out
 
 
@@ -115,7 +126,7 @@ def check(arch: int = ARCH, log=print) -> list[str]:
     todo = variants()
     for name, dtype, const, opts, scalars in todo:
         label = f"{name} {dtype} " + " ".join(f"{k}={v}" for k, v in const.items()
-                                               if k in ("D", "OP", "MASK") or FLAGS.get(k, v) != v)
+                                               if k in ("D", "DV", "OP", "MASK", "SUB_V0") or FLAGS.get(k, v) != v)
         label += " (inductor's scalar types)" if scalars is INDUCTOR_SCALARS else ""
         try:
             compile_kernel(getattr(tk, name), dtype, const, opts, arch, scalars)

@@ -106,14 +106,15 @@ class KernelCheck:
 
 
 def compare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, grad_out: torch.Tensor, *, op: str = "softmax",
-            **options) -> KernelCheck:
+            deterministic: bool = True, **options) -> KernelCheck:
     """The Triton kernel (``kernels.attention(..., impl="triton")`` forward with its row statistic, backward with
     ``grad_out``, and ``kernels.column_stats``) against the same computations on fp64 copies of the inputs.
 
     ``options`` are `kernels.attention`'s mask and sink arguments (causal, window, prefix, doc_ids, scale,
     sink_logit, k_bias, v_bias, sigmoid_bias, ...); the sink arguments are differentiated like q, k, v. The
     caller's tensors are not modified. ``column_stats`` gets every option except v_bias (values never enter the
-    map: v_bias alone is the paper's V bias, added after the attention, and has no column)."""
+    map: v_bias alone is the paper's V bias, added after the attention, and has no column). ``deterministic``
+    picks the backward (False: dQ added with atomics from the key-block programs)."""
     if op not in api.OPS:
         raise ValueError(f"unknown op {op!r}; valid: {', '.join(api.OPS)}")
     sinks = {n: x for n, x in options.items() if n in SINK_ARGS and x is not None}
@@ -121,8 +122,8 @@ def compare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, grad_out: torch.T
     names = ["dq", "dk", "dv"] + [f"d{n}" for n in sinks]
     leaves = [x.detach().requires_grad_() for x in (q, k, v, *sinks.values())]
     t0 = time.perf_counter()
-    out, stat = api.attention(*leaves[:3], op=op, return_lse=True, impl="triton", **rest,
-                              **dict(zip(sinks, leaves[3:])))
+    out, stat = api.attention(*leaves[:3], op=op, return_lse=True, impl="triton", deterministic=deterministic,
+                              **rest, **dict(zip(sinks, leaves[3:])))
     grads = torch.autograd.grad(out, leaves, grad_out)
     col_sinks = {n: x.detach() for n, x in sinks.items() if n != "v_bias"}
     cs = api.column_stats(q.detach(), k.detach(), op=op, impl="triton", **rest, **col_sinks)

@@ -52,10 +52,10 @@ def _dot(a, b, IEEE: tl.constexpr):
 
 
 @triton.jit
-def _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK: tl.constexpr, HAS_DOC: tl.constexpr):
-    """[BLOCK_M, BLOCK_N] bool: query offs_m sees key offs_n (the same rules as attention.visible_mask)."""
-    i = offs_m[:, None]
-    j = offs_n[None, :]
+def _visible(i, j, doc_i, doc_j, T, W, MASK: tl.constexpr, HAS_DOC: tl.constexpr):
+    """Query i sees key j (the same rules as attention.visible_mask), over index tiles that broadcast against each
+    other: i = offs_m[:, None], j = offs_n[None, :] gives queries x keys; i = offs_m[None, :], j = offs_n[:, None]
+    the transposed tile (keys x queries) the dK/dV loop computes. doc_i / doc_j broadcast the same way."""
     vis = (i < T) & (j < T)
     if MASK == 1:
         vis = vis & (j <= i)
@@ -64,7 +64,7 @@ def _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK: tl.constexpr, HAS_DOC: tl
     elif MASK == 3:
         vis = vis & ((j <= i) | ((i < W) & (j < W)))
     if HAS_DOC:
-        vis = vis & (doc_q[:, None] == doc_k[None, :])
+        vis = vis & (doc_i == doc_j)
     return vis
 
 
@@ -119,7 +119,7 @@ def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m,
             doc_k = offs_n
             if HAS_DOC:
                 doc_k = tl.load(DOC + doc_base + offs_n, mask=offs_n < T, other=-2)
-            vis = _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK, HAS_DOC)
+            vis = _visible(offs_m[:, None], offs_n[None, :], doc_q[:, None], doc_k[None, :], T, W, MASK, HAS_DOC)
         if OP == SOFTMAX:
             s = s * (scale * LOG2E)
             if MASKED:
@@ -273,20 +273,41 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
 
 # ------------------------------------------------------------------------------------------------ backward
 @triton.jit
+def bwd_delta(O, DO, V0, Delta, H, T, DV: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_M: tl.constexpr,
+              SUB_V0: tl.constexpr):
+    """delta_i = dO_i . (A V)_i in fp32, reading O and dO once in their own dtype. SUB_V0: the paper's V bias was
+    added to O after the attention (out = A V + v*), so it is taken off first; a sink column's value is part of A V."""
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    ok = (offs_m[:, None] < T) & (offs_dv[None, :] < DV)
+    base = bh.to(tl.int64) * T * DV
+    o = tl.load(O + base + offs_m[:, None] * DV + offs_dv[None, :], mask=ok, other=0.0).to(tl.float32)
+    do = tl.load(DO + base + offs_m[:, None] * DV + offs_dv[None, :], mask=ok, other=0.0).to(tl.float32)
+    if SUB_V0:
+        v0 = tl.load(V0 + (bh % H) * DV + offs_dv, mask=offs_dv < DV, other=0.0).to(tl.float32)
+        o = tl.where(ok, o - v0[None, :], 0.0)
+    tl.store(Delta + bh.to(tl.int64) * T + offs_m, tl.sum(o * do, 1), mask=offs_m < T)
+
+
+@triton.jit
 def _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP: tl.constexpr, MASKED: tl.constexpr):
-    """Weights w and dL/dx (x = scale * q.k) of one tile, given the forward's row statistic."""
-    x = s * scale
+    """Weights w and dL/dx (x = scale * q.k) of one tile, given the forward's row statistic. ``stat`` and ``delta``
+    come broadcast against the tile: [rows, 1] for a queries x keys tile, [1, rows] for the transposed one, so both
+    backward loops share this one function. Softmax works in base 2 (one multiply-add per element)."""
     if OP == SOFTMAX:
-        w = tl.exp2((x - stat[:, None]) * LOG2E)
+        w = tl.exp2(s * (scale * LOG2E) - stat * LOG2E)
         if MASKED:
             w = tl.where(vis, w, 0.0)
-        ds = w * (dp - delta[:, None])
+        ds = w * (dp - delta)
     elif OP == SIGMOID:
-        w = tl.sigmoid(x + sig_bias)
+        w = tl.sigmoid(s * scale + sig_bias)
         if MASKED:
             w = tl.where(vis, w, 0.0)
         ds = w * (1.0 - w) * dp
     elif OP == ELU:
+        x = s * scale
         ex = tl.exp(tl.minimum(x, 0.0))
         w = tl.where(x > 0, x + 1.0, ex)
         ds = tl.where(x > 0, 1.0, ex) * dp
@@ -295,10 +316,11 @@ def _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP: tl.constexpr, MASK
             ds = tl.where(vis, ds, 0.0)
     else:
         # w = relu(e^x - 1) / N with N = sum |e^x - 1| + eps = e^stat; dx = e (1[x>0] dp - sign(x) delta)
-        e = tl.exp(x - stat[:, None])
-        w = tl.maximum(e - tl.exp(-stat)[:, None], 0.0)
+        x = s * scale
+        e = tl.exp(x - stat)
+        w = tl.maximum(e - tl.exp(-stat), 0.0)
         sign = tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))
-        ds = e * (tl.where(x > 0, dp, 0.0) - sign * delta[:, None])
+        ds = e * (tl.where(x > 0, dp, 0.0) - sign * delta)
         if MASKED:
             w = tl.where(vis, w, 0.0)
             ds = tl.where(vis, ds, 0.0)
@@ -306,10 +328,15 @@ def _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP: tl.constexpr, MASK
 
 
 @triton.jit
-def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, q_base, v_base, row_base, doc_k, DOC, doc_base, offs_n, lo, hi,
-                T, W, scale, sig_bias, D: tl.constexpr, DV: tl.constexpr, BLOCK_M: tl.constexpr,
+def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base, offs_n, lo,
+                hi, T, W, scale, sig_bias, D: tl.constexpr, DV: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
-                HAS_DOC: tl.constexpr, MASKED: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+                HAS_DOC: tl.constexpr, MASKED: tl.constexpr, ATOMIC_DQ: tl.constexpr, F32_DOT: tl.constexpr,
+                IEEE: tl.constexpr):
+    """One key block against the query blocks [lo, hi), in the transposed orientation (keys x queries): S^T = K Q^T
+    and dP^T = V dO^T, so dV += W^T dO and dK += dS^T Q need no transpose of a computed tile, only of the loaded q
+    and dO. ATOMIC_DQ: also dQ += dS K for these rows, added in fp32 with atomics (5 matmuls instead of 7, not
+    bitwise reproducible)."""
     offs_d = tl.arange(0, BLOCK_D)
     offs_dv = tl.arange(0, BLOCK_DV)
     for start_m in range(lo, hi, BLOCK_M):
@@ -325,26 +352,32 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, q_base, v_base, row_base, doc_
         if F32_DOT:
             q = q.to(tl.float32)
             do = do.to(tl.float32)
-        s = _dot(q, tl.trans(k), IEEE)
-        dp = _dot(do, tl.trans(v), IEEE)
-        vis = s > 0  # placeholder when unmasked (rows past T contribute 0: their q, dO, delta load as 0)
+        st = _dot(k, tl.trans(q), IEEE)                  # [BLOCK_N, BLOCK_M]
+        dpt = _dot(v, tl.trans(do), IEEE)
+        vis = st > 0  # placeholder when unmasked (rows past T contribute 0: their q, dO, delta load as 0)
         if MASKED:
             doc_q = offs_m
             if HAS_DOC:
                 doc_q = tl.load(DOC + doc_base + offs_m, mask=row_ok, other=-1)
-            vis = _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK, HAS_DOC)
-        w, ds = _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP, MASKED)
-        dv += _dot(tl.trans(w).to(do.dtype), do, IEEE)
-        dk += _dot(tl.trans(ds).to(q.dtype), q, IEEE)
+            vis = _visible(offs_m[None, :], offs_n[:, None], doc_q[None, :], doc_k[:, None], T, W, MASK, HAS_DOC)
+        wt, dst = _tile_grads(st, dpt, vis, stat[None, :], delta[None, :], scale, sig_bias, OP, MASKED)
+        dv += _dot(wt.to(do.dtype), do, IEEE)
+        dk += _dot(dst.to(q.dtype), q, IEEE)
+        if ATOMIC_DQ:
+            dq = _dot(tl.trans(dst).to(k.dtype), k, IEEE) * scale
+            tl.atomic_add(DQA + q_base + offs_m[:, None] * D + offs_d[None, :], dq,
+                          mask=row_ok[:, None] & (offs_d[None, :] < D))
     return dk, dv
 
 
 @triton.jit
-def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, H, T, W, scale, sig_bias,
+def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, DQA, H, T, W, scale, sig_bias,
                   D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
-                  HAS_DOC: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
-    """One program per key block: loop over the query blocks that see it (no atomics; deterministic)."""
+                  HAS_DOC: tl.constexpr, ATOMIC_DQ: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+    """One program per key block: loop over the query blocks that see it (dK, dV without atomics; dQ too, with
+    atomics, when ATOMIC_DQ). Under the causal mask the first BLOCK_N rows from the key block's start are the
+    diagonal (masked), the rest see the whole block (BLOCK_N is a multiple of BLOCK_M)."""
     scale = _fp32(scale)
     sig_bias = _fp32(sig_bias)
     pid_n = tl.program_id(0)
@@ -373,21 +406,21 @@ def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, H, T, W, scale, sig_
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
     if (MASK == 1) and (not HAS_DOC):
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, q_base, v_base, row_base, doc_k, DOC, doc_base,
-                             offs_n, n0, tl.minimum(n0 + BLOCK_N, T), T, W, scale, sig_bias, D, DV, BLOCK_M,
-                             BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True, F32_DOT, IEEE)
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, q_base, v_base, row_base, doc_k, DOC, doc_base,
-                             offs_n, n0 + BLOCK_N, T, T, W, scale, sig_bias, D, DV, BLOCK_M, BLOCK_D, BLOCK_DV,
-                             OP, MASK, HAS_DOC, False, F32_DOT, IEEE)
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
+                             offs_n, n0, tl.minimum(n0 + BLOCK_N, T), T, W, scale, sig_bias, D,
+                             DV, BLOCK_M, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True, ATOMIC_DQ, F32_DOT, IEEE)
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
+                             offs_n, n0 + BLOCK_N, T, T, W, scale, sig_bias, D, DV,
+                             BLOCK_M, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, False, ATOMIC_DQ, F32_DOT, IEEE)
     elif (MASK == 0) and (not HAS_DOC):
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, q_base, v_base, row_base, doc_k, DOC, doc_base,
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
                              offs_n, 0, T, T, W, scale, sig_bias, D, DV, BLOCK_M, BLOCK_D, BLOCK_DV,
-                             OP, MASK, HAS_DOC, False, F32_DOT, IEEE)
+                             OP, MASK, HAS_DOC, False, ATOMIC_DQ, F32_DOT, IEEE)
     else:
         lo, hi = _query_range(n0, T, W, BLOCK_M, BLOCK_N, MASK)
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, q_base, v_base, row_base, doc_k, DOC, doc_base,
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
                              offs_n, lo, hi, T, W, scale, sig_bias, D, DV, BLOCK_M, BLOCK_D, BLOCK_DV,
-                             OP, MASK, HAS_DOC, True, F32_DOT, IEEE)
+                             OP, MASK, HAS_DOC, True, ATOMIC_DQ, F32_DOT, IEEE)
     tl.store(DK + q_base + offs_n[:, None] * D + offs_d[None, :], (dk * scale).to(DK.dtype.element_ty),
              mask=col_ok[:, None] & (offs_d[None, :] < D))
     tl.store(DVout + v_base + offs_n[:, None] * DV + offs_dv[None, :], dv.to(DVout.dtype.element_ty),
@@ -419,8 +452,8 @@ def _dq_inner(dq, q, do, stat, delta, K, V, k_base, v_base, doc_q, DOC, doc_base
             doc_k = offs_n
             if HAS_DOC:
                 doc_k = tl.load(DOC + doc_base + offs_n, mask=col_ok, other=-2)
-            vis = _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK, HAS_DOC)
-        w, ds = _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP, MASKED)
+            vis = _visible(offs_m[:, None], offs_n[None, :], doc_q[:, None], doc_k[None, :], T, W, MASK, HAS_DOC)
+        w, ds = _tile_grads(s, dp, vis, stat[:, None], delta[:, None], scale, sig_bias, OP, MASKED)
         dq += _dot(ds.to(k.dtype), k, IEEE)
     return dq
 
@@ -518,7 +551,7 @@ def column_stats_kernel(Q, K, Stat, DOC, Alpha, H, T, W, scale, sig_bias,
         doc_q = offs_m
         if HAS_DOC:
             doc_q = tl.load(DOC + doc_base + offs_m, mask=row_ok, other=-1)
-        vis = _visible(offs_m, offs_n, doc_q, doc_k, T, W, MASK, HAS_DOC)
+        vis = _visible(offs_m[:, None], offs_n[None, :], doc_q[:, None], doc_k[None, :], T, W, MASK, HAS_DOC)
         x = _dot(q, tl.trans(k), IEEE) * scale
         if OP == SOFTMAX:
             a = tl.exp2((x - stat[:, None]) * LOG2E)
