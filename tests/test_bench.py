@@ -49,6 +49,7 @@ def test_smoke_records_every_section(smoke):
             assert r["ms"] is not None and math.isfinite(r["ms"]) and r["ms"] > 0, r
     # our kernel ran in every section, for every op and both modes
     for section, op, mode in [("speed", "softmax", "fwd"), ("speed", "softmax", "fwd+bwd"),
+                              ("sink", "sink_logit", "fwd"), ("sink", "sink_logit", "fwd+bwd"),
                               *[("ops", op, m) for op in ("sigmoid", "elu", "softpick") for m in ("fwd", "fwd+bwd")],
                               ("column_stats", "softmax", "column_stats"), ("accuracy", "softmax", "out"),
                               ("accuracy", "softmax", "dq")]:
@@ -56,7 +57,7 @@ def test_smoke_records_every_section(smoke):
                    for r in ok), (section, op, mode)
     # the eager references and PyTorch's CPU path ran too; the CUDA-only competitors say why they did not
     names = {(r["section"], r["name"]) for r in ok}
-    assert {("speed", "eager"), ("speed", "sdpa_math"), ("ops", "eager"), ("column_stats", "eager"),
+    assert {("speed", "ours_atomic"), ("speed", "eager"), ("speed", "sdpa_math"), ("ops", "eager"), ("column_stats", "eager"),
             ("column_stats", "ours_forward"), ("accuracy", "sdpa")} <= names
     for name in ("sdpa_flash", "sdpa_cudnn", "flex"):
         skipped = [r for r in recs if r["name"] == name]
@@ -65,7 +66,8 @@ def test_smoke_records_every_section(smoke):
     assert res["ratios"] and all(math.isfinite(x["ratio"]) and x["ratio"] > 0 for x in res["ratios"])
     assert {x["kind"] for x in res["ratios"]} == {"speed", "time", "error"}  # no peak memory on CPU
     assert out.count("x\n") >= len(res["ratios"])
-    assert len(res["goals"]) == 5 and all(g["status"] in ("PASS", "MISS", "n/a") for g in res["goals"])
+    assert {"ours_atomic/sdpa_math", "ours sink_logit/ours softmax"} <= {x["what"] for x in res["ratios"]}
+    assert len(res["goals"]) == 7 and all(g["status"] in ("PASS", "MISS", "n/a") for g in res["goals"])
     assert all(f"{g['status']:<5}{g['goal']}" in out for g in res["goals"])
 
 
@@ -87,3 +89,13 @@ def test_a_cpu_benchmark_under_load_says_so():
     loud = quiet_machine(cpu, [4.8, 1.0], cpus=2)
     assert loud["quiet"] is False and loud["why"].startswith("load average 4.80 > 2 cores: other work shared")
     assert quiet_machine(torch.device("cuda"), [9.0], cpus=2)["quiet"] is True
+
+
+def test_the_cli_offers_every_section_of_the_benchmark():
+    """The CLI writes the sections out (importing sinkpaper.fused before the device is chosen would fix whether the
+    kernels interpret); they are the benchmark's own."""
+    from sinkpaper.cli import build_parser
+    from sinkpaper.fused.bench import SECTIONS
+    bench = next(a for a in build_parser()._subparsers._group_actions[0].choices["bench"]._actions
+                 if "--only" in a.option_strings)
+    assert tuple(bench.choices) == SECTIONS

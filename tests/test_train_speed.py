@@ -222,6 +222,24 @@ def test_short_contexts_on_the_cpu_train_through_the_reference_and_the_route_say
     assert model.training_route(64, "cuda") == {"attention": "SDPA", "loss": "plain when compiled, chunked when eager"}
 
 
+def test_on_a_gpu_plain_softmax_trains_through_sdpa_and_every_variant_it_lacks_through_the_kernels(monkeypatch):
+    """The fastest exact route per operator (the routes are named, not run: no GPU is needed): with backend triton
+    on a GPU, plain causal softmax goes to SDPA while GPU_PLAIN_SOFTMAX_ROUTE says SDPA is faster, a sink logit,
+    sigmoid, softpick or a document mask to the fused kernels; on the CPU (the interpreter) everything the kernels
+    cover stays on them."""
+    from sinkpaper.models import ModelConfig, SinkModel
+    from sinkpaper.models import model as M
+
+    def route(device, **kw):
+        cfg = dict(vocab_size=61, d_model=32, n_layers=1, n_heads=4, d_ff=48, max_seq_len=256, backend="triton")
+        return SinkModel(ModelConfig(**{**cfg, **kw})).training_route(256, device)["attention"]
+    assert route("cuda") == "SDPA" and route("cpu") == "fused Triton"
+    for variant in ({"sink": "sink_logit"}, {"attention": "sigmoid"}, {"attention": "softpick"}):
+        assert route("cuda", **variant) == "fused Triton", variant
+    monkeypatch.setattr(M, "GPU_PLAIN_SOFTMAX_ROUTE", "fused Triton")
+    assert route("cuda") == "fused Triton"
+
+
 def test_compiled_on_the_cpu_the_chunked_loss_and_reference_attention_give_the_eager_loss_and_gradients():
     """Compiled on the CPU, the attention runs through the reference operator inside inductor's graph and the loss
     chunked, eagerly, between graphs: the same loss and gradients as the eager model (fp32)."""

@@ -34,6 +34,11 @@ TRACE_METHODS = ("maps", "stats")
 # dominates there; SDPA is faster from T = 256 (forward + backward per T: results/bench/cpu-routes.json, from
 # scripts/bench_cpu_routes.py). Above this T, SDPA.
 CPU_REFERENCE_MAX_T = 128
+# On a GPU, plain causal softmax trains through SDPA (PyTorch picks its flash or cuDNN kernel) even under backend
+# "triton": forward + backward, our kernels measured 0.61-0.80x SDPA's flash path and 0.34-0.53x its cuDNN path on
+# an H200 (T 1k-16k, D 64 and 128: results/bench/kernels-gpu.json). The kernels train every variant SDPA does not
+# compute. "fused Triton" here would put plain softmax back on the kernels once the benchmark says they are faster.
+GPU_PLAIN_SOFTMAX_ROUTE = "SDPA"
 # On the CPU the loss takes the chunked path compiled or not (inductor's fused loss over the full logits measured
 # slower at the text shape), each chunk's fp32 logits about this size: 128 tokens at vocab 8192. Chunks of 64 to
 # 256 tokens measured within 3 % of each other there, 512 and more slower (results/bench/cpu-routes.json)
@@ -160,17 +165,20 @@ class Attention(nn.Module):
 
     def route(self, ctx: _Context, seq_len: int, device, want_map: bool = False) -> str:
         """Which exact route computes this attention: "fused Triton" (backend triton, an operator the kernels
-        cover), "SDPA" (plain causal softmax: PyTorch's fused attention, the same function without the T x T
-        intermediates; on the CPU only above CPU_REFERENCE_MAX_T) or "reference" (everything else, and anything
-        that reads the maps)."""
+        cover; on a GPU plain causal softmax only where GPU_PLAIN_SOFTMAX_ROUTE says the kernels are faster), "SDPA"
+        (plain causal softmax: PyTorch's fused attention, the same function without the T x T intermediates; on
+        the CPU only above CPU_REFERENCE_MAX_T) or "reference" (everything else, and anything that reads the
+        maps)."""
         cfg, params = self.cfg, self.cfg.op_params
         if want_map:
             return "reference"
-        if cfg.backend == "triton" and ctx.fused_masks is not None:
+        plain = (ctx.causal and cfg.attention == "softmax" and params.softmax_sum == 1.0 and ctx.score_bias is None
+                 and all(v is None for v in self._sink_args().values()))
+        on_cpu = torch.device(device).type == "cpu"
+        if cfg.backend == "triton" and ctx.fused_masks is not None and not (
+                plain and not on_cpu and GPU_PLAIN_SOFTMAX_ROUTE == "SDPA"):
             return "fused Triton"
-        if (ctx.causal and cfg.attention == "softmax" and params.softmax_sum == 1.0 and ctx.score_bias is None
-                and all(v is None for v in self._sink_args().values())
-                and not (torch.device(device).type == "cpu" and seq_len <= CPU_REFERENCE_MAX_T)):
+        if plain and not (on_cpu and seq_len <= CPU_REFERENCE_MAX_T):
             return "SDPA"
         return "reference"
 
