@@ -184,8 +184,17 @@ def _common(q, v, spec):
                 F32_DOT=_INTERPRET, IEEE=(q.dtype == torch.float32 and not _INTERPRET))
 
 
+_NO_DOC: dict[torch.device, torch.Tensor] = {}   # the kernels' DOC argument when there are no documents
+
+
 def _doc(doc_ids, q):
-    return (doc_ids.to(torch.int32).contiguous(), True) if doc_ids is not None else (q.new_zeros(1, dtype=torch.int32), False)
+    """The int32 document ids the kernels read, or (without documents) a one-element placeholder they never read,
+    made once per device instead of a zeroed allocation on every call."""
+    if doc_ids is not None:
+        return doc_ids.to(torch.int32).contiguous(), True
+    if q.device not in _NO_DOC:
+        _NO_DOC[q.device] = torch.zeros(1, dtype=torch.int32, device=q.device)
+    return _NO_DOC[q.device], False
 
 
 def _forward(q, k, v, s0, v0, doc_ids, spec, write_out=True, write_stat=True):
