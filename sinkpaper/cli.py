@@ -125,8 +125,7 @@ def _add_bench_parser(sub) -> None:
                    help="tiny shapes: exercises every code path in seconds (on CPU under TRITON_INTERPRET=1)")
     b.add_argument("--device", choices=["cuda", "cpu"],
                    help="default: cuda when available (and TRITON_INTERPRET is not 1), else cpu")
-    # sinkpaper.fused.bench.SECTIONS, written out: importing sinkpaper.fused here would fix whether the kernels
-    # interpret before the benchmark chose its device (a test checks the two lists are the same)
+    # fused.bench.SECTIONS written out: importing sinkpaper.fused here would fix TRITON_INTERPRET too early (tested)
     b.add_argument("--only", nargs="+", choices=["speed", "sink", "ops", "column_stats", "accuracy"],
                    help="run only these sections (default: all)")
 
@@ -449,8 +448,7 @@ def run_sink_vs_length(a, argv) -> int:
 
 
 def run_bench(a, argv: list[str]) -> int:
-    """The sink, training or kernel benchmark; an impossible device or shape is a one-line error before any
-    compute."""
+    """The sink, training or kernel benchmark; an impossible device or shape is a one-line error before compute."""
     import torch
     if a.what == "sink":
         from .long_context import BENCH_LENGTHS, bench_sink, format_bench
