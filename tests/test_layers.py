@@ -268,3 +268,14 @@ def test_the_book_measures_nothing_itself():
         if uses - {"cuda"}:
             found.append(f"{path.name} uses torch.{', torch.'.join(sorted(uses - {'cuda'}))}")
     assert found == [], "move the measurement into sinkpaper.analysis: " + "; ".join(found)
+
+
+# A module a newcomer can read in one sitting: past this, split it by what it does (as paper/claim.py and
+# paper/claims.py, or the book's shelf and the site builder).
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_the_line_limit():
+    long = {str(p.relative_to(ROOT.parent)): n for p in sorted(ROOT.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these (over {MAX_MODULE_LINES} lines): {long}"
