@@ -193,6 +193,25 @@ def test_the_delta_pre_pass_reads_o_and_do_once_and_sums_in_fp32(dtype, v_after)
     assert float((delta.double() - exact).abs().max()) <= 1e-5 * float(exact.abs().max())
 
 
+@pytest.mark.parametrize("deterministic", [True, False])
+@pytest.mark.parametrize("op,mask,sink", [("softmax", "causal", "none"), ("softmax", "document", "sink_logit"),
+                                          ("sigmoid", "window", "none"), ("softpick", "causal", "kv_bias"),
+                                          ("elu", "full", "v_bias")])
+def test_views_of_the_projections_layout_are_read_in_place(op, mask, sink, deterministic):
+    """q, k, v as the model makes them (transposed views of contiguous [B, T, H, D] tensors) are read where they
+    lie: the output comes back in that layout, and every gradient matches fp64, as for contiguous inputs."""
+    (q, k, v), extra = _inputs(_seed(op, mask, sink, "bthd"), sink=SINKS[sink])
+    q, k, v = (x.transpose(1, 2).contiguous().transpose(1, 2) for x in (q, k, v))
+    assert not q.is_contiguous()
+    out = K.attention(q, k, v, op=op, impl="triton", **_masks(mask), **extra)
+    assert out.stride() == v.stride()
+    grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(_seed(op, mask, "bthd dO")))
+    e = KT.compare(q, k, v, grad_out.to(DEVICE), op=op, deterministic=deterministic, **_masks(mask), **extra).errors
+    assert e["out"].rel < 1e-5 and e["alpha (column_stats)"].allclose(atol=1e-6, rtol=1e-5)
+    for name in ["dq", "dk", "dv", *(f"d{n}" for n in extra)]:
+        assert e[name].rel < 1e-5 or e[name].ref_max < 1e-12, name
+
+
 def test_nan_poisoned_allocations(monkeypatch):
     """Every output element is written: allocations start as NaN and nothing NaN comes back."""
     empty, empty_like = torch.empty, torch.empty_like

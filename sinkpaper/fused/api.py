@@ -178,10 +178,36 @@ def _blocks(kind: str, D: int, interpret: bool | None = None) -> dict:
     return {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}  # column statistics
 
 
-def _common(q, v, spec):
+def _common(q, v, spec, bthd):
     D, DV = q.shape[-1], v.shape[-1] if v is not None else 1
     return dict(D=D, DV=DV, BLOCK_D=_pow2(D), BLOCK_DV=_pow2(DV), OP=spec.op, MASK=spec.mask,
-                F32_DOT=_INTERPRET, IEEE=(q.dtype == torch.float32 and not _INTERPRET))
+                F32_DOT=_INTERPRET, IEEE=(q.dtype == torch.float32 and not _INTERPRET), BTHD=bthd)
+
+
+def _one_layout(*xs):
+    """(the tensors, bthd): [B, H, T, D] tensors the kernels read in place, all contiguous (bthd False) or all
+    transposed views of contiguous [B, T, H, D] tensors (bthd True: the layout the model's projections give, so
+    no copy); any other mix is copied to contiguous."""
+    if all(x.is_contiguous() for x in xs):
+        return xs, False
+    if all(x.transpose(1, 2).is_contiguous() for x in xs):
+        return xs, True
+    return tuple(x.contiguous() for x in xs), False
+
+
+def _in_layout(x, bthd):
+    """``x`` stored as the kernels read it under ``bthd`` (a copy only when it is not)."""
+    if bthd:
+        return x if x.transpose(1, 2).is_contiguous() else x.transpose(1, 2).contiguous().transpose(1, 2)
+    return x.contiguous()
+
+
+def _as_promised(like, x):
+    """``x`` with the strides ``torch.empty_like(like)`` has, as the operators' fake versions promise torch.compile
+    (a copy only when the kernels had to read a mixed layout as contiguous)."""
+    if x.stride() == torch.empty_like(like).stride():
+        return x
+    return torch.empty_like(like).copy_(x)
 
 
 _NO_DOC: dict[torch.device, torch.Tensor] = {}   # the kernels' DOC argument when there are no documents
@@ -200,6 +226,8 @@ def _doc(doc_ids, q):
 def _forward(q, k, v, s0, v0, doc_ids, spec, write_out=True, write_stat=True):
     from . import triton_kernels as tk
     B, H, T, _ = q.shape
+    (q, k, *v), bthd = _one_layout(q, k, *([v] if v is not None else []))
+    v = v[0] if v else None
     out = torch.empty_like(v) if write_out else q.new_empty(1)
     stat = torch.empty(B, H, T, device=q.device, dtype=torch.float32)
     doc, has_doc = _doc(doc_ids, q)
@@ -207,7 +235,7 @@ def _forward(q, k, v, s0, v0, doc_ids, spec, write_out=True, write_stat=True):
     grid = (triton_cdiv(T, blocks["BLOCK_M"]), B * H)
     tk.attn_fwd[grid](q, k, v if v is not None else q, s0 if s0 is not None else stat,
                       v0 if v0 is not None else stat, doc, out, stat, H, T, spec.w, spec.scale, spec.sig_bias,
-                      spec.softpick_eps, **_common(q, v, spec), HAS_DOC=has_doc, HAS_SINK=s0 is not None,
+                      spec.softpick_eps, **_common(q, v, spec, bthd), HAS_DOC=has_doc, HAS_SINK=s0 is not None,
                       HAS_V0=v0 is not None, WRITE_OUT=write_out, WRITE_STAT=write_stat, **blocks)
     return out, stat
 
@@ -244,7 +272,7 @@ def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s0: torc
     ``deterministic`` is the backward's choice, carried here so the autograd context has it."""
     spec = _Spec(op, mask, w, scale, sig_bias, softpick_eps)
     out, stat = _forward(q, k, v, s0, v0, doc_ids, spec, write_stat=op in _STAT_IDS)
-    return out, stat
+    return _as_promised(v, out), stat
 
 
 @_fused_attention.register_fake
@@ -267,24 +295,29 @@ def _fused_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tens
     B, H, T, D = q.shape
     DV = v.shape[-1]
     spec = _Spec(op, mask, w, scale, sig_bias, 0.0)
+    given = q, k, v
+    (q, k, v), bthd = _one_layout(q, k, v)
+    out, dout = _in_layout(out, bthd), _in_layout(dout, bthd)   # read with v's layout
     delta = torch.empty(B, H, T, device=q.device, dtype=torch.float32)
     tk.bwd_delta[(triton_cdiv(T, 64), B * H)](out, dout, v_after if v_after is not None else delta, delta, H, T,
-                                              DV=DV, BLOCK_DV=_pow2(DV), BLOCK_M=64, SUB_V0=v_after is not None)
+                                              DV=DV, BLOCK_DV=_pow2(DV), BLOCK_M=64, SUB_V0=v_after is not None,
+                                              BTHD=bthd)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
-    dq_acc = None if deterministic else torch.zeros(B, H, T, D, device=q.device, dtype=torch.float32)
+    dq_acc = None if deterministic else torch.zeros_like(q, dtype=torch.float32)
     doc, has_doc = _doc(doc_ids, q)
-    common = dict(**_common(q, v, spec), HAS_DOC=has_doc)
+    common = dict(**_common(q, v, spec, bthd), HAS_DOC=has_doc)
     blocks = _blocks("dkdv", D)
     tk.attn_bwd_dkdv[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
         q, k, v, dout, stat, delta, doc, dk, dv, dq_acc if dq_acc is not None else delta, H, T, w, scale, sig_bias,
         **common, ATOMIC_DQ=not deterministic, **blocks)
     if dq_acc is not None:
-        return dq_acc.to(q.dtype), dk, dv, delta
-    dq = torch.empty_like(q)
-    blocks = _blocks("dq", D)
-    tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
-        q, k, v, dout, stat, delta, doc, dq, H, T, w, scale, sig_bias, **common, **blocks)
-    return dq, dk, dv, delta
+        dq = dq_acc.to(q.dtype)
+    else:
+        dq = torch.empty_like(q)
+        blocks = _blocks("dq", D)
+        tk.attn_bwd_dq[(triton_cdiv(T, blocks["BLOCK_M"]), B * H)](
+            q, k, v, dout, stat, delta, doc, dq, H, T, w, scale, sig_bias, **common, **blocks)
+    return (*(_as_promised(x, g) for x, g in zip(given, (dq, dk, dv))), delta)
 
 
 @_fused_attention_backward.register_fake
@@ -306,7 +339,6 @@ def _backward(ctx, dout, _dstat):
     q, k, v, out, stat, s0, v0, doc_ids = ctx.saved_tensors
     spec = ctx.spec
     B, H, T, D = q.shape
-    dout = dout.contiguous()
     v_after = v0 if s0 is None and v0 is not None else None  # the paper's V bias: out = A V + v*, outside A V
     dq, dk, dv, delta = _fused_attention_backward(dout, q, k, v, out, stat, v_after, doc_ids, spec.op, spec.mask,
                                                   spec.w, spec.scale, spec.sig_bias, ctx.deterministic)
@@ -370,11 +402,12 @@ def attention(q, k, v, *, op="softmax", causal=True, window=None, prefix=None, d
     spec = _spec(op, causal, window, prefix, scale, q.shape[-1], sigmoid_bias, softpick_eps)
     s0 = _sink_logits(q, sink_logit, k_bias, v_bias, spec.scale)
     v0 = v_bias.float().expand(q.shape[1], v.shape[-1]).contiguous() if v_bias is not None else None
-    out, stat = _fused_attention(q.contiguous(), k.contiguous(), v.contiguous(), s0, v0, doc_ids, spec.op, spec.mask,
+    (q, k, v), _ = _one_layout(q, k, v)
+    out, stat = _fused_attention(q, k, v, s0, v0, doc_ids, spec.op, spec.mask,
                                  spec.w, spec.scale, spec.sig_bias, spec.softpick_eps, deterministic)
     if op in ("sigmoid", "elu") and return_lse:
         # the training forward skips the row sums; recompute them for the caller
-        _, stat = _forward(q.contiguous(), k.contiguous(), None, s0, None, doc_ids, spec, write_out=False)
+        _, stat = _forward(q, k, None, s0, None, doc_ids, spec, write_out=False)
     return (out, stat) if return_lse else out
 
 
@@ -404,14 +437,14 @@ def column_stats(q, k, *, op="softmax", causal=True, window=None, prefix=None, d
     from . import triton_kernels as tk
     with torch.no_grad():
         B, H, T, D = q.shape
-        q, k = q.contiguous(), k.contiguous()
+        (q, k), bthd = _one_layout(q, k)
         spec = _spec(op, causal, window, prefix, scale, D, sigmoid_bias, softpick_eps)
         s0 = _sink_logits(q, sink_logit, k_bias, None, spec.scale)
         _, stat = _forward(q, k, None, s0, None, doc_ids, spec, write_out=False)
         alpha = torch.empty(B, H, T, device=q.device, dtype=torch.float32)
         doc, has_doc = _doc(doc_ids, q)
         blocks = _blocks("stats", D)
-        common = _common(q, None, spec)
+        common = _common(q, None, spec, bthd)
         del common["DV"], common["BLOCK_DV"]
         tk.column_stats_kernel[(triton_cdiv(T, blocks["BLOCK_N"]), B * H)](
             q, k, stat, doc, alpha, H, T, spec.w, spec.scale, spec.sig_bias, **common, HAS_DOC=has_doc, **blocks)

@@ -27,7 +27,7 @@ SCALARS = {"H": "i32", "T": "i32", "W": "i32", "scale": "fp32", "sig_bias": "fp3
 INDUCTOR_SCALARS = {"H": "i64", "T": "i64", "W": "i64", "scale": "fp64", "sig_bias": "fp64", "softpick_eps": "fp64"}
 KINDS = {"attn_fwd": "fwd", "attn_bwd_dkdv": "dkdv", "attn_bwd_dq": "dq", "column_stats_kernel": "stats"}
 FLAGS = {"HAS_DOC": False, "HAS_SINK": False, "HAS_V0": False, "WRITE_OUT": True, "WRITE_STAT": True,
-         "ATOMIC_DQ": False}  # defaults
+         "ATOMIC_DQ": False, "BTHD": False}  # defaults
 
 
 def signature(fn, dtype: str, scalars: dict[str, str] = SCALARS) -> dict[str, str]:
@@ -58,11 +58,11 @@ def variants():
         blocks = api._blocks(KINDS[name], D, interpret=False)
         opts = {k: blocks.pop(k) for k in ("num_warps", "num_stages")}
         const = dict(D=D, BLOCK_D=api._pow2(D), OP=op, MASK=mask, HAS_DOC=doc, F32_DOT=False,
-                     IEEE=dtype == "fp32", **blocks)
+                     IEEE=dtype == "fp32", BTHD=False, **blocks)
         if name != "column_stats_kernel":
             const.update(DV=D, BLOCK_DV=api._pow2(D))
         if name == "attn_fwd":
-            const.update({k: v for k, v in FLAGS.items() if k not in ("HAS_DOC", "ATOMIC_DQ")})
+            const.update({k: v for k, v in FLAGS.items() if k not in ("HAS_DOC", "ATOMIC_DQ", "BTHD")})
         if name == "attn_bwd_dkdv":
             const["ATOMIC_DQ"] = FLAGS["ATOMIC_DQ"]
         const.update(flags)
@@ -91,11 +91,15 @@ def variants():
     for op in OPS.values():                 # the backward that adds dQ with atomics (deterministic=False)
         add("attn_bwd_dkdv", op=op, ATOMIC_DQ=True)
     add("attn_bwd_dkdv", D=128, ATOMIC_DQ=True)
+    for name in KINDS:                      # inputs read in place as views of [B, T, H, D] (the model's layout)
+        add(name, BTHD=True)
+        add(name, D=128, BTHD=True)
     for dtype in ("bf16", "fp16", "fp32"):  # the delta pre-pass over O and dO
         for D in (64, 128, 256):
             for sub in (False, True):
-                out.append(("bwd_delta", dtype, dict(DV=D, BLOCK_DV=api._pow2(D), BLOCK_M=64, SUB_V0=sub),
-                            {"num_warps": 4, "num_stages": 1}, SCALARS))
+                for bthd in (False, True):
+                    out.append(("bwd_delta", dtype, dict(DV=D, BLOCK_DV=api._pow2(D), BLOCK_M=64, SUB_V0=sub,
+                                                         BTHD=bthd), {"num_warps": 4, "num_stages": 1}, SCALARS))
     return out
 
 

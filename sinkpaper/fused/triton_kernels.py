@@ -1,6 +1,7 @@
 """Fused Triton attention kernels: forward, backward (dQ; dK and dV) and the sink metric's column statistics.
 
-Layouts: q, k [B, H, T, D] and v [B, H, T, DV], contiguous; one program per (block of rows, batch*head).
+Layouts: q, k [B, H, T, D] and v [B, H, T, DV], all contiguous or (BTHD) all transposed views of contiguous
+[B, T, H, D] tensors, the model's own layout, read in place; one program per (block of rows, batch*head).
 Every operator shares the same loops and differs only in the per-tile weights (`OP`):
 
   0 softmax   online softmax in base 2; the stored row statistic is the natural log-sum-exp
@@ -14,6 +15,10 @@ sees: the wrapper passes its per-row logit `S0` [B*H, T] (and `V0` [H, DV]) and 
 running state from it, so the stored statistic already includes the sink. `V0` without `S0` is the paper's
 V bias: v* added to every output row after the attention (no column). The sink's and v*'s own gradients are
 per-row reductions done by the wrapper in PyTorch.
+
+The backward: a pass over O and dO for delta_i = dO_i . (A V)_i (`bwd_delta`), then one program per key block for
+dK and dV in the transposed orientation (keys x queries, so only loaded operands are transposed), and one per query
+block for dQ (deterministic); or, with ATOMIC_DQ, the key-block programs also add dQ in fp32 with atomics.
 
 Masks (`MASK`): 0 none, 1 causal, 2 sliding window of W keys, 3 prefix-LM over the first W positions;
 `HAS_DOC` intersects with equal document ids. For plain causal / no mask without documents, tiles that are
@@ -41,6 +46,27 @@ def _fp32(x):
     """A scalar argument as fp32. torch.compile (inductor) passes Python floats to a Triton kernel as fp64,
     which would promote every tile they multiply to fp64; the kernels compute in fp32 whatever the caller passes."""
     return tl.cast(x, tl.float32)
+
+
+@triton.jit
+def _head_base(bh, H, T, D, BTHD: tl.constexpr):
+    """Where (batch x head) ``bh``'s first row starts in a [B, H, T, D] tensor stored either [B, H, T, D]
+    contiguous (rows D apart) or, BTHD, as the transposed view of a contiguous [B, T, H, D] tensor, the layout the
+    model's projections produce (rows H * D apart): the kernels read it in place, no copy."""
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    if BTHD:
+        return b * T * H * D + h * D
+    else:
+        return (b * H + h) * T * D
+
+
+@triton.jit
+def _row_stride(H, D, BTHD: tl.constexpr):
+    if BTHD:
+        return H * D
+    else:
+        return D
 
 
 @triton.jit
@@ -100,7 +126,7 @@ def _query_range(n0, T, W, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: t
 
 # ------------------------------------------------------------------------------------------------ forward
 @triton.jit
-def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m, lo, hi, T, W, scale,
+def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, lo, hi, T, W, scale,
                sig_bias, D: tl.constexpr, DV: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                BLOCK_DV: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr, HAS_DOC: tl.constexpr,
                MASKED: tl.constexpr, WRITE_OUT: tl.constexpr, ROWSUM: tl.constexpr, F32_DOT: tl.constexpr,
@@ -110,7 +136,7 @@ def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m,
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = tl.load(K + k_base + offs_n[:, None] * D + offs_d[None, :],
+        k = tl.load(K + k_base + offs_n[:, None] * rq + offs_d[None, :],
                     mask=(offs_n[:, None] < T) & (offs_d[None, :] < D), other=0.0)
         if F32_DOT:
             k = k.to(tl.float32)
@@ -158,7 +184,7 @@ def _fwd_inner(acc, m, l, q, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m,
             if ROWSUM:
                 l = l + tl.sum(p, 1)
         if WRITE_OUT:
-            v = tl.load(V + v_base + offs_n[:, None] * DV + offs_dv[None, :],
+            v = tl.load(V + v_base + offs_n[:, None] * rv + offs_dv[None, :],
                         mask=(offs_n[:, None] < T) & (offs_dv[None, :] < DV), other=0.0)
             if F32_DOT:
                 acc += _dot(p, v.to(tl.float32), IEEE)
@@ -172,7 +198,7 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
              D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
              HAS_DOC: tl.constexpr, HAS_SINK: tl.constexpr, HAS_V0: tl.constexpr, WRITE_OUT: tl.constexpr,
-             WRITE_STAT: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+             WRITE_STAT: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr, BTHD: tl.constexpr = False):
     scale = _fp32(scale)
     sig_bias = _fp32(sig_bias)
     softpick_eps = _fp32(softpick_eps)
@@ -186,10 +212,12 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
     offs_dv = tl.arange(0, BLOCK_DV)
     row_ok = offs_m < T
     bh64 = bh.to(tl.int64)
-    q_base = bh64 * T * D
-    v_base = bh64 * T * DV
+    q_base = _head_base(bh, H, T, D, BTHD)
+    rq = _row_stride(H, D, BTHD)
+    v_base = _head_base(bh, H, T, DV, BTHD)
+    rv = _row_stride(H, DV, BTHD)
     doc_base = b.to(tl.int64) * T
-    q = tl.load(Q + q_base + offs_m[:, None] * D + offs_d[None, :],
+    q = tl.load(Q + q_base + offs_m[:, None] * rq + offs_d[None, :],
                 mask=row_ok[:, None] & (offs_d[None, :] < D), other=0.0)
     if F32_DOT:
         q = q.to(tl.float32)
@@ -228,23 +256,23 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
 
     if (MASK == 1) and (not HAS_DOC):
         # keys before the diagonal block are visible to every row of this block
-        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, 0, m0, T, W,
+        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, 0, m0, T, W,
                                scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, False,
                                WRITE_OUT, WRITE_STAT, F32_DOT, IEEE)
-        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, m0,
+        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, m0,
                                tl.minimum(m0 + BLOCK_M, T), T, W, scale, sig_bias, D, DV, BLOCK_N, BLOCK_D,
                                BLOCK_DV, OP, MASK, HAS_DOC, True, WRITE_OUT, WRITE_STAT, F32_DOT, IEEE)
     elif (MASK == 0) and (not HAS_DOC):
         full = T // BLOCK_N * BLOCK_N
-        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, 0, full, T, W,
+        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, 0, full, T, W,
                                scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, False,
                                WRITE_OUT, WRITE_STAT, F32_DOT, IEEE)
-        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, full, T, T, W,
+        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, full, T, T, W,
                                scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True,
                                WRITE_OUT, WRITE_STAT, F32_DOT, IEEE)
     else:
         lo, hi = _key_range(m0, T, W, BLOCK_M, BLOCK_N, MASK)
-        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, lo, hi, T, W,
+        acc, m, l = _fwd_inner(acc, m, l, q, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, lo, hi, T, W,
                                scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True,
                                WRITE_OUT, WRITE_STAT, F32_DOT, IEEE)
 
@@ -263,7 +291,7 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
         v0 = tl.load(V0 + h * DV + offs_dv, mask=offs_dv < DV, other=0.0).to(tl.float32)
         out = out + v0[None, :]
     if WRITE_OUT:
-        tl.store(Out + v_base + offs_m[:, None] * DV + offs_dv[None, :], out.to(Out.dtype.element_ty),
+        tl.store(Out + v_base + offs_m[:, None] * rv + offs_dv[None, :], out.to(Out.dtype.element_ty),
                  mask=row_ok[:, None] & (offs_dv[None, :] < DV))
     if WRITE_STAT:
         if (OP == SIGMOID) or (OP == ELU):
@@ -274,7 +302,7 @@ def attn_fwd(Q, K, V, S0, V0, DOC, Out, Stat, H, T, W, scale, sig_bias, softpick
 # ------------------------------------------------------------------------------------------------ backward
 @triton.jit
 def bwd_delta(O, DO, V0, Delta, H, T, DV: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_M: tl.constexpr,
-              SUB_V0: tl.constexpr):
+              SUB_V0: tl.constexpr, BTHD: tl.constexpr = False):
     """delta_i = dO_i . (A V)_i in fp32, reading O and dO once in their own dtype. SUB_V0: the paper's V bias was
     added to O after the attention (out = A V + v*), so it is taken off first; a sink column's value is part of A V."""
     pid_m = tl.program_id(0)
@@ -282,9 +310,10 @@ def bwd_delta(O, DO, V0, Delta, H, T, DV: tl.constexpr, BLOCK_DV: tl.constexpr, 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_dv = tl.arange(0, BLOCK_DV)
     ok = (offs_m[:, None] < T) & (offs_dv[None, :] < DV)
-    base = bh.to(tl.int64) * T * DV
-    o = tl.load(O + base + offs_m[:, None] * DV + offs_dv[None, :], mask=ok, other=0.0).to(tl.float32)
-    do = tl.load(DO + base + offs_m[:, None] * DV + offs_dv[None, :], mask=ok, other=0.0).to(tl.float32)
+    base = _head_base(bh, H, T, DV, BTHD)
+    rv = _row_stride(H, DV, BTHD)
+    o = tl.load(O + base + offs_m[:, None] * rv + offs_dv[None, :], mask=ok, other=0.0).to(tl.float32)
+    do = tl.load(DO + base + offs_m[:, None] * rv + offs_dv[None, :], mask=ok, other=0.0).to(tl.float32)
     if SUB_V0:
         v0 = tl.load(V0 + (bh % H) * DV + offs_dv, mask=offs_dv < DV, other=0.0).to(tl.float32)
         o = tl.where(ok, o - v0[None, :], 0.0)
@@ -328,7 +357,7 @@ def _tile_grads(s, dp, vis, stat, delta, scale, sig_bias, OP: tl.constexpr, MASK
 
 
 @triton.jit
-def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base, offs_n, lo,
+def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, rq, rv, row_base, doc_k, DOC, doc_base, offs_n, lo,
                 hi, T, W, scale, sig_bias, D: tl.constexpr, DV: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
                 HAS_DOC: tl.constexpr, MASKED: tl.constexpr, ATOMIC_DQ: tl.constexpr, F32_DOT: tl.constexpr,
@@ -343,9 +372,9 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base,
         start_m = tl.multiple_of(start_m, BLOCK_M)
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < T
-        q = tl.load(Q + q_base + offs_m[:, None] * D + offs_d[None, :],
+        q = tl.load(Q + q_base + offs_m[:, None] * rq + offs_d[None, :],
                     mask=row_ok[:, None] & (offs_d[None, :] < D), other=0.0)
-        do = tl.load(DO + v_base + offs_m[:, None] * DV + offs_dv[None, :],
+        do = tl.load(DO + v_base + offs_m[:, None] * rv + offs_dv[None, :],
                      mask=row_ok[:, None] & (offs_dv[None, :] < DV), other=0.0)
         stat = tl.load(Stat + row_base + offs_m, mask=row_ok, other=0.0)
         delta = tl.load(Delta + row_base + offs_m, mask=row_ok, other=0.0)
@@ -365,7 +394,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base,
         dk += _dot(dst.to(q.dtype), q, IEEE)
         if ATOMIC_DQ:
             dq = _dot(tl.trans(dst).to(k.dtype), k, IEEE) * scale
-            tl.atomic_add(DQA + q_base + offs_m[:, None] * D + offs_d[None, :], dq,
+            tl.atomic_add(DQA + q_base + offs_m[:, None] * rq + offs_d[None, :], dq,
                           mask=row_ok[:, None] & (offs_d[None, :] < D))
     return dk, dv
 
@@ -374,7 +403,7 @@ def _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base,
 def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, DQA, H, T, W, scale, sig_bias,
                   D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
-                  HAS_DOC: tl.constexpr, ATOMIC_DQ: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+                  HAS_DOC: tl.constexpr, ATOMIC_DQ: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr, BTHD: tl.constexpr = False):
     """One program per key block: loop over the query blocks that see it (dK, dV without atomics; dQ too, with
     atomics, when ATOMIC_DQ). Under the causal mask the first BLOCK_N rows from the key block's start are the
     diagonal (masked), the rest see the whole block (BLOCK_N is a multiple of BLOCK_M)."""
@@ -389,13 +418,15 @@ def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, DQA, H, T, W, scale,
     offs_dv = tl.arange(0, BLOCK_DV)
     col_ok = offs_n < T
     bh64 = bh.to(tl.int64)
-    q_base = bh64 * T * D
-    v_base = bh64 * T * DV
+    q_base = _head_base(bh, H, T, D, BTHD)
+    rq = _row_stride(H, D, BTHD)
+    v_base = _head_base(bh, H, T, DV, BTHD)
+    rv = _row_stride(H, DV, BTHD)
     row_base = bh64 * T
     doc_base = b.to(tl.int64) * T
-    k = tl.load(K + q_base + offs_n[:, None] * D + offs_d[None, :],
+    k = tl.load(K + q_base + offs_n[:, None] * rq + offs_d[None, :],
                 mask=col_ok[:, None] & (offs_d[None, :] < D), other=0.0)
-    v = tl.load(V + v_base + offs_n[:, None] * DV + offs_dv[None, :],
+    v = tl.load(V + v_base + offs_n[:, None] * rv + offs_dv[None, :],
                 mask=col_ok[:, None] & (offs_dv[None, :] < DV), other=0.0)
     if F32_DOT:
         k = k.to(tl.float32)
@@ -406,29 +437,29 @@ def attn_bwd_dkdv(Q, K, V, DO, Stat, Delta, DOC, DK, DVout, DQA, H, T, W, scale,
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_DV], dtype=tl.float32)
     if (MASK == 1) and (not HAS_DOC):
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, rq, rv, row_base, doc_k, DOC, doc_base,
                              offs_n, n0, tl.minimum(n0 + BLOCK_N, T), T, W, scale, sig_bias, D,
                              DV, BLOCK_M, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True, ATOMIC_DQ, F32_DOT, IEEE)
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, rq, rv, row_base, doc_k, DOC, doc_base,
                              offs_n, n0 + BLOCK_N, T, T, W, scale, sig_bias, D, DV,
                              BLOCK_M, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, False, ATOMIC_DQ, F32_DOT, IEEE)
     elif (MASK == 0) and (not HAS_DOC):
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, rq, rv, row_base, doc_k, DOC, doc_base,
                              offs_n, 0, T, T, W, scale, sig_bias, D, DV, BLOCK_M, BLOCK_D, BLOCK_DV,
                              OP, MASK, HAS_DOC, False, ATOMIC_DQ, F32_DOT, IEEE)
     else:
         lo, hi = _query_range(n0, T, W, BLOCK_M, BLOCK_N, MASK)
-        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, row_base, doc_k, DOC, doc_base,
+        dk, dv = _dkdv_inner(dk, dv, k, v, Q, DO, Stat, Delta, DQA, q_base, v_base, rq, rv, row_base, doc_k, DOC, doc_base,
                              offs_n, lo, hi, T, W, scale, sig_bias, D, DV, BLOCK_M, BLOCK_D, BLOCK_DV,
                              OP, MASK, HAS_DOC, True, ATOMIC_DQ, F32_DOT, IEEE)
-    tl.store(DK + q_base + offs_n[:, None] * D + offs_d[None, :], (dk * scale).to(DK.dtype.element_ty),
+    tl.store(DK + q_base + offs_n[:, None] * rq + offs_d[None, :], (dk * scale).to(DK.dtype.element_ty),
              mask=col_ok[:, None] & (offs_d[None, :] < D))
-    tl.store(DVout + v_base + offs_n[:, None] * DV + offs_dv[None, :], dv.to(DVout.dtype.element_ty),
+    tl.store(DVout + v_base + offs_n[:, None] * rv + offs_dv[None, :], dv.to(DVout.dtype.element_ty),
              mask=col_ok[:, None] & (offs_dv[None, :] < DV))
 
 
 @triton.jit
-def _dq_inner(dq, q, do, stat, delta, K, V, k_base, v_base, doc_q, DOC, doc_base, offs_m, lo, hi, T, W, scale,
+def _dq_inner(dq, q, do, stat, delta, K, V, k_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, lo, hi, T, W, scale,
               sig_bias, D: tl.constexpr, DV: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
               BLOCK_DV: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr, HAS_DOC: tl.constexpr,
               MASKED: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
@@ -438,9 +469,9 @@ def _dq_inner(dq, q, do, stat, delta, K, V, k_base, v_base, doc_q, DOC, doc_base
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n < T
-        k = tl.load(K + k_base + offs_n[:, None] * D + offs_d[None, :],
+        k = tl.load(K + k_base + offs_n[:, None] * rq + offs_d[None, :],
                     mask=col_ok[:, None] & (offs_d[None, :] < D), other=0.0)
-        v = tl.load(V + v_base + offs_n[:, None] * DV + offs_dv[None, :],
+        v = tl.load(V + v_base + offs_n[:, None] * rv + offs_dv[None, :],
                     mask=col_ok[:, None] & (offs_dv[None, :] < DV), other=0.0)
         if F32_DOT:
             k = k.to(tl.float32)
@@ -462,7 +493,7 @@ def _dq_inner(dq, q, do, stat, delta, K, V, k_base, v_base, doc_q, DOC, doc_base
 def attn_bwd_dq(Q, K, V, DO, Stat, Delta, DOC, DQ, H, T, W, scale, sig_bias,
                 D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OP: tl.constexpr, MASK: tl.constexpr,
-                HAS_DOC: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr):
+                HAS_DOC: tl.constexpr, F32_DOT: tl.constexpr, IEEE: tl.constexpr, BTHD: tl.constexpr = False):
     scale = _fp32(scale)
     sig_bias = _fp32(sig_bias)
     pid_m = tl.program_id(0)
@@ -474,12 +505,14 @@ def attn_bwd_dq(Q, K, V, DO, Stat, Delta, DOC, DQ, H, T, W, scale, sig_bias,
     offs_dv = tl.arange(0, BLOCK_DV)
     row_ok = offs_m < T
     bh64 = bh.to(tl.int64)
-    q_base = bh64 * T * D
-    v_base = bh64 * T * DV
+    q_base = _head_base(bh, H, T, D, BTHD)
+    rq = _row_stride(H, D, BTHD)
+    v_base = _head_base(bh, H, T, DV, BTHD)
+    rv = _row_stride(H, DV, BTHD)
     doc_base = b.to(tl.int64) * T
-    q = tl.load(Q + q_base + offs_m[:, None] * D + offs_d[None, :],
+    q = tl.load(Q + q_base + offs_m[:, None] * rq + offs_d[None, :],
                 mask=row_ok[:, None] & (offs_d[None, :] < D), other=0.0)
-    do = tl.load(DO + v_base + offs_m[:, None] * DV + offs_dv[None, :],
+    do = tl.load(DO + v_base + offs_m[:, None] * rv + offs_dv[None, :],
                  mask=row_ok[:, None] & (offs_dv[None, :] < DV), other=0.0)
     stat = tl.load(Stat + bh64 * T + offs_m, mask=row_ok, other=0.0)
     delta = tl.load(Delta + bh64 * T + offs_m, mask=row_ok, other=0.0)
@@ -491,22 +524,22 @@ def attn_bwd_dq(Q, K, V, DO, Stat, Delta, DOC, DQ, H, T, W, scale, sig_bias,
         doc_q = tl.load(DOC + doc_base + offs_m, mask=row_ok, other=-1)
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     if (MASK == 1) and (not HAS_DOC):
-        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, 0, m0, T, W,
+        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, 0, m0, T, W,
                        scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, False, F32_DOT, IEEE)
-        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, m0,
+        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, m0,
                        tl.minimum(m0 + BLOCK_M, T), T, W, scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV,
                        OP, MASK, HAS_DOC, True, F32_DOT, IEEE)
     elif (MASK == 0) and (not HAS_DOC):
         full = T // BLOCK_N * BLOCK_N
-        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, 0, full, T, W,
+        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, 0, full, T, W,
                        scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, False, F32_DOT, IEEE)
-        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, full, T, T, W,
+        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, full, T, T, W,
                        scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True, F32_DOT, IEEE)
     else:
         lo, hi = _key_range(m0, T, W, BLOCK_M, BLOCK_N, MASK)
-        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, doc_q, DOC, doc_base, offs_m, lo, hi, T, W,
+        dq = _dq_inner(dq, q, do, stat, delta, K, V, q_base, v_base, rq, rv, doc_q, DOC, doc_base, offs_m, lo, hi, T, W,
                        scale, sig_bias, D, DV, BLOCK_N, BLOCK_D, BLOCK_DV, OP, MASK, HAS_DOC, True, F32_DOT, IEEE)
-    tl.store(DQ + q_base + offs_m[:, None] * D + offs_d[None, :], (dq * scale).to(DQ.dtype.element_ty),
+    tl.store(DQ + q_base + offs_m[:, None] * rq + offs_d[None, :], (dq * scale).to(DQ.dtype.element_ty),
              mask=row_ok[:, None] & (offs_d[None, :] < D))
 
 
@@ -515,7 +548,7 @@ def attn_bwd_dq(Q, K, V, DO, Stat, Delta, DOC, DQ, H, T, W, scale, sig_bias,
 def column_stats_kernel(Q, K, Stat, DOC, Alpha, H, T, W, scale, sig_bias,
                         D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         OP: tl.constexpr, MASK: tl.constexpr, HAS_DOC: tl.constexpr, F32_DOT: tl.constexpr,
-                        IEEE: tl.constexpr):
+                        IEEE: tl.constexpr, BTHD: tl.constexpr = False):
     """alpha_k: mean over the queries that see key k of what the sink metric scores, one key block per
     program, recomputing the weights from the forward's row statistic (like the dK/dV kernel)."""
     scale = _fp32(scale)
@@ -528,9 +561,10 @@ def column_stats_kernel(Q, K, Stat, DOC, Alpha, H, T, W, scale, sig_bias,
     offs_d = tl.arange(0, BLOCK_D)
     col_ok = offs_n < T
     bh64 = bh.to(tl.int64)
-    q_base = bh64 * T * D
+    q_base = _head_base(bh, H, T, D, BTHD)
+    rq = _row_stride(H, D, BTHD)
     doc_base = b.to(tl.int64) * T
-    k = tl.load(K + q_base + offs_n[:, None] * D + offs_d[None, :],
+    k = tl.load(K + q_base + offs_n[:, None] * rq + offs_d[None, :],
                 mask=col_ok[:, None] & (offs_d[None, :] < D), other=0.0)
     if F32_DOT:
         k = k.to(tl.float32)
@@ -543,7 +577,7 @@ def column_stats_kernel(Q, K, Stat, DOC, Alpha, H, T, W, scale, sig_bias,
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < T
-        q = tl.load(Q + q_base + offs_m[:, None] * D + offs_d[None, :],
+        q = tl.load(Q + q_base + offs_m[:, None] * rq + offs_d[None, :],
                     mask=row_ok[:, None] & (offs_d[None, :] < D), other=0.0)
         stat = tl.load(Stat + bh64 * T + offs_m, mask=row_ok, other=0.0)
         if F32_DOT:
