@@ -74,19 +74,22 @@ def in_context_gain(logits: torch.Tensor, input_ids: torch.Tensor, half: int) ->
 
 
 @torch.no_grad()
-def measure_circuits(net, input_ids: torch.Tensor, half: int, batch_size: int = 25) -> dict:
+def measure_circuits(net, input_ids: torch.Tensor, half: int, batch_size: int = 25,
+                     doc_ids: torch.Tensor | None = None) -> dict:
     """On the repeated probe: per layer and head, the induction and previous-token scores; the largest of each over
-    the model's heads; and the in-context gain. ``net`` is a SinkModel (its ``trace`` gives the maps)."""
+    the model's heads; and the in-context gain. ``net`` is a SinkModel (its ``trace`` gives the maps); ``doc_ids``
+    [N, T] for a model trained with intra-document masking (the probe's documents, as its packing marks them)."""
     ind, prev, gains, n = None, None, [], 0
     for i in range(0, len(input_ids), batch_size):
         ids = input_ids[i:i + batch_size]
-        tr = net.trace(ids, method="maps")
+        docs = None if doc_ids is None else {"doc_ids": doc_ids[i:i + batch_size]}
+        tr = net.trace(ids, method="maps", **(docs or {}))
         a = torch.stack([induction_score(m.float(), ids, half) for m in tr.attentions])        # [L, H]
         b = torch.stack([previous_token_score(m.float()) for m in tr.attentions])
         k = len(ids)
         ind = a * k if ind is None else ind + a * k
         prev = b * k if prev is None else prev + b * k
-        gains.append((in_context_gain(net(ids).logits, ids, half), k))
+        gains.append((in_context_gain(net(ids, **(docs or {})).logits, ids, half), k))
         n += k
     ind, prev = (ind / n).cpu(), (prev / n).cpu()
     gain = sum(g * k for g, k in gains) / n

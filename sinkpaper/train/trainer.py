@@ -228,8 +228,11 @@ def circuits_probe(net, cfg: TrainConfig, data: TokenData, device) -> dict:
     from ..circuits import measure_circuits, repeated_stream
     packing = packing_for(cfg, data, context=cfg.eval.seq_len)
     stream, half = repeated_stream(cfg.eval.n_samples, packing.span, data.random_vocab)
-    ids = packing.eval_batch(stream, cfg.eval.n_samples)["input_ids"].to(device)
-    return measure_circuits(net, ids, half)
+    ids = packing.eval_batch(stream, cfg.eval.n_samples)["input_ids"]
+    docs = None
+    if cfg.data.doc_mask:   # the documents the model's mask needs, as its packing marks them in the probe
+        docs = torch.from_numpy(document_ids(ids.numpy(), data.eos_id)).to(device)
+    return measure_circuits(net, ids.to(device), half, doc_ids=docs)
 
 
 @torch.no_grad()
