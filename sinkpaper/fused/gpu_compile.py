@@ -8,8 +8,9 @@ constexpr, a dot too small for the tensor cores, an operation with no lowering. 
 
 It compiles, for sm_90 (the H100), every kernel the api launches at the block sizes and flags it picks on a GPU:
 the forward at every op x mask; the backward and column-statistics kernels at every op (causal) and every mask
-(softmax); and fp32, fp16, head dims 128 and 256, documents, a sink logit with v*, and the forward without its
-output (the column-statistics route). Run it in a process where TRITON_INTERPRET is unset:
+(softmax); and fp32, fp16, head dims 128 and 256, documents, a sink logit with v*, the forward without its
+output (the column-statistics route), inputs read as views of the model's [B, T, H, D] layout, the backward that
+adds dQ with atomics, and the delta pass. Run it in a process where TRITON_INTERPRET is unset:
 
     python -m sinkpaper.fused.gpu_compile          # exit 1 and the failures when a variant does not compile
 """
