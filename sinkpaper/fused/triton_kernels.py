@@ -50,9 +50,8 @@ def _fp32(x):
 
 @triton.jit
 def _head_base(bh, H, T, D, BTHD: tl.constexpr):
-    """Where (batch x head) ``bh``'s first row starts in a [B, H, T, D] tensor stored either [B, H, T, D]
-    contiguous (rows D apart) or, BTHD, as the transposed view of a contiguous [B, T, H, D] tensor, the layout the
-    model's projections produce (rows H * D apart): the kernels read it in place, no copy."""
+    """Where (batch x head) ``bh``'s first row starts: [B, H, T, D] contiguous (rows D apart) or, BTHD, a view of
+    a contiguous [B, T, H, D] tensor, as the model's projections give it (rows H * D apart), read in place."""
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     if BTHD:
@@ -63,10 +62,7 @@ def _head_base(bh, H, T, D, BTHD: tl.constexpr):
 
 @triton.jit
 def _row_stride(H, D, BTHD: tl.constexpr):
-    if BTHD:
-        return H * D
-    else:
-        return D
+    return H * D if BTHD else D
 
 
 @triton.jit
