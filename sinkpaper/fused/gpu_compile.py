@@ -95,12 +95,14 @@ def variants():
     for name in KINDS:                      # inputs read in place as views of [B, T, H, D] (the model's layout)
         add(name, BTHD=True)
         add(name, D=128, BTHD=True)
-    for dtype in ("bf16", "fp16", "fp32"):  # the delta pre-pass over O and dO
-        for D in (64, 128, 256):
-            for sub in (False, True):
-                for bthd in (False, True):
-                    out.append(("bwd_delta", dtype, dict(DV=D, BLOCK_DV=api._pow2(D), BLOCK_M=64, SUB_V0=sub,
-                                                         BTHD=bthd), {"num_warps": 4, "num_stages": 1}, SCALARS))
+    # the delta pre-pass over O and dO: each head dim and V-bias choice in bf16, the other dtypes and the model's
+    # layout once each (it is one elementwise pass: what differs between variants is only the tile's width)
+    delta = [("bf16", D, sub, False) for D in (64, 128, 256) for sub in (False, True)]
+    delta += [("fp16", 64, False, False), ("fp32", 64, False, False),
+              ("bf16", 64, False, True), ("bf16", 64, True, True)]
+    for dtype, D, sub, bthd in delta:
+        out.append(("bwd_delta", dtype, dict(DV=D, BLOCK_DV=api._pow2(D), BLOCK_M=64, SUB_V0=sub, BTHD=bthd),
+                    {"num_warps": 4, "num_stages": 1}, SCALARS))
     return out
 
 
