@@ -204,8 +204,9 @@ def _in_layout(x, bthd):
 
 def _as_promised(like, x):
     """``x`` with the strides ``torch.empty_like(like)`` has, as the operators' fake versions promise torch.compile
-    (a copy only when the kernels had to read a mixed layout as contiguous)."""
-    if x.stride() == torch.empty_like(like).stride():
+    (a copy only when the kernels had to read a mixed layout as contiguous). The strides are read from a meta
+    tensor: no memory is allocated on the hot path to learn them."""
+    if x.stride() == torch.empty_like(like, device="meta").stride():
         return x
     return torch.empty_like(like).copy_(x)
 
