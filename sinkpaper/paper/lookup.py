@@ -12,11 +12,11 @@ from ..train.config import PROFILES
 from ..train import store as S
 from ..train.store import DEFAULT_STORE
 from .claim import Chapter, Claim, NotRun, Runs
-from .claims import CLAIMS, claim, rule_check
+from .claims import CLAIMS, rule_check
 from .onsets import onset_step
 from .records import load_records
 from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
-                       PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, SINK, STALE, TRAINED, Seeds, Undecided, judge)
+                       PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds, Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
 def store_lookup(config: str, profile: str, point: str, seed: int, store: str = DEFAULT_STORE) \
