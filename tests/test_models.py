@@ -320,3 +320,23 @@ def test_raw_weights_read_the_real_keys_whatever_the_bias():
     kv.load_state_dict(with_v.state_dict() | {"blocks.0.attn.k_bias": torch.randn(4, 8)})
     # sigmoid is not normalized: the real keys' weights do not depend on the extra column, which is dropped
     assert raw_weights(kv, ids()) == pytest.approx(a, abs=1e-6)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"ffn": "relu"}, {"head_combine": "add"}], ids=["swiglu", "relu", "add"])
+def test_fused_projections_give_the_plain_paths_loss_and_gradients(overrides, monkeypatch):
+    """Q, K, V (and W1, W3) as one GEMM each: the same loss and the same gradient on every stored parameter as
+    the separate projections, in fp64, and the parameter names (what a checkpoint stores) unchanged."""
+    from sinkpaper.models import model as M
+    x = ids()
+    grads = {}
+    for fused in (False, True):
+        monkeypatch.setattr(M, "FUSED_PROJECTIONS", fused)
+        model = build(**overrides).double()
+        loss = model(x[:, :-1], targets=x[:, 1:]).loss
+        loss.backward()
+        grads[fused] = (loss.item(), {n: p.grad for n, p in model.named_parameters()})
+    (loss0, g0), (loss1, g1) = grads[False], grads[True]
+    assert loss1 == pytest.approx(loss0, rel=1e-12)
+    assert g0.keys() == g1.keys()
+    for n in g0:
+        torch.testing.assert_close(g1[n], g0[n], rtol=1e-10, atol=1e-12, msg=n)

@@ -150,6 +150,29 @@ def test_cpu_routes_block(tmp_path):
                               "4 MiB of fp32 logits.")
 
 
+def test_cpu_options_block(tmp_path):
+    """Each option's step time and its speed against the trainer's setting per dtype, the GEMM rates, what was
+    adopted; missing file: the command that makes it."""
+    from sinkpaper.results.measured import CPU_OPTIONS, cpu_options_lines
+    assert "`python scripts/bench_cpu_options.py --json results/bench/cpu-options.json`" in \
+        cpu_options_lines(root=tmp_path)[0]
+    steps = [{"dtype": d, "option": o, "median_step_ms": ms, "speed_vs_setting": sp}
+             for d, o, ms, sp in (("fp32", "setting", 400.0, 1.0), ("fp32", "fused", 500.0, 0.8),
+                                  ("bf16", "setting", 700.0, 1.0), ("bf16", "fused", 560.0, 1.25))]
+    _write(tmp_path / CPU_OPTIONS, {
+        "steps": steps, "gemm": [{"dtype": "fp32", "gemm": "square", "gflops": 160.0},
+                                 {"dtype": "bf16", "gemm": "square", "gflops": 80.4}],
+        "adopted": {"FUSED_PROJECTIONS": False, "inductor options": "defaults"},
+        "quiet": {"quiet": True, "why": "load average 1.00 <= 2 cores"},
+        "provenance": {"computed_at": "2000-01-01 00:00 UTC", "hardware": "CPU x", "torch": "9.9",
+                       "code_version": "v1", "steps": 5}})
+    lines = cpu_options_lines(root=tmp_path)
+    assert "quiet machine: load average 1.00 <= 2 cores" in lines[0]
+    assert "| fused | 500 | 0.80x | 560 | 1.25x |" in lines
+    assert "GEMM rates (GFLOP/s, one thread): square fp32 160, bf16 80." in lines
+    assert lines[-1] == "Adopted: fused projections off, inductor's options defaults."
+
+
 def test_training_bench_block_from_a_gpu(tmp_path):
     """A GPU's benchmark names the GPU (and its host), and has no fp32-eager row to compare with."""
     from sinkpaper.results.measured import TRAINING_BENCH_GPU, training_bench_lines

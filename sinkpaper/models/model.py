@@ -43,6 +43,11 @@ GPU_PLAIN_SOFTMAX_ROUTE = "SDPA"
 # slower at the text shape), each chunk's fp32 logits about this size: 128 tokens at vocab 8192. Chunks of 64 to
 # 256 tokens measured within 3 % of each other there, 512 and more slower (results/bench/cpu-routes.json)
 CPU_LOSS_CHUNK_BYTES = 4 << 20
+# Q, K, V (and a gated FFN's W1, W3) as one GEMM each over the concatenated weights (the stored parameters keep
+# their layout). Off: at the text shape on the CPU it measured no faster (0.96x fp32, 0.99x bf16, as were inductor's
+# cpp_wrapper and max_autotune: results/bench/cpu-options.json, from scripts/bench_cpu_options.py); the benchmark
+# flips it to measure it again on another machine.
+FUSED_PROJECTIONS = False
 # positional encodings that add no score bias, so the fused kernels (which take none) cover them
 FUSED_POSITIONS = ("rope", "nope", "absolute", "learnable")
 
@@ -89,6 +94,9 @@ class FeedForward(nn.Module):
         self.w2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
 
     def forward(self, x):
+        if self.gated and FUSED_PROJECTIONS:
+            a, b = F.linear(x, torch.cat([self.w1.weight, self.w3.weight])).chunk(2, dim=-1)
+            return self.w2(self.act(a) * b)
         h = self.act(self.w1(x))
         if self.gated:
             h = h * self.w3(x)
@@ -186,9 +194,14 @@ class Attention(nn.Module):
         cfg = self.cfg
         B, T, _ = x.shape
         H, Dh = cfg.n_heads, cfg.head_dim
-        q = self.q_proj(x).view(B, T, H, Dh).transpose(1, 2)          # [B, H, T, Dh]
-        k = self.k_proj(x).view(B, T, H, Dh).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, H, self.v_dim).transpose(1, 2)
+        if FUSED_PROJECTIONS:
+            w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+            q, k, v = F.linear(x, w).split([H * Dh, H * Dh, H * self.v_dim], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q.view(B, T, H, Dh).transpose(1, 2)          # [B, H, T, Dh]
+        k = k.view(B, T, H, Dh).transpose(1, 2)
+        v = v.view(B, T, H, self.v_dim).transpose(1, 2)
         if ctx.cos is not None:
             q, k = apply_rope(q, ctx.cos, ctx.sin), apply_rope(k, ctx.cos, ctx.sin)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)

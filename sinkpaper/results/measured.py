@@ -16,6 +16,7 @@ TRAINING_BENCH = "results/bench/training-text.json"
 TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
 TRAINING_BENCH_LAYERS4 = "results/bench/training-text-layers4.json"   # the text profile's 4-layer runs' shape
 CPU_ROUTES = "results/bench/cpu-routes.json"     # scripts/bench_cpu_routes.py: the CPU's attention and loss routes
+CPU_OPTIONS = "results/bench/cpu-options.json"   # scripts/bench_cpu_options.py: speed options measured, not adopted
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
 THREAD_SCALING = "results/bench/thread-scaling-text.json"
 LONG_CONTEXT = "results/long_context"
@@ -150,6 +151,35 @@ def cpu_routes_lines(path: str | Path = CPU_ROUTES, root: str | Path = ".") -> l
                   f"{x['chunk_tokens']} tokens {x['median_step_ms']:.0f} ms" for x in r["loss_chunks"])
               + f" (fastest: {best['chunk_tokens']}). The trainer's chunk is about "
               f"{r['chosen']['CPU_LOSS_CHUNK_BYTES'] / 2 ** 20:g} MiB of fp32 logits."]
+    return lines
+
+
+def cpu_options_lines(path: str | Path = CPU_OPTIONS, root: str | Path = ".") -> list[str]:
+    """The CPU speed options measured against the trainer's setting (scripts/bench_cpu_options.py), and the GEMM
+    rates of the step's shapes per dtype: what was tried, what it gave, what was adopted."""
+    r = load_stored(path, root)
+    if r is None:
+        return [f"The CPU speed options: not measured yet (`python scripts/bench_cpu_options.py --json {path}`)."]
+    pv = r["provenance"]
+    dtypes = list(dict.fromkeys(x["dtype"] for x in r["steps"]))
+    options = list(dict.fromkeys(x["option"] for x in r["steps"]))
+    step = {(x["dtype"], x["option"]): x for x in r["steps"]}
+    lines = [f"Measured {pv['computed_at']} (`{path}`): {pv.get('cpu_model') or pv['hardware']}, 1 thread, torch "
+             f"{pv['torch']}, code {pv['code_version']}, median of {pv['steps']} steps after 3 warm-up, each option "
+             "timed in turn with the trainer's setting; "
+             + ("quiet machine: " if r["quiet"]["quiet"] else "**not quiet**: ") + r["quiet"]["why"] + ".", "",
+             "| option | " + " | ".join(f"{d} step (ms) | {d} speed" for d in dtypes) + " |",
+             "|---" * (2 * len(dtypes) + 1) + "|"]
+    for o in options:
+        lines.append(f"| {o} | " + " | ".join(f"{step[d, o]['median_step_ms']:.0f} | "
+                                              f"{step[d, o]['speed_vs_setting']:.2f}x" for d in dtypes) + " |")
+    gemm = {}
+    for x in r["gemm"]:
+        gemm.setdefault(x["gemm"], {})[x["dtype"]] = x["gflops"]
+    lines += ["", "GEMM rates (GFLOP/s, one thread): " + "; ".join(
+        f"{name} " + ", ".join(f"{d} {v:.0f}" for d, v in by.items()) for name, by in gemm.items()) + ".",
+              f"Adopted: fused projections {'on' if r['adopted']['FUSED_PROJECTIONS'] else 'off'}, inductor's "
+              f"options {r['adopted']['inductor options']}."]
     return lines
 
 
