@@ -252,7 +252,7 @@ display(Markdown("Mean over queries t > 1, key 1 vs the other visible keys: "
 # tokenizer has a BOS token) that have a sink on natural text (Sink_1 >= 10 %); a setting without a sink has no
 # sink token to describe and is shown, not judged, as is the other BOS setting.
 #
-# Every rule of the book shares one threshold set, and each chapter states its BOS choice once; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
+# Every rule of the book shares one threshold set, and each chapter states its BOS choice once; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 KEYS = {"s3_massive_activation": {"token-1 norm ratio": "token-1 norm ratio (max over layers)"},

@@ -278,7 +278,7 @@ sources.record({**run_stamp, "models": "randomly initialised sinkpaper.models "
 # randomly initialised models, not a reproduction, so they carry no verdict.
 #
 # Every rule shares one threshold set (a sink is Sink_1 >= 10 %; a change moves a value by at least 25 %) and
-# fails on a result where nothing happens; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
+# fails on a result where nothing happens; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 values, other = s3.table1_values(sink, by_T, models, has_bos, rope)

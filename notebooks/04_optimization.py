@@ -328,7 +328,7 @@ display(Markdown(
 # the paper's own numbers and not on a result where nothing changes. For the real-text runs the rules came first:
 # every run these claims read was computed after its rule. For the miniature they did not: its runs were
 # committed before the rules that score them, and the emergence rule was lowered after them (on those runs both
-# the old and the new bar read *agrees*). The appendix [When each verdict rule was fixed](14_rule_history)
+# the old and the new bar read *agrees*). The appendix [When each verdict rule was fixed](15_rule_history)
 # counts, claim by claim and scale by scale, the runs older than the rule in force. The miniature's Sink_1
 # counts heads and cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
 

@@ -224,7 +224,7 @@ display(Markdown("Measured:\n" + "\n".join(lines)))
 # - *sliding window*: the smallest window's excess α_1 at least 25 % below the full-attention run's (the
 #   registry's one threshold).
 #
-# the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
+# the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 display(tables.ClaimsTable(paper.rows(["loss_wd", "loss_prefix", "loss_window"])))

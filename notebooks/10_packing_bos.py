@@ -269,7 +269,7 @@ else:
 # One row per claim, from `sinkpaper.paper`. The miniature's fixed-BOS runs (`recipe` against
 # `no_fixed_token`) are scored once, by chapter 5's `data_no_fixed_token`, so one measurement never counts as
 # two agreements. The inference rule asks for a change of at least 25 % of the with-BOS Sink_1, the registry's
-# one threshold; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
+# one threshold; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 trained_with_bos = [c for c in contrasts if c["prepends_bos"]]

@@ -277,7 +277,7 @@ display(Markdown("\n".join(lines)))
 # 135-270M parameters. One row per claim, from `sinkpaper.paper`: the window-only cache "breaks" the model
 # when its perplexity past the window is at least 2x the full cache's, and the sinks "restore" it when they
 # recover at least 75 % of that excess log-perplexity. The factor 2 is the registry's one factor, shared with
-# every other rule of the book; the appendix [When each verdict rule was fixed](14_rule_history) lists when each rule was set and every change since, with its reason.
+# every other rule of the book; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
 
 # %% tags=["hide-input"]
 setting = (f"pretrained {', '.join(models)} ({profile} profile), the first {n_tokens} tokens of {text_path}, "

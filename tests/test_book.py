@@ -200,9 +200,9 @@ def test_scorecards_run_last_and_kernels_get_the_records_dir(tmp_path, monkeypat
     assert [p.stem for p in runner.execution_order(sorted(nbdir.glob("*.py")))] == \
         ["03_a", "99_z", "00_scorecard", "01_Scorecard_b"]
     # the sources appendix reads every chapter's ledger: it runs last too, in name order with the scorecards
-    assert [p.stem for p in runner.execution_order(sorted([Path("15_sources.py"), Path("04_b.py"),
+    assert [p.stem for p in runner.execution_order(sorted([Path("16_sources.py"), Path("04_b.py"),
                                                            Path("00_scorecard.py")]))] == ["04_b", "00_scorecard",
-                                                                                           "15_sources"]
+                                                                                           "16_sources"]
     monkeypatch.delenv(runner.RESULTS_ENV, raising=False)
     results = runner.run_notebooks("cpu", notebooks_dir=nbdir, out_dir=out, static_assets=False, log=None)
     assert [(r.stem, r.ok) for r in results] == [("03_a", True), ("99_z", True), ("00_scorecard", True),

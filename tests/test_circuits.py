@@ -112,3 +112,62 @@ def test_a_bad_early_ratio_fails_before_any_compute():
     from sinkpaper.train import config as C
     with pytest.raises(ValueError, match="eval.early_ratio must be > 1"):
         C.load("configs/miniature.yaml", "cpu", {"eval.early_ratio": 0.9})
+
+
+def _run(point, seed, curve, steps=300):
+    return {"name": f"family/{point}", "config": {"run": {"seed": seed}, "optim": {"steps": steps},
+                                                  "eval": {"every": 100}}, "curve": curve}
+
+
+def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
+    """The chapter's rows are each run's onsets as the registry defines them (a never-formed one one evaluation past
+    the end, flagged); the caption's order and its count of seeds with the sink after the induction heads come
+    from those rows, and the LR caption says when the seeds' ranges overlap."""
+    from sinkpaper.book.figures import onsets as O
+    from sinkpaper.results.reading import point_of
+
+    def ev(step, sink, ind, prev=0.5, gain=1.0, norm=2.0):
+        return {"step": step, "sink_k": {"1": sink}, "induction_max": ind, "previous_token_max": prev,
+                "in_context_gain": gain, "massive_activation_ratio_by_layer": [1.0, norm]}
+    runs = [_run("base", 0, [ev(100, 0.0, 0.1), ev(200, 12.0, 0.4), ev(300, 30.0, 0.5)]),
+            _run("base", 1, [ev(100, 0.0, 0.4), ev(200, 5.0, 0.5), ev(300, 20.0, 0.5)]),
+            _run("other", 0, [ev(100, 0.0, 0.0), ev(200, 0.0, 0.0), ev(300, 0.0, 0.0)])]
+    assert point_of(runs[0]) == "base"
+    rows = O.onset_rows(runs, ["base"], {"base": "the base"})
+    got = {(r["seed"], r["quantity"]): (r["step"], r["never"]) for r in rows}
+    assert got[0, "sink"] == (200.0, False) and got[1, "sink"] == (300.0, False)
+    assert got[0, "induction"] == (200.0, False) and got[1, "induction"] == (100.0, False)
+    assert got[0, "massive activation"] == (400.0, True)                     # never: one evaluation past the end
+    assert {r["run"] for r in rows} == {"the base · seed 0", "the base · seed 1"}   # "other" is not asked for
+    text = O.onset_caption(rows, "base", "The base")
+    assert text.startswith("The base, 2 seeds: the quantities formed in this order: previous token (median step "
+                           "100), then in-context gain (median step 100), then induction (median step 150), then "
+                           "sink (median step 250).")
+    assert "Never formed in any seed: massive activation." in text
+    assert text.endswith("The sink formed after the induction heads in 1 of the 2 seeds in which it formed.")
+    assert O.onset_caption(rows, "nothing", "A point").startswith("No run of A point")
+    moves = O.onset_moves_caption(O.onset_rows(runs, ["base", "other"]), ["base", "other"], "learning rate")
+    assert "base 200-300; other 400-400 (1 never)" in moves and "Seed ranges apart between base / other" in moves
+    spec = O.onset_chart(rows, "t").to_dict()
+    assert len(spec["layer"]) == 3                                              # ends, formed, never formed
+    assert O.threshold_rows(runs, "base")[0] == {"step": 100, "seed": 0, "quantity": "previous token",
+                                                 "ratio": 0.5 / 0.3}
+
+
+def test_the_gates_figure_reads_each_heads_quantiles_at_the_last_evaluation_that_has_them():
+    from sinkpaper.book.figures import gates as G
+    q = lambda a, b: [[[a, b, 0.9], [0.1, 0.2, 0.3]]]   # noqa: E731 -- one layer, two heads
+    runs = [{"name": "f/gated", "config": {"run": {"seed": 0}},
+             "curve": [{"step": 100, "gate_quantiles": q(0.5, 0.6)}, {"step": 200, "gate_quantiles": q(0.4, 0.7)},
+                       {"step": 300}]},
+            {"name": "f/plain", "config": {"run": {"seed": 0}}, "curve": [{"step": 300}]}]
+    rows = G.gate_rows(runs, ["gated", "plain"], {"gated": "the gate"})
+    assert rows == [{"design": "the gate", "seed": 0, "head": "layer 1, head 1", "p10": 0.4, "p50": 0.7, "p90": 0.9,
+                     "step": 200},
+                    {"design": "the gate", "seed": 0, "head": "layer 1, head 2", "p10": 0.1, "p50": 0.2, "p90": 0.3,
+                     "step": 200}]
+    assert G.gate_caption(rows) == ("Each head's gate over the held-out queries at the last evaluation. The gate: "
+                                    "median gates 0.20-0.70 over 2 heads and 1 seed, 1 head mostly closed (median "
+                                    "< 0.5) in every seed.")
+    assert G.gate_caption([]).startswith("No stored run records its gates yet")
+    assert G.gate_chart(rows, "t").to_dict()["facet"]["row"]["field"] == "design"

@@ -381,3 +381,24 @@ def test_onsets_are_read_as_registered_and_after_asks_every_seed():
     assert paper.judge(rule, {"sink": [100, 150, 110], "induction": [200, 300, 250]})[0] == D
     v, why = paper.judge(rule, {"sink": [1200, 150, 1100], "induction": [200, 300, 250]})
     assert v == I and "after induction in 2 of 3 seeds" in why
+
+
+def test_after_reads_no_order_where_the_later_quantity_never_formed():
+    """A quantity that never forms (its onset one evaluation past the run's end) would come "after" anything: a run
+    in which the later onset never came shows no order (not comparable in every seed, inconclusive in some), and an
+    earlier one that never came while the later did reads as not before it."""
+    from sinkpaper.paper.onsets import After
+    rule = After("sink", "induction", end="steps")
+    steps = [2500, 2500, 2500]
+    assert paper.judge(rule, {"sink": [1200, 1500, 1100], "induction": [200, 300, 250], "steps": steps})[0] == A
+    assert paper.judge(rule, {"sink": [2600] * 3, "induction": [200, 300, 250], "steps": steps})[0] == N
+    assert rule.reason({"sink": 2600.0, "induction": 200.0, "steps": 2500.0}).startswith("sink never formed")
+    v, why = paper.judge(rule, {"sink": [2600, 1500, 1100], "induction": [200, 300, 250], "steps": steps})
+    assert v == I and "sink never formed in 1 of 3 seeds" in why
+    assert paper.judge(rule, {"sink": [1200, 1500, 1100], "induction": [2600] * 3, "steps": steps})[0] == D
+    # not strict: the same step is no earlier; its null (the later at half the earlier's step) reads disagrees
+    loose = After("sink", "massive", end="steps", strict=False)
+    assert paper.judge(loose, {"sink": [1100, 1500, 900], "massive": [1100, 1400, 900], "steps": steps})[0] == A
+    assert loose.null({"sink": 1100.0, "massive": 1100.0, "steps": 2500.0})["sink"] == 550.0
+    assert paper.judge(loose, {"sink": [550.0] * 3, "massive": [1100.0] * 3, "steps": steps})[0] == D
+    assert paper.judge(rule, {"sink": [1200] * 3, "induction": [200] * 3, "steps": [None] * 3})[0] == R

@@ -4,7 +4,7 @@ Each section of a chapter records its provenance (:func:`record`: the stored run
 now) and the runs the store still lacks (:func:`missing`) instead of printing them where a reader meets the
 finding. The page shows one line under its finding card, kept up to date as the sections record: how many runs,
 code versions and machines, what was computed now, how many runs are missing, and a link to the appendix
-(notebooks/15_sources.py), which lists every entry of every chapter from the JSON this module writes beside the
+(notebooks/16_sources.py), which lists every entry of every chapter from the JSON this module writes beside the
 chapters' records (``<results>/sources/<stem>.json``).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..files import atomic_write_text
 from ..paper.records import results_dir
 from .figures import provenance_line
 
-APPENDIX = "15_sources"     # the appendix page's stem (the link of each chapter's line)
+APPENDIX = "16_sources"     # the appendix page's stem (the link of each chapter's line)
 SUBDIR = "sources"
 
 _LEDGER: dict[str, Any] = {"stem": None, "entries": [], "missing": [], "handle": None}

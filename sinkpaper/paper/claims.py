@@ -59,6 +59,20 @@ _AFTER_NOTE = ("real text: judged on the runs with the text profile's fixed firs
                "are shown beside, not judged")
 
 
+WHEN = "14_when_the_sink_forms"
+_ONSETS_NOTE = ("onsets as sinkpaper/paper/onsets.py defines them, fixed before the runs (configs/onsets.yaml): the "
+                "first evaluation (log-spaced early, then every 100 steps) at which the quantity reaches its threshold; "
+                "on the text base, its fixed first token included")
+
+
+def _onsets_measure(*quantities: str) -> dict:
+    """The text base's onsets of ``quantities`` and its number of steps (past which an onset never came), on the
+    onsets family's runs at real text and at the miniature."""
+    runs = family("onsets", {**{f"base: onset: {q}": ("onsets_base", f"onset: {q}") for q in quantities},
+                             "base: steps": ("onsets_base", "steps")})
+    return at_scales(text=runs, mini=runs)
+
+
 _BIAS_NOTE = ("real text: each half is read where it can fail. The bias's Sink* is read without a fixed first token, "
               "as the paper ran it; token 1's Sink_1 is read with the text profile's BOS at position 1, because "
               "without it the 2-layer control has no token-1 sink to lose (0 %), so a Sink_1 below 5 % there cannot "
@@ -136,14 +150,6 @@ CLAIMS: tuple[Claim, ...] = (
           note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, checked against the steps the "
                "paper states (1k-2k). At real text a step is 4,096 tokens, so the same steps are ~250x fewer tokens "
                "than the paper's 1-2B; the miniature's steps are not comparable and it is judged on the sink alone"),
-    Claim("onset_sink_after_induction", "4", "04_optimization",
-          "The first-token sink forms after the induction heads (public 1B-class runs: 10-20x later in tokens)",
-          "arXiv 2606.02378 (not this paper)", rule=After("base: onset: sink", "base: onset: induction"),
-          measure=at_scales(text=family("onsets", {f"base: onset: {q}": ("onsets_base", f"onset: {q}")
-                                               for q in ("sink", "induction")})),
-          figure={"base: onset: sink": 1200.0, "base: onset: induction": 100.0},
-          note="onsets as sinkpaper/paper/onsets.py defines them, fixed before the runs (configs/onsets.yaml, queued "
-               "for the real-text CPU); shown with the emergence of the sink until a chapter of its own is built"),
     Claim("opt_lr", "4", "04_optimization", "A larger learning rate gives more sink (at a fixed number of steps)",
           "Section 4", labels=["lr_x0.25", "lr_x0.5", "default", "lr_x2"],
           rule=Monotone([("lr_x0.25", "lr_x0.3"), "lr_x0.5", ("default", "recipe"), ("lr_x2", "lr_x3")]),
@@ -533,6 +539,32 @@ CLAIMS: tuple[Claim, ...] = (
                                                     "softmax": "softmax"})),
           figure={"sink_logit: Sink*": 60.0, "softmax_plus_one: Sink*": 60.0, "sink_logit: Sink_1": 0.0,
                   "softmax_plus_one: Sink_1": 0.0, "softmax": 18.0}, note=_AFTER_NOTE),
+    # ---------------------------------------------------------------------------------- when the sink forms
+    # Orders of onsets that public work reports, each read on the onsets family's runs (configs/onsets.yaml), with
+    # the onsets and these rules fixed before any of those runs. A run in which the later quantity never formed
+    # shows no order (After's `end`): at the miniature, where no sink forms in 150 steps, the sink's claims read
+    # not comparable.
+    Claim("onset_sink_after_induction", "when", WHEN,
+          "The first-token sink forms after the induction heads (public 1B-class runs: 10-20x later in tokens)",
+          "arXiv 2606.02378 (not this paper)",
+          rule=After("base: onset: sink", "base: onset: induction", end="base: steps"),
+          measure=_onsets_measure("sink", "induction"),
+          figure={"base: onset: sink": 1200.0, "base: onset: induction": 100.0, "base: steps": 2500.0},
+          note=_ONSETS_NOTE),
+    Claim("onset_induction_after_previous_token", "when", WHEN,
+          "Induction heads form after previous-token heads (an induction head reads what a previous-token head "
+          "wrote)", "Olsson et al. 2022 (not this paper)",
+          rule=After("base: onset: induction", "base: onset: previous token", end="base: steps"),
+          measure=_onsets_measure("induction", "previous token"),
+          figure={"base: onset: induction": 400.0, "base: onset: previous token": 100.0, "base: steps": 2500.0},
+          note=_ONSETS_NOTE),
+    Claim("onset_massive_with_sink", "when", WHEN,
+          "Token 1's massive activation forms no later than its sink (the two are tied under pre-norm)",
+          "arXiv 2603.05498 (not this paper)",
+          rule=After("base: onset: sink", "base: onset: massive activation", end="base: steps", strict=False),
+          measure=_onsets_measure("sink", "massive activation"),
+          figure={"base: onset: sink": 1200.0, "base: onset: massive activation": 1100.0, "base: steps": 2500.0},
+          note=_ONSETS_NOTE),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
 

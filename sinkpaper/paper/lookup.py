@@ -36,6 +36,7 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
 PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
 PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
 ONSET = "onset: "   # a metric "onset: <quantity>" reads a run's onset of that quantity (sinkpaper.paper.onsets)
+STEPS = "steps"     # the metric "steps" reads the number of steps a run trained (where an onset past it never came)
 
 
 def onset_of(payload: Mapping, metric: str) -> dict | None:
@@ -45,6 +46,15 @@ def onset_of(payload: Mapping, metric: str) -> dict | None:
     if step is None:
         return None
     return {"mean": step, "min": step, "max": step, "n": 1, "from_step": None, "to_step": None, "rise": 0.0}
+
+
+def _reading(payload: Mapping, metric: str) -> dict | None:
+    if metric.startswith(ONSET):
+        return onset_of(payload, metric)
+    if metric == STEPS:
+        n = float(payload["config"]["optim"]["steps"])
+        return {"mean": n, "min": n, "max": n, "n": 1, "from_step": None, "to_step": None, "rise": 0.0}
+    return plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS)
 
 
 def unequal_budgets(rule, steps: Mapping[str, Sequence[int]]) -> str:
@@ -104,8 +114,7 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                 continue
             r.steps.setdefault(label, set()).add(payload["config"]["optim"]["steps"])
             try:
-                p = (onset_of(payload, metric) if metric.startswith(ONSET)
-                     else plateau_of(payload, metric, PLATEAU, PLATEAU_EVALS))
+                p = _reading(payload, metric)
             except NotEnoughEvaluations as e:
                 r.excluded.append(str(e))
                 continue

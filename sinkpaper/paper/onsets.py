@@ -82,28 +82,62 @@ class Onset(Rule):
 
 @dataclass
 class After(Rule):
-    """In every seed, ``later`` (an onset step) comes after ``earlier``: agrees when every paired seed has it so,
-    disagrees when none does, inconclusive when the seeds split. Null: both form at the same step."""
+    """In every seed, ``later`` (an onset step) comes after ``earlier`` (``strict``; otherwise no earlier than it):
+    agrees when every paired seed has it so, disagrees when none does, inconclusive when the seeds split. ``end``
+    names a label holding each run's last step: a run in which ``later`` never formed (its onset past the end)
+    cannot show an order, so it reads not comparable when no seed formed it and inconclusive when some did not (a
+    quantity that never forms would otherwise come "after" anything). An ``earlier`` that never formed while
+    ``later`` did reads as not before it. Null: both form at the same step (strict), ``later`` at half of
+    ``earlier``'s step (not strict)."""
     later: str
     earlier: str
+    end: str | None = None
+    strict: bool = True
 
     def __post_init__(self):
-        self.sentence = f"{self.later} after {self.earlier}, in every seed."
-        self.null_sentence = f"{self.later} at the same step as {self.earlier}"
+        word = "after" if self.strict else "no earlier than"
+        self.sentence = f"{self.later} {word} {self.earlier}, in every seed" + (
+            f" (a run in which it never formed, past {self.end}, shows no order)." if self.end else ".")
+        self.null_sentence = (f"{self.later} at the same step as {self.earlier}" if self.strict
+                              else f"{self.later} at half the step of {self.earlier}")
+
+    def _seeds(self, values):
+        a, b = _get(values, self.later), _get(values, self.earlier)
+        end = _get(values, self.end) if self.end else None
+        if a is None or b is None or (self.end and end is None):
+            return None
+        col = lambda x: x.values if isinstance(x, Seeds) else (x,)  # noqa: E731
+        ends = col(end) if end is not None else (float("inf"),) * len(col(a))
+        return list(zip(col(a), col(b), ends)), isinstance(a, Seeds)
 
     def apply(self, values):
-        a, b = _get(values, self.later), _get(values, self.earlier)
-        if a is None or b is None:
+        got = self._seeds(values)
+        if got is None:
             return NO_RESULT
-        if isinstance(a, Seeds) and isinstance(b, Seeds):
-            order = [x > y for x, y in zip(a.values, b.values)]
-            if all(order):
-                return AGREES
-            if not any(order):
-                return DISAGREES
-            raise Undecided(f"{self.later} > {self.earlier}", f"{self.later} after {self.earlier} in "
-                            f"{sum(order)} of {len(order)} seeds", settled=True)
-        return verdict_of(a > b)
+        rows, several = got
+        formed = [x <= e for x, _, e in rows]
+        if not any(formed):
+            return NOT_COMPARABLE
+        if not all(formed):
+            raise Undecided(f"{self.later} formed", f"{self.later} never formed in {formed.count(False)} of "
+                            f"{len(formed)} seeds", settled=True)
+        order = [x > y if self.strict else x >= y for x, y, _ in rows]
+        if not several:
+            return verdict_of(order[0])
+        if all(order):
+            return AGREES
+        if not any(order):
+            return DISAGREES
+        word = "after" if self.strict else "no earlier than"
+        raise Undecided(f"{self.later} > {self.earlier}", f"{self.later} {word} {self.earlier} in "
+                        f"{sum(order)} of {len(order)} seeds", settled=True)
+
+    def reason(self, values):
+        got = self._seeds(values)
+        if got is not None and not any(x <= e for x, _, e in got[0]):
+            return f"{self.later} never formed in any seed: no order to read"
+        return ""
 
     def null(self, values):
-        return {**values, self.later: values.get(self.earlier)}
+        b = values.get(self.earlier)
+        return {**values, self.later: b if self.strict or b is None else b / 2}

@@ -34,7 +34,7 @@ from sinkpaper import paper, provenance
 from sinkpaper.book import figures, parameters, sources
 from sinkpaper.paper import history
 
-sources.begin("14_rule_history")
+sources.begin("15_rule_history")
 
 if profile not in parameters.PROFILES:
     raise ValueError(f"unknown profile {profile!r}; valid: {', '.join(parameters.PROFILES)}")

@@ -1,0 +1,135 @@
+"""When each quantity forms, run by run: the onsets of :mod:`sinkpaper.paper.onsets` on one time axis (a row per
+seed, a mark per quantity, a hollow mark at the run's end for one that never formed), each quantity's curve
+against its threshold, and the sentence that states what the marks show."""
+from __future__ import annotations
+
+import statistics
+from typing import Mapping, Sequence
+
+import altair as alt
+
+from ...paper.onsets import ONSETS, _value, onset_step
+from ...results.reading import point_of
+from .core import _num, no_data_chart
+
+# the order a reader meets them in the literature: previous-token heads, then induction heads (Olsson et al. 2022)
+# with the in-context gain they bring, then the massive activation and the sink on token 1
+QUANTITIES = ("previous token", "induction", "in-context gain", "massive activation", "sink")
+SHAPES = {"previous token": "triangle-up", "induction": "diamond", "in-context gain": "square",
+          "massive activation": "cross", "sink": "circle"}
+COLORS = {"previous token": "#8c6bb1", "induction": "#1f77b4", "in-context gain": "#2ca02c",
+          "massive activation": "#ff7f0e", "sink": "#d62728"}
+
+
+def onset_rows(payloads: Sequence[Mapping], points: Sequence[str], labels: Mapping[str, str] | None = None,
+               quantities: Sequence[str] = QUANTITIES) -> list[dict]:
+    """One row per run and quantity it records: {"run" (its label and seed), "point", "seed", "quantity", "step"
+    (the onset; one evaluation past the end when it never formed), "never", "end" (the run's last step)}, in the
+    order of ``points`` then seed. A quantity a run does not record gives no row."""
+    labels = labels or {}
+    order = {pt: i for i, pt in enumerate(points)}
+    out = []
+    for p in sorted((p for p in payloads if point_of(p) in order),
+                    key=lambda p: (order[point_of(p)], p["config"]["run"]["seed"])):
+        pt, seed, end = point_of(p), p["config"]["run"]["seed"], p["config"]["optim"]["steps"]
+        for q in quantities:
+            step = onset_step(p, q)
+            if step is not None:
+                out.append({"run": f"{labels.get(pt, pt)} · seed {seed}", "point": pt, "seed": seed,
+                            "quantity": q, "step": step, "never": step > end, "end": end})
+    return out
+
+
+def onset_chart(rows: Sequence[Mapping], title: str, width: int | str = "container") -> alt.LayerChart | alt.Chart:
+    """Every run's onsets on one log-step axis: a row per run (seed), a filled mark per quantity where it formed,
+    a hollow one at the run's end where it never did, and a grey tick at each run's last step."""
+    if not rows:
+        return no_data_chart(title, "no stored run records these onsets yet", 320 if width == "container" else width,
+                             120)
+    runs = list(dict.fromkeys(r["run"] for r in rows))
+    qs = [q for q in QUANTITIES if any(r["quantity"] == q for r in rows)]
+    values = [{**r, "shown": "never (by its last step)" if r["never"] else f"step {r['step']:,.0f}"} for r in rows]
+    lo = min(r["step"] for r in rows)
+    hi = max(r["step"] for r in rows)
+    xs = alt.Scale(type="log", domain=[_num(max(1.0, lo / 1.5)), _num(hi * 1.15)])
+    x = alt.X("step:Q", scale=xs, title="training step (log)")
+    y = alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=180))
+    legend = alt.Legend(orient="bottom", columns=3, title=None)
+    enc = dict(x=x, y=y, shape=alt.Shape("quantity:N", sort=qs, legend=legend,
+                                         scale=alt.Scale(domain=qs, range=[SHAPES[q] for q in qs])),
+               color=alt.Color("quantity:N", sort=qs, scale=alt.Scale(domain=qs, range=[COLORS[q] for q in qs]),
+                               legend=legend),
+               tooltip=["run:N", "quantity:N", alt.Tooltip("shown:N", title="onset")])
+    base = alt.Chart(alt.Data(values=values))
+    ends = [{"run": r, "end": next(x["end"] for x in rows if x["run"] == r)} for r in runs]
+    return alt.layer(
+        alt.Chart(alt.Data(values=ends)).mark_tick(color="#999", thickness=1.5, size=14).encode(
+            x=alt.X("end:Q", scale=xs), y=y, tooltip=[alt.Tooltip("end:Q", title="last step", format=",")]),
+        base.transform_filter("!datum.never").mark_point(filled=True, size=70, opacity=0.85).encode(**enc),
+        base.transform_filter("datum.never").mark_point(filled=False, size=70, strokeWidth=1.5).encode(**enc),
+        title=title).properties(width=width, height=max(60, 22 * len(runs)))
+
+
+def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence[str] = QUANTITIES) -> list[dict]:
+    """Per evaluation of ``point``'s runs and quantity: its value over its onset threshold ("ratio"; 1 is the
+    onset), with "step", "seed" and "quantity" (for :func:`.bands.band_chart` with group="quantity", x="step")."""
+    out = []
+    for p in payloads:
+        if point_of(p) != point:
+            continue
+        for c in p.get("curve", []):
+            if "sink_k" not in c or c.get("step", 0) <= 0:
+                continue
+            for q in quantities:
+                key, threshold = ONSETS[q]
+                v = _value(c, key)
+                if v is not None:
+                    out.append({"step": c["step"], "seed": p["config"]["run"]["seed"], "quantity": q,
+                                "ratio": v / threshold})
+    return out
+
+
+def onset_caption(rows: Sequence[Mapping], point: str, label: str) -> str:
+    """What :func:`onset_chart` shows for ``point``, as a sentence computed from its rows: the order in which the
+    quantities formed (median onset over seeds), and the seeds in which the sink came after the induction heads."""
+    mine = [r for r in rows if r["point"] == point]
+    if not mine:
+        return f"No run of {label} that records these onsets is stored yet; the chart fills in as its seeds land."
+    seeds = sorted({r["seed"] for r in mine})
+    by_q = {q: [r for r in mine if r["quantity"] == q] for q in QUANTITIES}
+    formed = {q: statistics.median(r["step"] for r in rs if not r["never"])
+              for q, rs in by_q.items() if rs and any(not r["never"] for r in rs)}
+    never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs)]
+    order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
+    text = f"{label}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}: " + (
+        f"the quantities formed in this order: {order}." if order else "none of the quantities formed.")
+    if never:
+        text += f" Never formed in any seed: {', '.join(never)}."
+    pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
+    pairs = [(s, d) for s, d in pairs if "sink" in d and "induction" in d and not d["sink"]["never"]]
+    if pairs:
+        later = [s for s, d in pairs if d["sink"]["step"] > d["induction"]["step"]]
+        text += (f" The sink formed after the induction heads in {len(later)} of the {len(pairs)} seeds in which it "
+                 "formed.")
+    return text
+
+
+def onset_moves_caption(rows: Sequence[Mapping], points: Sequence[str], what: str, quantity: str = "sink") -> str:
+    """Whether ``quantity``'s onset moves along ``points`` (one setting each, in order): each point's onsets over
+    its seeds, and which neighbours' seed ranges are apart (every seed of one before every seed of the other)."""
+    spans = {}
+    for pt in points:
+        steps = [r["step"] for r in rows if r["point"] == pt and r["quantity"] == quantity]
+        if steps:
+            spans[pt] = (min(steps), max(steps), sum(r["never"] for r in rows if r["point"] == pt
+                                                     and r["quantity"] == quantity))
+    if not spans:
+        return f"No stored run of the {what} points records the {quantity}'s onset."
+    said = "; ".join(f"{pt} {lo:,.0f}-{hi:,.0f}" + (f" ({n} never)" if n else "") for pt, (lo, hi, n) in spans.items())
+    names = list(spans)
+    apart = [f"{a} / {b}" for a, b in zip(names, names[1:])
+             if spans[a][1] < spans[b][0] or spans[b][1] < spans[a][0]]
+    return (f"The {quantity}'s onset by {what} (steps, lowest to highest seed; a never-formed onset sits one "
+            f"evaluation past the end): {said}. " + (f"Seed ranges apart between {', '.join(apart)}; the others "
+                                                      "overlap." if apart else "Every pair of neighbours' seed ranges "
+                                                      "overlap: no move the seeds decide."))
