@@ -177,7 +177,7 @@ TIMED = {"make-test": ("`make test`", "the test suite's report (every skipped te
                        "Triton interpreter, short training runs, every chapter executed once with smoke parameters, "
                        "the book built and every page checked in headless Chromium"),
          "make-book": ("`make book`", "`_build/html/index.html`, a static site that works offline (charts, "
-                       "explorer and widgets included): the 13 chapters at the cpu profile, then the build")}
+                       "explorer and widgets included): the 14 chapters and the appendices at the cpu profile, then the build")}
 
 
 def record_timing(name: str, wall_seconds: float, command: str, note: str = "", directory: str | Path = TIMINGS,
@@ -222,6 +222,7 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "cpu-routes": M.cpu_routes_lines(root=root), "cpu-options": M.cpu_options_lines(root=root),
             "kernels-bench-gpu": M.kernels_bench_lines(root=root),
             "dtype-check": dtype_check_lines(store), "eval-share": eval_share_lines(store),
+            "eval-share-onsets": eval_share_lines(store, "configs/onsets.yaml", ("onsets_base", "onsets_layers_4")),
             "long-context-bench": M.long_context_bench_lines(root=root),
             "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
             "corpus": M.corpus_lines(root=root), "data-memory": M.data_memory_lines(root=root),
