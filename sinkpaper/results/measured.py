@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Mapping
 
+from ..train.bench import comparisons
+
 TRAINING_BENCH = "results/bench/training-text.json"
 TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
 TRAINING_BENCH_LAYERS4 = "results/bench/training-text-layers4.json"   # the text profile's 4-layer runs' shape
@@ -25,8 +27,10 @@ LONG_CONTEXT_SINK_RUN = f"{LONG_CONTEXT}/smollm2-135m-T8192-sink.json"
 LONG_CONTEXT_CURVES = (f"{LONG_CONTEXT}/smollm2-135m.json", f"{LONG_CONTEXT}/gemma3-270m-bos.json")
 CORPUS_SIDECAR = "data/corpus/tokens.u16.xz.json"
 
-# the training benchmark's targets (typed once here: targets, not measurements)
-TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.15}
+# the training benchmark's targets (typed once here: targets, not measurements): the MFU is against the machine's
+# own measured bf16 GEMM peak (a square GEMM timed in the same run), so 75 % asks a small model's step to run its
+# GEMMs nearly as well as the largest one the machine can do
+TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.75}
 
 
 def load_stored(path: str | Path, root: str | Path = ".") -> dict | None:
@@ -85,21 +89,17 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
                                                                         peaks.items())
                  + (f" (bf16 / fp32: {peaks['bf16'] / peaks['fp32']:.1f}x)" if {"bf16", "fp32"} <= set(peaks) else "")
                  + ".")
-    hfs = [x for x in r["rows"] if x["model"] == "transformers"]
-    b, side, hf = r["best"], r["ours_best_side_by_side_with_transformers"], hfs[0]
-    best_row = next(x for x in r["rows"] if x["model"] == "ours" and x["dtype"] == b["dtype"]
-                    and x["compiled"] == b["compiled"])
+    b = r["best"]
     base = r["rows"][0]["dtype"]   # fp32 on the CPU; on a GPU the config's dtype, eager
     vs_base = (f"Best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) / ours {base} eager: "
                f"**{r['ratio_best_vs_fp32_eager']:.2f}x**; ") if len(r["rows"]) > 2 else ""
-    lines.append(f"{vs_base}ours / transformers, same dtype and compile, side by side "
-                 f"({side['tokens_per_s']:,.0f} vs {hf['tokens_per_s']:,.0f} tokens/s): "
-                 f"**{r['ratio_best_vs_transformers']:.2f}x**.")
-    if "ratio_profile_dtype_vs_transformers" in r:
-        own = r["ours_profile_dtype_side_by_side_with_transformers"]
-        lines.append(f"At the profile's own dtype ({own['dtype']}, {'compiled' if own['compiled'] else 'eager'}), side "
-                     f"by side ({own['tokens_per_s']:,.0f} vs {hfs[-1]['tokens_per_s']:,.0f} tokens/s): "
-                     f"**{r['ratio_profile_dtype_vs_transformers']:.2f}x** transformers.")
+    for c in comparisons(r):
+        if c["at"] == "best":
+            lines.append(f"{vs_base}ours / transformers, same dtype and compile, side by side "
+                         f"({c['ours']:,.0f} vs {c['theirs']:,.0f} tokens/s): **{c['ratio']:.2f}x**.")
+        else:
+            lines.append(f"At the profile's own dtype ({c['dtype']}, {c['setting']}), side by side "
+                         f"({c['ours']:,.0f} vs {c['theirs']:,.0f} tokens/s): **{c['ratio']:.2f}x** transformers.")
     if "route" in r:
         lines.append(f"Our route at this shape: attention {r['route']['attention']}, loss {r['route']['loss']}.")
     if "quiet" in r:
