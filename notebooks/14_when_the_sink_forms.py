@@ -43,7 +43,7 @@ card = findings.finding_card("14_when_the_sink_forms")
 # 10 % after the last), so an onset is resolved to within 10 % of its step. A quantity's **onset** is the first
 # evaluation at which it reaches its threshold, fixed before any of these runs (`sinkpaper/paper/onsets.py`): the
 # sink at Sink_1 ≥ 10 %; a head with ≥ 0.3 of its attention on its induction (previous-token) target, where a
-# uniform head puts 1/64; a gain of ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
+# uniform head puts about 1/T (0.016 at T = 64); a gain of ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
 
 # %%
 from IPython.display import display
