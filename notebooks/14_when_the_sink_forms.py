@@ -23,6 +23,33 @@ from sinkpaper.book import findings
 
 card = findings.finding_card("14_when_the_sink_forms")
 
+# %% tags=["remove-input"]
+from IPython.display import Markdown, display
+
+from sinkpaper import paper
+from sinkpaper.book import figures, parameters, sources, tables
+from sinkpaper.book.figures import gates, onsets
+from sinkpaper.results import sweeps
+
+POINTS = ["onsets_base", "onsets_layers_4", "onsets_sigmoid", "onsets_gate_elementwise", "onsets_sink_logit",
+          "onsets_bos_each_doc_mask"]
+LABELS = {"onsets_base": "text base", "onsets_layers_4": "4 layers", "onsets_sigmoid": "sigmoid attention",
+          "onsets_gate_elementwise": "gated attention", "onsets_sink_logit": "sink logit",
+          "onsets_bos_each_doc_mask": "BOS per document, masked"}
+# the sink's onset where the stored families vary the learning rate and the weight decay (their runs predate the
+# circuits' evaluations, so they record the sink, and the newer ones token 1's norm, every 100 steps)
+LR = ["lr_x0.25", "lr_x0.5", "default", "lr_x2"]
+WD = ["wd_0", "wd_0.1", "wd_0.5", "wd_1", "wd_2"]
+CLAIMS = ["onset_sink_after_induction", "onset_induction_after_previous_token", "onset_massive_with_sink"]
+run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
+sources.record(run_stamp)
+lm = sweeps.lm_sweep("configs/onsets.yaml", profile, gpu_seeds)
+sources.record(lm.provenance(), what="the onsets family")
+sources.missing(lm, what="the onsets family")
+rows = onsets.onset_rows(lm.payloads, POINTS, LABELS)
+figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)", paper=onsets.paper_sink_window()),
+               onsets.onset_caption(rows, LABELS))
+
 # %% [markdown]
 # The paper's title asks *when* the sink emerges, and its answer is a step count: in its default run the sink
 # appears between 1k and 2k steps (Section 4; chapter 4 checks it on real text). What forms before it, and what it
@@ -45,43 +72,15 @@ card = findings.finding_card("14_when_the_sink_forms")
 # sink at Sink_1 ≥ 10 %; a head with ≥ 0.3 of its attention on its induction (previous-token) target, where a
 # uniform head puts about 1/T (0.016 at T = 64); a gain of ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
 
-# %%
-from IPython.display import display
-
-from sinkpaper import paper
-from sinkpaper.book import figures, parameters, sources, tables
-from sinkpaper.book.figures import gates, onsets
-from sinkpaper.results import sweeps
-
-POINTS = ["onsets_base", "onsets_layers_4", "onsets_sigmoid", "onsets_gate_elementwise", "onsets_sink_logit",
-          "onsets_bos_each_doc_mask"]
-LABELS = {"onsets_base": "text base", "onsets_layers_4": "4 layers", "onsets_sigmoid": "sigmoid attention",
-          "onsets_gate_elementwise": "gated attention", "onsets_sink_logit": "sink logit",
-          "onsets_bos_each_doc_mask": "BOS per document, masked"}
-# the sink's onset where the stored families vary the learning rate and the weight decay (their runs predate the
-# circuits' evaluations, so they record the sink, and the newer ones token 1's norm, every 100 steps)
-LR = ["lr_x0.25", "lr_x0.5", "default", "lr_x2"]
-WD = ["wd_0", "wd_0.1", "wd_0.5", "wd_1", "wd_2"]
-CLAIMS = ["onset_sink_after_induction", "onset_induction_after_previous_token", "onset_massive_with_sink"]
-run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)
-sources.record(run_stamp)
-
 # %% [markdown]
-# ## The onsets, run by run
+# ## Reading the first figure
 #
 # One row per seed, one mark per quantity at the step it formed; a hollow mark at the run's end is a quantity that
-# never formed there, and the grey tick is the run's last step. The points: the text base (2 layers, d 128, the BOS
-# fixed at position 1), its 4-layer version, sigmoid attention (no sink: does induction still form?), elementwise
-# gated attention, a learned sink logit per head, and one BOS before every document with attention masked between
-# documents.
-
-# %% tags=["hide-input"]
-lm = sweeps.lm_sweep("configs/onsets.yaml", profile, gpu_seeds)
-sources.record(lm.provenance(), what="the onsets family")
-sources.missing(lm, what="the onsets family")
-rows = onsets.onset_rows(lm.payloads, POINTS, LABELS)
-figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"),
-               onsets.onset_caption(rows, "onsets_base", "The text base"))
+# never formed there, the grey tick is the run's last step, and the shaded band the steps at which the paper's
+# default run grows its sink (Section 4; a step there is ~250x more tokens than here). The points: the text base
+# (2 layers, d 128, the BOS fixed at position 1), its 4-layer version, sigmoid attention (no sink: does induction
+# still form?), elementwise gated attention, a learned sink logit per head, and one BOS before every document with
+# attention masked between documents.
 
 # %% [markdown]
 # ## Each quantity against its threshold
@@ -92,10 +91,13 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # %% tags=["hide-input"]
 ratios = onsets.threshold_rows(lm.payloads, "onsets_base")
 title = f"The text base: each quantity over its threshold ({lm.profile} profile)"
-figures.figure(figures.band_chart(ratios, "ratio", title, "value / threshold", x="step", group="quantity",
-                                  rule_y=1.0, paper={}),
-               "Each quantity of the text base over its onset threshold (1 = formed)." if ratios else
-               "No run of the text base that records these quantities is stored yet.")
+if ratios:
+    figures.figure(figures.band_chart(ratios, "ratio", title, "value / threshold", x="step", group="quantity",
+                                      rule_y=1.0, paper={}),
+                   "Each quantity of the text base over its onset threshold (1 = formed).")
+else:
+    display(Markdown("*No run of the text base that records these quantities is stored yet; its seeds are "
+                     "queued (`configs/onsets.yaml`).*"))
 
 # %% [markdown]
 # ## Does the sink's onset move with the learning rate and the weight decay?
@@ -110,10 +112,11 @@ for s, what in ((lr, "the learning-rate points"), (wd, "the weight-decay points"
     sources.record(s.provenance(), what=what)
 lr_rows = onsets.onset_rows(lr.payloads, LR, quantities=("massive activation", "sink"))
 wd_rows = onsets.onset_rows(wd.payloads, WD, quantities=("massive activation", "sink"))
-figures.figure(figures.row(onsets.onset_chart(lr_rows, "Learning rate (x the text base's 2e-2)"),
-                           onsets.onset_chart(wd_rows, "Weight decay (the text base: 0.5)")),
-               onsets.onset_moves_caption(lr_rows, LR, "learning rate") + " "
-               + onsets.onset_moves_caption(wd_rows, WD, "weight decay"))
+window = onsets.paper_sink_window()
+figures.figure(onsets.onset_chart(lr_rows, "Learning rate (x the text base's 2e-2)", paper=window),
+               onsets.onset_moves_caption(lr_rows, LR, "learning rate"))
+figures.figure(onsets.onset_chart(wd_rows, "Weight decay (the text base: 0.5)", paper=window),
+               onsets.onset_moves_caption(wd_rows, WD, "weight decay"))
 
 # %% [markdown]
 # ## A sink logit is a gate
@@ -129,8 +132,11 @@ figures.figure(figures.row(onsets.onset_chart(lr_rows, "Learning rate (x the tex
 GATED = {"onsets_gate_elementwise": "gated attention (elementwise, mean over a head's dims)",
          "onsets_sink_logit": "sink logit: sigmoid(LSE - b_h)"}
 g = gates.gate_rows(lm.payloads, list(GATED), GATED)
-figures.figure(gates.gate_chart(g, f"Each head's gate over the queries ({lm.profile} profile)"),
-               gates.gate_caption(g))
+if g:
+    figures.figure(gates.gate_chart(g, f"Each head's gate over the queries ({lm.profile} profile)"),
+                   gates.gate_caption(g))
+else:
+    display(Markdown(f"*{gates.gate_caption(g)}*"))
 
 # %% [markdown]
 # ## The verdicts

@@ -139,17 +139,20 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
     assert got[0, "induction"] == (200.0, False) and got[1, "induction"] == (100.0, False)
     assert got[0, "massive activation"] == (400.0, True)                     # never: one evaluation past the end
     assert {r["run"] for r in rows} == {"the base · seed 0", "the base · seed 1"}   # "other" is not asked for
-    text = O.onset_caption(rows, "base", "The base")
-    assert text.startswith("The base, 2 seeds: the quantities formed in this order: previous token (median step "
-                           "100), then in-context gain (median step 100), then induction (median step 150), then "
-                           "sink (median step 250).")
+    text = O.onset_caption(rows, {"base": "the base"})
+    assert ("The base, 2 seeds: previous token (median step 100), then in-context gain (median step 100), then "
+            "induction (median step 150), then sink (median step 250).") in text
     assert "Never formed in any seed: massive activation." in text
     assert text.endswith("The sink formed after the induction heads in 1 of the 2 seeds in which it formed.")
-    assert O.onset_caption(rows, "nothing", "A point").startswith("No run of A point")
+    assert O.onset_caption([]).startswith("No stored run records these onsets yet")
     moves = O.onset_moves_caption(O.onset_rows(runs, ["base", "other"]), ["base", "other"], "learning rate")
     assert "base 200-300; other 400-400 (1 never)" in moves and "Seed ranges apart between base / other" in moves
     spec = O.onset_chart(rows, "t").to_dict()
     assert len(spec["layer"]) == 3                                              # ends, formed, never formed
+    window = O.paper_sink_window()
+    assert (window["lo"], window["hi"], window["who"]) == (1000, 2000, "paper")   # the registry's opt_emergence
+    from sinkpaper.book.figures import draws_the_paper
+    assert draws_the_paper(O.onset_chart(rows, "t", paper=window).to_dict()) and not draws_the_paper(spec)
     assert O.threshold_rows(runs, "base")[0] == {"step": 100, "seed": 0, "quantity": "previous token",
                                                  "ratio": 0.5 / 0.3}
 

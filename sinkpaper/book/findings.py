@@ -401,6 +401,10 @@ CSS = """
 .spx-finding .spx-plot{min-width:0;width:100%}
 .spx-finding .spx-plot .vega-embed{width:100%}
 .spx-nochart{font-size:.85em;color:#57606a;font-style:italic}
+.spx-finding.spx-waiting{grid-template-columns:minmax(0,1fr);padding:.3em 0}
+.spx-waiting .spx-claim{margin-bottom:0}
+.spx-waiting .spx-verdict{margin:0}
+.spx-waiting .spx-headline,.spx-waiting .spx-why{display:inline;margin-right:.4em}
 .spx-verdict{margin:.2em 0;font-size:.86em;line-height:1.35}
 .spx-chip{display:inline-block;color:#fff;border-radius:.8em;padding:0 .55em;font-weight:600;margin-right:.35em;
   white-space:nowrap}
@@ -419,11 +423,15 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
         '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     chart = claim_chart(e, shown)
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
+    claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
+             f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')
+    if chart is None and e.get("kind") != "check" and not any(has_values(result_at(e, s)) for s in shown):
+        # a claim still waiting for its runs: one compact row, so the first screen keeps room for what is measured
+        return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
+                f'<div class="spx-chips">{chips}</div></div></div>')
     why_none = "a check, not a measurement" if e.get("kind") == "check" else "no number yet"
     plot = chart_html(chart) if chart is not None else f'<div class="spx-nochart">nothing to draw: {why_none}</div>'
-    return (f'<div class="spx-finding" id="finding-{_e(e["id"])}"><div>'
-            f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
-            f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>{chips}</div>'
+    return (f'<div class="spx-finding" id="finding-{_e(e["id"])}"><div>{claim}{chips}</div>'
             f'<div class="spx-plot">{plot}</div></div>')
 
 

@@ -8,7 +8,8 @@ from typing import Mapping, Sequence
 
 import altair as alt
 
-from ...paper.onsets import ONSETS, _value, onset_step
+from ...paper.claims import claim
+from ...paper.onsets import ONSETS, Onset, _value, onset_step
 from ...results.reading import point_of
 from .core import _num, no_data_chart
 
@@ -19,6 +20,16 @@ SHAPES = {"previous token": "triangle-up", "induction": "diamond", "in-context g
           "massive activation": "cross", "sink": "circle"}
 COLORS = {"previous token": "#8c6bb1", "induction": "#1f77b4", "in-context gain": "#2ca02c",
           "massive activation": "#ff7f0e", "sink": "#d62728"}
+
+
+def paper_sink_window() -> dict:
+    """The steps between which the paper's default run grows its sink (Section 4), as the registry's rule for that
+    claim states them (opt_emergence's Onset): {"lo", "hi", "who": "paper", "what"}."""
+    rule = claim("opt_emergence").rule
+    onset = next(r for r in (rule, getattr(rule, "first", None), getattr(rule, "second", None))
+                 if isinstance(r, Onset))
+    return {"lo": onset.lo, "hi": onset.hi, "who": "paper",
+            "what": f"the paper's default run: the sink between {onset.lo:,.0f} and {onset.hi:,.0f} steps (Section 4)"}
 
 
 def onset_rows(payloads: Sequence[Mapping], points: Sequence[str], labels: Mapping[str, str] | None = None,
@@ -40,18 +51,19 @@ def onset_rows(payloads: Sequence[Mapping], points: Sequence[str], labels: Mappi
     return out
 
 
-def onset_chart(rows: Sequence[Mapping], title: str, width: int | str = "container") -> alt.LayerChart | alt.Chart:
+def onset_chart(rows: Sequence[Mapping], title: str, width: int | str = "container",
+                paper: Mapping | None = None) -> alt.LayerChart | alt.Chart:
     """Every run's onsets on one log-step axis: a row per run (seed), a filled mark per quantity where it formed,
-    a hollow one at the run's end where it never did, and a grey tick at each run's last step."""
+    a hollow one at the run's end where it never did, and a grey tick at each run's last step. ``paper``
+    (:func:`paper_sink_window`): the steps at which the paper's default run grows its sink, a shaded band."""
     if not rows:
         return no_data_chart(title, "no stored run records these onsets yet", 320 if width == "container" else width,
                              120)
     runs = list(dict.fromkeys(r["run"] for r in rows))
     qs = [q for q in QUANTITIES if any(r["quantity"] == q for r in rows)]
     values = [{**r, "shown": "never (by its last step)" if r["never"] else f"step {r['step']:,.0f}"} for r in rows]
-    lo = min(r["step"] for r in rows)
-    hi = max(r["step"] for r in rows)
-    xs = alt.Scale(type="log", domain=[_num(max(1.0, lo / 1.5)), _num(hi * 1.15)])
+    steps = [r["step"] for r in rows] + ([paper["lo"], paper["hi"]] if paper else [])
+    xs = alt.Scale(type="log", domain=[_num(max(1.0, min(steps) / 1.5)), _num(max(steps) * 1.15)])
     x = alt.X("step:Q", scale=xs, title="training step (log)")
     y = alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=180))
     legend = alt.Legend(orient="bottom", columns=3, title=None)
@@ -62,12 +74,20 @@ def onset_chart(rows: Sequence[Mapping], title: str, width: int | str = "contain
                tooltip=["run:N", "quantity:N", alt.Tooltip("shown:N", title="onset")])
     base = alt.Chart(alt.Data(values=values))
     ends = [{"run": r, "end": next(x["end"] for x in rows if x["run"] == r)} for r in runs]
-    return alt.layer(
+    layers = []
+    if paper:
+        band = alt.Chart(alt.Data(values=[dict(paper)]))
+        layers += [band.mark_rect(color=COLORS["sink"], opacity=0.08).encode(
+                       x=alt.X("lo:Q", scale=xs), x2="hi:Q",
+                       tooltip=[alt.Tooltip("who:N", title="source"), alt.Tooltip("what:N", title="")]),
+                   band.mark_text(align="left", baseline="top", dx=3, dy=2, fontSize=10, color="#555").encode(
+                       x=alt.X("lo:Q", scale=xs), y=alt.value(0), text=alt.value("paper: sink"))]
+    layers += [
         alt.Chart(alt.Data(values=ends)).mark_tick(color="#999", thickness=1.5, size=14).encode(
             x=alt.X("end:Q", scale=xs), y=y, tooltip=[alt.Tooltip("end:Q", title="last step", format=",")]),
         base.transform_filter("!datum.never").mark_point(filled=True, size=70, opacity=0.85).encode(**enc),
-        base.transform_filter("datum.never").mark_point(filled=False, size=70, strokeWidth=1.5).encode(**enc),
-        title=title).properties(width=width, height=max(60, 22 * len(runs)))
+        base.transform_filter("datum.never").mark_point(filled=False, size=70, strokeWidth=1.5).encode(**enc)]
+    return alt.layer(*layers, title=title).properties(width=width, height=max(60, 22 * len(runs)))
 
 
 def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence[str] = QUANTITIES) -> list[dict]:
@@ -89,29 +109,35 @@ def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence
     return out
 
 
-def onset_caption(rows: Sequence[Mapping], point: str, label: str) -> str:
-    """What :func:`onset_chart` shows for ``point``, as a sentence computed from its rows: the order in which the
-    quantities formed (median onset over seeds), and the seeds in which the sink came after the induction heads."""
-    mine = [r for r in rows if r["point"] == point]
-    if not mine:
-        return f"No run of {label} that records these onsets is stored yet; the chart fills in as its seeds land."
-    seeds = sorted({r["seed"] for r in mine})
-    by_q = {q: [r for r in mine if r["quantity"] == q] for q in QUANTITIES}
-    formed = {q: statistics.median(r["step"] for r in rs if not r["never"])
-              for q, rs in by_q.items() if rs and any(not r["never"] for r in rs)}
-    never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs)]
-    order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
-    text = f"{label}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}: " + (
-        f"the quantities formed in this order: {order}." if order else "none of the quantities formed.")
-    if never:
-        text += f" Never formed in any seed: {', '.join(never)}."
-    pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
-    pairs = [(s, d) for s, d in pairs if "sink" in d and "induction" in d and not d["sink"]["never"]]
-    if pairs:
-        later = [s for s, d in pairs if d["sink"]["step"] > d["induction"]["step"]]
-        text += (f" The sink formed after the induction heads in {len(later)} of the {len(pairs)} seeds in which it "
-                 "formed.")
-    return text
+def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = None) -> str:
+    """What :func:`onset_chart` shows, as sentences computed from its rows, one per point drawn: the order in which
+    the quantities formed (median onset over the seeds in which each formed), those that never formed, and the
+    seeds in which the sink came after the induction heads."""
+    labels = labels or {}
+    if not rows:
+        return "No stored run records these onsets yet; the figure fills in as the onsets family's runs land."
+    said = []
+    for point in dict.fromkeys(r["point"] for r in rows):
+        mine = [r for r in rows if r["point"] == point]
+        seeds = sorted({r["seed"] for r in mine})
+        by_q = {q: [r for r in mine if r["quantity"] == q] for q in QUANTITIES}
+        formed = {q: statistics.median(r["step"] for r in rs if not r["never"])
+                  for q, rs in by_q.items() if rs and any(not r["never"] for r in rs)}
+        never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs)]
+        order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
+        label = labels.get(point, point)
+        text = f"{label[0].upper() + label[1:]}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}: " + (
+            f"{order}." if order else "none of the quantities formed.")
+        if never:
+            text += f" Never formed in any seed: {', '.join(never)}."
+        pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
+        pairs = [(s, d) for s, d in pairs if "sink" in d and "induction" in d and not d["sink"]["never"]]
+        if pairs:
+            later = [s for s, d in pairs if d["sink"]["step"] > d["induction"]["step"]]
+            text += (f" The sink formed after the induction heads in {len(later)} of the {len(pairs)} seeds in "
+                     "which it formed.")
+        said.append(text)
+    return "Onsets in the order they came (median step over the seeds in which each formed). " + " ".join(said)
 
 
 def onset_moves_caption(rows: Sequence[Mapping], points: Sequence[str], what: str, quantity: str = "sink") -> str:
