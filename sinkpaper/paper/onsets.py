@@ -28,7 +28,8 @@ ONSETS: dict[str, tuple[str, float]] = {
 }
 
 
-def _value(c: Mapping, key: str) -> float | None:
+def evaluation_value(c: Mapping, key: str) -> float | None:
+    """What one evaluation of a stored curve recorded for an :data:`ONSETS` key (None where it recorded none)."""
     if key == "Sink_1":
         return c["sink_k"]["1"] if "sink_k" in c else None
     if key == "massive_activation_max":
@@ -44,7 +45,7 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
         raise ValueError(f"unknown onset {quantity!r}; valid: {', '.join(ONSETS)}")
     key, threshold = ONSETS[quantity]
     evals = [c for c in payload.get("curve", []) if "sink_k" in c]
-    values = [(c["step"], _value(c, key)) for c in evals]
+    values = [(c["step"], evaluation_value(c, key)) for c in evals]
     if not any(v is not None for _, v in values):
         return None
     hit = next((step for step, v in values if v is not None and v >= threshold), None)

@@ -8,7 +8,9 @@
 * :mod:`.paper_marks`: the paper's number on a chart where :mod:`sinkpaper.paper` has one, and none where it has
   none;
 * :mod:`.html_tables`: the HTML tables and provenance lines;
-* :mod:`.specs`: a chart read back from its spec (the tests' and the page audit's checks).
+* :mod:`.specs`: a chart read back from its spec (the tests' and the page audit's checks);
+* :mod:`.onsets` and :mod:`.gates`: chapter 14's onsets on one time axis and the gates a sink logit and gated
+  attention learn (imported as ``figures.onsets`` / ``figures.gates``).
 
 The tables built from stored runs are in :mod:`sinkpaper.book.tables`.
 """

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import altair as alt
 
 from ...paper.claims import claim
-from ...paper.onsets import ONSETS, Onset, _value, onset_step
+from ...paper.onsets import ONSETS, Onset, evaluation_value, onset_step
 from ...results.reading import point_of
 from .core import _num, no_data_chart
 
@@ -102,7 +102,7 @@ def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence
                 continue
             for q in quantities:
                 key, threshold = ONSETS[q]
-                v = _value(c, key)
+                v = evaluation_value(c, key)
                 if v is not None:
                     out.append({"step": c["step"], "seed": p["config"]["run"]["seed"], "quantity": q,
                                 "ratio": v / threshold})
