@@ -131,8 +131,9 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
 def _paired(m: Runs, got: Mapping[str, Mapping[int, float]]) -> tuple[list[int], dict, dict]:
     """(the paired seeds, each label's value per paired seed, each label's mean over them). Seeds are paired across
     the claim's labels: those every label the rule may read has (a seed such a label lacks drops out for all); a
-    label shown beside gives the paired seeds it has, and is left out where it has none. Fewer than SEEDS_MIN
-    paired seeds give no values."""
+    label shown beside is shown only where it has every paired seed (a mean over fewer seeds would sit beside
+    means over more with nothing to say so), and holds no verdict back. Fewer than SEEDS_MIN paired seeds give no
+    values."""
     judged = [k for k in got if k not in m.beside]
     paired = sorted(set.intersection(*(set(got[k]) for k in judged))) if judged else []
     if len(paired) < SEEDS_MIN:
