@@ -10,19 +10,16 @@ half its fp32 rate). The JSON says whether the machine was quiet.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 
 import torch
 
-from sinkpaper import provenance
-from sinkpaper.files import atomic_write_text
 from sinkpaper.models import SinkModel
 from sinkpaper.models import model as M
 from sinkpaper.train import accel
-from sinkpaper.train.bench import bench_config, quiet_machine
+from sinkpaper.train.bench import bench_config, finish_cpu_script
 
 OPTIONS = {"trainer's setting": {}, "fused projections": {}, "cpp_wrapper": {"cpp_wrapper": True},
            "max_autotune": {"max_autotune": True}}
@@ -102,16 +99,7 @@ def main() -> None:
               "gemm": gemm_rows(cfg.optim.batch_size * cfg.data.context, int(cfg.model["d_model"]),
                                 int(cfg.model.get("vocab_size", 8192))),
               "adopted": {"FUSED_PROJECTIONS": M.FUSED_PROJECTIONS, "inductor options": "defaults"}}
-    loads = [load_before, os.getloadavg()[0]]
-    result["quiet"] = quiet_machine(torch.device("cpu"), loads)
-    result["provenance"] = provenance.stamp(torch.device("cpu"), threads=1, steps=a.steps, cpu_model=accel.cpu_model(),
-                                            load_average_1min=[round(x, 2) for x in loads], cpus=os.cpu_count(),
-                                            source_of_numbers="computed now",
-                                            command=["python", "scripts/bench_cpu_options.py"])
-    print(result["quiet"]["why"])
-    if a.json:
-        atomic_write_text(a.json, json.dumps(result, indent=1))
-
+    finish_cpu_script(result, load_before, a.steps, "scripts/bench_cpu_options.py", a.json)
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,6 @@ rows timed in turn; the JSON says whether the machine was quiet.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -17,14 +16,12 @@ import time
 import torch
 import torch.nn.functional as F
 
-from sinkpaper import provenance
 from sinkpaper.attention import attention_reference
 from sinkpaper.attention.masks import visible_mask
-from sinkpaper.files import atomic_write_text
 from sinkpaper.models import SinkModel
 from sinkpaper.models import model as M
 from sinkpaper.train import accel
-from sinkpaper.train.bench import bench_config, quiet_machine
+from sinkpaper.train.bench import bench_config, finish_cpu_script
 
 
 def attention_rows(reps: int) -> list[dict]:
@@ -97,16 +94,7 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     result = {"benchmark": "cpu-routes", "attention": attention_rows(a.steps), "loss_chunks": loss_chunk_rows(a.steps),
               "chosen": {"CPU_REFERENCE_MAX_T": M.CPU_REFERENCE_MAX_T, "CPU_LOSS_CHUNK_BYTES": M.CPU_LOSS_CHUNK_BYTES}}
-    loads = [load_before, os.getloadavg()[0]]
-    result["quiet"] = quiet_machine(torch.device("cpu"), loads)
-    result["provenance"] = provenance.stamp(torch.device("cpu"), threads=1, steps=a.steps, cpu_model=accel.cpu_model(),
-                                            load_average_1min=[round(x, 2) for x in loads], cpus=os.cpu_count(),
-                                            source_of_numbers="computed now",
-                                            command=["python", "scripts/bench_cpu_routes.py"])
-    print(result["quiet"]["why"])
-    if a.json:
-        atomic_write_text(a.json, json.dumps(result, indent=1))
-
+    finish_cpu_script(result, load_before, a.steps, "scripts/bench_cpu_routes.py", a.json)
 
 if __name__ == "__main__":
     main()

@@ -244,6 +244,24 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     return result
 
 
+def finish_cpu_script(result: dict, load_before: float, steps: int, script: str, json_path: str | None) -> dict:
+    """The end of a one-thread CPU measurement script (scripts/bench_cpu_*.py): whether the machine was quiet from
+    ``load_before`` to now, the provenance, the quiet line printed, and ``result`` written atomically to
+    ``json_path`` when given."""
+    from .. import provenance
+    from ..files import atomic_write_text
+    cpu = torch.device("cpu")
+    loads = [load_before, os.getloadavg()[0]]
+    result["quiet"] = quiet_machine(cpu, loads)
+    result["provenance"] = provenance.stamp(cpu, threads=1, steps=steps, cpu_model=accel.cpu_model(),
+                                            load_average_1min=[round(x, 2) for x in loads], cpus=os.cpu_count(),
+                                            source_of_numbers="computed now", command=["python", script])
+    print(result["quiet"]["why"])
+    if json_path:
+        atomic_write_text(json_path, json.dumps(result, indent=1))
+    return result
+
+
 def quiet_machine(dev, loads: list[float], cpus: int | None = None) -> dict:
     """Whether a CPU benchmark ran on a quiet machine: the 1-minute load average at its start and end at most the
     number of cores (above it, other work shared the cores and every ratio is a reading under load). A GPU's
