@@ -89,7 +89,7 @@ def measure_circuits(net, input_ids: torch.Tensor, half: int, batch_size: int = 
         k = len(ids)
         ind = a * k if ind is None else ind + a * k
         prev = b * k if prev is None else prev + b * k
-        gains.append((in_context_gain(net(ids, **(docs or {})).logits, ids, half), k))
+        gains.append((in_context_gain(tr.logits, ids, half), k))   # the same forward pass's logits
         n += k
     ind, prev = (ind / n).cpu(), (prev / n).cpu()
     gain = sum(g * k for g, k in gains) / n

@@ -48,6 +48,7 @@ class Trace:
     sink_alphas: list[torch.Tensor] | None = None
     layer_visible: list[torch.Tensor] | None = None
     gates: list[torch.Tensor] | None = None      # per layer [B, H, T]: the gate on each head's output per query
+    logits: torch.Tensor | None = None           # [B, T, vocab] of the same forward pass, where the model gives them
 
     def visible_of(self, layer: int) -> torch.Tensor:
         """The [B or 1, T, T] mask of one layer: `layer_visible[layer]` when given, else `visible`."""

@@ -445,7 +445,7 @@ class SinkModel(nn.Module):
             handles.append(points[name].register_forward_hook(
                 lambda _m, _i, out, key=key: store.setdefault(key, []).append(out.detach())))
         try:
-            self.forward(input_ids, doc_ids=doc_ids)
+            logits = self.forward(input_ids, doc_ids=doc_ids).logits
         finally:
             for h in handles:
                 h.remove()
@@ -467,7 +467,7 @@ class SinkModel(nn.Module):
             hidden_states=[h[:, e:] for h in store["hook_embed"] + store["hook_resid_post"]],
             sink_attention=sink,
             queries=cut(store["hook_q"]), keys=cut(store["hook_k"]), values=cut(store["hook_v"]),
-            proxy=self.cfg.proxy_metric, gates=gates,
+            proxy=self.cfg.proxy_metric, gates=gates, logits=logits,
         )
 
     def _trace_column_stats(self, input_ids: torch.Tensor, doc_ids: torch.Tensor | None) -> Trace:
