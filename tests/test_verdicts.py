@@ -246,7 +246,19 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
     r = paper.result(claim, "real text (CPU)", {}, str(store))
     assert r["verdict"] == full["verdict"] != R and r["status"] == "found"
     assert r["values"][beside] is None
-    assert full["values"][doc_start] is None      # the stored runs predate that reading: shown as missing, no hold
+    # the document-start reading has seeds 0 and 1 (seed 2 diverged): their mean, said to be theirs only, the
+    # divergence named among the runs not counted; per-seed values only where a label has every paired seed
+    doc = paper.claim("pack_doc_mask").measure["real text (CPU)"].points[doc_start]
+    got = {s: paper.store_lookup(str(REPO / doc[2]), "text", doc[0], s, str(store)) for s in (0, 1, 2)}
+    assert [st for _, st in got.values()] == ["found", "found", "diverged"]
+    two = [reading.plateau_of(got[s][0], "Sink_doc_start")["mean"] for s in (0, 1)]
+    assert full["values"][doc_start] == pytest.approx(sum(two) / 2) and doc_start not in full["seed_values"]
+    assert f"{doc_start}: the mean of seeds 0, 1 only (of 0, 1, 2)" in full["note"]
+    assert "onsets_bos_each_doc_mask seed 2: diverged, non-finite loss (first at step 270)" in full["note"]
+    (store / f"{got[1][0]['hash']}.json.gz").unlink()
+    one = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert one["values"][doc_start] == pytest.approx(two[0]) and "the mean of seed 0 only" in one["note"]
+    assert one["verdict"] == full["verdict"]
     judged = "bos_each_doc_mask: Sink_first"
     assert r["values"][judged] == full["values"][judged] is not None
     payload, _ = paper.store_lookup(str(REPO / "configs/packing.yaml"), "text", "bos_each_doc_mask", 0, str(store))

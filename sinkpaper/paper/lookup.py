@@ -11,6 +11,7 @@ from ..results.reading import NotEnoughEvaluations, plateau_of, still_rising, st
 from ..train.config import PROFILES
 from ..train import store as S
 from ..train.store import DEFAULT_STORE
+from ..train.sweep import DIVERGED, read_diverged
 from .claim import Chapter, Claim, NotRun, Runs
 from .claims import CLAIMS, rule_check
 from .onsets import onset_step
@@ -21,16 +22,20 @@ from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT
 # ------------------------------------------------------------------------------------- the results store
 def store_lookup(config: str, profile: str, point: str, seed: int, store: str = DEFAULT_STORE) \
         -> tuple[dict | None, str]:
-    """A sweep point's stored run for the listing: (payload, status) with status "found", "missing" or STALE, read
-    through the one loop over the store (:func:`sinkpaper.results.reading.stored`); a stale run is never read as a
-    current result."""
+    """A sweep point's stored run for the listing: (payload, status) with status "found", "missing", STALE or
+    DIVERGED (then the payload is the divergence record: its "error" says at which step), read through the one
+    loop over the store (:func:`sinkpaper.results.reading.stored`); a stale run is never read as a current
+    result."""
     try:   # a family's file is found whatever the working directory (./configs, then the shipped configs)
         [run] = stored(find_config(config), profile, [point], [seed], store)
     except (ValueError, KeyError, FileNotFoundError):
         return None, "missing"          # e.g. a profile ("text") the config does not define yet
     if run.found:
         return run.payload, "found"
-    return None, STALE if run.status == S.STALE else "missing"
+    if run.status == S.STALE:
+        return None, STALE
+    diverged = read_diverged(store, run.cfg)
+    return (diverged, DIVERGED) if diverged else (None, "missing")
 
 
 PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
@@ -101,8 +106,10 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                 if seed in m.seeds:
                     r.stale.append(f"{point} seed {seed}")
                 continue
-            if payload is None:
+            if payload is None or st == DIVERGED:
                 r.missing_required |= seed in m.seeds and label not in m.beside
+                if st == DIVERGED:   # a result (the paper's "-"), named, never read as a value
+                    r.excluded.append(f"{point} seed {seed}: diverged, {payload['error'].split(';')[0]}")
                 continue
             r.prov.append(payload["hash"])
             if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
@@ -130,17 +137,29 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
 
 def _paired(m: Runs, got: Mapping[str, Mapping[int, float]]) -> tuple[list[int], dict, dict]:
     """(the paired seeds, each label's value per paired seed, each label's mean over them). Seeds are paired across
-    the claim's labels: those every label the rule may read has (a seed such a label lacks drops out for all); a
-    label shown beside is shown only where it has every paired seed (a mean over fewer seeds would sit beside
-    means over more with nothing to say so), and holds no verdict back. Fewer than SEEDS_MIN paired seeds give no
-    values."""
+    the claim's labels: those every label the rule may read has (a seed such a label lacks drops out for all). A
+    label shown beside holds no verdict back: with every paired seed it is read like the others; with only some of
+    them its mean is over those (:func:`_beside_short` names them in the result's note) and it has no per-seed
+    values. Fewer than SEEDS_MIN paired seeds give no values."""
     judged = [k for k in got if k not in m.beside]
     paired = sorted(set.intersection(*(set(got[k]) for k in judged))) if judged else []
     if len(paired) < SEEDS_MIN:
         return paired, {}, {k: None for k in m.points}
     seed_values = {k: [got[k][s] for s in paired] for k in got if k in judged or all(s in got[k] for s in paired)}
-    return paired, seed_values, {k: (statistics.fmean(seed_values[k]) if seed_values.get(k) else None)
+    short = _beside_short(m, got, paired)
+    return paired, seed_values, {k: (statistics.fmean(seed_values[k]) if seed_values.get(k)
+                                     else statistics.fmean(got[k][s] for s in short[k]) if k in short else None)
                                  for k in m.points}
+
+
+def _beside_short(m: Runs, got: Mapping[str, Mapping[int, float]], paired: Sequence[int]) -> dict[str, list[int]]:
+    """The labels shown beside that have some but not all of the paired seeds: {label: the paired seeds it has}."""
+    out = {}
+    for k in m.beside:
+        have = [s for s in paired if s in got.get(k, {})]
+        if have and len(have) < len(paired):
+            out[k] = have
+    return out
 
 
 def _status(r: _Read, enough: bool) -> str:
@@ -162,6 +181,10 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool)
         notes.append(f"{len(r.excluded)} run(s) not counted: " + "; ".join(r.excluded))
     if enough and len(paired) != len(m.seeds):
         notes.append(f"seeds {', '.join(map(str, paired))}")
+    if enough:
+        for k, have in _beside_short(m, r.got, paired).items():
+            notes.append(f"{k}: the mean of seed{'s' if len(have) > 1 else ''} {', '.join(map(str, have))} only "
+                         f"(of {', '.join(map(str, paired))})")
     if r.dirty:
         notes.append("trained from uncommitted changes (code version marked .dirty; the diff was not recorded then): "
                      + ", ".join(sorted(set(r.dirty))))
