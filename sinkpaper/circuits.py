@@ -83,7 +83,7 @@ def measure_circuits(net, input_ids: torch.Tensor, half: int, batch_size: int = 
     for i in range(0, len(input_ids), batch_size):
         ids = input_ids[i:i + batch_size]
         docs = None if doc_ids is None else {"doc_ids": doc_ids[i:i + batch_size]}
-        tr = net.trace(ids, method="maps", **(docs or {}))
+        tr = net.trace(ids, method="maps", logits=True, **(docs or {}))
         a = torch.stack([induction_score(m.float(), ids, half) for m in tr.attentions])        # [L, H]
         b = torch.stack([previous_token_score(m.float()) for m in tr.attentions])
         k = len(ids)

@@ -89,11 +89,13 @@ def test_measure_circuits_reads_every_layer_and_head_of_a_model():
     want = induction_score(tr.attentions[1].float(), ids, half)
     assert torch.allclose(torch.tensor(out["induction_by_head"][1]), want, atol=1e-5)
     # the gain reads the trace's own logits (one forward pass): they are the plain forward's, with a sink token too
-    assert torch.equal(tr.logits, net(ids).logits)
+    assert tr.logits is None                        # the head runs only where its logits are asked for
+    assert torch.equal(net.trace(ids, logits=True).logits, net(ids).logits)
     assert abs(out["in_context_gain"] - in_context_gain(net(ids).logits, ids, half)) < 1e-5
     sunk = SinkModel(ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_seq_len=40,
                                  sink="sink_token")).eval()
-    assert torch.equal(sunk.trace(ids).logits, sunk(ids).logits) and sunk.trace(ids).logits.shape[:2] == ids.shape
+    got = sunk.trace(ids, logits=True).logits
+    assert torch.equal(got, sunk(ids).logits) and got.shape[:2] == ids.shape
 
 
 def test_a_run_with_the_circuit_evaluations_records_them_at_log_spaced_early_steps(tmp_path):

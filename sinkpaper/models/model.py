@@ -382,12 +382,9 @@ class SinkModel(nn.Module):
                 else "plain when compiled, chunked when eager")
         return {"attention": self.blocks[0].attn.route(ctx, seq_len, dev), "loss": loss}
 
-    def forward(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None,
-                targets: torch.Tensor | None = None, return_logits: bool | None = None) -> ModelOutput:
-        """input_ids [B, T] -> logits [B, T, vocab]; with targets [B, T] (-100 = ignored) also the mean loss.
-
-        With targets the logits are not materialised unless `return_logits=True`: the loss comes from
-        `linear_cross_entropy` (chunked over tokens, the same value and gradients as the plain cross-entropy)."""
+    def hidden(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """input_ids [B, T] -> the final-normed hidden states [B, T, d] of the real tokens, which the LM head reads
+        (the forward pass up to the head: :meth:`forward` and :meth:`trace` both run it)."""
         cfg = self.cfg
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [batch, T], got shape {tuple(input_ids.shape)}")
@@ -407,7 +404,16 @@ class SinkModel(nn.Module):
         ctx = self._context(T, doc_ids, device)
         for block in self.blocks:
             x = block(x, ctx)
-        h = self.final_norm(x)[:, self.n_extra:]
+        return self.final_norm(x)[:, self.n_extra:]
+
+    def forward(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None,
+                targets: torch.Tensor | None = None, return_logits: bool | None = None) -> ModelOutput:
+        """input_ids [B, T] -> logits [B, T, vocab]; with targets [B, T] (-100 = ignored) also the mean loss.
+
+        With targets the logits are not materialised unless `return_logits=True`: the loss comes from
+        `linear_cross_entropy` (chunked over tokens, the same value and gradients as the plain cross-entropy)."""
+        h = self.hidden(input_ids, doc_ids=doc_ids)
+        device = input_ids.device
         route = self.loss_route(device)
         chunked = targets is not None and not return_logits and (route != "plain" or not torch.compiler.is_compiling())
         logits = None if chunked else self.lm_head(h)
@@ -422,9 +428,12 @@ class SinkModel(nn.Module):
         return ModelOutput(logits=logits if return_logits or targets is None else None, loss=loss)
 
     @torch.no_grad()
-    def trace(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None, method: str = "maps") -> Trace:
+    def trace(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None, method: str = "maps",
+              logits: bool = False) -> Trace:
         """One forward pass that records maps, q/k/v and hidden states into a `Trace` (real tokens only;
         the sink token's or KV / K bias's column goes to `sink_attention`; the paper's V bias has no column).
+        logits=True also runs the LM head and keeps its logits (they are the plain forward's); without it the
+        head, most of a forward's FLOPs at a small model's vocabulary, is not run.
 
         method="stats" records no T x T map: each layer's alpha_k comes from `sinkpaper.fused.column_stats`
         (fused on GPU; the reference on CPU unless TRITON_INTERPRET=1), for any sequence length.
@@ -445,7 +454,8 @@ class SinkModel(nn.Module):
             handles.append(points[name].register_forward_hook(
                 lambda _m, _i, out, key=key: store.setdefault(key, []).append(out.detach())))
         try:
-            logits = self.forward(input_ids, doc_ids=doc_ids).logits
+            h = self.hidden(input_ids, doc_ids=doc_ids)
+            out = self.lm_head(h) if logits else None
         finally:
             for h in handles:
                 h.remove()
@@ -467,7 +477,7 @@ class SinkModel(nn.Module):
             hidden_states=[h[:, e:] for h in store["hook_embed"] + store["hook_resid_post"]],
             sink_attention=sink,
             queries=cut(store["hook_q"]), keys=cut(store["hook_k"]), values=cut(store["hook_v"]),
-            proxy=self.cfg.proxy_metric, gates=gates, logits=logits,
+            proxy=self.cfg.proxy_metric, gates=gates, logits=out,
         )
 
     def _trace_column_stats(self, input_ids: torch.Tensor, doc_ids: torch.Tensor | None) -> Trace:
@@ -502,7 +512,7 @@ class SinkModel(nn.Module):
             handles.append(attn.hook_k.register_forward_hook(on_k))
             handles.append(block.hook_resid_post.register_forward_hook(lambda _m, _i, out: hidden.append(out.detach())))
         try:
-            self.forward(input_ids, doc_ids=doc_ids)
+            self.hidden(input_ids, doc_ids=doc_ids)   # the maps' statistics need no LM head
         finally:
             for h in handles:
                 h.remove()
