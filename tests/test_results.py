@@ -319,13 +319,14 @@ def test_corpus_block(tmp_path):
         "uint16 copy holds 4 MB of tokens (from `c.json`).", "Training tokens of its 2 sources: y 1.00M, x 0.50M."]
 
 
-def _store_run(store, point, seed, sink_1, val_loss, eval_share=0.02):
+def _store_run(store, point, seed, sink_1, val_loss, eval_share=0.02, **prov):
     from sinkpaper.train.store import write_result
     from sinkpaper.train.sweep import sweep_configs
     [(_, _, cfg)] = sweep_configs(REPO / "configs/optimization.yaml", "text", [point], [seed])
     write_result(store, cfg, {"sink_k": {"1": sink_1}, "alpha_1_mean": 0.2, "val_loss": val_loss, "provenance": {
         "dtype": cfg.run.dtype, "hardware": "CPU test", "compiled": True, "code_version": "v1",
-        "computed_at": "2000-01-01 00:00 UTC", "eval_share": eval_share, "eval_seconds": 1.0, "wall_seconds": 50.0}})
+        "computed_at": "2000-01-01 00:00 UTC", "eval_share": eval_share, "eval_seconds": 1.0, "wall_seconds": 50.0,
+        **prov}})
 
 
 def test_dtype_check_and_eval_share_blocks(tmp_path):
@@ -350,7 +351,10 @@ def test_dtype_check_and_eval_share_blocks(tmp_path):
             "outside, seed 2 5.100 inside).") in lines
     assert "Not stored yet: dtype_fp32 seed 1." in lines
     share = eval_share_lines(tmp_path, cfg)
-    assert "seed 0 1.0 %; seed 1 2.0 %; seed 2 3.0 %; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]
+    # runs stored before the share covered a whole resumed run are marked as counting their last session
+    assert "seed 0 1.0 % †; seed 1 2.0 % †; seed 2 3.0 % †; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]
+    _store_run(tmp_path, "default", 1, 30.0, 5.0, eval_share=0.02, eval_share_over="the run")
+    assert "seed 0 1.0 % †; seed 1 2.0 %; seed 2 3.0 % †;" in eval_share_lines(tmp_path, cfg)[1]
 
 
 def _store_curve_run(store, config, point, seed, curve, profile="text", val_loss=5.0, **prov):

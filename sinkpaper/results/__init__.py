@@ -156,18 +156,21 @@ def dtype_check_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "c
 def eval_share_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "configs/optimization.yaml",
                      points=("default", "dtype_fp32"), seeds=(0, 1, 2)) -> list[str]:
     """The evaluation's share of each stored base-recipe run at the text profile (the trainer's `eval_share`:
-    evaluation seconds over the seconds of the run's last session, so a resumed run counts its last session)."""
-    lines = ["The evaluation's share of each stored run's wall time (of its last session where the run was resumed; "
-             "the trainer's `eval_share`, from the results store):"]
+    evaluation seconds over the run's wall seconds; a run stored before it covered the whole of a resumed run,
+    without `eval_share_over`, counted its last session, and is marked so)."""
+    lines = ["The evaluation's share of each stored run's wall time (the trainer's `eval_share`, from the results "
+             "store; † its last session only, for a run stored before the share covered a resumed run's whole "
+             "time):"]
     for pt in points:
         rs = [r for r in runs(config, "text", [pt], seeds, store) if r.provenance.get("eval_share") is not None]
         if not rs:
             lines.append(f"{Path(config).stem}/{pt}: no stored run records its evaluation share.")
             continue
         cfg = rs[0].config
+        mark = lambda r: "" if r.provenance.get("eval_share_over") == "the run" else " †"  # noqa: E731
         lines.append(f"{_point_label(config, pt, rs)}, an evaluation every {cfg['eval']['every']} steps on "
                      f"{cfg['eval']['n_samples']} held-out {cfg['eval']['seq_len']}-token sequences: "
-                     + "; ".join(f"seed {r.seed} {100 * r.provenance['eval_share']:.1f} %" for r in rs)
+                     + "; ".join(f"seed {r.seed} {100 * r.provenance['eval_share']:.1f} %{mark(r)}" for r in rs)
                      + f"; mean [min, max] {fmt_spread(spread([100 * r.provenance['eval_share'] for r in rs]))} %.")
     return lines
 

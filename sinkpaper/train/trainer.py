@@ -301,7 +301,6 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     log_path = out / "log.jsonl"
     bar = _progress_bar(cfg, step) if progress and rank == 0 else None
     t_start = time.perf_counter() - wall
-    t_session = time.perf_counter()
     book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start)
     # Nothing in a step waits for the device: the loss stays on it, and whether it was finite is kept there too
     # (`first_bad`, the first step with a non-finite loss). The host reads them only where it must anyway, at
@@ -354,10 +353,15 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
         return {}
     # resumed at the very end: evaluate the final weights
     last_eval = book.last_eval or evaluate(model, cfg, data, device, dtype)
-    stamp = provenance.stamp(device, wall_seconds=round(time.perf_counter() - t_start, 1), tokens_seen=tokens,
+    # the evaluations' time over the whole run, resumed or not: the log keeps each evaluation's seconds up to the
+    # checkpoint a resumed run restarted from, as the wall clock does (early log-spaced evaluations crowd a run's
+    # start, so its last session alone is not its share)
+    wall_total = time.perf_counter() - t_start
+    eval_total = sum(r["eval_seconds"] for r in read_log(log_path) if "eval_seconds" in r)
+    stamp = provenance.stamp(device, wall_seconds=round(wall_total, 1), tokens_seen=tokens,
                              source_of_numbers="computed now", profile=cfg.profile, dtype=dtype, compiled=compiled,
-                             eval_seconds=round(book.eval_seconds, 2),
-                             eval_share=round(book.eval_seconds / max(1e-9, time.perf_counter() - t_session), 4),
+                             eval_seconds=round(eval_total, 2), eval_share=round(eval_total / max(1e-9, wall_total), 4),
+                             eval_share_over="the run",
                              threads=torch.get_num_threads(),
                              route=route)
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
@@ -386,7 +390,6 @@ class _Bookkeeping:
     bar: Any
     t_start: float
     last_eval: dict | None = None
-    eval_seconds: float = 0.0
 
     def at(self, step: int, tokens: int, loss: float, rate: float, *, logs: bool, evals: bool, saves: bool) -> float:
         """Log, evaluate and checkpoint as asked; returns the time the next tokens/s rate counts from (after the
@@ -400,7 +403,6 @@ class _Bookkeeping:
             t_eval = time.perf_counter()
             self.last_eval = evaluate(self.model, self.cfg, self.data, self.device, self.dtype)
             took = time.perf_counter() - t_eval
-            self.eval_seconds += took        # this session's evaluation time (its share of the run)
             record = {**(record or {"step": step, "tokens": tokens, "loss": loss}), **self.last_eval,
                       "eval_seconds": took}
             now = time.perf_counter()
