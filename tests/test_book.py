@@ -494,6 +494,28 @@ def test_broken_chapter_keeps_the_book_building(tmp_path, capsys):
         assert json.dumps(colab.pip_spec(ref))[1:-1] in executed and "@main" not in executed
 
 
+def test_a_partial_build_without_the_first_page_stops_before_any_chapter_runs(tmp_path, capsys):
+    """`build --only` on a checkout where the book's first page was never executed: jupyter-book would stop on it
+    after the chapters ran, so the runner says so first; other unexecuted pages are named and left out."""
+    if not (Path(sys.executable).parent / "jupyter-book").exists():
+        pytest.skip("jupyter-book not installed next to this interpreter")
+    _write_toc(tmp_path, ["book/03_good", "book/04_other"])
+    (tmp_path / "book" / "front.md").unlink()    # the first page, never executed here
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    for stem in ("03_good", "04_other"):
+        (nbdir / f"{stem}.py").write_text(OK_NB)
+    args = ["build", "--notebooks-dir", str(nbdir), "--out-dir", str(tmp_path / "book"), "--root", str(tmp_path)]
+    first = runner.toc_docnames(tmp_path / "_toc.yml")[0]
+    assert runner.unbuilt_pages(tmp_path, ["03_good"]) == [first, "book/04_other"]
+    assert runner.main([*args, "--only", "03_good"]) == 2
+    err = capsys.readouterr().err
+    assert f"the book's first page, {Path(first).name}, was never executed here" in err
+    assert not list((tmp_path / "book").glob("*.ipynb"))     # nothing ran
+    (tmp_path / f"{first}.md").write_text("# Front\n")
+    assert runner.unbuilt_pages(tmp_path, ["03_good"]) == ["book/04_other"]
+
+
 def test_build_without_any_successful_chapter_builds_nothing(tmp_path, capsys):
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()

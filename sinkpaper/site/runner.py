@@ -166,6 +166,17 @@ def toc_docnames(toc_path: str | os.PathLike) -> list[str]:
     return [re.sub(r"\.(ipynb|md|rst)$", "", n) for n in names]
 
 
+def unbuilt_pages(root: Path, to_run: Sequence[str] = ()) -> list[str]:
+    """The pages ``root/_toc.yml`` lists that have no source under ``root`` (no executed ``.ipynb``, no ``.md``)
+    and are not among the stems ``to_run``: a partial build (``--only``) on a checkout where they were never
+    executed, which jupyter-book would stop on after the chapters ran."""
+    toc = root / "_toc.yml"
+    if not toc.exists():
+        return []
+    return [d for d in toc_docnames(toc) if Path(d).name not in set(to_run)
+            and not any((root / d).with_suffix(ext).exists() for ext in (".ipynb", ".md", ".rst"))]
+
+
 def execution_order(sources: Sequence[Path]) -> list[Path]:
     """Name order, except that notebooks whose stem contains one of :data:`RUN_LAST_MARKERS` come last (they read
     what every other chapter writes); among themselves they keep name order."""
@@ -571,6 +582,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = parse_params(args.param)
         if args.command == "build":
             jupyter_book()  # missing jupyter-book is said before any notebook runs
+            if args.only:   # jupyter-book stops on a missing first page (others it leaves out with a warning)
+                root = args.root if args.root is not None else Path(args.out_dir).resolve().parent
+                unbuilt = unbuilt_pages(root, args.only)
+                if unbuilt and unbuilt[0] == toc_docnames(root / "_toc.yml")[0]:
+                    raise ValueError(f"the book's first page, {Path(unbuilt[0]).name}, was never executed here: "
+                                     "add it to --only, or run `python -m sinkpaper.site build` (every chapter) once")
+                if unbuilt:
+                    print(f"[sinkpaper.site] pages never executed here, left out of the site: "
+                          f"{', '.join(Path(d).name for d in unbuilt)}", file=sys.stderr, flush=True)
         results = run_notebooks(args.profile, only=args.only, params=params, timeout=args.timeout,
                                 notebooks_dir=args.notebooks_dir, out_dir=args.out_dir, log=sys.stderr,
                                 jobs=args.jobs)
