@@ -194,3 +194,27 @@ def test_a_removal_that_agrees_where_removals_are_common_says_its_evidence_is_we
     assert "weak" not in findings.reason({**e, "id": "opt_lr"}, res, "real text (CPU)")  # not a removal claim
     monkeypatch.setattr(findings, "_removal_base_rate", lambda scale, store: (29, 0))
     assert "weak" not in findings.reason(e, res, "real text (CPU)")
+
+
+def test_an_onset_that_never_came_reads_never_and_an_undecided_claim_without_a_paper_number_is_one_row():
+    """The registry reads a quantity that never formed as one evaluation past the run's end: the headline says
+    "never" for such a seed, not that step. A claim with no paper number and no verdict yet has nothing to set
+    beside ours: one compact row, its chip still saying why; once decided it gets its chart."""
+    e = paper.entry(paper.claim("onset_sink_after_induction"), records={})
+    assert not e["paper"]["values"]
+    seeds = {"base: onset: sink": [1800.0, 2600.0, 2600.0], "base: onset: induction": [2600.0] * 3,
+             "base: steps": [2500.0] * 3}
+    e["results"]["real text (CPU)"] = {
+        "status": "found", "verdict": paper.NOT_COMPARABLE, "why": "base: onset: induction never formed",
+        "seeds": [0, 1, 2], "seed_values": seeds, "values": {k: sum(v) / 3 for k, v in seeds.items()},
+        "measurement": "store test", "note": ""}
+    res = findings.result_at(e, "real text (CPU)")
+    assert findings.headline(e, res, "real text (CPU)") == \
+        "the paper gives no number / ours step 1,800 / never / never (base: onset: sink)"
+    row = findings.card_row(e)
+    assert "spx-waiting" in row and "never formed" in row and "<svg" not in row and "vega" not in row
+    res["verdict"] = paper.DISAGREES
+    assert "spx-waiting" not in findings.card_row(e)
+    # every seed never: no "step" before it
+    res["seed_values"]["base: onset: sink"] = [2600.0] * 3
+    assert "ours never / never / never" in findings.headline(e, res, "real text (CPU)")

@@ -232,6 +232,19 @@ def _value(v: float | None, percent: bool) -> str:
     return "\u2014" if v is None else f"{sig(v)}{' %' if percent else ''}"
 
 
+def _onset_text(res: Mapping, label: str) -> str | None:
+    """An onset label ("base: onset: sink") per seed, "never" where the seed's onset lies past its run's steps
+    (the registry reads a quantity that never formed as one evaluation past the end, which is not a step to show):
+    "step 1800 / never / never". None for another label, or without the runs' steps ("base: steps")."""
+    point, sep, _ = label.partition(": onset: ")
+    seeds = res.get("seed_values") or {}
+    vals, ends = seeds.get(label), seeds.get(f"{point}: steps")
+    if not sep or not vals or not ends or len(vals) != len(ends):
+        return None
+    text = " / ".join("never" if v > end else f"{v:,.0f}" for v, end in zip(vals, ends))
+    return text if all(v > end for v, end in zip(vals, ends)) else f"step {text}"
+
+
 # "default" means the paper's default run (the glossary). Our point of that name at a scale whose base run is
 # not the paper's default is named for what it is.
 OUR_DEFAULT = {"real text (CPU)": "text base run, fixed first token", "miniature": "miniature recipe"}
@@ -261,7 +274,7 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
         return paper_txt + (f" ({human_label(label)})" if p is not None else "")
     if twin is not None and twin != label:    # another model on the same input: each number named
         return f"paper {_value(p, pct)} ({human_label(twin)}) / ours {_value(o, pct)} ({human_label(label)})"
-    return f"{paper_txt} / ours {_value(o, pct)} ({human_label(label)})"
+    return f"{paper_txt} / ours {_onset_text(res, label) or _value(o, pct)} ({human_label(label)})"
 
 
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
@@ -416,6 +429,9 @@ CSS = """
 """
 
 
+DECIDED = (registry.AGREES, registry.DISAGREES, registry.INCONCLUSIVE)   # verdicts a reader can read a finding in
+
+
 def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
@@ -425,8 +441,12 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
              f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')
-    if chart is None and e.get("kind") != "check" and not any(has_values(result_at(e, s)) for s in shown):
-        # a claim still waiting for its runs: one compact row, so the first screen keeps room for what is measured
+    decided = any(result_at(e, s).get("verdict") in DECIDED for s in shown)
+    if e.get("kind") != "check" and (
+            (chart is None and not any(has_values(result_at(e, s)) for s in shown))
+            or (not e["paper"]["values"] and not decided)):
+        # a claim still waiting for its runs, or with nothing to set beside ours (no paper number) and no verdict
+        # yet: one compact row, so the first screen keeps room for what is measured
         return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
                 f'<div class="spx-chips">{chips}</div></div></div>')
     why_none = "a check, not a measurement" if e.get("kind") == "check" else "no number yet"
