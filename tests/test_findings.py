@@ -213,6 +213,7 @@ def test_an_onset_that_never_came_reads_never_and_an_undecided_claim_without_a_p
         "the paper gives no number / ours step 1,800 / never / never (base: onset: sink)"
     row = findings.card_row(e)
     assert "spx-waiting" in row and "never formed" in row and "<svg" not in row and "vega" not in row
+    assert 'class="spx-headline"' not in row and "ours step 1,800 / never / never" in row   # in the tooltip only
     res["verdict"] = paper.DISAGREES
     assert "spx-waiting" not in findings.card_row(e)
     # every seed never: no "step" before it

@@ -278,10 +278,11 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
 
 
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
-         late_rule: str | None = None) -> str:
+         late_rule: str | None = None, compact: bool = False) -> str:
     """The verdict as HTML: a coloured word (with the scale's name), the headline, and the one-line reason; the
     whole reason and the rule in the tooltip. ``late_rule`` ("2 of 3"): the rule in force was set after that many
-    of the runs it judges, marked with a dagger (:func:`rules_set_after_runs`)."""
+    of the runs it judges, marked with a dagger (:func:`rules_set_after_runs`). ``compact``: the headline only in
+    the tooltip where the paper gives no number (the claim's source line says so; the reason says what ours is)."""
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
     why = reason(e, res, scale)
@@ -292,7 +293,9 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
         head += (f'<span class="spx-late" title="the rule in force was set after {_e(late_rule)} of the runs it '
                  f'judges (appendix: when each verdict rule was fixed)">\u2020</span>')
     where = f'<span class="spx-scale" style="color:{scale_color(scale)}">{_e(scale)}</span>' if scale else ""
-    body = f'<span class="spx-headline">{_e(headline(e, res, scale))}</span>'
+    line = headline(e, res, scale)
+    tip += f"\n{line}" if compact and not e["paper"]["values"] else ""
+    body = "" if compact and not e["paper"]["values"] else f'<span class="spx-headline">{_e(line)}</span>'
     return (f'<div class="spx-verdict" title="{_e(tip)}">{head}{where}{body}'
             f'<span class="spx-why">{_e(_cut(why, limit))}</span></div>')
 
@@ -435,18 +438,19 @@ DECIDED = (registry.AGREES, registry.DISAGREES, registry.INCONCLUSIVE)   # verdi
 def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
-    chips = "".join(chip(e, result_at(e, s), s) for s in shown) or (
-        '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     chart = claim_chart(e, shown)
+    decided = any(result_at(e, s).get("verdict") in DECIDED for s in shown)
+    # a claim still waiting for its runs, or with nothing to set beside ours (no paper number) and no verdict yet:
+    # one compact row, so the first screen keeps room for what is measured
+    waiting = e.get("kind") != "check" and (
+        (chart is None and not any(has_values(result_at(e, s)) for s in shown))
+        or (not e["paper"]["values"] and not decided))
+    chips = "".join(chip(e, result_at(e, s), s, compact=waiting) for s in shown) or (
+        '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
              f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')
-    decided = any(result_at(e, s).get("verdict") in DECIDED for s in shown)
-    if e.get("kind") != "check" and (
-            (chart is None and not any(has_values(result_at(e, s)) for s in shown))
-            or (not e["paper"]["values"] and not decided)):
-        # a claim still waiting for its runs, or with nothing to set beside ours (no paper number) and no verdict
-        # yet: one compact row, so the first screen keeps room for what is measured
+    if waiting:
         return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
                 f'<div class="spx-chips">{chips}</div></div></div>')
     why_none = "a check, not a measurement" if e.get("kind") == "check" else "no number yet"
