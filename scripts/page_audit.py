@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from sinkpaper.book import figures
-from sinkpaper.site import runner
+from sinkpaper.site import toc
 
 REPO = Path(__file__).resolve().parents[1]
 WIDE = {"width": 1280, "height": 900}
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--pages", nargs="+", default=None, help="docnames (default: every page of _toc.yml)")
     a = ap.parse_args(argv)
-    pages = a.pages or runner.toc_docnames(REPO / "_toc.yml")
+    pages = a.pages or toc.docnames(REPO / "_toc.yml")
     rows = audit(a.html_dir.resolve(), a.out, pages)   # a file URI needs an absolute path
     (a.out / "audit.json").write_text(json.dumps(rows, indent=1))
     print(f"{'page':28} {'words':>6} {'scr1280':>7} {'scr390':>6} {'charts':>6} {'paper':>5}")

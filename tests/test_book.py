@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("papermill")
 pytest.importorskip("jupytext")
 
-from sinkpaper.site import pages, runner  # noqa: E402
+from sinkpaper.site import pages, runner, toc  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -281,14 +281,14 @@ def test_cpu_shares_deal_every_cpu_once():
 
 
 def test_toc_docnames(tmp_path):
-    toc = tmp_path / "_toc.yml"
-    toc.write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: A\n    chapters:\n"
+    path = tmp_path / "_toc.yml"
+    path.write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: A\n    chapters:\n"
                    "      - file: book/02_x.ipynb\n        sections:\n          - file: book/02b\n"
                    "      - url: https://example.org\n  - caption: B\n    chapters:\n      - file: book/99_scorecard\n")
-    assert runner.toc_docnames(toc) == ["book/intro", "book/02_x", "book/02b", "book/99_scorecard"]
+    assert toc.docnames(path) == ["book/intro", "book/02_x", "book/02b", "book/99_scorecard"]
     import yaml
 
-    repo_pages = runner.toc_docnames(REPO / "_toc.yml")
+    repo_pages = toc.docnames(REPO / "_toc.yml")
     assert repo_pages[0] == yaml.safe_load((REPO / "_toc.yml").read_text())["root"] and len(repo_pages) > 1
 
 
@@ -506,14 +506,14 @@ def test_a_partial_build_without_the_first_page_stops_before_any_chapter_runs(tm
     for stem in ("03_good", "04_other"):
         (nbdir / f"{stem}.py").write_text(OK_NB)
     args = ["build", "--notebooks-dir", str(nbdir), "--out-dir", str(tmp_path / "book"), "--root", str(tmp_path)]
-    first = runner.toc_docnames(tmp_path / "_toc.yml")[0]
-    assert runner.unbuilt_pages(tmp_path, ["03_good"]) == [first, "book/04_other"]
+    first = toc.docnames(tmp_path / "_toc.yml")[0]
+    assert toc.unbuilt(tmp_path, ["03_good"]) == [first, "book/04_other"]
     assert runner.main([*args, "--only", "03_good"]) == 2
     err = capsys.readouterr().err
     assert f"the book's first page, {Path(first).name}, was never executed here" in err
     assert not list((tmp_path / "book").glob("*.ipynb"))     # nothing ran
     (tmp_path / f"{first}.md").write_text("# Front\n")
-    assert runner.unbuilt_pages(tmp_path, ["03_good"]) == ["book/04_other"]
+    assert toc.unbuilt(tmp_path, ["03_good"]) == ["book/04_other"]
 
 
 def test_build_without_any_successful_chapter_builds_nothing(tmp_path, capsys):

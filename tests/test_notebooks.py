@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("papermill")
-from sinkpaper.site import runner  # noqa: E402
+from sinkpaper.site import runner, toc  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 STEMS = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))
@@ -71,7 +71,7 @@ def test_notebook_executed(stem, built_book):
 
 def test_every_notebook_is_a_page():
     """A notebook that _toc.yml does not list is executed but never published."""
-    pages = {Path(d).name for d in runner.toc_docnames(REPO / "_toc.yml")}
+    pages = {Path(d).name for d in toc.docnames(REPO / "_toc.yml")}
     missing = [s for s in STEMS if s not in pages]
     assert not missing, f"notebooks not listed in _toc.yml (as book/<stem>): {missing}"
 
@@ -81,7 +81,7 @@ def test_book_builds(built_book):
     assert build.returncode == 0, f"jupyter-book build failed:\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
     assert (built_book.html_dir / "index.html").is_file()
     missing = []
-    for docname in runner.toc_docnames(built_book.root / "_toc.yml"):
+    for docname in toc.docnames(built_book.root / "_toc.yml"):
         why = None if built_book.page_skip_reason(docname) else built_book.page_missing_reason(docname)
         if why:
             missing.append(f"{docname} ({why})")

@@ -41,7 +41,7 @@ import pytest
 
 from sinkpaper import paper as registry
 from sinkpaper.book import figures
-from sinkpaper.site import machine_paths, runner
+from sinkpaper.site import machine_paths, runner, toc
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
@@ -57,7 +57,7 @@ WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
 RENDER_TIMEOUT_MS = 30_000  # charts and widgets must be drawn by then (slow shared CPUs)
 REACT_TIMEOUT_MS = 5_000  # after an interaction, the page must have changed by then
 MAX_SLIDERS_PER_PAGE = 6
-PAGES = runner.toc_docnames(REPO / "_toc.yml")
+PAGES = toc.docnames(REPO / "_toc.yml")
 MAX_VISIBLE_CODE_INPUTS = 2
 SMOKE_MARKERS = (re.compile(r"every variant trains", re.I), re.compile(r"mechanics on cpu", re.I),
                  re.compile(r"not a sink result", re.I))
@@ -431,7 +431,7 @@ def test_page_in_browser(docname, chromium, built_book, browser):
 def test_scorecard_fits_a_1280_pixel_window(chromium, built_book, browser):
     """The front page (the scorecard) at a 1280 x 1000 viewport: nothing scrolls sideways, and its compact table
     (sinkpaper.book.scorecard) is there, one row per claim."""
-    root = runner.toc_docnames(built_book.root / "_toc.yml")[0]
+    root = toc.docnames(built_book.root / "_toc.yml")[0]
     html = built_book.require_page(root)
     page = browser.new_page()
     try:
@@ -455,7 +455,7 @@ FIRST_SCREEN_JS = r"""() => {
     return r.width > 0 && r.height > 0 && r.top < h && r.bottom > 0 && !el.closest('details:not([open])'); };
   const charts = __siteTest.charts().filter(e => __siteTest.chartState(e) === 'ok' && seen(e)).length;
   const chips = Array.from(document.querySelectorAll('.spx-chip')).filter(seen).map(e => e.textContent.trim());
-  const paper = Array.from(document.querySelectorAll('.spx-headline')).filter(seen).map(e => e.textContent.trim())
+  const paper = Array.from(document.querySelectorAll('.spx-headline, .spx-src')).filter(seen).map(e => e.textContent.trim())
     .filter(t => /paper -?[0-9]|the paper gives no number/.test(t));
   return {charts, chips, paper};
 }"""
@@ -502,7 +502,8 @@ def _seen(browser, html, viewport, script: str):
 @pytest.mark.parametrize("docname", CLAIM_PAGES)
 def test_first_screen_shows_a_chart_the_papers_value_and_a_verdict(docname, chromium, built_book, browser):
     """At 1280 x 900, before any scrolling: a drawn chart, the paper's number beside ours (or the words "the paper
-    gives no number" where the registry has none) and a verdict chip (sinkpaper.book.findings)."""
+    gives no number" where the registry has none, in a headline or a claim's source line) and a verdict chip
+    (sinkpaper.book.findings)."""
     seen = _seen(browser, built_book.require_page(docname), FIRST_SCREEN, FIRST_SCREEN_JS)
     assert seen["charts"] and seen["chips"] and seen["paper"], f"{docname}: first screen shows {seen}"
 
@@ -686,7 +687,7 @@ def test_formulas_are_drawn_as_mathml_by_the_browser(chromium, built_book, brows
 
 def test_index_redirects_to_the_front_page_and_search_page_loads(chromium, built_book, browser):
     """The book's entry points: index.html forwards to _toc.yml's root page; search.html loads cleanly."""
-    root = runner.toc_docnames(built_book.root / "_toc.yml")[0]
+    root = toc.docnames(built_book.root / "_toc.yml")[0]
     index = built_book.html_dir / "index.html"
     assert index.is_file(), "index.html missing from the build"
     target = re.search(r'http-equiv="refresh"\s+content="0;\s*url=([^"]+)"', index.read_text(), re.I)

@@ -254,7 +254,8 @@ def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_pa
     pv = resumed["provenance"]
     took = [r["eval_seconds"] for r in read_log(tmp_path / "cut" / "log.jsonl") if "eval_seconds" in r]
     assert len(took) > 1 and pv["eval_seconds"] == pytest.approx(sum(took), abs=0.01)
-    assert pv["eval_share_over"] == "the run" and pv["eval_share"] == pytest.approx(sum(took) / pv["wall_seconds"], abs=1e-3)
+    # (wall_seconds is stored to 0.1 s, a few percent of this tiny run's wall time)
+    assert pv["eval_share_over"] == "the run" and pv["eval_share"] == pytest.approx(sum(took) / pv["wall_seconds"], rel=0.1)
 
     # cut off before its first checkpoint: the rerun starts from step 0 and its log holds each step once
     with pytest.raises(Crash):

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -53,6 +52,7 @@ from .machine_paths import (PAPERMILL_TAGS, MachinePathError, check_machine_path
                             scrub_warning_paths)
 from ..book.parameters import PROFILES
 from .pages import check_parameters, parameter_table, parse_params, present
+from . import toc
 
 JUPYTER_KERNEL = "python3"   # the Jupyter kernel chapters execute in (not a Triton kernel, not kernel attention)
 _JUPYTER_KERNELSPEC = {"name": JUPYTER_KERNEL, "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -144,37 +144,6 @@ def select(available: Mapping[str, Path], only: Sequence[str] | None) -> list[Pa
         raise UnknownNotebookError(unknown, list(available))
     wanted = set(only)
     return [p for s, p in available.items() if s in wanted]  # keep name order
-
-
-def toc_docnames(toc_path: str | os.PathLike) -> list[str]:
-    """Every page a Jupyter Book 1.x ``_toc.yml`` lists (root first, then depth first), as docnames without
-    extension (``book/02_section3_properties``); ``url`` and ``glob`` entries are left out."""
-    import yaml
-
-    toc = yaml.safe_load(Path(toc_path).read_text(encoding="utf-8")) or {}
-    names = [toc["root"]] if toc.get("root") else []
-
-    def walk(entries):
-        for entry in entries or ():
-            if isinstance(entry, dict):
-                if entry.get("file"):
-                    names.append(str(entry["file"]))
-                for key in ("parts", "chapters", "sections"):
-                    walk(entry.get(key))
-
-    walk([toc])
-    return [re.sub(r"\.(ipynb|md|rst)$", "", n) for n in names]
-
-
-def unbuilt_pages(root: Path, to_run: Sequence[str] = ()) -> list[str]:
-    """The pages ``root/_toc.yml`` lists that have no source under ``root`` (no executed ``.ipynb``, no ``.md``)
-    and are not among the stems ``to_run``: a partial build (``--only``) on a checkout where they were never
-    executed, which jupyter-book would stop on after the chapters ran."""
-    toc = root / "_toc.yml"
-    if not toc.exists():
-        return []
-    return [d for d in toc_docnames(toc) if Path(d).name not in set(to_run)
-            and not any((root / d).with_suffix(ext).exists() for ext in (".ipynb", ".md", ".rst"))]
 
 
 def execution_order(sources: Sequence[Path]) -> list[Path]:
@@ -584,8 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             jupyter_book()  # missing jupyter-book is said before any notebook runs
             if args.only:   # jupyter-book stops on a missing first page (others it leaves out with a warning)
                 root = args.root if args.root is not None else Path(args.out_dir).resolve().parent
-                unbuilt = unbuilt_pages(root, args.only)
-                if unbuilt and unbuilt[0] == toc_docnames(root / "_toc.yml")[0]:
+                unbuilt = toc.unbuilt(root, args.only)
+                if unbuilt and unbuilt[0] == toc.docnames(root / "_toc.yml")[0]:
                     raise ValueError(f"the book's first page, {Path(unbuilt[0]).name}, was never executed here: "
                                      "add it to --only, or run `python -m sinkpaper.site build` (every chapter) once")
                 if unbuilt:
