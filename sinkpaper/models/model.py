@@ -26,8 +26,18 @@ from .positional import (RelativePositionBias, alibi_bias, apply_rope, rope_tabl
                          sinusoidal_embedding)
 
 
-# under torch.compile the chunked loss runs eagerly between the compiled graphs (its chunk loop is not traced)
-_eager_loss = torch.compiler.disable(linear_cross_entropy)
+_EAGER_LOSS = []
+
+
+def _eager_loss():
+    """linear_cross_entropy behind torch.compiler.disable: under torch.compile the chunked loss runs eagerly between
+    the compiled graphs (its chunk loop is not traced). Made on first use: the wrapper imports torch._dynamo (seconds
+    of every process that imports the models, the registry's readers among them, and never builds one)."""
+    if not _EAGER_LOSS:
+        _EAGER_LOSS.append(torch.compiler.disable(linear_cross_entropy))
+    return _EAGER_LOSS[0]
+
+
 TRACE_METHODS = ("maps", "stats")
 # On the CPU, plain causal softmax at short contexts trains faster through the reference operator (one bmm, a
 # masked softmax, one bmm; fused by inductor when compiled) than through SDPA's flash kernel, whose backward
@@ -269,6 +279,7 @@ class SinkModel(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.n_extra = 1 if cfg.sink == "sink_token" else 0   # a learnable sink token occupies position 0
+        self._eager_loss = _eager_loss()
         self.sink_token = nn.Parameter(torch.randn(cfg.d_model) * cfg.init_std) if self.n_extra else None
         self.pos_embed = nn.Embedding(cfg.max_seq_len + self.n_extra, cfg.d_model) if cfg.pos_encoding == "learnable" else None
         self.relative = (RelativePositionBias(cfg.n_heads, cfg.relative_buckets, cfg.relative_max_distance,
@@ -423,7 +434,7 @@ class SinkModel(nn.Module):
             loss = F.cross_entropy(flat.to(torch.promote_types(flat.dtype, torch.float32)), targets.reshape(-1),
                                    ignore_index=-100)
         elif targets is not None:
-            loss = _eager_loss(h.reshape(-1, h.shape[-1]), self.lm_head.weight, targets.reshape(-1),
+            loss = self._eager_loss(h.reshape(-1, h.shape[-1]), self.lm_head.weight, targets.reshape(-1),
                                self.loss_chunk(device))
         return ModelOutput(logits=logits if return_logits or targets is None else None, loss=loss)
 
