@@ -32,7 +32,7 @@ from typing import Iterator, Mapping, Sequence
 from ..data.sources import DEFAULT_CORPUS
 from ..files import atomic_write_text
 from ..metrics import excess_alpha, uniform_alpha
-from ..train.store import DEFAULT_STORE, FOUND, STALE, get, result_path
+from ..train.store import DEFAULT_STORE, FOUND, STALE, get
 from ..train.sweep import sweep_configs
 
 # Fixed before the stored runs were re-scored under them. Inside one text run Sink_1 moves by ~5 points between
@@ -85,7 +85,7 @@ def stored(config: str | Path, profile: str, points: Sequence[str] | None = None
         if got.status != FOUND:
             yield Stored(point, seed, cfg, got.status)
             continue
-        path = str(result_path(store, cfg.hash()))
+        path = str(got.path)
         yield Stored(point, seed, cfg, FOUND, {**got.payload, "loaded_from": path}, path)
 
 

@@ -81,6 +81,18 @@ def stored_key(payload: dict) -> str:
     return identity_hash(stored_identity(payload))
 
 
+def _stored_key_of(path: Path) -> str:
+    """:func:`stored_key` of the run in the file ``path``, read once per version of the file (the registry reads
+    the same control runs for many claims; a file is only ever replaced whole, which changes its mtime)."""
+    st = path.stat()
+    return _stored_key_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_key_cached(path: str, mtime_ns: int, size: int) -> str:
+    return stored_key(read_entry(path))
+
+
 def current_key(payload: dict) -> str:
     """The key a stored run's config has today (current definitions)."""
     return identity_hash(identity(payload.get("config", {})))
@@ -169,19 +181,23 @@ def replace_with_reruns(store: str | Path, reruns: list[str | Path]) -> list[Pat
     return [write_entry(target, rerun) for target, rerun in checked]
 
 
-def read_result(store: str | Path, cfg) -> dict | None:
-    """The stored run of exactly this config under today's definitions, or None."""
-    path = result_path(store, cfg.hash())
+def read_result(store: str | Path, cfg, ident: dict | None = None) -> dict | None:
+    """The stored run of exactly this config under today's definitions, or None. ``ident``: the config's
+    ``identity()`` where the caller has it (building it is most of a lookup's time when the registry reads
+    hundreds of runs)."""
+    ident = cfg.identity() if ident is None else ident
+    key = identity_hash(ident)
+    path = result_path(store, key)
     if not path.exists():
-        path = path.with_name(f"{cfg.hash()}{LEGACY_SUFFIX}")
+        path = path.with_name(f"{key}{LEGACY_SUFFIX}")
         if not path.exists():
             return None
-    payload = read_entry(path)
     # threads, checkpoint cadence, the name and the like do not change a result: a run stored with other
     # bookkeeping counts. Stored under another point's name (a family's base is another family's point), it is
     # returned under the name asked for, with the name it was stored as.
-    if stored_identity(payload) != cfg.identity():
+    if _stored_key_of(path) != key:
         return None
+    payload = read_entry(path)
     if payload.get("name") != cfg.name:
         payload = {**payload, "name": cfg.name, "stored_as": payload.get("name")}
     return payload
@@ -197,6 +213,7 @@ class Lookup:
     status: str
     payload: dict | None = None
     reason: str = ""
+    path: Path | None = None     # the file a FOUND run was read from
 
 
 def get(store: str | Path, cfg) -> Lookup:
@@ -207,14 +224,16 @@ def get(store: str | Path, cfg) -> Lookup:
     config's key today is this config's key), or one stored under the same name, profile and seed with other
     result-changing settings (the point was changed after it ran). Stale runs are shown, never counted. MISSING:
     nothing."""
-    payload = read_result(store, cfg)
+    want = cfg.identity()
+    payload = read_result(store, cfg, want)
     if payload is not None:
-        return Lookup(FOUND, payload)
+        key = identity_hash(want)
+        path = result_path(store, key)
+        return Lookup(FOUND, payload, path=path if path.exists() else Path(store) / f"{key}{LEGACY_SUFFIX}")
     index = _index(store)
-    for path in index["older_definition"].get(cfg.hash(), ()):
+    for path in index["older_definition"].get(identity_hash(want), ()):
         old = read_entry(path)
         return Lookup(STALE, old, _stale_reason(Path(path), old) or "ran under an older definition; stale, rerun")
-    want = cfg.identity()
     for path, ident in index["by_run"].get((cfg.name, cfg.profile, cfg.run.seed), ()):
         if ident != want:
             return Lookup(STALE, read_entry(path), "stored with other settings under this point's name (the point "
