@@ -358,7 +358,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     # start, so its last session alone is not its share)
     wall_total = time.perf_counter() - t_start
     eval_total = sum(r["eval_seconds"] for r in read_log(log_path) if "eval_seconds" in r)
-    stamp = provenance.stamp(device, wall_seconds=round(wall_total, 1), tokens_seen=tokens,
+    stamp = provenance.stamp(device, wall_seconds=round(wall_total, 2), tokens_seen=tokens,
                              source_of_numbers="computed now", profile=cfg.profile, dtype=dtype, compiled=compiled,
                              eval_seconds=round(eval_total, 2), eval_share=round(eval_total / max(1e-9, wall_total), 4),
                              eval_share_over="the run",
