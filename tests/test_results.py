@@ -104,6 +104,17 @@ def test_training_bench_block(tmp_path):
             "reached); 1.40x transformers (target 1.3x: reached)") in text
     head = "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |"
     assert lines[lines.index(head) - 1] == ""          # a table needs an empty line above it
+    assert "min** of training" not in text             # which profile's run it times is not stored: no run time
+    # at the text profile's own shape: its run of 2,500 steps x 64 x 64 tokens at the fastest bf16 row (3,000/s)
+    doc = json.loads((tmp_path / TRAINING_BENCH).read_text())
+    _write(tmp_path / TRAINING_BENCH, {**doc, "config": "configs/optimization.yaml", "profile": "text",
+                                       "micro_batch": 64, "context": 64})
+    text = "\n".join(training_bench_lines(root=tmp_path))
+    assert "(2,500 steps of 64 x 64 tokens): **56.9 min** of training" in text
+    assert "the text profile's base run in 56.9 min (target 15 min: not reached)" in text
+    # a shape other than the profile's (a benchmark taken before the profile changed) times no run
+    _write(tmp_path / TRAINING_BENCH, {**doc, "config": "configs/optimization.yaml", "profile": "text"})
+    assert "min** of training" not in "\n".join(training_bench_lines(root=tmp_path))
 
 
 def test_training_bench_block_where_fp32_is_the_faster_dtype_reads_the_profile_s_dtype_too(tmp_path):

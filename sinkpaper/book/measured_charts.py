@@ -107,6 +107,8 @@ CHARTS: dict[str, Callable[[Path], alt.TopLevelMixin | None]] = {
     "long-context-bench": long_context_bench, "training-bench": training_bench,
     "training-bench-gpu": lambda root: training_bench(root, M.TRAINING_BENCH_GPU),
     "training-bench-layers4": lambda root: training_bench(root, M.TRAINING_BENCH_LAYERS4),
+    "training-bench-epyc": lambda root: training_bench(root, M.TRAINING_BENCH_EPYC),
+    "training-bench-layers4-epyc": lambda root: training_bench(root, M.TRAINING_BENCH_LAYERS4_EPYC),
     "thread-scaling": thread_scaling, "kernels-bench-gpu": kernels_bench_gpu}
 
 

@@ -222,6 +222,8 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "training-bench": M.training_bench_lines(root=root), "thread-scaling": M.thread_scaling_lines(root=root),
             "training-bench-gpu": M.training_bench_lines(M.TRAINING_BENCH_GPU, root=root),
             "training-bench-layers4": M.training_bench_lines(M.TRAINING_BENCH_LAYERS4, root=root),
+            "training-bench-epyc": M.training_bench_lines(M.TRAINING_BENCH_EPYC, root=root),
+            "training-bench-layers4-epyc": M.training_bench_lines(M.TRAINING_BENCH_LAYERS4_EPYC, root=root),
             "cpu-routes": M.cpu_routes_lines(root=root), "cpu-options": M.cpu_options_lines(root=root),
             "kernels-bench-gpu": M.kernels_bench_lines(root=root),
             "dtype-check": dtype_check_lines(store), "eval-share": eval_share_lines(store),

@@ -17,6 +17,9 @@ from ..train.bench import comparisons
 TRAINING_BENCH = "results/bench/training-text.json"
 TRAINING_BENCH_GPU = "results/bench/training-gpu.json"
 TRAINING_BENCH_LAYERS4 = "results/bench/training-text-layers4.json"   # the text profile's 4-layer runs' shape
+# the same two shapes on a CPU whose bf16 GEMMs are native (AMD EPYC, Zen 4): there the profile's dtype is the fast one
+TRAINING_BENCH_EPYC = "results/bench/training-text-epyc.json"
+TRAINING_BENCH_LAYERS4_EPYC = "results/bench/training-text-layers4-epyc.json"
 CPU_ROUTES = "results/bench/cpu-routes.json"     # scripts/bench_cpu_routes.py: the CPU's attention and loss routes
 CPU_OPTIONS = "results/bench/cpu-options.json"   # scripts/bench_cpu_options.py: speed options measured, not adopted
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
@@ -30,7 +33,8 @@ CORPUS_SIDECAR = "data/corpus/tokens.u16.xz.json"
 # the training benchmark's targets (typed once here: targets, not measurements): the MFU is against the machine's
 # own measured bf16 GEMM peak (a square GEMM timed in the same run), so 75 % asks a small model's step to run its
 # GEMMs nearly as well as the largest one the machine can do
-TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.75}
+TRAINING_TARGETS = {"best_vs_fp32_eager": 4.0, "best_vs_transformers": 1.3, "mfu_bf16_peak": 0.75,
+                    "text_base_run_minutes": 15.0}
 
 
 def load_stored(path: str | Path, root: str | Path = ".") -> dict | None:
@@ -56,7 +60,7 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     if r is None:
         where = "on a lent GPU, " if path == TRAINING_BENCH_GPU else ""
         profile = "gpu" if path == TRAINING_BENCH_GPU else "text"
-        extra = " --set model.n_layers=4" if path == TRAINING_BENCH_LAYERS4 else ""
+        extra = " --set model.n_layers=4" if path in (TRAINING_BENCH_LAYERS4, TRAINING_BENCH_LAYERS4_EPYC) else ""
         return [f"Training throughput: not measured yet (no `{path}`; {where}`python -m sinkpaper bench training "
                 f"--profile {profile}{extra} --json {path}` measures it)."]
     pv, m = r["provenance"], r["model_config"]
@@ -121,9 +125,34 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
         got = r["ratio_profile_dtype_vs_transformers"]
         parts.append(f"{got:.2f}x transformers at the profile's dtype (target {t['best_vs_transformers']:g}x: "
                      f"{reached(got, t['best_vs_transformers'])})")
+    run = _run_minutes(r)
+    if run is not None:
+        minutes, dtype, what = run
+        lines.append(f"At ours' fastest {dtype} rate (the profile's dtype), {what}: **{minutes:.1f} min** of training, "
+                     "evaluations aside.")
+        if r.get("profile") == "text" and "--set" not in pv["command"]:
+            parts.append(f"the text profile's base run in {minutes:.1f} min (target {t['text_base_run_minutes']:g} "
+                         f"min: {reached(t['text_base_run_minutes'], minutes)})")
     lines.append("Against the targets: " + "; ".join(parts) + ".")
     lines += [f"Skipped: {s}" for s in r.get("skipped", [])]
     return lines
+
+
+def _run_minutes(r: dict) -> tuple[float, str, str] | None:
+    """(minutes, dtype, what) of one run of the benchmarked profile at ours' fastest rate in the profile's own
+    dtype (its steps from the profile's config), or None where no row of ours has that dtype or the profile's
+    batch today is not the shape that was measured."""
+    from ..train.config import load
+    if not r.get("config") or not r.get("profile"):
+        return None
+    cfg = load(r["config"], r["profile"])
+    dtype = "bf16" if cfg.run.dtype == "bf16" else "fp32"
+    rates = [x["tokens_per_s"] for x in r["rows"] if x["model"] == "ours" and x["dtype"] == dtype]
+    if not rates or (cfg.optim.batch_size, cfg.data.context) != (r["micro_batch"], r["context"]):
+        return None
+    tokens = cfg.optim.steps * cfg.optim.batch_size * cfg.data.context
+    return (tokens / max(rates) / 60, dtype, f"a run of the {r['profile']} profile at this shape "
+            f"({cfg.optim.steps:,} steps of {cfg.optim.batch_size} x {cfg.data.context} tokens)")
 
 
 def cpu_routes_lines(path: str | Path = CPU_ROUTES, root: str | Path = ".") -> list[str]:
