@@ -378,11 +378,39 @@ def _store_curve_run(store, config, point, seed, curve, profile="text", val_loss
     evals = [{"step": c[0], "tokens": per_step * c[0], "sink_k": {"1": c[1]},
               "alpha_1_mean": c[3] if len(c) > 3 else c[1] / 200, "val_loss": val_loss, "wall_seconds": c[2]}
              for c in curve]
-    write_result(store, cfg, {"sink_k": {"1": curve[-1][1]}, "alpha_1_mean": 0.1, "val_loss": val_loss + 0.1,
+    return write_result(store, cfg, {"sink_k": {"1": curve[-1][1]}, "alpha_1_mean": 0.1, "val_loss": val_loss + 0.1,
                               "step": curve[-1][0], "tokens_seen": per_step * curve[-1][0], "provenance": {
         "hardware": "CPU test, 2 threads", "dtype": "bf16", "compiled": True, "code_version": "v1", "threads": 2,
         "computed_at": "2000-01-01 00:00 UTC", "wall_seconds": curve[-1][2], "tokens_seen": per_step * curve[-1][0],
         **prov}}, curve=evals)
+
+
+def test_rerun_block_names_the_first_difference_and_both_plateaus(tmp_path):
+    from sinkpaper.results.text_runs import rerun_lines
+    from sinkpaper.train.store import read_entry, write_entry
+    store, reruns = tmp_path / "store", tmp_path / "reruns"
+    assert rerun_lines(store, reruns) == ["No rerun is kept beside the store."]
+    curve = [(200, 10.0, 60.0), (400, 20.0, 120.0), (600, 30.0, 180.0), (800, 34.0, 240.0), (900, 36.0, 270.0),
+             (1000, 38.0, 300.0)]
+    path = _store_curve_run(store, "configs/optimization.yaml", "default", 0, curve)
+    _store_curve_run(store, "configs/optimization.yaml", "default", 1, [(c[0], c[1] + 10, c[2]) for c in curve])
+    stored = read_entry(path)
+    write_entry(reruns / path.name, stored)                                # the same run, bit for bit
+    [line] = rerun_lines(store, reruns)
+    assert line.startswith("optimization/default seed 0, rerun (CPU test, 2 threads, code v1, route not recorded, "
+                           "5.0 min) against the stored run") and line.endswith(": reproduces it bit for bit.")
+    rerun = json.loads(json.dumps(stored))
+    rerun["curve"][3]["sink_k"]["1"] = 44.0                                 # step 800 differs; the plateau moves
+    rerun["result"]["provenance"]["route"] = {"loss": "chunked"}
+    write_entry(reruns / path.name, rerun)
+    [line] = rerun_lines(store, reruns)
+    assert "rerun (CPU test, 2 threads, code v1, route loss chunked, 5.0 min)" in line
+    # the plateau: the evaluations over the last 20 % of the steps (800, 900, 1000): 36.0 stored, 39.3 rerun
+    assert line.endswith("first difference at curve[step 800].sink_k.1: 34.0 stored, 44.0 in the rerun. "
+                         "Sink_1 on its plateau: 36.0 % stored, 39.3 % in the rerun; the point's stored seeds 0, 1: "
+                         "36.0 / 46.0 %.")
+    path.unlink()
+    assert rerun_lines(store, reruns) == [f"optimization/default seed 0 (`{path.name}`): its run is not in the store."]
 
 
 def test_new_seed_block_finds_the_first_evaluation_that_reaches_20_percent(tmp_path):

@@ -231,7 +231,7 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "long-context-bench": M.long_context_bench_lines(root=root),
             "long-context-sink": M.long_context_sink_lines(root=root), "routes-agree": M.routes_agree_lines(root=root),
             "corpus": M.corpus_lines(root=root), "data-memory": M.data_memory_lines(root=root),
-            "text-new-seed": T.new_seed_lines(store), "text-nobos": T.nobos_search_lines(store),
+            "text-new-seed": T.new_seed_lines(store), "reruns": T.rerun_lines(store, root / T.RERUNS), "text-nobos": T.nobos_search_lines(store),
             "text-sweep": T.sweep_progress_lines(store), "device-check": device_check_lines(store, root),
             "gpu-calibration": calibration_lines(store, root)}
 

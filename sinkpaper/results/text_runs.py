@@ -7,10 +7,15 @@ from pathlib import Path
 
 from ..provenance import on_cpu
 from ..train.config import read_yaml
-from ..train.store import DEFAULT_STORE, FOUND, get
+from ..train.store import (DEFAULT_STORE, FOUND, entry_paths, get, read_entry, rerun_difference, result_path,
+                           stored_key)
 from ..train.sweep import plan
 from .curves import first_reaching
-from .reading import runs, stored
+from .reading import plateau_of, runs, stored
+
+# Reruns of stored runs kept beside the store (same file layout): a rerun that reproduces its run replaces it
+# (`python -m sinkpaper store replace --rerun DIR`); one that does not is kept here, read against the stored run
+RERUNS = "results/reruns"
 
 # The families mapped onto the text profile, in the sweep's order (scripts/sweep_text.sh lists the same; a test
 # holds the two equal). The miniature, calibration and text_nobos families are not among them.
@@ -41,6 +46,44 @@ def new_seed_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "conf
                      f"highest {peak['sink_1']:.1f} % at step {peak['step']}; final Sink_1 {r.sink[1]:.1f} %, "
                      f"alpha_1 {r.alpha_1:.3f}, held-out loss {r.val_loss:.3f}, run {p.get('wall_seconds', 0) / 60:.1f} "
                      f"min in all.")
+    return lines
+
+
+def _ran(payload: dict) -> str:
+    """Where and how a stored run trained: hardware, code, the trainer's route and its wall time."""
+    p = payload["result"]["provenance"]
+    route = p.get("route")
+    return (f"{p.get('hardware')}, code {p.get('code_version')}, route "
+            + (", ".join(f"{k} {v}" for k, v in route.items()) if route else "not recorded")
+            + f", {p.get('wall_seconds', 0) / 60:.1f} min")
+
+
+def rerun_lines(store: str | Path = DEFAULT_STORE, reruns: str | Path = RERUNS, seeds=(0, 1, 2)) -> list[str]:
+    """Each kept rerun against the stored run of its config: where each ran, the first value that differs (the
+    store's reproduction check) and Sink_1 on both plateaus beside the stored seeds of the same point."""
+    paths = entry_paths(reruns)
+    if not paths:
+        return ["No rerun is kept beside the store."]
+    lines = []
+    for path in paths:
+        rerun = read_entry(path)
+        target = result_path(store, stored_key(rerun))
+        seed = rerun["config"]["run"]["seed"]
+        if not target.exists():
+            lines.append(f"{rerun['name']} seed {seed} (`{Path(path).name}`): its run is not in the store.")
+            continue
+        old = read_entry(target)
+        why = rerun_difference(old, rerun)
+        name = old["name"]       # the name it is stored under (a family's base run is stored as its point)
+        family, _, point = name.partition("/")
+        others = [run.payload for run in stored(f"configs/{family}.yaml", rerun["profile"], [point], seeds, store)
+                  if run.found] if point else []
+        spread = (f"; the point's stored seeds {', '.join(str(o['config']['run']['seed']) for o in others)}: "
+                  + " / ".join(f"{plateau_of(o, 'Sink_1')['mean']:.1f}" for o in others) + " %") if others else ""
+        lines.append(f"{name} seed {seed}, rerun ({_ran(rerun)}) against the stored run ({_ran(old)}): "
+                     + (f"first difference at {why}. Sink_1 on its plateau: {plateau_of(old, 'Sink_1')['mean']:.1f} % "
+                        f"stored, {plateau_of(rerun, 'Sink_1')['mean']:.1f} % in the rerun{spread}."
+                        if why else "reproduces it bit for bit."))
     return lines
 
 
