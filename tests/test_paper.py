@@ -287,8 +287,11 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
     for e_id, r in by.items():
         for label, seeds in r.get("seed_values", {}).items():   # the mean is the seeds' mean, [min, max] theirs
             assert r["values"][label] == pytest.approx(sum(seeds) / len(seeds)), (e_id, label)
-            if len(seeds) > 1:
-                row = next(x for x in rows if f"`{e_id}`" in x)
+            row = next(x for x in rows if f"`{e_id}`" in x)
+            onset = paper.onset_text(r["seed_values"], label)
+            if onset:            # an onset reads per seed, "never" where the quantity never formed
+                assert f"{label} {onset}" in row and onset.replace("step ", "").count(" / ") == len(seeds) - 1
+            elif len(seeds) > 1:
                 d = 3 if "alpha" in label else 1
                 assert f"{label} {r['values'][label]:.{d}f} [{min(seeds):.{d}f}, {max(seeds):.{d}f}]" in row
     summary = next(ln for ln in table.splitlines() if " claims tested at " in ln)
@@ -299,3 +302,19 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
         paper.markdown_table(listing, "gpu")
     bad = _cli("--markdown", "gpu")
     assert bad.returncode == 2 and bad.stdout == "" and "unknown scale 'gpu'; valid: real LMs" in bad.stderr
+
+
+def test_an_onset_reads_per_seed_and_never_where_it_never_formed():
+    """The registry reads a quantity that never formed as one evaluation past the run's end; the listings show
+    each seed's onset step, "never" for such a seed, never that stand-in step or a mean over it."""
+    seeds = {"base: onset: sink": [1800.0, 498.0, 2600.0], "base: onset: induction": [2600.0] * 3,
+             "base: steps": [2500.0] * 3}
+    values = {k: sum(v) / 3 for k, v in seeds.items()}
+    assert paper.onset_text(seeds, "base: onset: sink") == "step 1,800 / 498 / never"
+    assert paper.onset_text(seeds, "base: onset: induction") == "never / never / never"
+    assert paper.onset_text(seeds, "base: steps") is None
+    assert paper.onset_text({"base: onset: sink": [1800.0]}, "base: onset: sink") is None   # no steps: no reading
+    assert paper.fmt_values(values, seed_values=seeds) == ("base: onset: sink step 1,800 / 498 / never, base: onset: "
+                                                           "induction never / never / never, base: steps 2500.00")
+    assert paper.fmt_values(values) == ("base: onset: sink 1632.67, base: onset: induction 2600.00, base: steps "
+                                        "2500.00")

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import altair as alt
 
 from .. import paper as registry
+from ..paper.onsets import onset_text
 from ..paper.report import removal_base_rate
 from ..paper.rules import Contrast
 from ..results.numbers import sig
@@ -232,19 +233,6 @@ def _value(v: float | None, percent: bool) -> str:
     return "\u2014" if v is None else f"{sig(v)}{' %' if percent else ''}"
 
 
-def _onset_text(res: Mapping, label: str) -> str | None:
-    """An onset label ("base: onset: sink") per seed, "never" where the seed's onset lies past its run's steps
-    (the registry reads a quantity that never formed as one evaluation past the end, which is not a step to show):
-    "step 1800 / never / never". None for another label, or without the runs' steps ("base: steps")."""
-    point, sep, _ = label.partition(": onset: ")
-    seeds = res.get("seed_values") or {}
-    vals, ends = seeds.get(label), seeds.get(f"{point}: steps")
-    if not sep or not vals or not ends or len(vals) != len(ends):
-        return None
-    text = " / ".join("never" if v > end else f"{v:,.0f}" for v, end in zip(vals, ends))
-    return text if all(v > end for v, end in zip(vals, ends)) else f"step {text}"
-
-
 # "default" means the paper's default run (the glossary). Our point of that name at a scale whose base run is
 # not the paper's default is named for what it is.
 OUR_DEFAULT = {"real text (CPU)": "text base run, fixed first token", "miniature": "miniature recipe"}
@@ -274,7 +262,7 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
         return paper_txt + (f" ({human_label(label)})" if p is not None else "")
     if twin is not None and twin != label:    # another model on the same input: each number named
         return f"paper {_value(p, pct)} ({human_label(twin)}) / ours {_value(o, pct)} ({human_label(label)})"
-    return f"{paper_txt} / ours {_onset_text(res, label) or _value(o, pct)} ({human_label(label)})"
+    return f"{paper_txt} / ours {onset_text(res.get('seed_values') or {}, label) or _value(o, pct)} ({human_label(label)})"
 
 
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,

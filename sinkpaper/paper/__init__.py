@@ -26,6 +26,7 @@ from .verdicts import AGREES, CHANGE, DISAGREES, Decision, EXTRA_SEEDS, FACTOR, 
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay  # noqa: F401
 from .numbers import DEFAULT_ALIASES, NUMBERS, Number, paper_text, paper_value  # noqa: F401
 from .claim import Chapter, Claim, MINI, NotRun, PAPER_SCALE, Runs  # noqa: F401
+from .onsets import ONSETS, After, Onset, onset_step, onset_text  # noqa: F401
 from .claims import CLAIMS, NOT_JUDGED, claim, rule_check  # noqa: F401
 from .records import RESULTS_ENV, load_records, results_dir, write_record  # noqa: F401
 from .lookup import PROFILE_OF, entry, listing, result, store_lookup  # noqa: F401

@@ -54,6 +54,19 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
     return float(hit)
 
 
+def onset_text(seed_values: Mapping, label: str) -> str | None:
+    """An onset label ("base: onset: sink") per seed, "never" where the seed's onset lies past its run's steps
+    (:func:`onset_step` reads a quantity that never formed as one evaluation past the end, which is not a step to
+    show): "step 1,800 / never / never", or "never" alone. None for another label, or without the runs' steps
+    ("base: steps") among ``seed_values`` (a result's per-seed values by label)."""
+    point, sep, _ = label.partition(": onset: ")
+    vals, ends = seed_values.get(label), seed_values.get(f"{point}: steps")
+    if not sep or not vals or not ends or len(vals) != len(ends):
+        return None
+    text = " / ".join("never" if v > end else f"{v:,.0f}" for v, end in zip(vals, ends))
+    return text if all(v > end for v, end in zip(vals, ends)) else f"step {text}"
+
+
 # ------------------------------------------------------------------------------- the rules that judge onsets
 @dataclass
 class Onset(Rule):

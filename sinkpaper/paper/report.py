@@ -7,14 +7,17 @@ from typing import Any, Mapping, Sequence
 from ..train.store import DEFAULT_STORE
 from .claims import claim, rule_check
 from .lookup import entry
+from .onsets import onset_text
 from .records import load_records, write_record
 from .verdicts import NOT_RUN, NO_RESULT, SCALES, SEEDS_MIN, STALE
 
 # ----------------------------------------------------------------------------------------- for people
-def fmt_values(values: Mapping[str, float | None], digits: int = 2) -> str:
+def fmt_values(values: Mapping[str, float | None], digits: int = 2, seed_values: Mapping | None = None) -> str:
+    """"label value, ..."; with a result's ``seed_values``, an onset label reads per seed (:func:`onset_text`)."""
     from ..results.numbers import MISSING, fmt
 
-    return ", ".join(f"{k} {fmt(v, digits, '')}" for k, v in values.items()) or MISSING
+    return ", ".join(f"{k} {onset_text(seed_values or {}, k) or fmt(v, digits, '')}" for k, v in values.items()) \
+        or MISSING
 
 
 def verdict_text(res: Mapping) -> str:
@@ -71,7 +74,7 @@ def row_of(e: Mapping) -> dict:
            else f"{e['paper']['source']} (no number)", "rule": e["rule"] or _no_rule(e)}
     for s in SCALES:
         r = e["results"][s]
-        out[f"ours ({s})"] = (fmt_values(r["values"]) if r["values"] else
+        out[f"ours ({s})"] = (fmt_values(r["values"], seed_values=r.get("seed_values")) if r["values"] else
                               f"{NOT_RUN}: {r['note']}" if r.get("status") == NOT_RUN else r["measurement"])
         out[f"verdict ({s})"] = verdict_text(r)
     notes = [e["note"]] + [f"{s}: {r['note']}" for s, r in e["results"].items() if r.get("note")
@@ -129,6 +132,9 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
         seeds = r.get("seed_values") or {}
 
         def cell(k, v):
+            onset = onset_text(seeds, k)      # per seed, "never" where it never formed (not a step past the end)
+            if onset:
+                return f"{k} {onset}"
             d = 3 if "alpha" in k else 1       # alpha_1 and its excess are fractions; the rest are percentages
             spread = f" [{min(seeds[k]):.{d}f}, {max(seeds[k]):.{d}f}]" if len(seeds.get(k, ())) > 1 else ""
             return f"{k} {fmt(v, d, '')}{spread}"
@@ -160,7 +166,7 @@ def text_table(entries: Sequence[Mapping]) -> str:
         if e["bos"] is not None:
             lines.append(f"    BOS {'on' if e['bos'] else 'off'}: {e['bos_why']}")
         for s, r in e["results"].items():
-            vals = fmt_values(r["values"]) if r["values"] else ""
+            vals = fmt_values(r["values"], seed_values=r.get("seed_values")) if r["values"] else ""
             lines.append(f"    {s:16s} {verdict_text(r):28s} {vals or r['measurement']}"
                          + (f"  [{r['note']}]" if r.get("note") and r.get("status") != NOT_RUN else ""))
     total = {s: counts(entries, s) for s in SCALES}
