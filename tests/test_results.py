@@ -366,6 +366,8 @@ def test_dtype_check_and_eval_share_blocks(tmp_path):
     assert "seed 0 1.0 % †; seed 1 2.0 % †; seed 2 3.0 % †; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]
     _store_run(tmp_path, "default", 1, 30.0, 5.0, eval_share=0.02, eval_share_over="the run")
     assert "seed 0 1.0 % †; seed 1 2.0 %; seed 2 3.0 % †;" in eval_share_lines(tmp_path, cfg)[1]
+    _store_run(tmp_path, "default", 2, 40.0, 5.1, eval_share=0.01, eval_share_over="the run", eval_cpu_share=0.045)
+    assert "seed 1 2.0 %; seed 2 1.0 % (CPU time 4.5 %); mean" in eval_share_lines(tmp_path, cfg)[1]
 
 
 def _store_curve_run(store, config, point, seed, curve, profile="text", val_loss=5.0, **prov):

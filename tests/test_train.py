@@ -259,6 +259,11 @@ def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_pa
     assert pv["eval_share_over"] == "the run"
     implied_wall = sum(took) / pv["eval_share"]
     assert abs(implied_wall - pv["wall_seconds"]) <= 0.005 + implied_wall * 0.5e-4 / pv["eval_share"] + 1e-6
+    # the same over the process's CPU time, which the checkpoints carry across the crash: every evaluation's CPU
+    # seconds are in the log, and the share is theirs over the run's CPU time
+    cpu_took = [r["eval_cpu_seconds"] for r in read_log(tmp_path / "cut" / "log.jsonl") if "eval_seconds" in r]
+    assert len(cpu_took) == len(took) and pv["cpu_seconds"] > 0
+    assert pv["eval_cpu_share"] == pytest.approx(sum(cpu_took) / pv["cpu_seconds"], abs=1e-4 + 0.005 / pv["cpu_seconds"])
 
     # cut off before its first checkpoint: the rerun starts from step 0 and its log holds each step once
     with pytest.raises(Crash):

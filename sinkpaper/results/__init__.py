@@ -160,7 +160,8 @@ def eval_share_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "co
     without `eval_share_over`, counted its last session, and is marked so)."""
     lines = ["The evaluation's share of each stored run's wall time (the trainer's `eval_share`, from the results "
              "store; † its last session only, for a run stored before the share covered a resumed run's whole "
-             "time):"]
+             "time) and, where the run recorded it, of its CPU time (`eval_cpu_share`: not stretched by other runs "
+             "on the machine or by the process being stopped, as the wall time is):"]
     for pt in points:
         rs = [r for r in runs(config, "text", [pt], seeds, store) if r.provenance.get("eval_share") is not None]
         if not rs:
@@ -170,7 +171,9 @@ def eval_share_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "co
         mark = lambda r: "" if r.provenance.get("eval_share_over") == "the run" else " †"  # noqa: E731
         lines.append(f"{_point_label(config, pt, rs)}, an evaluation every {cfg['eval']['every']} steps on "
                      f"{cfg['eval']['n_samples']} held-out {cfg['eval']['seq_len']}-token sequences: "
-                     + "; ".join(f"seed {r.seed} {100 * r.provenance['eval_share']:.1f} %{mark(r)}" for r in rs)
+                     + "; ".join(f"seed {r.seed} {100 * r.provenance['eval_share']:.1f} %{mark(r)}" + (
+                         f" (CPU time {100 * r.provenance['eval_cpu_share']:.1f} %)"
+                         if r.provenance.get("eval_cpu_share") is not None else "") for r in rs)
                      + f"; mean [min, max] {fmt_spread(spread([100 * r.provenance['eval_share'] for r in rs]))} %.")
     return lines
 

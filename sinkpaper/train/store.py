@@ -118,7 +118,8 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
 
 # what a rerun may change: how long it took, where and when it ran (its provenance, and the machine's cached copy
 # of the token file), and the name it was trained under (the key is the run; a family's base is another's point)
-NOT_COMPARED = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "provenance", "mapped", "name"})
+NOT_COMPARED = frozenset({"tokens_per_s", "wall_seconds", "eval_seconds", "eval_cpu_seconds", "provenance", "mapped",
+                          "name"})
 
 
 def _first_difference(old, new, where: str) -> str | None:

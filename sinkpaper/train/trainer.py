@@ -285,7 +285,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                                   fused=True)   # one kernel for all of AdamW, on the CPU too
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     ckpt = latest_checkpoint(out) if resume else None
-    step, tokens, wall = _restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None else (0, 0, 0.0)
+    step, tokens, wall, cpu = (_restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None
+                               else (0, 0, 0.0, 0.0))
     # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
     # lines are written again
     _truncate_log(out / "log.jsonl", step)
@@ -301,7 +302,11 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     log_path = out / "log.jsonl"
     bar = _progress_bar(cfg, step) if progress and rank == 0 else None
     t_start = time.perf_counter() - wall
-    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start)
+    # the process's CPU time beside the wall clock (CPU runs): a machine shared with other runs, or a process
+    # stopped for a while, stretches the wall time but not the CPU time, so the evaluations' CPU share is their
+    # cost however the machine was used; a checkpoint written before it was kept has none (cpu None)
+    c_start = None if cpu is None or device.type != "cpu" else time.process_time() - cpu
+    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start, c_start)
     # Nothing in a step waits for the device: the loss stays on it, and whether it was finite is kept there too
     # (`first_bad`, the first step with a non-finite loss). The host reads them only where it must anyway, at
     # the steps that log, evaluate or checkpoint; a non-finite loss is caught there, before any checkpoint
@@ -357,11 +362,16 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     # checkpoint a resumed run restarted from, as the wall clock does (early log-spaced evaluations crowd a run's
     # start, so its last session alone is not its share)
     wall_total = time.perf_counter() - t_start
-    eval_total = sum(r["eval_seconds"] for r in read_log(log_path) if "eval_seconds" in r)
+    evals_logged = [r for r in read_log(log_path) if "eval_seconds" in r]
+    eval_total = sum(r["eval_seconds"] for r in evals_logged)
+    cpu_share = {}
+    if c_start is not None and all("eval_cpu_seconds" in r for r in evals_logged):
+        cpu_total, eval_cpu = time.process_time() - c_start, sum(r["eval_cpu_seconds"] for r in evals_logged)
+        cpu_share = {"cpu_seconds": round(cpu_total, 2), "eval_cpu_share": round(eval_cpu / max(1e-9, cpu_total), 4)}
     stamp = provenance.stamp(device, wall_seconds=round(wall_total, 2), tokens_seen=tokens,
                              source_of_numbers="computed now", profile=cfg.profile, dtype=dtype, compiled=compiled,
                              eval_seconds=round(eval_total, 2), eval_share=round(eval_total / max(1e-9, wall_total), 4),
-                             eval_share_over="the run",
+                             eval_share_over="the run", **cpu_share,
                              threads=torch.get_num_threads(),
                              route=route)
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
@@ -389,6 +399,7 @@ class _Bookkeeping:
     scheduler: Any
     bar: Any
     t_start: float
+    c_start: float | None          # the process's CPU clock at the run's start (None: not kept)
     last_eval: dict | None = None
 
     def at(self, step: int, tokens: int, loss: float, rate: float, *, logs: bool, evals: bool, saves: bool) -> float:
@@ -400,18 +411,20 @@ class _Bookkeeping:
             record = {"step": step, "tokens": tokens, "loss": loss, "lr": self.scheduler.get_last_lr()[0],
                       "tokens_per_s": rate, "wall_seconds": now - self.t_start}
         if evals:
-            t_eval = time.perf_counter()
+            t_eval, c_eval = time.perf_counter(), time.process_time()
             self.last_eval = evaluate(self.model, self.cfg, self.data, self.device, self.dtype)
-            took = time.perf_counter() - t_eval
+            took, cpu_took = time.perf_counter() - t_eval, time.process_time() - c_eval
             record = {**(record or {"step": step, "tokens": tokens, "loss": loss}), **self.last_eval,
-                      "eval_seconds": took}
+                      "eval_seconds": took, **({"eval_cpu_seconds": cpu_took} if self.c_start is not None else {})}
             now = time.perf_counter()
         if record is not None:
             with open(self.out / "log.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
         if saves:
             save_checkpoint(self.out, step, self.model, self.optimizer, self.scheduler,
-                            {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - self.t_start})
+                            {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - self.t_start,
+                             **({"cpu_seconds": time.process_time() - self.c_start} if self.c_start is not None
+                                else {})})
         if self.bar is not None:
             post = {"loss": f"{loss:.3f}", "tok/s": f"{rate:,.0f}"}
             if self.last_eval:
@@ -450,8 +463,9 @@ def _processes(cfg: TrainConfig) -> tuple[torch.device, int, int]:
     return device, rank, world
 
 
-def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float]:
-    """Load a checkpoint into the model, optimizer, scheduler and the random state; (step, tokens, wall seconds)."""
+def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float, float | None]:
+    """Load a checkpoint into the model, optimizer, scheduler and the random state; (step, tokens, wall seconds,
+    CPU seconds or None where the checkpoint kept none)."""
     _unwrap(model).load_state_dict(checkpoint_weights(ckpt, device), strict=False)
     st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
     optimizer.load_state_dict(st["optimizer"])
@@ -459,7 +473,7 @@ def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int,
     torch.set_rng_state(st["rng_torch"])
     if st.get("rng_cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(st["rng_cuda"])
-    return st["step"], st["tokens"], st["wall_seconds"]
+    return st["step"], st["tokens"], st["wall_seconds"], st.get("cpu_seconds")
 
 
 def _progress_bar(cfg: TrainConfig, step: int):
