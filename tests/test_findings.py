@@ -219,3 +219,23 @@ def test_an_onset_that_never_came_reads_never_and_an_undecided_claim_without_a_p
     # every seed never: no "step" before it
     res["seed_values"]["base: onset: sink"] = [2600.0] * 3
     assert "ours never / never / never" in findings.headline(e, res, "real text (CPU)")
+
+
+def test_an_onset_claims_chart_draws_a_seed_that_never_formed_at_its_runs_end_and_no_steps_row():
+    """Onsets share one panel of steps; a seed whose quantity never formed is drawn at its run's last step as
+    "never" (not at the registry's stand-in one evaluation past it), with no mean over such seeds; the runs' steps
+    the onsets are read against are no row of the chart."""
+    e = paper.entry(paper.claim("onset_sink_after_induction"), records={})
+    seeds = {"base: onset: sink": [1800.0, 500.0, 1700.0], "base: onset: induction": [2600.0, 2600.0, 900.0],
+             "base: steps": [2500.0] * 3}
+    e["results"]["real text (CPU)"] = {
+        "status": "found", "verdict": paper.INCONCLUSIVE, "why": "", "seeds": [0, 1, 2], "seed_values": seeds,
+        "values": {k: sum(v) / 3 for k, v in seeds.items()}, "measurement": "store test", "note": ""}
+    rows = findings.chart_rows(e, ["real text (CPU)"])
+    assert {r["unit"] for r in rows} == {"onset step"} and not any(r["key"] == "base: steps" for r in rows)
+    sink = [(r["kind"], r["value"]) for r in rows if r["key"] == "base: onset: sink"]
+    assert sink == [("seed", 1800.0), ("seed", 500.0), ("seed", 1700.0), ("mean", 4000.0 / 3)]
+    induction = [(r["kind"], r["value"], r["seed"]) for r in rows if r["key"] == "base: onset: induction"]
+    assert induction == [("never", 2500.0, "0"), ("never", 2500.0, "1"), ("seed", 900.0, "2")]   # no mean
+    spec = findings.claim_chart(e, ["real text (CPU)"]).to_dict()
+    assert "triangle-right" in json.dumps(spec)

@@ -291,25 +291,38 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
 # ---------------------------------------------------------------------------------------------- the chart
 def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
     """The rows :func:`claim_chart` draws: per label, the paper's value ("paper") and, per scale with values,
-    each seed's value ("seed") and the mean over seeds ("mean"); a label's unit ("%" or its metric)."""
+    each seed's value ("seed") and the mean over seeds ("mean"); a label's unit ("%" or its metric). Onsets
+    ("base: onset: sink") share one panel of steps: a seed in which the quantity never formed is drawn at its
+    run's last step as "never" (the registry's stand-in lies one evaluation past it), with no mean where a seed
+    has none; the runs' steps they are read against ("base: steps") are no row of their own."""
     rows = []
     labels: list[str] = list(e["paper"]["values"] or {})
     for s in scales:
         labels += [k for k in (result_at(e, s).get("values") or {}) if k not in labels]
+    onset_points = {k.partition(": onset: ")[0] for k in labels if ": onset: " in k}
     for label in labels:
-        unit = "%" if _is_percent(label, e) else label.split(": ")[-1]
+        point, is_onset, _ = label.partition(": onset: ")
+        if label.removesuffix(": steps") in onset_points:
+            continue
+        unit = "onset step" if is_onset else "%" if _is_percent(label, e) else label.split(": ")[-1]
         p = (e["paper"]["values"] or {}).get(label)
         if p is not None:
             rows.append({"label": human_label(label), "key": label, "unit": unit, "who": "paper", "kind": "paper",
                          "value": p, "seed": ""})
         for s in scales:
             res = result_at(e, s)
-            seeds = res.get("seeds") or []
-            for i, v in enumerate((res.get("seed_values") or {}).get(label) or []):
-                rows.append({"label": human_label(label), "key": label, "unit": unit, "who": s, "kind": "seed",
-                             "value": v, "seed": str(seeds[i]) if i < len(seeds) else str(i)})
+            seeds, by_seed = res.get("seeds") or [], res.get("seed_values") or {}
+            ends = by_seed.get(f"{point}: steps") if is_onset else None
+            never = 0
+            for i, v in enumerate(by_seed.get(label) or []):
+                end = ends[i] if ends and i < len(ends) else None
+                never += end is not None and v > end
+                rows.append({"label": human_label(label), "key": label, "unit": unit, "who": s,
+                             "kind": "never" if end is not None and v > end else "seed",
+                             "value": end if end is not None and v > end else v,
+                             "seed": str(seeds[i]) if i < len(seeds) else str(i)})
             m = (res.get("values") or {}).get(label)
-            if m is not None:
+            if m is not None and not never:
                 rows.append({"label": human_label(label), "key": label, "unit": unit, "who": s, "kind": "mean",
                              "value": m, "seed": ""})
     return rows
@@ -347,6 +360,8 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
         height = max(36, row_px * len(who) * len(labels))
         w = width if len(units) == 1 else 190   # stacked panels cannot take the container width: fit the column
         marks = {"seed": alt.MarkDef(type="circle", size=30, opacity=0.55),
+                 # never formed: drawn at the run's end, hollow, pointing past it
+                 "never": alt.MarkDef(type="point", shape="triangle-right", filled=False, size=45, strokeWidth=1.5),
                  "mean": alt.MarkDef(type="tick", thickness=2.5, size=row_px + 2),
                  "paper": alt.MarkDef(type="point", filled=False, size=70, strokeWidth=2)}
         kinds = [k for k in marks if any(r["kind"] == k for r in part)]   # a layer with no rows: no empty extent
