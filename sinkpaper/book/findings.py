@@ -313,13 +313,13 @@ def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
             res = result_at(e, s)
             seeds, by_seed = res.get("seeds") or [], res.get("seed_values") or {}
             ends = by_seed.get(f"{point}: steps") if is_onset else None
-            never = 0
+            never = False
             for i, v in enumerate(by_seed.get(label) or []):
                 end = ends[i] if ends and i < len(ends) else None
-                never += end is not None and v > end
+                gone = end is not None and v > end
+                never |= gone
                 rows.append({"label": human_label(label), "key": label, "unit": unit, "who": s,
-                             "kind": "never" if end is not None and v > end else "seed",
-                             "value": end if end is not None and v > end else v,
+                             "kind": "never" if gone else "seed", "value": end if gone else v,
                              "seed": str(seeds[i]) if i < len(seeds) else str(i)})
             m = (res.get("values") or {}).get(label)
             if m is not None and not never:
