@@ -605,3 +605,26 @@ def test_a_markdown_page_draws_a_stored_measurement_and_an_unknown_chart_is_an_e
     assert "unknown chart 'no-such-chart'; valid: " + ", ".join(measured_charts.CHARTS) in failed.stderr
     with pytest.raises(ValueError, match="valid: long-context-bench"):
         measured_charts.chart("no-such-chart", src)
+
+
+def test_the_training_chart_draws_each_cpus_benchmark_named_by_its_machine(tmp_path):
+    """Which dtype is fast depends on the CPU, so a shape's chart draws every stored CPU's benchmark, each bar named
+    by its machine; with one benchmark stored the bars carry no machine; with none there is no chart."""
+    from sinkpaper.book import figures, measured_charts
+    from sinkpaper.results import measured
+
+    assert measured_charts.chart("training-bench", tmp_path) is None
+
+    def bench(path, cpu, tokens):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(json.dumps({"provenance": {"cpu_model": cpu}, "rows": [
+            {"model": "ours", "dtype": "bf16", "compiled": True, "tokens_per_s": tokens, "mfu": 0.5},
+            {"model": "transformers", "dtype": "bf16", "compiled": True, "tokens_per_s": tokens / 2, "mfu": 0.2}]}))
+    bench(measured.TRAINING_BENCH, "Intel(R) Xeon(R) Processor (avx512_bf16)", 6000.0)
+    one = figures.chart_values(measured_charts.chart("training-bench", tmp_path).to_dict())
+    assert [r["setting"] for r in one] == ["ours, bf16, compiled", "transformers, bf16, compiled"]
+    bench(measured.TRAINING_BENCH_EPYC, "AMD EPYC (avx512_bf16)", 21000.0)
+    both = figures.chart_values(measured_charts.chart("training-bench", tmp_path).to_dict())
+    assert [(r["setting"], r["tokens_per_s"]) for r in both] == [
+        ("Intel Xeon: ours, bf16, compiled", 6000.0), ("Intel Xeon: transformers, bf16, compiled", 3000.0),
+        ("AMD EPYC: ours, bf16, compiled", 21000.0), ("AMD EPYC: transformers, bf16, compiled", 10500.0)]

@@ -43,18 +43,26 @@ def long_context_bench(root: Path) -> alt.TopLevelMixin | None:
                     tooltip=tip).properties(title=f"{bench['model']}: memory", width=240, height=180))
 
 
-def training_bench(root: Path, path: str = M.TRAINING_BENCH) -> alt.TopLevelMixin | None:
+def training_bench(root: Path, *paths: str) -> alt.TopLevelMixin | None:
     """Training tokens per second of each configuration of our model beside transformers' Llama of the same
-    shapes, dtype and compile setting (the reference the trainer competes with)."""
-    bench = M.load_stored(path, root)
-    if bench is None:
+    shapes, dtype and compile setting (the reference the trainer competes with): one bar per row of each stored
+    benchmark in ``paths`` (default: the text profile's), each setting named by its machine where there are
+    several (which dtype is fast depends on the CPU)."""
+    benches = [b for b in (M.load_stored(p, root) for p in (paths or (M.TRAINING_BENCH,))) if b is not None]
+    if not benches:
         return None
-    rows = [{"setting": f"{r['model']}, {r['dtype']}, {'compiled' if r['compiled'] else 'eager'}",
+
+    def machine(b: dict) -> str:
+        pv = b["provenance"]
+        name = (pv.get("cpu_model") or pv.get("hardware") or "?").replace("(R)", "").split(" (")[0]
+        return " ".join(name.replace(" Processor", "").split())
+    rows = [{"setting": (f"{machine(b)}: " if len(benches) > 1 else "")
+             + f"{r['model']}, {r['dtype']}, {'compiled' if r['compiled'] else 'eager'}",
              "who": "ours" if r["model"] == "ours" else "transformers", "tokens_per_s": r["tokens_per_s"],
-             "mfu": r["mfu"]} for r in bench["rows"]]
+             "mfu": r["mfu"]} for b in benches for r in b["rows"]]
     return alt.Chart(alt.Data(values=rows), title="Training, median tokens/s").mark_bar().encode(
         x=alt.X("tokens_per_s:Q", title="tokens per second"),
-        y=alt.Y("setting:N", sort=[r["setting"] for r in rows], title=None, axis=alt.Axis(labelLimit=170)),
+        y=alt.Y("setting:N", sort=[r["setting"] for r in rows], title=None, axis=alt.Axis(labelLimit=260)),
         color=alt.Color("who:N", scale=alt.Scale(domain=["ours", "transformers"], range=[OURS, REFERENCE]),
                         title=None, legend=alt.Legend(orient="bottom")),
         tooltip=["setting:N", alt.Tooltip("tokens_per_s:Q", format=",.0f"),
@@ -104,11 +112,12 @@ def _t_axis(rows) -> alt.X:
 
 
 CHARTS: dict[str, Callable[[Path], alt.TopLevelMixin | None]] = {
-    "long-context-bench": long_context_bench, "training-bench": training_bench,
+    "long-context-bench": long_context_bench,
+    # both CPUs' benchmarks of a shape in one chart
+    "training-bench": lambda root: training_bench(root, M.TRAINING_BENCH, M.TRAINING_BENCH_EPYC),
     "training-bench-gpu": lambda root: training_bench(root, M.TRAINING_BENCH_GPU),
-    "training-bench-layers4": lambda root: training_bench(root, M.TRAINING_BENCH_LAYERS4),
-    "training-bench-epyc": lambda root: training_bench(root, M.TRAINING_BENCH_EPYC),
-    "training-bench-layers4-epyc": lambda root: training_bench(root, M.TRAINING_BENCH_LAYERS4_EPYC),
+    "training-bench-layers4": lambda root: training_bench(root, M.TRAINING_BENCH_LAYERS4,
+                                                          M.TRAINING_BENCH_LAYERS4_EPYC),
     "thread-scaling": thread_scaling, "kernels-bench-gpu": kernels_bench_gpu}
 
 
