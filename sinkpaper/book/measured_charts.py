@@ -52,10 +52,13 @@ def training_bench(root: Path, *paths: str) -> alt.TopLevelMixin | None:
     if not benches:
         return None
 
+    layers = {(b.get("model_config") or {}).get("n_layers") for b in benches}
+
     def machine(b: dict) -> str:
         pv = b["provenance"]
         name = (pv.get("cpu_model") or pv.get("hardware") or "?").replace("(R)", "").split(" (")[0]
-        return " ".join(name.replace(" Processor", "").split())
+        shape = f", {b['model_config']['n_layers']} layers" if len(layers) > 1 else ""
+        return " ".join(name.replace(" Processor", "").split()) + shape
     rows = [{"setting": (f"{machine(b)}: " if len(benches) > 1 else "")
              + f"{r['model']}, {r['dtype']}, {'compiled' if r['compiled'] else 'eager'}",
              "who": "ours" if r["model"] == "ours" else "transformers", "tokens_per_s": r["tokens_per_s"],
@@ -113,11 +116,10 @@ def _t_axis(rows) -> alt.X:
 
 CHARTS: dict[str, Callable[[Path], alt.TopLevelMixin | None]] = {
     "long-context-bench": long_context_bench,
-    # both CPUs' benchmarks of a shape in one chart
-    "training-bench": lambda root: training_bench(root, M.TRAINING_BENCH, M.TRAINING_BENCH_EPYC),
+    # both CPUs' benchmarks of both text shapes in one chart
+    "training-bench": lambda root: training_bench(root, M.TRAINING_BENCH, M.TRAINING_BENCH_EPYC,
+                                                  M.TRAINING_BENCH_LAYERS4, M.TRAINING_BENCH_LAYERS4_EPYC),
     "training-bench-gpu": lambda root: training_bench(root, M.TRAINING_BENCH_GPU),
-    "training-bench-layers4": lambda root: training_bench(root, M.TRAINING_BENCH_LAYERS4,
-                                                          M.TRAINING_BENCH_LAYERS4_EPYC),
     "thread-scaling": thread_scaling, "kernels-bench-gpu": kernels_bench_gpu}
 
 
