@@ -82,6 +82,9 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # still form?), elementwise gated attention, a learned sink logit per head, and one BOS before every document with
 # attention masked between documents.
 
+# %% tags=["remove-input"]
+display(Markdown(onsets.budget_caption(lm.payloads, POINTS, LABELS)))
+
 # %% [markdown]
 # ## Each quantity against its threshold
 #

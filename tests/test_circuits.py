@@ -165,6 +165,26 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
                                                  "ratio": 0.5 / 0.3}
 
 
+def test_the_budget_caption_reads_each_runs_tokens_against_the_literatures_induction_onsets():
+    """One shared budget reads as one sentence; several are named point by point; the ratio to the literature's
+    earliest induction onset (20B tokens) is taken against the longest run and given as a scale (two figures)."""
+    from sinkpaper.book.figures import onsets as O
+
+    def run(point, seed, tokens, step):
+        r = _run(point, seed, [])
+        r["result"] = {"tokens_seen": tokens, "step": step}
+        return r
+    same = [run("a", 0, 10_240_000, 2500), run("a", 1, 10_240_000, 2500), run("b", 0, 10_240_000, 2500)]
+    text = O.budget_caption(same, ["a", "b"])
+    assert text.startswith("Every run here trains for 10.24M tokens (2,500 steps).")
+    assert "at 23B (OLMo 1B) and 20B (OLMoE 1B-7B) tokens, about 2,000 times more" in text   # 20e9 / 10.24e6 = 1953
+    mixed = same + [run("c", 0, 20_480_000, 5000)]
+    text = O.budget_caption(mixed, ["a", "b", "c"], {"c": "the long one"})
+    assert "10.24M tokens (2,500 steps): a, b; 20.48M tokens (5,000 steps): the long one" in text
+    assert "about 980 times more" in text                                   # against the longest run: 976.6
+    assert O.budget_caption(same, ["z"]) == "No stored run of these points yet."
+
+
 def test_the_gates_figure_reads_each_heads_quantiles_at_the_last_evaluation_that_has_them():
     from sinkpaper.book.figures import gates as G
     q = lambda a, b: [[[a, b, 0.9], [0.1, 0.2, 0.3]]]   # noqa: E731 -- one layer, two heads

@@ -140,6 +140,51 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
     return "Onsets in the order they came (median step over the seeds in which each formed). " + " ".join(said)
 
 
+# when the literature's 1B-class runs form their induction heads, in tokens (arXiv 2606.02378, finding F3): the scale
+# against which a run here that never forms one is read
+LITERATURE_INDUCTION_TOKENS = {"OLMo 1B": 23e9, "OLMoE 1B-7B": 20e9}
+
+
+def budget_caption(payloads: Sequence[Mapping], points: Sequence[str],
+                   labels: Mapping[str, str] | None = None) -> str:
+    """How far the stored runs of ``points`` train, in tokens and steps (each point's range over its seeds), beside
+    the tokens at which the literature's 1B-class runs form their induction heads: the scale at which a quantity
+    that never formed here is read."""
+    labels = labels or {}
+    seen = {}
+    for p in payloads:
+        pt = point_of(p)
+        if pt in points:
+            seen.setdefault(pt, []).append((p["result"]["tokens_seen"], p["result"]["step"]))
+    if not seen:
+        return "No stored run of these points yet."
+    budgets = {}   # (tokens, steps) -> the points trained that far, so one shared budget reads as one sentence
+    for pt in (pt for pt in points if pt in seen):
+        for b in sorted(set(seen[pt])):
+            budgets.setdefault(b, []).append(labels.get(pt, pt))
+    if len(budgets) == 1:
+        (tokens, steps), = budgets
+        runs = f"Every run here trains for {_tokens(tokens)} tokens ({steps:,} steps)"
+    else:
+        runs = "The runs here train for " + "; ".join(f"{_tokens(t)} tokens ({st:,} steps): {', '.join(pts)}"
+                                                      for (t, st), pts in budgets.items())
+    most = max(t for t, _ in budgets)
+    lit = " and ".join(f"{_tokens(t)} ({name})" for name, t in LITERATURE_INDUCTION_TOKENS.items())
+    fewest = min(LITERATURE_INDUCTION_TOKENS.values())
+    return (f"{runs}. The 1B-class runs of arXiv 2606.02378 form their induction heads at {lit} tokens, "
+            f"about {_about(fewest / most)} times more than the longest run here: a quantity that never formed here "
+            "did not form within this budget, which says nothing of whether it would later.")
+
+
+def _about(x: float) -> str:
+    """x to two significant figures (1,953 -> 2,000): a ratio of budgets is a scale, not a measurement."""
+    return f"{float(f'{x:.2g}'):,.0f}" if x >= 10 else f"{x:.2g}"
+
+
+def _tokens(n: float) -> str:
+    return f"{n / 1e9:.0f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
+
+
 def onset_moves_caption(rows: Sequence[Mapping], points: Sequence[str], what: str, quantity: str = "sink") -> str:
     """Whether ``quantity``'s onset moves along ``points`` (one setting each, in order): each point's onsets over
     its seeds, and which neighbours' seed ranges are apart (every seed of one before every seed of the other)."""
