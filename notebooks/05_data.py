@@ -100,10 +100,13 @@ if lm.payloads:
 # heads. The stored 4-layer runs of the same positions (`*_layers_4`, text profile, 3 seeds each, read from the
 # store at every profile) show whether depth changes where the sink goes: each point read at its own fixed
 # position k, Sink_k and the mean α_k over training, beside the paper's number at that position. The onset is the
-# first evaluation at which Sink_k reaches the registry's "has a sink" level.
+# first evaluation at which Sink_k reaches the registry's "has a sink" level. The `_steps_x2` runs train the
+# positions 2 and 3 twice as long (5000 steps): the budget rerun of `data_fixed_pos`, shown beside its verdict.
 
 # %% tags=["hide-input", "full-width"]
-DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1}
+DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1,
+        # the budget reruns: twice the steps (5000), where fixed_pos2's sink at 4 layers formed late or not at all
+        "fixed_pos2_layers_4_steps_x2": 2, "fixed_pos3_layers_4_steps_x2": 3}
 deep = sweeps.stored_sweep(FAMILY, "text", points=list(DEEP), seeds=(0, 1, 2))
 if deep.payloads:
     deep_figure, deep_table = realtext.own_position(deep.payloads, DEEP, "The text profile at 4 layers")
