@@ -267,6 +267,43 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
     assert r["verdict"] == R and r["status"] == "incomplete"
 
 
+def test_a_second_reading_is_judged_by_the_same_rule_beside_the_verdict(tmp_path):
+    """A second reading (other runs of the same points: another depth or budget) is judged by the claim's rule on
+    its own runs and said beside the verdict, which it never changes; where one of its runs is not stored it names
+    the run and gives no value."""
+    from sinkpaper.book import findings
+    from sinkpaper.paper.claim import Claim, at_scales, family
+    from sinkpaper.paper.rules import MovesTo
+
+    def moved(pt):
+        return family("data", {f"fixed_pos2: Sink_{j}": (pt, f"Sink_{j}") for j in (1, 2, 3)})
+    deep = moved("fixed_pos2_layers_4_steps_x2")
+    c = Claim("t", "5", "05_data", "moves", "Section 5", rule=MovesTo([2]),
+              measure=at_scales(text=family("data", dict(moved("fixed_pos2").points),
+                                            readings={"4 layers and 5000 steps": deep})))
+    store = tmp_path / "store"
+    shutil.copytree(REPO / "results/store", store)
+    r = paper.result(c, "real text (CPU)", {}, str(store))
+    alone = paper.result(Claim("t", "5", "05_data", "moves", "Section 5", rule=MovesTo([2]),
+                               measure=at_scales(text=moved("fixed_pos2"))), "real text (CPU)", {}, str(store))
+    assert r["verdict"] == alone["verdict"] == D                  # the 2-layer runs: no sink at position 2
+    # the 5000-step 4-layer runs, read here as the rule reads them: a sink at 2 in every seed, above Sink_1 and 3
+    got = {j: [reading.plateau_of(paper.store_lookup(str(REPO / "configs/data.yaml"), "text",
+                                                     "fixed_pos2_layers_4_steps_x2", s, str(store))[0],
+                                  f"Sink_{j}")["mean"] for s in (0, 1, 2)] for j in (1, 2, 3)}
+    want = A if all(got[2][s] >= paper.SINK and got[2][s] > max(got[1][s], got[3][s]) for s in range(3)) else None
+    assert want == A and r["second_readings"] == ["the same rule at 4 layers and 5000 steps: agrees"]
+    assert paper.verdict_text(r) == "disagrees: the same rule at 4 layers and 5000 steps: agrees"
+    e = {"id": "t", "rule": c.rule.sentence, "kind": "reproduction"}
+    assert findings.reason(e, r).endswith("; the same rule at 4 layers and 5000 steps: agrees")
+    payload, _ = paper.store_lookup(str(REPO / "configs/data.yaml"), "text", "fixed_pos2_layers_4_steps_x2", 1,
+                                    str(store))
+    (store / f"{payload['hash']}.json.gz").unlink()
+    r = paper.result(c, "real text (CPU)", {}, str(store))
+    assert r["verdict"] == D and r["second_readings"] == [
+        "the same rule at 4 layers and 5000 steps: no result (no value for fixed_pos2_layers_4_steps_x2 seed 1)"]
+
+
 def test_the_registry_reads_the_unigram_cache_from_any_working_directory(tmp_path, monkeypatch):
     payload, _ = paper.store_lookup(str(REPO / "configs/optimization.yaml"), "text", "default", 0,
                                     str(REPO / "results/store"))

@@ -14,10 +14,13 @@ class Runs:
     """Results-store runs: ``points`` maps a value label to (point, metric[, config]) of ``config`` (metric: "Sink_1",
     "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``. A label marked as
     the other setting (:data:`BESIDE_MARKS`) is shown beside the verdict: no rule reads it, and a run of it not
-    stored yet holds no verdict back."""
+    stored yet holds no verdict back. ``readings``: second readings, {what differs ("4 layers, 5000 steps"): Runs
+    with the rule's own labels}, each judged by the claim's rule on its own runs and reported beside the verdict,
+    never changing it."""
     config: str
     points: Mapping[str, tuple[str, str]]
     seeds: tuple[int, ...] = (0, 1, 2)
+    readings: Mapping[str, "Runs"] = field(default_factory=dict)
 
     @property
     def beside(self) -> set[str]:
@@ -92,6 +95,8 @@ def at_scales(real_lms=PAPER_SCALE, text=None, mini=None, gpu: Runs | bool | Non
             "miniature": mini if mini is not None else NotRun("no miniature point of this experiment")}
 
 
-def family(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0, 1, 2)) -> Runs:
+def family(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0, 1, 2),
+           readings: Mapping[str, Runs] | None = None) -> Runs:
     m = points if isinstance(points, Mapping) else {p: p for p in points}
-    return runs_of(f"configs/{stem}.yaml", m, seeds)
+    runs = runs_of(f"configs/{stem}.yaml", m, seeds)
+    return Runs(runs.config, runs.points, runs.seeds, dict(readings or {}))

@@ -210,7 +210,12 @@ CLAIMS: tuple[Claim, ...] = (
                                  **{f"fixed_pos{k} ({depth}, beside): Sink_{k}": (f"fixed_pos{k}_{pt}", f"Sink_{k}")
                                     for k in (2, 3) for depth, pt in (("5000 steps", "steps_x2"),
                                                                       ("4 layers", "layers_4"),
-                                                                      ("4 layers, 5000 steps", "layers_4_steps_x2"))}}),
+                                                                      ("4 layers, 5000 steps", "layers_4_steps_x2"))}},
+                          # the rule again where the 4-layer model has the depth, then the steps, to grow its sinks
+                          readings={what: family("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}_{pt}", f"Sink_{j}")
+                                                          for k in (2, 3) for j in (1, 2, 3)})
+                                    for what, pt in (("4 layers", "layers_4"),
+                                                     ("4 layers and 5000 steps", "layers_4_steps_x2"))}),
               gpu=family("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                 for j in (1, 2, 3)}),
               mini=runs_of(MINI, {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)

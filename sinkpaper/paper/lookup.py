@@ -234,21 +234,50 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
         out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition"
-    elif out["status"] in ("missing", "incomplete", "too few seeds"):
+    else:
+        out["verdict"], why = _verdict(c.rule, out)
+        if why is not None:
+            out["why"] = why
+    if isinstance(m, Runs) and m.readings and c.rule is not None:
+        out["second_readings"] = [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store)
+                                  for what, sub in m.readings.items()]
+    return out
+
+
+def _verdict(rule, out: Mapping) -> tuple[str, str | None]:
+    """(verdict, why or None) of a rule on one measurement's result (its status, steps and values)."""
+    if out["status"] in ("missing", "incomplete", "too few seeds"):
         # a rule judges the whole set of runs it was fixed for, never the part stored so far: one failing point
         # would otherwise read "disagrees" before the points that could change the picture are in
-        out["verdict"] = NO_RESULT
-    elif c.rule is None:
-        out["verdict"] = NO_RESULT
-    elif (budgets := unequal_budgets(c.rule, out.get("steps", {}))):
-        out["verdict"], out["why"] = NOT_COMPARABLE, budgets
-    elif out.get("seed_values"):
-        out["verdict"], out["why"] = judge(c.rule, out["seed_values"])
-        if out["verdict"] != INCONCLUSIVE:
-            out["why"] = _reason(c.rule, out["seed_values"])
-    else:
-        out["verdict"] = c.rule.apply(out["values"])
-    return out
+        return NO_RESULT, None
+    if rule is None:
+        return NO_RESULT, None
+    if (budgets := unequal_budgets(rule, out.get("steps", {}))):
+        return NOT_COMPARABLE, budgets
+    if out.get("seed_values"):
+        verdict, why = judge(rule, out["seed_values"])
+        return verdict, (why if verdict == INCONCLUSIVE else _reason(rule, out["seed_values"]))
+    return rule.apply(out["values"]), None
+
+
+def _second_reading(rule, what: str, m: Runs, profile: str, store: str) -> str:
+    """The claim's rule judged on a second reading's runs, as the sentence shown beside the verdict; where a run
+    is missing it says which, never a value."""
+    out = _store_result(m, profile, store)
+    verdict, why = _verdict(rule, out)
+    if out["status"] == STALE:
+        why = f"{STALE}: {', '.join(out['stale'])}"
+    elif out["status"] in ("missing", "incomplete", "too few seeds"):
+        lacking: dict[str, list[int]] = {}   # point -> its seeds with no value (not stored, or not counted)
+        for label, (point, *_) in m.points.items():
+            for seed in m.seeds:
+                if str(seed) not in out["plateaus"].get(label, {}) and seed not in lacking.setdefault(point, []):
+                    lacking[point].append(seed)
+        why = "no value for " + ", ".join(f"{pt} seed{'s' if len(sd) > 1 else ''} {', '.join(map(str, sd))}"
+                                          for pt, sd in lacking.items() if sd)
+        if out["excluded"]:
+            why += f" (not counted: {'; '.join(out['excluded'])})"
+    return f"the same rule at {what}: {verdict}" + (f" ({why})" if why else "")
 
 
 def entry(c: Claim, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:

@@ -28,9 +28,9 @@ def verdict_text(res: Mapping) -> str:
         return f"{NO_RESULT} ({NOT_RUN})"
     if res.get("status") == "too few seeds":
         return f"{NO_RESULT} (fewer than {SEEDS_MIN} seeds that trained)"
-    if res.get("why"):          # inconclusive, and any verdict a rule explains (a reading that cannot fail, ...)
-        return f"{res['verdict']}: {res['why']}"
-    return res["verdict"]
+    # why: inconclusive, and any verdict a rule explains (a reading that cannot fail, ...); then the second readings
+    why = "; ".join([*([res["why"]] if res.get("why") else []), *res.get("second_readings", [])])
+    return f"{res['verdict']}: {why}" if why else res["verdict"]
 
 
 def removal_base_rate(listing: Sequence[Mapping], scale: str = "real text (CPU)") -> dict:
