@@ -225,7 +225,15 @@ CLAIMS: tuple[Claim, ...] = (
           labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
           measure=at_scales(text=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
                                              "default (5000 steps, beside)": "no_fixed_token_steps_x2",
-                                             "default (4 layers, beside)": "no_fixed_token_layers_4"}),
+                                             "default (4 layers, beside)": "no_fixed_token_layers_4"},
+                                        # the rule again at the budget and the depth of those reruns (the text
+                                        # base, which fixes its first token, is fixed_pos1 at 5000 steps)
+                                        readings={"5000 steps": family("data", {
+                                                      "fixed_pos1": ("default_steps_x2", "Sink_1",
+                                                                     "configs/optimization.yaml"),
+                                                      "default": "no_fixed_token_steps_x2"}),
+                                                  "4 layers": family("data", {"fixed_pos1": "fixed_pos1_layers_4",
+                                                                              "default": "no_fixed_token_layers_4"})}),
                           # the text profile's budget and depth reruns have no counterpart at the gpu profile
                           gpu=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
                           mini=runs_of(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),

@@ -239,7 +239,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         if why is not None:
             out["why"] = why
     if isinstance(m, Runs) and m.readings and c.rule is not None:
-        out["second_readings"] = [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store)
+        out["second_readings"] = [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
                                   for what, sub in m.readings.items()]
     return out
 
@@ -260,9 +260,9 @@ def _verdict(rule, out: Mapping) -> tuple[str, str | None]:
     return rule.apply(out["values"]), None
 
 
-def _second_reading(rule, what: str, m: Runs, profile: str, store: str) -> str:
-    """The claim's rule judged on a second reading's runs, as the sentence shown beside the verdict; where a run
-    is missing it says which, never a value."""
+def _second_reading(rule, what: str, m: Runs, profile: str, store: str, said: str | None = None) -> str:
+    """The claim's rule judged on a second reading's runs, as the sentence shown beside the verdict (its reason
+    left out where it is the verdict's own, ``said``); where a run is missing it says which, never a value."""
     out = _store_result(m, profile, store)
     verdict, why = _verdict(rule, out)
     if out["status"] == STALE:
@@ -277,7 +277,7 @@ def _second_reading(rule, what: str, m: Runs, profile: str, store: str) -> str:
                                           for pt, sd in lacking.items() if sd)
         if out["excluded"]:
             why += f" (not counted: {'; '.join(out['excluded'])})"
-    return f"the same rule at {what}: {verdict}" + (f" ({why})" if why else "")
+    return f"the same rule at {what}: {verdict}" + (f" ({why})" if why and why != said else "")
 
 
 def entry(c: Claim, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:
