@@ -67,10 +67,13 @@ _ONSETS_NOTE = ("onsets as sinkpaper/paper/onsets.py defines them, fixed before 
 
 def _onsets_measure(*quantities: str) -> dict:
     """The text base's onsets of ``quantities`` and its number of steps (past which an onset never came), on the
-    onsets family's runs at real text and at the miniature."""
-    runs = family("onsets", {**{f"base: onset: {q}": ("onsets_base", f"onset: {q}") for q in quantities},
-                             "base: steps": ("onsets_base", "steps")})
-    return at_scales(text=runs, mini=runs)
+    onsets family's runs at real text and at the miniature; at real text the rule is read again on the 4-layer
+    runs (a second reading, beside the verdict)."""
+    def of(point: str) -> dict:
+        return {**{f"base: onset: {q}": (point, f"onset: {q}") for q in quantities}, "base: steps": (point, "steps")}
+    runs = family("onsets", of("onsets_base"))
+    deep = family("onsets", of("onsets_base"), readings={"4 layers": family("onsets", of("onsets_layers_4"))})
+    return at_scales(text=deep, mini=runs)
 
 
 _BIAS_NOTE = ("real text: each half is read where it can fail. The bias's Sink* is read without a fixed first token, "
