@@ -19,6 +19,10 @@ runs = []
 for path in sys.argv[1:]:
     d = read_entry(path)
     pv = d.get("result", {}).get("provenance", {})
+    if "error" in d:   # a divergence record: no result, the step at which it stopped
+        runs.append(f"{d['name']} seed {d['config']['run']['seed']} ({d['profile']}; diverged: "
+                    f"{d['error'].split(';')[0]})")
+        continue
     # the hardware string names the CPU's threads already ('CPU AMD EPYC, 1 threads')
     runs.append(f"{d['name']} seed {d['config']['run']['seed']} ({d['profile']}; {pv.get('hardware', '?')}, "
                 f"{pv.get('dtype', '?')}, {pv.get('wall_seconds', 0) / 60:.0f} min)")
