@@ -246,7 +246,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
 
 def _verdict(rule, out: Mapping) -> tuple[str, str | None]:
     """(verdict, why or None) of a rule on one measurement's result (its status, steps and values)."""
-    if out["status"] in ("missing", "incomplete", "too few seeds"):
+    if out["status"] in (STALE, "missing", "incomplete", "too few seeds"):
         # a rule judges the whole set of runs it was fixed for, never the part stored so far: one failing point
         # would otherwise read "disagrees" before the points that could change the picture are in
         return NO_RESULT, None
