@@ -268,15 +268,15 @@ def _second_reading(rule, what: str, m: Runs, profile: str, store: str, said: st
     if out["status"] == STALE:
         why = f"{STALE}: {', '.join(out['stale'])}"
     elif out["status"] in ("missing", "incomplete", "too few seeds"):
-        lacking: dict[str, list[int]] = {}   # point -> its seeds with no value (not stored, or not counted)
+        lacking: dict[str, list[int]] = {}   # point -> its seeds with no value that no exclusion explains
         for label, (point, *_) in m.points.items():
             for seed in m.seeds:
-                if str(seed) not in out["plateaus"].get(label, {}) and seed not in lacking.setdefault(point, []):
+                if (str(seed) not in out["plateaus"].get(label, {}) and seed not in lacking.setdefault(point, [])
+                        and not any(x.startswith(f"{point} seed {seed}:") for x in out["excluded"])):
                     lacking[point].append(seed)
-        why = "no value for " + ", ".join(f"{pt} seed{'s' if len(sd) > 1 else ''} {', '.join(map(str, sd))}"
-                                          for pt, sd in lacking.items() if sd)
-        if out["excluded"]:
-            why += f" (not counted: {'; '.join(out['excluded'])})"
+        missing = [f"{pt} seed{'s' if len(sd) > 1 else ''} {', '.join(map(str, sd))}" for pt, sd in lacking.items()
+                   if sd]
+        why = "; ".join([*out["excluded"], *([f"not stored: {', '.join(missing)}"] if missing else [])])
     return f"the same rule at {what}: {verdict}" + (f" ({why})" if why and why != said else "")
 
 
