@@ -75,8 +75,10 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # %% [markdown]
 # ## Reading the first figure
 #
-# One row per seed, one mark per quantity at the step it formed; a hollow mark at the run's end is a quantity that
-# never formed there, the grey tick is the run's last step, and the shaded band the steps at which the paper's
+# One row per seed, one mark per quantity at the step it formed; a faint mark is one that formed and was below
+# its threshold again at the run's end (it did not last: a sink that flickered during a loss spike, or the early
+# previous-token heads), a hollow mark at the run's end is a quantity that never formed there, a run named "did
+# not learn" is drawn but counted by no verdict, the grey tick is the run's last step, and the shaded band the steps at which the paper's
 # default run grows its sink (Section 4; a step there is ~250x more tokens than here). The points: the text base
 # (2 layers, d 128, the BOS fixed at position 1), its 4-layer version, sigmoid attention (no sink: does induction
 # still form?), elementwise gated attention, a learned sink logit per head, and one BOS before every document with

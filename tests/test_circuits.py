@@ -124,7 +124,9 @@ def test_a_bad_early_ratio_fails_before_any_compute():
 
 def _run(point, seed, curve, steps=300):
     return {"name": f"family/{point}", "config": {"run": {"seed": seed}, "optim": {"steps": steps},
-                                                  "eval": {"every": 100}}, "curve": curve}
+                                                  "eval": {"every": 100},
+                                                  "data": {"source": "corpus", "path": "data/corpus/tokens.u16.xz"}},
+            "curve": curve}
 
 
 def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
@@ -163,6 +165,17 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
     assert draws_the_paper(O.onset_chart(rows, "t", paper=window).to_dict()) and not draws_the_paper(spec)
     assert O.threshold_rows(runs, "base")[0] == {"step": 100, "seed": 0, "quantity": "previous token",
                                                  "ratio": 0.5 / 0.3}
+    # a sink that flickered and is gone at the end is drawn faint and named; a run that did not learn (its
+    # held-out loss above the corpus's unigram loss) is named in its row and left out of the sentence
+    flicker = _run("deep", 0, [ev(100, 12.0, 0.1), ev(200, 0.0, 0.1), ev(300, 0.0, 0.1)])
+    stuck = _run("deep", 1, [{**ev(st, 0.0, 0.1), "val_loss": 7.5} for st in (100, 200, 300)])
+    deep = O.onset_rows([flicker, stuck], ["deep"])
+    sink = {r["seed"]: r for r in deep if r["quantity"] == "sink"}
+    assert sink[0]["lasted"] is False and sink[0]["step"] == 100 and sink[0]["learned"]
+    assert sink[1]["run"] == "deep · seed 1 (did not learn)" and not sink[1]["learned"]
+    text = O.onset_caption(deep)
+    assert "Deep, 1 seed (seed 1 did not learn, left out):" in text
+    assert "Formed and did not last (below its threshold again at the end): sink in seed 0 (step 100)." in text
 
 
 def test_the_budget_caption_reads_each_runs_tokens_against_the_literatures_induction_onsets():

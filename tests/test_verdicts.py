@@ -407,6 +407,32 @@ def test_the_onset_is_checked_against_the_window_the_paper_states():
     assert onset_of(run, "onset: sink")["mean"] == 2600.0          # never: one evaluation past the end
 
 
+def test_an_onset_that_did_not_last_is_named_beside_the_verdict_with_the_rule_read_as_never():
+    """A quantity that crossed its threshold and is below it again at the run's end and on its plateau (a sink that
+    flickers during a loss spike) keeps its registered onset; beside the verdict it is named, with the rule's
+    verdict when it is read as never formed. A late onset that holds to the end is not flagged."""
+    from sinkpaper.paper.lookup import _unlasting
+    from sinkpaper.paper.onsets import After, did_not_last
+
+    def run(curve):
+        return {"config": {"optim": {"steps": 2500}, "eval": {"every": 100}},
+                "curve": [{"step": st, "sink_k": {"1": v}} for st, v in curve]}
+    flicker = run([(400, 0.0), (498, 11.5), (500, 12.1), (600, 0.8)] + [(st, 0.2) for st in range(700, 2600, 100)])
+    assert did_not_last(flicker, "sink") == {"step": 498.0, "last": 0.2, "plateau": pytest.approx(0.2),
+                                             "threshold": 10.0}
+    late = run([(st, 0.0) for st in range(100, 2500, 100)] + [(2500, 12.0)])   # forms at the last evaluation
+    assert did_not_last(late, "sink") is None and did_not_last(run([(100, 0.0), (2500, 1.0)]), "sink") is None
+    rule = After("b: onset: sink", "b: onset: induction", end="b: steps")
+    out = {"seeds": [0, 1, 2], "transient": [{"label": "b: onset: sink", "seed": 1, "never": 2600.0,
+                                              **did_not_last(flicker, "sink")}],
+           "seed_values": {"b: onset: sink": [1800.0, 498.0, 1800.0], "b: onset: induction": [2600.0] * 3,
+                           "b: steps": [2500.0] * 3}}
+    assert paper.judge(rule, out["seed_values"])[0] == D        # as registered: the sink before an induction never
+    text = _unlasting(rule, out)
+    assert text.startswith("b: onset: sink of seed 1 (step 498) did not last (0.2 on its plateau, 0.2 at its end, "
+                           "below 10); read as never formed, the same rule: inconclusive")
+
+
 def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none_here():
     from sinkpaper.paper.report import removal_base_rate
 

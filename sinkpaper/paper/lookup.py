@@ -14,7 +14,7 @@ from ..train.store import DEFAULT_STORE
 from ..train.sweep import DIVERGED, read_diverged
 from .claim import Chapter, Claim, NotRun, Runs
 from .claims import CLAIMS, rule_check
-from .onsets import onset_step
+from .onsets import did_not_last, onset_step
 from .records import load_records
 from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
                        PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds, Undecided, judge)
@@ -90,6 +90,7 @@ class _Read:
     dirty: list[str] = field(default_factory=list)
     steps: dict[str, set[int]] = field(default_factory=dict)
     wds: set[float] = field(default_factory=set)
+    transient: list[dict] = field(default_factory=list)   # onsets that did not last (paper.onsets.did_not_last)
     missing_required: bool = False
 
 
@@ -131,6 +132,9 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                 r.wds.add(payload["config"]["optim"]["weight_decay"])
                 if still_rising(p, metric, RISING):
                     r.rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
+                if metric.startswith(ONSET) and (gone := did_not_last(payload, metric.removeprefix(ONSET))):
+                    never = float(payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
+                    r.transient.append({"label": label, "seed": seed, "never": never, **gone})
     r.excluded = list(dict.fromkeys(r.excluded))   # a run two labels read is listed once
     return r
 
@@ -213,6 +217,7 @@ def _store_result(m: Runs, profile: str, store: str) -> dict:
             "status": status, "stale": r.stale, "excluded": r.excluded, "runs": sorted(set(r.prov)),
             "steps": {k: sorted(v) for k, v in r.steps.items()},
             "computed_at": sorted(c for c in r.computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
+            "transient": [t for t in r.transient if t["seed"] in paired],
             "note": "; ".join(_notes(r, m, profile, paired, enough))}
 
 
@@ -238,10 +243,29 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         out["verdict"], why = _verdict(c.rule, out)
         if why is not None:
             out["why"] = why
+    beside = []
+    if c.rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
+        beside.append(_unlasting(c.rule, out))
     if isinstance(m, Runs) and m.readings and c.rule is not None:
-        out["second_readings"] = [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
-                                  for what, sub in m.readings.items()]
+        beside += [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
+                   for what, sub in m.readings.items()]
+    if beside:
+        out["second_readings"] = beside
     return out
+
+
+def _unlasting(rule, out: Mapping) -> str:
+    """The onsets of a result that did not last (:func:`did_not_last`), named, and the rule's verdict with each read
+    as never formed: said beside the verdict, which keeps the onset as it was defined before the runs."""
+    gone = "; ".join(f"{t['label']} of seed {t['seed']} (step {t['step']:,.0f}) did not last ({t['plateau']:.3g} on "
+                     f"its plateau, {t['last']:.3g} at its end, below {t['threshold']:g})" for t in out["transient"])
+    seeds = list(out["seeds"])
+    values = {k: list(v) for k, v in out["seed_values"].items()}
+    for t in out["transient"]:
+        if t["label"] in values:
+            values[t["label"]][seeds.index(t["seed"])] = t["never"]
+    verdict, why = judge(rule, values)
+    return f"{gone}; read as never formed, the same rule: {verdict}" + (f" ({why})" if why else "")
 
 
 def _verdict(rule, out: Mapping) -> tuple[str, str | None]:
@@ -277,7 +301,10 @@ def _second_reading(rule, what: str, m: Runs, profile: str, store: str, said: st
         missing = [f"{pt} seed{'s' if len(sd) > 1 else ''} {', '.join(map(str, sd))}" for pt, sd in lacking.items()
                    if sd]
         why = "; ".join([*out["excluded"], *([f"not stored: {', '.join(missing)}"] if missing else [])])
-    return f"the same rule at {what}: {verdict}" + (f" ({why})" if why and why != said else "")
+    text = f"the same rule at {what}: {verdict}" + (f" ({why})" if why and why != said else "")
+    if out.get("transient") and verdict != NO_RESULT:
+        text += f"; there, {_unlasting(rule, out)}"
+    return text
 
 
 def entry(c: Claim, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from ..results.reading import PLATEAU
 from .rules import Rule
 from .verdicts import AGREES, DISAGREES, MASSIVE, NOT_COMPARABLE, NO_RESULT, SINK, Seeds, Undecided, _get, verdict_of
 
@@ -52,6 +53,28 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
     if hit is None:
         return float(payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
     return float(hit)
+
+
+def did_not_last(payload: Mapping, quantity: str) -> dict | None:
+    """Where ``quantity`` reached its threshold (its :func:`onset_step`) but is below it again both at the run's
+    last evaluation and on its plateau (the mean over the evaluations of the last PLATEAU of its steps): a crossing
+    that did not last, as a sink that flickers during a loss spike. {"step" (the onset), "last", "plateau",
+    "threshold"}; None where it never formed, lasted, or is not recorded. The onset itself stays as defined: this
+    is said beside it, never in its place."""
+    step = onset_step(payload, quantity)
+    end = payload["config"]["optim"]["steps"]
+    if step is None or step > end:
+        return None
+    key, threshold = ONSETS[quantity]
+    values = [(c["step"], evaluation_value(c, key)) for c in payload.get("curve", []) if "sink_k" in c]
+    values = [(st, v) for st, v in values if v is not None]
+    window = [v for st, v in values if st >= (1 - PLATEAU) * end]
+    if not window:
+        return None
+    last, plateau = values[-1][1], sum(window) / len(window)
+    if last >= threshold or plateau >= threshold:
+        return None
+    return {"step": step, "last": last, "plateau": plateau, "threshold": threshold}
 
 
 def onset_text(seed_values: Mapping, label: str) -> str | None:

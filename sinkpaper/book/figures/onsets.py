@@ -9,8 +9,8 @@ from typing import Mapping, Sequence
 import altair as alt
 
 from ...paper.claims import claim
-from ...paper.onsets import ONSETS, Onset, evaluation_value, onset_step
-from ...results.reading import point_of
+from ...paper.onsets import ONSETS, Onset, did_not_last, evaluation_value, onset_step
+from ...results.reading import point_of, training_failure
 from .core import _num, no_data_chart
 
 # the order a reader meets them in the literature: previous-token heads, then induction heads (Olsson et al. 2022)
@@ -35,19 +35,23 @@ def paper_sink_window() -> dict:
 def onset_rows(payloads: Sequence[Mapping], points: Sequence[str], labels: Mapping[str, str] | None = None,
                quantities: Sequence[str] = QUANTITIES) -> list[dict]:
     """One row per run and quantity it records: {"run" (its label and seed), "point", "seed", "quantity", "step"
-    (the onset; one evaluation past the end when it never formed), "never", "end" (the run's last step)}, in the
-    order of ``points`` then seed. A quantity a run does not record gives no row."""
+    (the onset; one evaluation past the end when it never formed), "never", "lasted" (False where it formed and
+    fell below its threshold again: :func:`~sinkpaper.paper.onsets.did_not_last`), "end" (the run's last step)},
+    in the order of ``points`` then seed. A quantity a run does not record gives no row."""
     labels = labels or {}
     order = {pt: i for i, pt in enumerate(points)}
     out = []
     for p in sorted((p for p in payloads if point_of(p) in order),
                     key=lambda p: (order[point_of(p)], p["config"]["run"]["seed"])):
         pt, seed, end = point_of(p), p["config"]["run"]["seed"], p["config"]["optim"]["steps"]
+        failed = training_failure(p) is not None   # drawn, named, and counted by no verdict
         for q in quantities:
             step = onset_step(p, q)
             if step is not None:
-                out.append({"run": f"{labels.get(pt, pt)} · seed {seed}", "point": pt, "seed": seed,
-                            "quantity": q, "step": step, "never": step > end, "end": end})
+                out.append({"run": f"{labels.get(pt, pt)} · seed {seed}" + (" (did not learn)" if failed else ""),
+                            "point": pt, "seed": seed,
+                            "quantity": q, "step": step, "never": step > end, "end": end,
+                            "lasted": did_not_last(p, q) is None, "learned": not failed})
     return out
 
 
@@ -61,7 +65,8 @@ def onset_chart(rows: Sequence[Mapping], title: str, width: int | str = "contain
                              120)
     runs = list(dict.fromkeys(r["run"] for r in rows))
     qs = [q for q in QUANTITIES if any(r["quantity"] == q for r in rows)]
-    values = [{**r, "shown": "never (by its last step)" if r["never"] else f"step {r['step']:,.0f}"} for r in rows]
+    values = [{**r, "shown": "never (by its last step)" if r["never"] else f"step {r['step']:,.0f}" + (
+        "" if r.get("lasted", True) else ", did not last (below its threshold again at the end)")} for r in rows]
     steps = [r["step"] for r in rows] + ([paper["lo"], paper["hi"]] if paper else [])
     xs = alt.Scale(type="log", domain=[_num(max(1.0, min(steps) / 1.5)), _num(max(steps) * 1.15)])
     x = alt.X("step:Q", scale=xs, title="training step (log)")
@@ -85,7 +90,9 @@ def onset_chart(rows: Sequence[Mapping], title: str, width: int | str = "contain
     layers += [
         alt.Chart(alt.Data(values=ends)).mark_tick(color="#999", thickness=1.5, size=14).encode(
             x=alt.X("end:Q", scale=xs), y=y, tooltip=[alt.Tooltip("end:Q", title="last step", format=",")]),
-        base.transform_filter("!datum.never").mark_point(filled=True, size=70, opacity=0.85).encode(**enc),
+        # an onset that did not last is drawn faint: it formed, and was gone again by the run's end
+        base.transform_filter("!datum.never").mark_point(filled=True, size=70).encode(
+            **enc, opacity=alt.condition("datum.lasted === false", alt.value(0.3), alt.value(0.85))),
         base.transform_filter("datum.never").mark_point(filled=False, size=70, strokeWidth=1.5).encode(**enc)]
     return alt.layer(*layers, title=title).properties(width=width, height=max(60, 22 * len(runs)))
 
@@ -111,14 +118,15 @@ def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence
 
 def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = None) -> str:
     """What :func:`onset_chart` shows, as sentences computed from its rows, one per point drawn: the order in which
-    the quantities formed (median onset over the seeds in which each formed), those that never formed, and the
-    seeds in which the sink came after the induction heads."""
+    the quantities formed (median onset over the seeds in which each formed), those that never formed, those that
+    formed and did not last, and the seeds in which the sink came after the induction heads."""
     labels = labels or {}
     if not rows:
         return "No stored run records these onsets yet; the figure fills in as the onsets family's runs land."
     said = []
     for point in dict.fromkeys(r["point"] for r in rows):
-        mine = [r for r in rows if r["point"] == point]
+        failed = sorted({r["seed"] for r in rows if r["point"] == point and not r.get("learned", True)})
+        mine = [r for r in rows if r["point"] == point and r.get("learned", True)]
         seeds = sorted({r["seed"] for r in mine})
         by_q = {q: [r for r in mine if r["quantity"] == q] for q in QUANTITIES}
         formed = {q: statistics.median(r["step"] for r in rs if not r["never"])
@@ -126,10 +134,15 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
         never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs)]
         order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
         label = labels.get(point, point)
-        text = f"{label[0].upper() + label[1:]}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}: " + (
-            f"{order}." if order else "none of the quantities formed.")
+        text = f"{label[0].upper() + label[1:]}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}" + (
+            f" (seed{'s' if len(failed) > 1 else ''} {', '.join(map(str, failed))} did not learn, left out)"
+            if failed else "") + ": " + (f"{order}." if order else "none of the quantities formed.")
         if never:
             text += f" Never formed in any seed: {', '.join(never)}."
+        gone = [f"{r['quantity']} in seed {r['seed']} (step {r['step']:,.0f})" for r in mine
+                if not r["never"] and not r.get("lasted", True)]
+        if gone:
+            text += f" Formed and did not last (below its threshold again at the end): {', '.join(gone)}."
         pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
         pairs = [(s, d) for s, d in pairs if "sink" in d and "induction" in d and not d["sink"]["never"]]
         if pairs:
