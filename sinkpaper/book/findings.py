@@ -116,7 +116,7 @@ def reason(e: Mapping, res: Mapping, scale: str | None = None, store: str = DEFA
     """One line that says why a cell reads what it reads, for every verdict word (from the entry only). A claim
     that a change removes the sink, agreeing at a scale where many changes that keep a sink in the paper have
     none, says how many (the base rate of 'removes' at that scale)."""
-    why = "; ".join(x for x in [_reason(e, res), *res.get("second_readings", [])] if x)
+    why = "; ".join(x for x in [res.get("did_not_last"), _reason(e, res), *res.get("second_readings", [])] if x)
     if scale is not None and res.get("verdict") == registry.AGREES and removes_the_sink(e):
         kept, none = _removal_base_rate(scale, store)
         if kept and none:   # said first, so the chip's cut line keeps it

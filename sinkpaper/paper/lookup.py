@@ -243,14 +243,11 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         out["verdict"], why = _verdict(c.rule, out)
         if why is not None:
             out["why"] = why
-    beside = []
     if c.rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
-        beside.append(_unlasting(c.rule, out))
+        out["did_not_last"] = _unlasting(c.rule, out)
     if isinstance(m, Runs) and m.readings and c.rule is not None:
-        beside += [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
-                   for what, sub in m.readings.items()]
-    if beside:
-        out["second_readings"] = beside
+        out["second_readings"] = [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
+                                  for what, sub in m.readings.items()]
     return out
 
 

@@ -28,8 +28,9 @@ def verdict_text(res: Mapping) -> str:
         return f"{NO_RESULT} ({NOT_RUN})"
     if res.get("status") == "too few seeds":
         return f"{NO_RESULT} (fewer than {SEEDS_MIN} seeds that trained)"
-    # why: inconclusive, and any verdict a rule explains (a reading that cannot fail, ...); then the second readings
-    why = "; ".join([*([res["why"]] if res.get("why") else []), *res.get("second_readings", [])])
+    # why: an onset the verdict counts that did not last first (the verdict may hang on it); then inconclusive's
+    # reason, or any a rule gives (a reading that cannot fail, ...); then the second readings
+    why = "; ".join(x for x in [res.get("did_not_last"), res.get("why"), *res.get("second_readings", [])] if x)
     return f"{res['verdict']}: {why}" if why else res["verdict"]
 
 
