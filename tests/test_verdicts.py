@@ -429,8 +429,9 @@ def test_an_onset_that_did_not_last_is_named_beside_the_verdict_with_the_rule_re
                            "b: steps": [2500.0] * 3}}
     assert paper.judge(rule, out["seed_values"])[0] == D        # as registered: the sink before an induction never
     text = _unlasting(rule, out)
-    assert text.startswith("b: onset: sink of seed 1 (step 498) did not last (0.2 on its plateau, 0.2 at its end, "
-                           "below 10); read as never formed, the same rule: inconclusive")
+    assert text.startswith("with the 1 onset that did not last read as never formed, the same rule reads "
+                           "inconclusive: b: onset: sink of seed 1 (step 498; 0.2 on its plateau, 0.2 at its end, "
+                           "below 10)")
 
 
 def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none_here():

@@ -254,15 +254,18 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
 def _unlasting(rule, out: Mapping) -> str:
     """The onsets of a result that did not last (:func:`did_not_last`), named, and the rule's verdict with each read
     as never formed: said beside the verdict, which keeps the onset as it was defined before the runs."""
-    gone = "; ".join(f"{t['label']} of seed {t['seed']} (step {t['step']:,.0f}) did not last ({t['plateau']:.3g} on "
-                     f"its plateau, {t['last']:.3g} at its end, below {t['threshold']:g})" for t in out["transient"])
+    n = len(out["transient"])
+    gone = "; ".join(f"{t['label']} of seed {t['seed']} (step {t['step']:,.0f}; {t['plateau']:.3g} on its plateau, "
+                     f"{t['last']:.3g} at its end, below {t['threshold']:g})" for t in out["transient"])
     seeds = list(out["seeds"])
     values = {k: list(v) for k, v in out["seed_values"].items()}
     for t in out["transient"]:
         if t["label"] in values:
             values[t["label"]][seeds.index(t["seed"])] = t["never"]
     verdict, why = judge(rule, values)
-    return f"{gone}; read as never formed, the same rule: {verdict}" + (f" ({why})" if why else "")
+    # the verdict first: a card cuts this sentence after a line or two
+    return (f"with the {n} onset{'s' if n > 1 else ''} that did not last read as never formed, the same rule reads "
+            f"{verdict}: {gone}" + (f"; {why}" if why else ""))
 
 
 def _verdict(rule, out: Mapping) -> tuple[str, str | None]:
