@@ -229,8 +229,7 @@ CLAIMS: tuple[Claim, ...] = (
           measure=at_scales(text=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
                                              "default (5000 steps, beside)": "no_fixed_token_steps_x2",
                                              "default (4 layers, beside)": "no_fixed_token_layers_4"},
-                                        # the rule again at the budget and the depth of those reruns (the text
-                                        # base, which fixes its first token, is fixed_pos1 at 5000 steps)
+                                        # the rule again at those reruns' budget and depth (5000 steps: the base)
                                         readings={"5000 steps": family("data", {
                                                       "fixed_pos1": ("default_steps_x2", "Sink_1",
                                                                      "configs/optimization.yaml"),
