@@ -300,16 +300,19 @@ def test_a_second_reading_is_judged_by_the_same_rule_beside_the_verdict(tmp_path
                                     str(store))
     (store / f"{payload['hash']}.json.gz").unlink()
     r = paper.result(c, "real text (CPU)", {}, str(store))
-    assert r["verdict"] == D and r["second_readings"] == [
-        "the same rule at 4 layers and 5000 steps: no result (not stored: fixed_pos2_layers_4_steps_x2 seed 1)"]
+    # further seeds may land in the store (a seed 3 that did not learn is named too): only seed 1's words are pinned
+    (second,) = r["second_readings"]
+    assert r["verdict"] == D and second.startswith("the same rule at 4 layers and 5000 steps: no result (")
+    assert "not stored: fixed_pos2_layers_4_steps_x2 seed 1" in second
     # a run that diverged is named with its record, not as missing
     (store / "diverged").mkdir(exist_ok=True)
     (store / "diverged" / f"{payload['hash']}.json").write_text(json.dumps(
         {"hash": payload["hash"], "name": payload["name"], "profile": "text", "config": payload["config"],
          "error": "non-finite loss (first at step 7); stopped"}))
     r = paper.result(c, "real text (CPU)", {}, str(store))
-    assert r["second_readings"] == ["the same rule at 4 layers and 5000 steps: no result (fixed_pos2_layers_4_steps_x2 "
-                                    "seed 1: diverged, non-finite loss (first at step 7))"]
+    (second,) = r["second_readings"]
+    assert second.startswith("the same rule at 4 layers and 5000 steps: no result (") and "not stored" not in second
+    assert "fixed_pos2_layers_4_steps_x2 seed 1: diverged, non-finite loss (first at step 7)" in second
 
 
 def test_the_registry_reads_the_unigram_cache_from_any_working_directory(tmp_path, monkeypatch):
