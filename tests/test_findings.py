@@ -239,3 +239,13 @@ def test_an_onset_claims_chart_draws_a_seed_that_never_formed_at_its_runs_end_an
     assert induction == [("never", 2500.0, "0"), ("never", 2500.0, "1"), ("seed", 900.0, "2")]   # no mean
     spec = findings.claim_chart(e, ["real text (CPU)"]).to_dict()
     assert "triangle-right" in json.dumps(spec)
+
+
+def test_the_summary_counts_add_up_to_the_pages_claims(listing):
+    """A claim the book does not run at a scale is counted as such, so a scale's words add up to the page's claims
+    (a reader who sees "6 claims" and five verdicts is told where the sixth is)."""
+    run = _entry(listing, "opt_batch", seeded="real text (CPU)")
+    unrun = _entry(listing, "opt_batch")
+    unrun["results"]["real text (CPU)"] = {"values": {}, "verdict": paper.NO_RESULT, "status": paper.NOT_RUN}
+    assert findings.summary([run, unrun]) == "2 claims \u2014 real text (CPU): 1 disagrees, 1 not run at this scale."
+    assert findings.summary([run]) == "1 claim \u2014 real text (CPU): 1 disagrees."

@@ -396,13 +396,16 @@ def rules_set_after_runs(entries: Sequence[Mapping]) -> dict[tuple[str, str], st
 
 # ----------------------------------------------------------------------------------------------- the card
 def summary(entries: Sequence[Mapping]) -> str:
-    """One sentence: per scale with results, how many claims read each verdict."""
+    """One sentence: per scale with results, how many claims read each verdict, and how many the book does not
+    run at that scale (so each scale's counts add up to the page's claims)."""
     parts = []
     for s in scale_order(entries):
         c = Counter(verdict_word(e, result_at(e, s)) for e in entries if s in shown_scales(e))
         if not c or set(c) <= {registry.NO_RESULT}:
             continue
         words = [f"{c[v]} {v}" for v in (*registry.VERDICTS, "check") if c.get(v)]
+        if (unrun := len(entries) - sum(c.values())) > 0:
+            words.append(f"{unrun} not run at this scale")
         parts.append(f"{s}: " + ", ".join(words))
     n = len(entries)
     head = f"{n} claim{'s' if n != 1 else ''}"
