@@ -130,3 +130,60 @@ def test_points_read_at_their_own_position_with_the_papers_number_there_and_thei
                                                                                      "alpha at its position"}
     assert figures.draws_the_paper(chart) and not figures.joined_lines(chart)
     assert "fixed_pos2_layers_4: Sink_2 16.0 [2.0, 30.0] %" in fig.caption
+
+
+def test_a_run_that_did_not_learn_or_diverged_is_named_in_its_row_and_never_read():
+    """At the edge of stability some seeds fail: one that did not learn (its losses at the unigram level) and one
+    that diverged (a divergence record) are named in the onset column and left out of the values and the chart."""
+    base = _stored_text_run()
+    ps = []
+    for seed, sink_2 in ((0, 30.0), (2, 12.0), (3, 90.0)):
+        q = _as(base, "fixed_pos2_layers_4", seed, 0.0, 5.0)
+        q["config"]["data"]["fixed_pos"] = 2
+        for c in q["curve"]:
+            if "sink_k" in c:
+                c["sink_k"]["2"] = sink_2
+            if seed == 3:   # no better than token frequencies: not a result, whatever its Sink_2
+                c.update({k: 9.0 for k in ("val_loss", "loss") if k in c})
+        ps.append(q)
+    fig, table = realtext.own_position(ps, {"fixed_pos2_layers_4": 2}, "4 layers",
+                                       diverged=[("fixed_pos2_layers_4", 1, "non-finite loss (first at step 155)")])
+    [row] = table
+    assert row["Sink_k % (plateau)"] == "21.0 [12.0, 30.0]"
+    onset = row["onset (Sink_k >= 10 %)"]
+    assert onset.startswith("seed 0: step ") and ", seed 2: step " in onset
+    assert onset.endswith("seed 1: diverged (non-finite loss (first at step 155)), not counted, "
+                          "seed 3: did not learn, not counted")
+    bands = [v for v in figures.chart_values(fig.content.to_dict()) if "seeds" in v]
+    assert bands and all(v["n"] == 2 and "seed 3" not in v["seeds"] for v in bands)
+    # every run of a point failed: the row says so and shows no value
+    _, [row] = realtext.own_position(ps[2:], {"fixed_pos2_layers_4": 2}, "4 layers")
+    assert row["Sink_k % (plateau)"] == "\u2014" and row["onset (Sink_k >= 10 %)"] == "seed 3: did not learn, not counted"
+
+
+def test_a_stored_sweep_names_diverged_runs_and_reads_extra_seeds_only_where_stored(tmp_path):
+    """A divergence record is a result (the paper's "-"): not missing, never a payload; seeds added where a seed
+    failed are read where stored and never listed as missing."""
+    import shutil
+
+    from sinkpaper.results import sweeps
+    from sinkpaper.train.store import entries
+    from sinkpaper.train.sweep import diverged_path, sweep_configs
+
+    config = str(REPO / "configs/data.yaml")
+    store = tmp_path / "store"
+    store.mkdir()
+    want = {cfg.hash(): (pt, sd) for pt, sd, cfg in sweep_configs(config, "text", ["fixed_pos3_layers_4_steps_x2"],
+                                                                   [0, 1, 2, 3, 4])}
+    for path, p in entries(REPO / "results/store"):
+        if p["hash"] in want and want[p["hash"]][1] in (0, 3):
+            shutil.copy(path, store)
+    h1 = next(h for h, (_, sd) in want.items() if sd == 1)
+    diverged_path(store, h1).parent.mkdir()
+    diverged_path(store, h1).write_text(json.dumps({"hash": h1, "error": "non-finite loss (first at step 155); "
+                                                                         "stopped"}))
+    sw = sweeps.stored_sweep(config, "text", ["fixed_pos3_layers_4_steps_x2"], (0, 1, 2), str(store),
+                             extra_seeds=(3, 4))
+    assert sorted(p["config"]["run"]["seed"] for p in sw.payloads) == [0, 3]
+    assert sw.diverged == [("fixed_pos3_layers_4_steps_x2", 1, "non-finite loss (first at step 155)")]
+    assert sw.missing == [("fixed_pos3_layers_4_steps_x2", 2)]

@@ -24,7 +24,7 @@ from IPython.display import Markdown, display
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows, first_reaching
 from ..results.numbers import fmt_spread, sig
-from ..results.reading import point_of
+from ..results.reading import point_of, training_failure
 from ..results.sweeps import LMSweep, lm_sweep
 from . import sources
 from .findings import PAPER_COLOR, SCALE_COLORS
@@ -170,12 +170,17 @@ def maps_caption(payloads: Sequence[Mapping], points: Sequence[str]) -> str:
             + "; ".join(parts) + "." + fixed_token_caveat(payloads, levels))
 
 
-def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], title: str) -> tuple[Figure, list[dict]]:
+def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], title: str,
+                 diverged: Sequence[tuple[str, int, str]] = ()) -> tuple[Figure, list[dict]]:
     """Points each read at their own position k (``positions``: {point: k}, e.g. a fixed token at 2 read at k = 2):
     a figure of Sink_k and the mean alpha_k over training (seeds as bands, the paper's Sink_k of the point's
     family member without the suffix after its first "_layers" as a dashed level), and one table row per point
     (Sink_k on the plateau over seeds, the paper's number, the onset per seed: the first evaluation at which Sink_k
-    reaches the registry's "has a sink" level)."""
+    reaches the registry's "has a sink" level). Runs that did not learn (:func:`training_failure`) and runs that
+    diverged (``diverged``: a StoredSweep's (point, seed, error)) are named in the row, never read as values."""
+    failed = {(point_of(p), p["config"]["run"]["seed"]): "did not learn" for p in payloads if training_failure(p)}
+    failed |= {(pt, sd): f"diverged ({err})" for pt, sd, err in diverged}
+    payloads = [p for p in payloads if (point_of(p), p["config"]["run"]["seed"]) not in failed]
     def at_own(p, label):
         k = positions[point_of(p)]
         return [{**r, "Sink at its position %": r[f"Sink_{k} %"], "alpha at its position": r[f"alpha_{k}"]}
@@ -190,15 +195,18 @@ def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], titl
     table, said = [], []
     for pt, k in positions.items():
         ps = [p for p in payloads if point_of(p) == pt]
-        if not ps:
+        out = sorted((sd, why) for (fp, sd), why in failed.items() if fp == pt)
+        if not ps and not out:
             continue
         vals = [v for _, v in book_values(ps, pt, f"Sink_{k}")[0]]
         onsets = sorted((p["config"]["run"]["seed"], first_reaching(p["curve"], k, SINK)) for p in ps)
-        onset = ", ".join(f"seed {sd}: " + (f"step {e['step']}" if e else "never") for sd, e in onsets)
+        onset = ", ".join([f"seed {sd}: " + (f"step {e['step']}" if e else "never") for sd, e in onsets]
+                          + [f"seed {sd}: {why}, not counted" for sd, why in out])
         pv = paper_number(base_of(pt), f"Sink_{k}")
-        table.append({"point": pt, "k": k, "Sink_k % (plateau)": fmt_spread(vals),
+        shown = fmt_spread(vals) if vals else "\u2014"
+        table.append({"point": pt, "k": k, "Sink_k % (plateau)": shown,
                       "paper": f"{pv:.2f}" if pv is not None else "\u2014", f"onset (Sink_k >= {SINK:g} %)": onset})
-        said.append(f"{pt}: Sink_{k} {fmt_spread(vals)} % ({onset})")
+        said.append(f"{pt}: Sink_{k} {shown} % ({onset})")
     fig = Figure(band_chart(rows, "Sink at its position %", f"{title}: Sink_k at its position (%)",
                             y_domain=(0, 100), paper=paper,
                             also=[("alpha at its position", f"{title}: mean alpha_k at its position")]),

@@ -50,11 +50,12 @@ def record(prov: Mapping[str, Any], what: str = "") -> None:
 
 
 def missing(sweep, what: str = "") -> None:
-    """The runs a sweep lacks, with the command that trains them: a StoredSweep (its ``missing`` list) or an
-    LMSweep (its ``missing`` StoredSweep)."""
+    """The runs a sweep lacks, with the command that trains them, and those that diverged: a StoredSweep or an
+    LMSweep (its ``missing`` is a StoredSweep)."""
     _check_begun()
-    runs = getattr(sweep.missing, "missing", sweep.missing)
-    if not runs:
+    held = sweep if isinstance(sweep.missing, list) else sweep.missing   # the StoredSweep
+    runs = held.missing
+    if not runs and not held.diverged:
         return
     _LEDGER["missing"].append({"what": what or f"{sweep.config} ({sweep.profile} profile)",
                                "runs": [list(map(str, m)) for m in runs], "text": sweep.missing_text()})

@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 
 from ..train.config import sweep_points
 from ..train.store import DEFAULT_STORE, STALE
+from ..train.sweep import read_diverged
 from .numbers import fmt_spread
 from .reading import PLATEAU, PLATEAU_EVALS, NotEnoughEvaluations, metric_of, plateau_of, point_of, spread, stored
 
@@ -30,14 +31,20 @@ class StoredSweep:
     missing: list[tuple[str, int]] = field(default_factory=list)
     store: str = DEFAULT_STORE
     stale: list[tuple[str, int]] = field(default_factory=list)  # missing pairs stored under an older definition
+    # pairs whose training stopped on a non-finite loss: stored as divergence records (the paper's "-"), not
+    # missing, never a value: (point, seed, the record's error up to its first ";")
+    diverged: list[tuple[str, int, str]] = field(default_factory=list)
 
     def by_point(self) -> dict[str, list[dict]]:
         return by_point(self.payloads)
 
     def missing_text(self) -> str:
-        """One Markdown sentence on what is not in the store and the command that would produce it."""
+        """One Markdown sentence on what is not in the store and the command that would produce it, and one on the
+        runs that diverged (stored as divergence records: a result, not shown as values)."""
+        gone = (f" **Diverged** (stored as divergence records, the paper's \"-\", not shown): "
+                + "; ".join(f"{p} seed {sd}: {err}" for p, sd, err in self.diverged) + "." if self.diverged else "")
         if not self.missing:
-            return ""
+            return gone.strip()
         points = sorted({p for p, _ in self.missing})
         seeds = sorted({s for _, s in self.missing})
         stale = (f" {len(self.stale)} of them are stored under an older definition of a model variant "
@@ -46,7 +53,7 @@ class StoredSweep:
         return (f"**Not in the results store** at the `{self.profile}` profile: {len(self.missing)} run(s) of "
                 f"`{self.config}` ({', '.join(points)}; seeds {', '.join(map(str, seeds))}).{stale} Produce them with "
                 f"`python -m sinkpaper sweep --config {self.config} --profile {self.profile} --seeds "
-                f"{' '.join(map(str, seeds))} --points {' '.join(points)} --out runs/{Path(self.config).stem}`.")
+                f"{' '.join(map(str, seeds))} --points {' '.join(points)} --out runs/{Path(self.config).stem}`.{gone}")
 
 
 def by_point(payloads: Sequence[dict]) -> dict[str, list[dict]]:
@@ -57,15 +64,19 @@ def by_point(payloads: Sequence[dict]) -> dict[str, list[dict]]:
 
 
 def stored_sweep(config: str, profile: str, points: Sequence[str] | None = None, seeds: Sequence[int] = (0,),
-                 store: str = DEFAULT_STORE) -> StoredSweep:
+                 store: str = DEFAULT_STORE, extra_seeds: Sequence[int] = ()) -> StoredSweep:
     """Every (point, seed) of ``config`` at ``profile`` that the store holds for exactly today's config (by hash);
-    the others are ``missing``, and those of them the store holds only stale (:func:`sinkpaper.train.store.get`)
-    also ``stale``."""
+    those that diverged (a divergence record) are ``diverged``, the others ``missing``, and those of them the store
+    holds only stale (:func:`sinkpaper.train.store.get`) also ``stale``. ``extra_seeds``: seeds read where they are
+    stored (a seed added where another failed) and never listed as missing."""
     out = StoredSweep(str(config), profile, store=str(store))
-    for run in stored(config, profile, points, seeds, store):
+    extra = [s for s in extra_seeds if s not in seeds]
+    for run in stored(config, profile, points, [*seeds, *extra], store):
         if run.found:
             out.payloads.append(run.payload)
-        else:
+        elif (record := read_diverged(store, run.cfg)) is not None:
+            out.diverged.append((run.point, run.seed, str(record.get("error", "diverged")).split(";")[0]))
+        elif run.seed not in extra:
             out.missing.append((run.point, run.seed))
             if run.status == STALE:
                 out.stale.append((run.point, run.seed))
