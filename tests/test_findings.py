@@ -247,5 +247,5 @@ def test_the_summary_counts_add_up_to_the_pages_claims(listing):
     run = _entry(listing, "opt_batch", seeded="real text (CPU)")
     unrun = _entry(listing, "opt_batch")
     unrun["results"]["real text (CPU)"] = {"values": {}, "verdict": paper.NO_RESULT, "status": paper.NOT_RUN}
-    assert findings.summary([run, unrun]) == "2 claims \u2014 real text (CPU): 1 disagrees, 1 not run at this scale."
+    assert findings.summary([run, unrun]) == "2 claims \u2014 real text (CPU): 1 disagrees, 1 not run here."
     assert findings.summary([run]) == "1 claim \u2014 real text (CPU): 1 disagrees."

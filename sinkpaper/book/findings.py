@@ -405,7 +405,7 @@ def summary(entries: Sequence[Mapping]) -> str:
             continue
         words = [f"{c[v]} {v}" for v in (*registry.VERDICTS, "check") if c.get(v)]
         if (unrun := len(entries) - sum(c.values())) > 0:
-            words.append(f"{unrun} not run at this scale")
+            words.append(f"{unrun} not run here")
         parts.append(f"{s}: " + ", ".join(words))
     n = len(entries)
     head = f"{n} claim{'s' if n != 1 else ''}"
