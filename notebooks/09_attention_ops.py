@@ -94,8 +94,13 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points":
                              sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)")
 if lm.payloads:
     lm_raw = figures.seed_rows(lm.payloads, curves.raw_curve_rows)
-    if lm_raw:  # operators without normalization: the raw weights behind the proxy, over training (seeds as bands)
-        display(figures.raw_weight_bands(lm_raw))
+    # operators without normalization: the raw weights behind the proxy, over training (seeds as bands); the
+    # element-wise operators and the kernels in separate rows of panels, so each panel keeps to series a reader
+    # can tell apart
+    for label, kernels in (("Real text, element-wise", False), ("Real text, kernels", True)):
+        part = [r for r in lm_raw if r["point"].startswith("kernel") == kernels]
+        if part:
+            display(figures.raw_weight_bands(part, label))
 
 # %% [markdown]
 # ### The paper's numbers
