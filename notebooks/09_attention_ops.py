@@ -93,14 +93,13 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points":
                              curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"],
                              sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)")
 if lm.payloads:
-    lm_raw = figures.seed_rows(lm.payloads, curves.raw_curve_rows)
-    # operators without normalization: the raw weights behind the proxy, over training (seeds as bands); the
-    # element-wise operators and the kernels in separate rows of panels, so each panel keeps to series a reader
-    # can tell apart
-    for label, kernels in (("Real text, element-wise", False), ("Real text, kernels", True)):
-        part = [r for r in lm_raw if r["point"].startswith("kernel") == kernels]
-        if part:
-            display(figures.raw_weight_bands(part, label))
+    # operators without normalization: the raw weights behind the proxy, over training (seeds as bands). The elu+1
+    # kernel divided by its row sum (kernel_elu, Z = rowsum) is a distribution, its proxy its plain alpha: left out
+    unnormalized = [p for p in lm.payloads if p["config"]["model"].get("attention") != "kernel"
+                    or (p["config"]["model"].get("kernel_z") or "rowsum") != "rowsum"]
+    lm_raw = figures.seed_rows(unnormalized, curves.raw_curve_rows)
+    if lm_raw:
+        display(figures.raw_weight_bands(lm_raw))
 
 # %% [markdown]
 # ### The paper's numbers
