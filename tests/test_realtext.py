@@ -187,3 +187,7 @@ def test_a_stored_sweep_names_diverged_runs_and_reads_extra_seeds_only_where_sto
     assert sorted(p["config"]["run"]["seed"] for p in sw.payloads) == [0, 3]
     assert sw.diverged == [("fixed_pos3_layers_4_steps_x2", 1, "non-finite loss (first at step 155)")]
     assert sw.missing == [("fixed_pos3_layers_4_steps_x2", 2)]
+    text = sw.missing_text()   # the missing seed with its command, the diverged one named apart, never "produce it"
+    assert "--seeds 2 " in text and text.endswith(
+        "**Diverged** (stored as divergence records, the paper's \"-\", not shown): fixed_pos3_layers_4_steps_x2 "
+        "seed 1: non-finite loss (first at step 155).")
