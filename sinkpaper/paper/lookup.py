@@ -11,10 +11,10 @@ from ..results.reading import NotEnoughEvaluations, plateau_of, still_rising, st
 from ..train.config import PROFILES
 from ..train import store as S
 from ..train.store import DEFAULT_STORE
-from ..train.sweep import DIVERGED, read_diverged
+from ..train.sweep import DIVERGED, divergence_error, read_diverged
 from .claim import Chapter, Claim, NotRun, Runs
 from .claims import CLAIMS, rule_check
-from .onsets import did_not_last, onset_step
+from .onsets import did_not_last, never_step, onset_step
 from .records import load_records
 from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
                        PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds, Undecided, judge)
@@ -110,7 +110,7 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
             if payload is None or st == DIVERGED:
                 r.missing_required |= seed in m.seeds and label not in m.beside
                 if st == DIVERGED:   # a result (the paper's "-"), named, never read as a value
-                    r.excluded.append(f"{point} seed {seed}: diverged, {payload['error'].split(';')[0]}")
+                    r.excluded.append(f"{point} seed {seed}: diverged, {divergence_error(payload)}")
                 continue
             r.prov.append(payload["hash"])
             if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
@@ -133,8 +133,7 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                 if still_rising(p, metric, RISING):
                     r.rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
                 if metric.startswith(ONSET) and (gone := did_not_last(payload, metric.removeprefix(ONSET))):
-                    never = float(payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
-                    r.transient.append({"label": label, "seed": seed, "never": never, **gone})
+                    r.transient.append({"label": label, "seed": seed, "never": never_step(payload), **gone})
     r.excluded = list(dict.fromkeys(r.excluded))   # a run two labels read is listed once
     return r
 

@@ -51,8 +51,13 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
         return None
     hit = next((step for step, v in values if v is not None and v >= threshold), None)
     if hit is None:
-        return float(payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
+        return never_step(payload)
     return float(hit)
+
+
+def never_step(payload: Mapping) -> float:
+    """The step :func:`onset_step` gives a quantity that never formed: one evaluation past the run's end."""
+    return float(payload["config"]["optim"]["steps"] + payload["config"]["eval"]["every"])
 
 
 def did_not_last(payload: Mapping, quantity: str) -> dict | None:

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 from ..train.config import sweep_points
 from ..train.store import DEFAULT_STORE, STALE
-from ..train.sweep import read_diverged
+from ..train.sweep import divergence_error, read_diverged
 from .numbers import fmt_spread
 from .reading import PLATEAU, PLATEAU_EVALS, NotEnoughEvaluations, metric_of, plateau_of, point_of, spread, stored
 
@@ -75,7 +75,7 @@ def stored_sweep(config: str, profile: str, points: Sequence[str] | None = None,
         if run.found:
             out.payloads.append(run.payload)
         elif (record := read_diverged(store, run.cfg)) is not None:
-            out.diverged.append((run.point, run.seed, str(record.get("error", "diverged")).split(";")[0]))
+            out.diverged.append((run.point, run.seed, divergence_error(record)))
         elif run.seed not in extra:
             out.missing.append((run.point, run.seed))
             if run.status == STALE:

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Mapping
 
 from .config import load, sweep_points
 from .store import read_result
@@ -95,6 +96,11 @@ def diverged_path(store: str | Path, config_hash: str) -> Path:
 def read_diverged(store: str | Path, cfg) -> dict | None:
     path = diverged_path(store, cfg.hash())
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def divergence_error(record: Mapping) -> str:
+    """A divergence record's error in short: up to its first ";" (what went wrong and at which step)."""
+    return str(record.get("error", "diverged")).split(";")[0]
 
 
 def release(store: str | Path, config_hash: str) -> None:
