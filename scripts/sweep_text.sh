@@ -66,7 +66,9 @@ for i in $(seq 1 "$WORKERS"); do
         "${EXTRA[@]}" || true
       n=$((n + 1))
     done
-    "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS --out "$OUT_DIR" "${EXTRA[@]}"
+    # then every point left (FALLBACK=0: the queue only, e.g. a queue of reruns)
+    [ "${FALLBACK:-1}" = 0 ] || "$PY" -m sinkpaper sweep --profile text --config $FAMILIES --seeds $SEEDS \
+      --out "$OUT_DIR" "${EXTRA[@]}"
   ) > "$OUT_DIR/worker-$i.log" 2>&1 &
   sleep "$STAGGER"   # let each worker claim its run before the next one looks
 done

@@ -163,6 +163,9 @@ def _add_training_parsers(sub) -> None:
     w.add_argument("--start-before", metavar="TIME",
                    help="start no run at or after this ISO 8601 time (UTC when no offset), e.g. the end of the "
                         "machine's lease less one run: a run the machine cannot finish is not begun")
+    w.add_argument("--retrain-bf16-softmax", action="store_true",
+                   help="train again, replacing them, the stored runs of these points that trained the reference "
+                        "softmax in bf16 (sinkpaper.train.recheck)")
 
 
 def _add_lease_parser(sub) -> None:
@@ -346,7 +349,7 @@ def run_sweep_command(a) -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
     payloads = run_sweep(a.config, a.profile, a.out, store, points=a.points, seeds=a.seeds,
                          overrides=T.parse_sets(a.set), progress=False, log=log, keep_going=a.keep_going,
-                         start_before=start_before)
+                         start_before=start_before, retrain_bf16_softmax=a.retrain_bf16_softmax)
     print(format_summary(summary_rows(payloads)))
     return 0
 

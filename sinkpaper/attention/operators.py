@@ -17,6 +17,13 @@ Operations (Section 7.3 of the paper):
                    applies phi (the 1/sqrt(d_h) cancels for Z = row sum, not for the other two)
 - softpick         relu(e^s - 1) / (sum |e^s - 1| + eps)   (Zuhri et al. 2025)
 
+Numerics: the whole operator (scores, their normalization, the weights times V) is computed in fp32 at least,
+with autocast off, and the output cast back to q's dtype. Under CPU bf16 autocast `logsumexp` and `exp` stay in
+bf16 (CUDA's autocast moves them to fp32); at the logits training reaches (|s| ~ 50, spacing 0.25) the rows of
+bf16 weights sum to 0.89-1.14 and, compiled, the q / k gradients came out 22 % off at |s| 64 (SDPA: 2-3 %), enough
+to blow a run up. Normalizing in fp32 alone left 3.5-7 % (the backward's dW = dO V^T rounded to bf16 before the
+row-sum subtraction); the fp32 core is within 0.5 %, below SDPA's error (tests/test_attention.py pins both).
+
 What the sink metric reads (`attn_map`): the attention probabilities for the normalized operators
 (softmax family, softpick, normalized sigmoid/elu), and the paper's proxy |w| / sum |w| for the others
 (reported as Sink*). For normalized non-negative weights the proxy equals the weights.
@@ -107,6 +114,20 @@ def attention_reference(
         raise ValueError(f"sink_logit must be [heads] = [{H}], got {tuple(sink_logit.shape)}")
     if scale is None:
         scale = 1.0 / math.sqrt(D)
+    out_dtype = q.dtype
+    work = torch.promote_types(out_dtype, torch.float32)
+    with torch.autocast(q.device.type, enabled=False):
+        q, k, v = q.to(work), k.to(work), v.to(work)
+        k_bias, v_bias, sink_logit, score_bias = (None if x is None else x.to(work)
+                                                  for x in (k_bias, v_bias, sink_logit, score_bias))
+        result = _attend(q, k, v, visible, op, scale, score_bias, sink_logit, k_bias, v_bias, params, return_map)
+    result.out = result.out.to(out_dtype)
+    return result
+
+
+def _attend(q, k, v, visible, op, scale, score_bias, sink_logit, k_bias, v_bias, params, return_map):
+    """:func:`attention_reference` on checked inputs, all in one dtype (fp32 or fp64), autocast off."""
+    B, H, T, D = q.shape
     scores = scale * (q @ k.transpose(-1, -2))  # kernel: phi(q) phi(k)^T / sqrt(d_h), as in the paper
     if score_bias is not None:
         scores = scores + score_bias
@@ -238,17 +259,13 @@ def _kernel(scores, visible, p):
 
 
 def _softpick(scores, visible, p):
-    # In fp32 at least, as autocast computes softmax. Compiled under bf16 autocast, the backward through the row
-    # max below came out NaN (eager bf16 and compiled fp32 did not; computed in fp32, or with the max detached, it
-    # is finite). fp32 and fp64 inputs compute exactly as before.
-    dtype = scores.dtype
-    scores = scores.to(torch.promote_types(dtype, torch.float32))
+    # (scores arrive in fp32 at least: compiled in bf16, the backward through the row max came out NaN)
     # a running max clamped at >= 0 so exp never overflows
     masked = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
     m = masked.amax(-1, keepdim=True).clamp_min(0.0)
     shifted = (torch.exp(masked - m) - torch.exp(-m)) * visible  # (e^s - 1) e^-m, masked entries excluded
     weights = F.relu(shifted) / (shifted.abs().sum(-1, keepdim=True) + p.softpick_eps * torch.exp(-m))
-    return weights.to(dtype), None
+    return weights, None
 
 
 def _always(_p: OpParams) -> bool:

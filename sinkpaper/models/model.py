@@ -39,11 +39,15 @@ def _eager_loss():
 
 
 TRACE_METHODS = ("maps", "stats")
-# On the CPU, plain causal softmax at short contexts trains faster through the reference operator (one bmm, a
-# masked softmax, one bmm; fused by inductor when compiled) than through SDPA's flash kernel, whose backward
-# dominates there; SDPA is faster from T = 256 (forward + backward per T: results/bench/cpu-routes.json, from
-# scripts/bench_cpu_routes.py). Above this T, SDPA.
+# On the CPU, plain causal softmax at short contexts trains faster compiled under bf16 autocast through the
+# reference operator (its core in fp32, fused by inductor) than through SDPA's flash kernel, whose backward
+# dominates there; SDPA is faster from T = 256, and eager or in fp32 at every T (per shape, dtype and compile mode:
+# results/bench/cpu-routes.json, from scripts/bench_cpu_routes.py). Both are exact (tests/test_exact_routes.py).
 CPU_REFERENCE_MAX_T = 128
+# What every attention route computes in fp32 at least: the reference operator its whole core (autocast off), SDPA
+# and the fused kernels their row statistics. A run's provenance names it; a stored run without it trained the
+# reference operator's softmax in bf16 under CPU autocast (sinkpaper.train.recheck).
+ATTENTION_NUMERICS = "fp32 core"
 # On a GPU, plain causal softmax trains through SDPA (PyTorch picks its flash or cuDNN kernel) even under backend
 # "triton": forward + backward, our kernels measured 0.61-0.80x SDPA's flash path and 0.34-0.53x its cuDNN path on
 # an H200 (T 1k-16k, D 64 and 128: results/bench/kernels-gpu.json). The kernels train every variant SDPA does not
@@ -181,12 +185,17 @@ class Attention(nn.Module):
             return F.elu(x) + 1.0
         return self.phi(x)
 
-    def route(self, ctx: _Context, seq_len: int, device, want_map: bool = False) -> str:
+    def route(self, ctx: _Context, seq_len: int, device, want_map: bool = False,
+              compiled_bf16: bool | None = None) -> str:
         """Which exact route computes this attention: "fused Triton" (backend triton, an operator the kernels
         cover; on a GPU plain causal softmax only where GPU_PLAIN_SOFTMAX_ROUTE says the kernels are faster), "SDPA"
         (plain causal softmax: PyTorch's fused attention, the same function without the T x T intermediates; on
-        the CPU only above CPU_REFERENCE_MAX_T) or "reference" (everything else, and anything that reads the
-        maps)."""
+        the CPU except compiled under bf16 autocast up to CPU_REFERENCE_MAX_T) or "reference" (everything else,
+        and anything that reads the maps). ``compiled_bf16`` None: read from the call (inside torch.compile,
+        under CPU bf16 autocast)."""
+        if compiled_bf16 is None:
+            compiled_bf16 = (torch.compiler.is_compiling() and torch.is_autocast_enabled("cpu")
+                             and torch.get_autocast_dtype("cpu") == torch.bfloat16)
         cfg, params = self.cfg, self.cfg.op_params
         if want_map:
             return "reference"
@@ -196,7 +205,7 @@ class Attention(nn.Module):
         if cfg.backend == "triton" and ctx.fused_masks is not None and not (
                 plain and not on_cpu and GPU_PLAIN_SOFTMAX_ROUTE == "SDPA"):
             return "fused Triton"
-        if plain and not (on_cpu and seq_len <= CPU_REFERENCE_MAX_T):
+        if plain and not (on_cpu and compiled_bf16 and seq_len <= CPU_REFERENCE_MAX_T):
             return "SDPA"
         return "reference"
 
@@ -382,16 +391,18 @@ class SinkModel(nn.Module):
             return CHUNK
         return max(64, CPU_LOSS_CHUNK_BYTES // (4 * self.cfg.vocab_size))
 
-    def training_route(self, seq_len: int, device) -> dict:
-        """Which exact route a training step takes at ``seq_len`` on ``device`` (a run's provenance names it): the
-        attention's (:meth:`Attention.route`) and the loss's ("chunked by N tokens", or "plain" when compiled off
-        the CPU)."""
+    def training_route(self, seq_len: int, device, dtype: str = "bf16", compiled: bool = True) -> dict:
+        """Which exact route a training step takes at ``seq_len`` on ``device`` in ``dtype`` ("bf16": autocast,
+        or "fp32"), compiled or not (a run's provenance names it): the attention's (:meth:`Attention.route`), the
+        loss's ("chunked by N tokens", or "plain" when compiled off the CPU) and what the attention computes in
+        fp32 (:data:`ATTENTION_NUMERICS`)."""
         dev = torch.device(device)
         doc_ids = torch.zeros(1, seq_len, dtype=torch.long) if self.cfg.mask == "document" else None
         ctx = self._context(seq_len, doc_ids, "cpu")   # the route depends on the mask's kind, not its device
         loss = (f"chunked by {self.loss_chunk(dev)} tokens" if self.loss_route(dev) == "chunked"
                 else "plain when compiled, chunked when eager")
-        return {"attention": self.blocks[0].attn.route(ctx, seq_len, dev), "loss": loss}
+        attention = self.blocks[0].attn.route(ctx, seq_len, dev, compiled_bf16=compiled and dtype == "bf16")
+        return {"attention": attention, "loss": loss, "numerics": ATTENTION_NUMERICS}
 
     def hidden(self, input_ids: torch.Tensor, *, doc_ids: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids [B, T] -> the final-normed hidden states [B, T, d] of the real tokens, which the LM head reads

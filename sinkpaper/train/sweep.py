@@ -172,12 +172,23 @@ def parse_start_before(text: str) -> datetime:
 
 def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, points=None, seeds=(0,),
               overrides=None, progress: bool = True, log=None, keep_going: bool = False,
-              start_before: datetime | None = None) -> list[dict]:
+              start_before: datetime | None = None, retrain_bf16_softmax: bool = False) -> list[dict]:
     """Train every run the store does not hold and no live process has claimed; returns the stored payloads
     of the runs that are done (runs left to another worker are not waited for). `config` is one path or a
     list of family paths. `keep_going`: a run that raises is logged, its claim released and the sweep goes on
     (an unattended sweep of hundreds of runs should not stop at the first broken point); by default it raises.
-    `start_before` (an aware datetime): no run starts training at or after it; stored runs are still read."""
+    `start_before` (an aware datetime): no run starts training at or after it; stored runs are still read.
+    `retrain_bf16_softmax`: a stored run (or divergence record) that trained the reference softmax in bf16
+    (:func:`sinkpaper.train.recheck.trained_bf16_softmax`) counts as not stored: it is trained again and replaced."""
+    from .recheck import trained_bf16_softmax
+
+    def held(cfg):
+        found = read_result(store, cfg)
+        return None if found is not None and retrain_bf16_softmax and trained_bf16_softmax(found) else found
+
+    def diverged(cfg):
+        record = read_diverged(store, cfg)
+        return record is not None and not (retrain_bf16_softmax and trained_bf16_softmax(record))
     configs = [config] if isinstance(config, (str, Path)) else list(config)
     runs = plan(configs, profile, points, list(seeds), overrides)
     for run in runs[:1]:
@@ -190,8 +201,8 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
         bar = progress_bar(total=len(runs), desc=f"sweep {profile}", unit="run")
     payloads = []
     for run in runs:
-        stored = read_result(store, run.cfg)
-        if stored is None and read_diverged(store, run.cfg) is not None:
+        stored = held(run.cfg)
+        if stored is None and diverged(run.cfg):
             if bar is not None:
                 bar.update(1)
             continue
@@ -201,7 +212,7 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
                 log(f"not starting {run.label}: it is past {start_before.isoformat(timespec='minutes')}")
         elif stored is None and claim(store, run.cfg.hash(), run.cfg.name, run.seed):
             try:
-                stored = read_result(store, run.cfg)   # another worker may have finished it meanwhile
+                stored = held(run.cfg)   # another worker may have finished it meanwhile
                 if stored is None:
                     d = run_dir(out, run)
                     if log:
@@ -216,7 +227,12 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
                              "provenance": provenance.stamp(None, source_of_numbers="computed now")}, indent=1))
                         if log:
                             log(f"diverged {run.label}: {e}")
-                    stored = read_result(store, run.cfg)
+                        if retrain_bf16_softmax:    # the run it retrained is no longer a result either
+                            from .store import result_path
+                            result_path(store, run.cfg.hash()).unlink(missing_ok=True)
+                    stored = held(run.cfg)
+                    if stored is not None:     # a divergence record of an earlier attempt no longer holds
+                        diverged_path(store, run.cfg.hash()).unlink(missing_ok=True)
                     if log and stored:
                         r = stored["result"]
                         log(f"stored {run.label}: Sink_1 {r['sink_k']['1']:.1f}%, val loss {r['val_loss']:.3f}, "

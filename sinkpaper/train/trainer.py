@@ -28,6 +28,7 @@ from ..models import SinkModel
 from . import accel
 from .batches import Batches
 from .config import TrainConfig, early_eval_steps
+from .spikes import find_spikes
 from .store import write_result
 
 
@@ -285,14 +286,19 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                                   fused=True)   # one kernel for all of AdamW, on the CPU too
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     ckpt = latest_checkpoint(out) if resume else None
-    step, tokens, wall, cpu = (_restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None
-                               else (0, 0, 0.0, 0.0))
+    step, tokens, wall, cpu, routes = (_restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None
+                                       else (0, 0, 0.0, 0.0, []))
     # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
     # lines are written again
     _truncate_log(out / "log.jsonl", step)
-    route = _unwrap(model).training_route(cfg.data.context, device)   # for the provenance; read before any step
     net = accel.maybe_compile(model, device, cfg.run.compile)   # checkpoints and evaluation use `model`
     compiled = net is not model
+    route = _unwrap(model).training_route(cfg.data.context, device, dtype, compiled)   # for the provenance
+    # every route the run trained under, from the step it started at (a run resumed on another machine or code)
+    here = {**route, "code": provenance.code_version(), "from_step": step}
+    if not routes or {k: v for k, v in routes[-1].items() if k != "from_step"} != {
+            k: v for k, v in here.items() if k != "from_step"}:
+        routes = [*routes, here]
     if world > 1:
         net = torch.nn.parallel.DistributedDataParallel(net)
     autocast = accel.autocast(device, dtype)    # fp32 master weights; the loss is computed in fp32
@@ -306,13 +312,14 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     # stopped for a while, stretches the wall time but not the CPU time, so the evaluations' CPU share is their
     # cost however the machine was used; a checkpoint written before it was kept has none (cpu None)
     c_start = None if cpu is None or device.type != "cpu" else time.process_time() - cpu
-    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start, c_start)
+    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start, c_start, routes)
     # Nothing in a step waits for the device: the loss stays on it, and whether it was finite is kept there too
     # (`first_bad`, the first step with a non-finite loss). The host reads them only where it must anyway, at
     # the steps that log, evaluate or checkpoint; a non-finite loss is caught there, before any checkpoint
     # could save its weights.
     batches = Batches(packing, data.train, micro, cfg.run.seed, step * o.grad_accum, device, rank=rank, world=world)
     first_bad = torch.full((), -1, dtype=torch.long, device=device)
+    grad_max = torch.zeros((), device=device)     # the largest gradient norm since the last log line
     t_sync, steps_since = time.perf_counter(), 0
     early = early_eval_steps(cfg)
     net.train()
@@ -327,7 +334,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                 (loss / o.grad_accum).backward()
                 loss_sum += loss.detach().float() / o.grad_accum
             first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss_sum), step, first_bad)
-            torch.nn.utils.clip_grad_norm_(net.parameters(), o.grad_clip)
+            grad_max = torch.maximum(grad_max, torch.nn.utils.clip_grad_norm_(net.parameters(), o.grad_clip).float())
             optimizer.step()
             scheduler.step()
             step += 1
@@ -349,7 +356,10 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
             rate = o.batch_size * cfg.data.context * steps_since / max(now - t_sync, 1e-9)
             t_sync, steps_since = now, 0
             if rank == 0:
-                t_sync = book.at(step, tokens, float(loss_sum), rate, logs=logs, evals=evals, saves=saves)
+                t_sync = book.at(step, tokens, float(loss_sum), rate, logs=logs, evals=evals, saves=saves,
+                                 grad_norm_max=float(grad_max) if logs else None)
+            if logs:
+                grad_max.zero_()
     finally:
         batches.close()
     if bar is not None:
@@ -373,15 +383,16 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                              eval_seconds=round(eval_total, 2), eval_share=round(eval_total / max(1e-9, wall_total), 4),
                              eval_share_over="the run", **cpu_share,
                              threads=torch.get_num_threads(),
-                             route=route)
+                             route=route, **({"routes": routes} if len(routes) > 1 else {}))
+    curve = read_log(log_path)
     result = {"name": cfg.name, "hash": cfg.hash(), "profile": cfg.profile, "step": step, "tokens_seen": tokens,
-              "final_loss": _last_loss(log_path), **last_eval,
+              "final_loss": _last_loss(log_path), **last_eval, "spikes": find_spikes(curve, o.warmup),
               "n_parameters": _unwrap(model).num_parameters(non_embedding=False),
               "n_parameters_non_embedding": _unwrap(model).num_parameters(), "data": data.provenance,
               "provenance": stamp}
     atomic_write_text(out / "metrics.json", json.dumps(result, indent=1))
     if store is not None:
-        write_result(store, cfg, result, curve=read_log(log_path))
+        write_result(store, cfg, result, curve=curve)
     return result
 
 
@@ -400,16 +411,19 @@ class _Bookkeeping:
     bar: Any
     t_start: float
     c_start: float | None          # the process's CPU clock at the run's start (None: not kept)
+    routes: list                   # the routes the run trained under (kept in every checkpoint)
     last_eval: dict | None = None
 
-    def at(self, step: int, tokens: int, loss: float, rate: float, *, logs: bool, evals: bool, saves: bool) -> float:
+    def at(self, step: int, tokens: int, loss: float, rate: float, *, logs: bool, evals: bool, saves: bool,
+           grad_norm_max: float | None = None) -> float:
         """Log, evaluate and checkpoint as asked; returns the time the next tokens/s rate counts from (after the
         evaluation: the rate counts training only)."""
         now = time.perf_counter()
         record = None
         if logs:
             record = {"step": step, "tokens": tokens, "loss": loss, "lr": self.scheduler.get_last_lr()[0],
-                      "tokens_per_s": rate, "wall_seconds": now - self.t_start}
+                      "tokens_per_s": rate, "wall_seconds": now - self.t_start,
+                      **({"grad_norm_max": grad_norm_max} if grad_norm_max is not None else {})}
         if evals:
             t_eval, c_eval = time.perf_counter(), time.process_time()
             self.last_eval = evaluate(self.model, self.cfg, self.data, self.device, self.dtype)
@@ -423,6 +437,7 @@ class _Bookkeeping:
         if saves:
             save_checkpoint(self.out, step, self.model, self.optimizer, self.scheduler,
                             {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - self.t_start,
+                             "routes": self.routes,
                              **({"cpu_seconds": time.process_time() - self.c_start} if self.c_start is not None
                                 else {})})
         if self.bar is not None:
@@ -463,9 +478,9 @@ def _processes(cfg: TrainConfig) -> tuple[torch.device, int, int]:
     return device, rank, world
 
 
-def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float, float | None]:
+def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float, float | None, list]:
     """Load a checkpoint into the model, optimizer, scheduler and the random state; (step, tokens, wall seconds,
-    CPU seconds or None where the checkpoint kept none)."""
+    CPU seconds or None where the checkpoint kept none, the routes it trained under: [] where it kept none)."""
     _unwrap(model).load_state_dict(checkpoint_weights(ckpt, device), strict=False)
     st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
     optimizer.load_state_dict(st["optimizer"])
@@ -473,7 +488,7 @@ def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int,
     torch.set_rng_state(st["rng_torch"])
     if st.get("rng_cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(st["rng_cuda"])
-    return st["step"], st["tokens"], st["wall_seconds"], st.get("cpu_seconds")
+    return st["step"], st["tokens"], st["wall_seconds"], st.get("cpu_seconds"), list(st.get("routes") or [])
 
 
 def _progress_bar(cfg: TrainConfig, step: int):

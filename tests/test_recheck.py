@@ -1,0 +1,80 @@
+"""The spike rule, the runs that trained the reference softmax in bf16, and the rule that decides whether a point's
+stored seeds stand beside its rerun: each against hand-made records."""
+import pytest
+
+from sinkpaper.train.recheck import judge, margin, trained_bf16_softmax
+from sinkpaper.train.spikes import find_spikes, spikes_of
+
+
+def curve(losses, grads=None, every=20):
+    return [{"step": every * (i + 1), "loss": loss, **({"grad_norm_max": grads[i]} if grads else {})}
+            for i, loss in enumerate(losses)]
+
+
+def test_a_loss_jump_after_warm_up_is_one_spike_until_it_falls_back():
+    c = curve([9.0, 7.0, 6.5, 6.4, 8.0, 8.5, 6.9, 6.3])     # steps 20 .. 160
+    assert find_spikes(c, warmup=40) == [{"step": 100, "until": 120, "kind": "loss", "peak": 2.1, "grad_ratio": 0.0}]
+
+
+def test_warm_up_and_a_jump_of_one_nat_or_less_are_not_spikes():
+    assert find_spikes(curve([6.0, 8.0, 6.0]), warmup=40) == []       # the jump at step 40 is in warm-up
+    assert find_spikes(curve([7.0, 6.0, 7.0, 6.9]), warmup=0) == []   # exactly 1 nat: not more than 1
+
+
+def test_a_gradient_norm_twenty_times_its_median_is_a_spike():
+    grads = [0.3, 0.3, 0.31, 0.29, 0.3, 0.3, 6.1, 0.3]
+    found = find_spikes(curve([6.0] * 8, grads), warmup=0)
+    assert [(s["step"], s["kind"]) for s in found] == [(140, "grad_norm")]
+    assert found[0]["grad_ratio"] == pytest.approx(20.3, abs=0.1)
+    assert find_spikes(curve([6.0] * 8, [*grads[:6], 5.9, 0.3]), warmup=0) == []     # 19.7x: not a spike
+
+
+def test_a_stored_run_reads_the_spikes_it_recorded_or_those_of_its_curve():
+    assert spikes_of({"result": {"spikes": [{"step": 5}]}, "curve": []}) == [{"step": 5}]
+    run = {"result": {}, "config": {"optim": {"warmup": 40}}, "curve": curve([9.0, 7.0, 6.5, 8.0])}
+    assert [s["step"] for s in spikes_of(run)] == [80]
+
+
+def _run(hardware="CPU AMD EPYC, 1 threads", dtype="bf16", route=None, model=None):
+    pv = {"hardware": hardware, "dtype": dtype, **({"route": route} if route else {})}
+    config = {"name": "t", "profile": "text", "model": model or {}, "data": {"context": 64}, "run": {"dtype": dtype}}
+    return {"config": config, "result": {"provenance": pv}}
+
+
+def test_which_stored_runs_trained_the_reference_softmax_in_bf16():
+    ref = {"attention": "reference", "loss": "chunked by 128 tokens"}
+    assert trained_bf16_softmax(_run(route=ref))
+    assert not trained_bf16_softmax(_run(route={**ref, "numerics": "fp32 core"}))      # trained since the fix
+    assert not trained_bf16_softmax(_run(route={**ref, "attention": "SDPA"}))
+    assert not trained_bf16_softmax(_run(route=ref, dtype="fp32"))
+    assert not trained_bf16_softmax(_run(route=ref, hardware="NVIDIA H200"))             # CUDA autocast: fp32
+    # before the route was recorded: plain softmax took SDPA, a variant the reference
+    assert not trained_bf16_softmax(_run(model={"n_layers": 2, "d_model": 32, "n_heads": 2}))
+    assert trained_bf16_softmax(_run(model={"n_layers": 2, "d_model": 32, "n_heads": 2, "sink": "kv_bias"}))
+    assert trained_bf16_softmax({"error": "non-finite loss", "config": {"run": {"dtype": "bf16"}},
+                                 "provenance": {"hardware": "CPU AMD EPYC, 1 threads"}})
+
+
+def test_the_margin_is_the_base_spread_and_at_least_five_points():
+    assert margin([67.8, 74.7, 74.0]) == pytest.approx(6.9)
+    assert margin([40.0, 41.0]) == 5.0
+
+
+def _r(sink, learned=True, spiked=False):
+    return {"sink": sink, "learned": learned, "spiked": spiked}
+
+
+def test_stored_seeds_stand_when_the_rerun_lands_inside_their_widened_range():
+    stored = [_r(40.0), _r(45.0), _r(42.0)]
+    assert judge(stored, _r(49.0), 5.0)["stands"]
+    assert judge(stored, _r(36.0), 5.0)["stands"]
+    out = judge(stored, _r(51.0), 5.0)
+    assert not out["stands"] and "outside" in out["why"]
+
+
+def test_a_spiked_rerun_or_a_change_in_learning_sends_the_point_back():
+    stored = [_r(0.0), _r(0.0), _r(0.0)]
+    assert not judge(stored, _r(0.0, spiked=True), 5.0)["stands"]
+    assert not judge(stored, _r(0.0, learned=False), 5.0)["stands"]
+    assert not judge([_r(0.0), _r(9.0, learned=False), _r(0.0)], _r(0.0), 5.0)["stands"]
+    assert judge([_r(9.0, learned=False)] * 3, _r(2.0, learned=False), 5.0)["stands"]
