@@ -213,6 +213,10 @@ def _add_results_parsers(sub) -> None:
     rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
     rp.add_argument("--check", action="store_true", help="exit 1 when a committed block differs from the store")
     rp.add_argument("--store", default=None, help="results store (default results/store)")
+    rc = sub.add_parser("routes-check", help="train the base and a 4-layer point a few hundred steps on every CPU "
+                        "route beside an fp32 run, same seed and batches: loss, gradient norms, spikes (JSON)")
+    rc.add_argument("--steps", type=int, default=300)
+    rc.add_argument("--json", default=None, help="output (default results/routes/routes-check.json)")
     c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
     c.add_argument("--json", action="store_true", help="print the listing as JSON")
     c.add_argument("--id", metavar="NAME", help="one claim only")
@@ -578,6 +582,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "claims":
         return run_claims(args)
+    if args.command == "routes-check":
+        from .train import routes_check as RC
+        if args.steps < 1:
+            print("sinkpaper: error: --steps must be >= 1", file=sys.stderr)
+            return 2
+        result = RC.routes_check(args.steps)
+        print(RC.write(result, args.json or RC.DEFAULT_JSON))
+        return 0 if result["passes"] else 1
     if args.command == "bos-audit":
         try:
             return run_bos_audit(args)

@@ -8,16 +8,14 @@ SDPA's relative error on the same q, k, v (plain causal softmax): about 2-3 % at
 operator that normalizes in bf16 was 12 % off eager and 22 % compiled; these tests fail on it.
 """
 import math
-import os
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from sinkpaper.attention import attention_reference, visible_mask
+from sinkpaper.attention.exactness import T, bf16_normalized_softmax, grads, inputs, relative_errors, sdpa
 from sinkpaper.attention.operators import OpParams
 
-B, H, T, D = 1, 2, 32, 16
 MAX_LOGIT = 96.0          # the largest |s| of the inputs; most rows reach past 64
 WINDOW = 8
 DOCS = torch.tensor([[0] * 11 + [1] * 13 + [2] * 8])
@@ -48,50 +46,12 @@ SINKS = {
 MASKS = ("causal", "window", "document", "score_bias")
 
 
-def _inputs(op: str, seed: int = 0):
-    """q, k, v (bf16 values, as fp64) whose scores reach MAX_LOGIT, and fp32 biases (as fp64)."""
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=torch.float64) for _ in range(3))
-    if op == "kernel":              # the kernels take features phi(q), phi(k) (elu + 1 here: positive)
-        q, k = F.elu(q) + 1, F.elu(k) + 1
-    s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
-    q = q * (MAX_LOGIT / s.abs().amax())
-    q, k, v = (x.to(torch.bfloat16).double() for x in (q, k, v))
-    extra = {"k_bias": torch.randn(H, D, generator=g, dtype=torch.float64) * 4,
-             "v_bias": torch.randn(H, D, generator=g, dtype=torch.float64),
-             "sink_logit": torch.randn(H, generator=g, dtype=torch.float64) * 8 + 40,
-             "score_bias": torch.randn(H, T, T, generator=g, dtype=torch.float64) * 4}
-    extra = {name: x.float().double() for name, x in extra.items()}
-    return q, k, v, extra
-
-
 def _mask(kind):
     if kind == "window":
         return visible_mask(T, window=WINDOW)
     if kind == "document":
         return visible_mask(T, doc_ids=DOCS)
     return visible_mask(T)
-
-
-def _grads(fn, q, k, v, extra, dtype):
-    """The output and the gradients of sum(out * w) in q, k, v and every bias, in fp64. ``dtype`` bf16: q, k, v
-    as bf16 leaves and the biases fp32, under bf16 autocast (a training step); fp64: the reference values."""
-    lowp = dtype == torch.bfloat16
-    leaves = {"q": q, "k": k, "v": v, **extra}
-    leaves = {n: (x.to(torch.bfloat16) if n in "qkv" else x.float()) if lowp else x.clone() for n, x in leaves.items()}
-    for x in leaves.values():
-        x.requires_grad_(True)
-    # the output's gradient, bf16 values too (in a training step it comes from the bf16 projection after it)
-    w = torch.linspace(-1, 1, B * H * T * v.shape[-1], dtype=torch.float64).view(B, H, T, -1)
-    w = w.to(torch.bfloat16).double()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=lowp):
-        out = fn(**leaves)
-    (out.double() * w).sum().backward()
-    return {n: x.grad.double() for n, x in leaves.items()}
-
-
-def _rel_errors(got: dict, want: dict) -> dict:
-    return {n: float((got[n] - want[n]).norm() / want[n].norm().clamp_min(1e-30)) for n in want}
 
 
 def _attend(op, params, mask, sinks):
@@ -112,12 +72,10 @@ def _extra_for(sinks, mask, extra):
 @pytest.fixture(scope="module")
 def sdpa_bound():
     """SDPA's largest relative error (q, k, v gradients) against fp64 on each operator family's inputs."""
-    def sdpa(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     bounds = {}
     for op in ("softmax", "kernel"):
-        q, k, v, _ = _inputs(op)
-        errors = _rel_errors(_grads(sdpa, q, k, v, {}, torch.bfloat16), _grads(sdpa, q, k, v, {}, torch.float64))
+        q, k, v, _ = inputs(MAX_LOGIT, op)
+        errors = relative_errors(grads(sdpa, q, k, v, {}, torch.bfloat16), grads(sdpa, q, k, v, {}, torch.float64))
         bounds[op] = max(errors.values())
     return bounds
 
@@ -127,13 +85,11 @@ def _bound(bounds, op):
 
 
 def _check_route(fn, op, sinks, mask, bounds, seed=0):
-    q, k, v, extra = _inputs(op, seed)
-    s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+    q, k, v, extra = inputs(MAX_LOGIT, op, seed)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
     assert s.abs().amax() >= 64, "the inputs do not reach the logits training reaches"
     extra = _extra_for(sinks, mask, extra)
-    want = _grads(fn, q, k, v, extra, torch.float64)
-    got = _grads(fn, q, k, v, extra, torch.bfloat16)
-    errors = _rel_errors(got, want)
+    errors = relative_errors(grads(fn, q, k, v, extra, torch.bfloat16), grads(fn, q, k, v, extra, torch.float64))
     bound = _bound(bounds, op)
     worst = max(errors, key=errors.get)
     assert errors[worst] <= bound, (f"gradient of {worst} off by {errors[worst]:.1%} against fp64, over SDPA's "
@@ -174,14 +130,8 @@ def test_the_compiled_reference_is_exact_at_large_logits(name, sink, mask, sdpa_
 def test_the_old_bf16_normalization_fails_the_check(sdpa_bound):
     """The check can fail: softmax normalized in bf16 (logsumexp and exp left in bf16 by CPU autocast, as the
     reference operator once did) is several times SDPA's error at these logits."""
-    visible = _mask("causal")
-
-    def bf16_softmax(q, k, v):
-        s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
-        m = s.masked_fill(~visible, float("-inf"))
-        return torch.exp(m - torch.logsumexp(m, -1, keepdim=True)) @ v
     with pytest.raises(AssertionError, match="off by"):
-        _check_route(bf16_softmax, "softmax", (), "causal", sdpa_bound)
+        _check_route(bf16_normalized_softmax, "softmax", (), "causal", sdpa_bound)
 
 
 def test_every_model_route_is_one_this_file_checks():

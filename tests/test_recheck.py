@@ -16,6 +16,11 @@ def test_a_loss_jump_after_warm_up_is_one_spike_until_it_falls_back():
     assert find_spikes(c, warmup=40) == [{"step": 100, "until": 120, "kind": "loss", "peak": 2.1, "grad_ratio": 0.0}]
 
 
+def test_a_loss_jump_on_one_log_line_is_batch_noise_not_a_spike():
+    assert find_spikes(curve([7.0, 6.0, 7.2, 6.1, 6.0]), warmup=0) == []
+    assert [s["step"] for s in find_spikes(curve([7.0, 6.0, 7.2, 7.1, 6.0]), warmup=0)] == [60]
+
+
 def test_warm_up_and_a_jump_of_one_nat_or_less_are_not_spikes():
     assert find_spikes(curve([6.0, 8.0, 6.0]), warmup=40) == []       # the jump at step 40 is in warm-up
     assert find_spikes(curve([7.0, 6.0, 7.0, 6.9]), warmup=0) == []   # exactly 1 nat: not more than 1
@@ -31,7 +36,7 @@ def test_a_gradient_norm_twenty_times_its_median_is_a_spike():
 
 def test_a_stored_run_reads_the_spikes_it_recorded_or_those_of_its_curve():
     assert spikes_of({"result": {"spikes": [{"step": 5}]}, "curve": []}) == [{"step": 5}]
-    run = {"result": {}, "config": {"optim": {"warmup": 40}}, "curve": curve([9.0, 7.0, 6.5, 8.0])}
+    run = {"result": {}, "config": {"optim": {"warmup": 40}}, "curve": curve([9.0, 7.0, 6.5, 8.0, 7.9])}
     assert [s["step"] for s in spikes_of(run)] == [80]
 
 

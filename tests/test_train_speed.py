@@ -200,26 +200,39 @@ def test_fused_attention_path_equals_the_reference_path(dtype, tol, monkeypatch)
         torch.testing.assert_close(fused[1][n], reference[1][n], atol=tol, rtol=tol, msg=n)
 
 
-def test_short_contexts_on_the_cpu_train_through_the_reference_and_the_route_says_so(monkeypatch):
-    """On the CPU at T <= CPU_REFERENCE_MAX_T plain causal softmax skips SDPA (measured slower there), above it
-    takes SDPA; the loss is chunked there, compiled or not; training_route names both, as a run's provenance."""
+def test_short_contexts_on_the_cpu_train_through_the_reference_when_compiled_in_bf16(monkeypatch):
+    """On the CPU plain causal softmax takes the reference operator only compiled under bf16 autocast at T <=
+    CPU_REFERENCE_MAX_T (measured faster there); eager, in fp32 or above that T it takes SDPA. The loss is chunked
+    there, compiled or not; training_route names both and the attention's fp32 core, as a run's provenance."""
     from sinkpaper.models import ModelConfig, SinkModel
     from sinkpaper.models import model as M
     model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=256))
     used = []
     real = torch.nn.functional.scaled_dot_product_attention
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", lambda *a, **k: used.append(1) or real(*a, **k))
-    for T, calls, attn in ((M.CPU_REFERENCE_MAX_T, 0, "reference"), (M.CPU_REFERENCE_MAX_T + 1, 2, "SDPA")):
+    loss = f"chunked by {2 ** 22 // (4 * 61)} tokens"
+
+    def sdpa_calls(T, compiling: bool) -> int:
         used.clear()
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: compiling)   # the route reads it at the call
         x = torch.randint(0, 61, (2, T), generator=torch.Generator().manual_seed(T))
-        model(x, targets=x.roll(-1, 1)).loss.backward()
-        assert len(used) == calls, T
-        assert model.training_route(T, "cpu") == {"attention": attn, "loss": f"chunked by {2 ** 22 // (4 * 61)} tokens"}
+        with torch.autocast("cpu", torch.bfloat16):
+            model(x, targets=x.roll(-1, 1)).loss.backward()
+        return len(used)
+    T = M.CPU_REFERENCE_MAX_T
+    assert sdpa_calls(T, compiling=True) == 0 and sdpa_calls(T + 1, compiling=True) == 2
+    assert sdpa_calls(T, compiling=False) == 2
+    for T, attn in ((M.CPU_REFERENCE_MAX_T, "reference"), (M.CPU_REFERENCE_MAX_T + 1, "SDPA")):
+        assert model.training_route(T, "cpu", "bf16", True) == {"attention": attn, "loss": loss,
+                                                                "numerics": M.ATTENTION_NUMERICS}
+    assert model.training_route(64, "cpu", "fp32", True)["attention"] == "SDPA"
+    assert model.training_route(64, "cpu", "bf16", False)["attention"] == "SDPA"
     # a variant the fused SDPA does not compute is named as the reference at any T
     kv = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=1, n_heads=4, d_ff=48, sink="kv_bias"))
     assert kv.training_route(200, "cpu")["attention"] == "reference"
     assert SinkModel(ModelConfig(vocab_size=8192, d_model=32, n_layers=1, n_heads=4, d_ff=48)).loss_chunk("cpu") == 128
-    assert model.training_route(64, "cuda") == {"attention": "SDPA", "loss": "plain when compiled, chunked when eager"}
+    assert model.training_route(64, "cuda") == {"attention": "SDPA", "loss": "plain when compiled, chunked when eager",
+                                                "numerics": M.ATTENTION_NUMERICS}
 
 
 def test_on_a_gpu_plain_softmax_trains_through_sdpa_and_every_variant_it_lacks_through_the_kernels(monkeypatch):

@@ -20,6 +20,8 @@ TRAINING_BENCH_LAYERS4 = "results/bench/training-text-layers4.json"   # the text
 # the same two shapes on a CPU whose bf16 GEMMs are native (AMD EPYC, Zen 4): there the profile's dtype is the fast one
 TRAINING_BENCH_EPYC = "results/bench/training-text-epyc.json"
 TRAINING_BENCH_LAYERS4_EPYC = "results/bench/training-text-layers4-epyc.json"
+SOFTMAX_ERROR = "results/routes/softmax-gradient-error.json"   # python -m sinkpaper.attention.exactness
+ROUTES_CHECK = "results/routes/routes-check.json"              # python -m sinkpaper routes-check
 CPU_ROUTES = "results/bench/cpu-routes.json"     # scripts/bench_cpu_routes.py: the CPU's attention and loss routes
 CPU_OPTIONS = "results/bench/cpu-options.json"   # scripts/bench_cpu_options.py: speed options measured, not adopted
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
@@ -446,3 +448,41 @@ def data_memory_lines(path: str | Path = DATA_MEMORY, root: str | Path = ".") ->
                   f"private memory by {b['load_private_mib'] - a['load_private_mib']:+.1f} MiB, against "
                   f"{b['int32_mib'] - a['int32_mib']:.0f} MiB more int32 tokens."]
     return lines
+
+
+def softmax_error_lines(path: str | Path = SOFTMAX_ERROR, root: str | Path = ".") -> list[str]:
+    """The q / k / v gradient error of each softmax route against fp64, by the logits' size (a table)."""
+    r = load_stored(path, root)
+    if r is None:
+        return [f"Not measured yet (`python -m sinkpaper.attention.exactness --json {path}`)."]
+    pv = r["provenance"]
+    sizes = sorted({row["max_logit"] for row in r["rows"]})
+    routes = list(dict.fromkeys(row["route"] for row in r["rows"]))
+    err = {(row["route"], row["max_logit"]): row["max_error"] for row in r["rows"]}
+    lines = ["| route | " + " | ".join(f"largest \\|s\\| {m:g}" for m in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    lines += [f"| {name} | " + " | ".join(f"{100 * err[name, m]:.1f} %" for m in sizes) + " |" for name in routes]
+    return lines + ["", f"Largest relative error of the q, k, v gradients against fp64 on the same bf16 inputs "
+                        f"(batch x heads x T x d = {' x '.join(map(str, r['shape']))}, causal), bf16 autocast; "
+                        f"{pv['hardware']}, torch {pv['torch']}, code {pv['code_version']}, {pv['computed_at']} "
+                        f"(`{path}`)."]
+
+
+def routes_check_lines(path: str | Path = ROUTES_CHECK, root: str | Path = ".") -> list[str]:
+    """The routes check: each route's loss at a few steps and at the end beside the fp32 run, spikes, verdict."""
+    r = load_stored(path, root)
+    if r is None:
+        return [f"Not run yet (`python -m sinkpaper routes-check --json {path}`)."]
+    pv = r["provenance"]
+    steps = r["steps"]
+    marks = [s for s in (50, 100, 150, 200) if s < steps] + [steps]
+    lines = ["| point, seed | route | " + " | ".join(f"loss at {s}" for s in marks)
+             + " | gap to fp32 at the end | spikes | passes |", "|---" * (len(marks) + 5) + "|"]
+    for p in r["points"]:
+        for name, row in p["routes"].items():
+            lines.append(f"| {p['point']}, {p['seed']} | {name} | " + " | ".join(f"{row['loss'][s - 1]:.2f}" for s in marks)
+                         + f" | {row['loss_gap_at_end']:+.3f} | {len(row['spikes'])} | "
+                         + ("yes" if row["passes"] else "**no**") + " |")
+    return lines + ["", f"{steps} steps of the text profile, one thread, the same seed and batches on every route; "
+                        f"a route passes with no spike and its final loss within {r['tolerance_nats']} nats of the "
+                        f"fp32 run's. {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']}, "
+                        f"{pv['computed_at']} (`{path}`)."]

@@ -308,11 +308,18 @@ def _window_mean(records: Sequence[Mapping], key: str, fraction: float) -> float
 
 def training_failure(payload: Mapping, margin: float = TRAINED, fraction: float = PLATEAU,
                      cache: str | Path = UNIGRAM) -> str | None:
-    """Why a stored run is not a result, or None when it learned. It did not learn when a loss is not finite, or
-    when neither its held-out loss nor its training loss, averaged over the last ``fraction`` of its steps, is at
-    least ``margin`` nats below the unigram loss of its data (:func:`unigram_floor`): it predicts no better than
-    token frequencies. (A run that memorises a small unique set learns: its training loss falls far below while
-    its held-out loss rises.)"""
+    """Why a stored run is not a result, or None when it learned. It spiked (:func:`sinkpaper.train.spikes.spikes_of`:
+    its training loss jumped more than a nat above its running minimum after warm-up, or its gradient norm 20x its
+    median), or it did not learn: a loss is not finite, or neither its held-out loss nor its training loss,
+    averaged over the last ``fraction`` of its steps, is at least ``margin`` nats below the unigram loss of its
+    data (:func:`unigram_floor`): it predicts no better than token frequencies. (A run that memorises a small
+    unique set learns: its training loss falls far below while its held-out loss rises.)"""
+    from ..train.spikes import spikes_of
+    spikes = spikes_of(payload)
+    if spikes:
+        first = spikes[0]
+        return (f"a loss spike at steps {first['step']}-{first['until']} ({first['peak']:.1f} nats above its running "
+                f"minimum{'' if len(spikes) == 1 else f'; {len(spikes)} spikes in all'}): not counted")
     evals = evaluations(payload)
     logs = sorted((c for c in payload.get("curve", []) if c.get("loss") is not None), key=lambda c: c["step"])
     if not evals:

@@ -237,7 +237,8 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     if at_profile is not None:
         result["ours_profile_dtype_side_by_side_with_transformers"] = at_profile[0]
         result["ratio_profile_dtype_vs_transformers"] = at_profile[0]["tokens_per_s"] / at_profile[1]["tokens_per_s"]
-    result["route"] = ours[0].model.training_route(T, dev)
+    # the route of the fastest row (the attention route depends on the dtype and on compiling)
+    result["route"] = ours[0].model.training_route(T, dev, rows[best_i]["dtype"], rows[best_i]["compiled"])
     result["quiet"] = quiet_machine(dev, [load_before[0], os.getloadavg()[0]])
     if json_path:
         atomic_write_text(json_path, json.dumps(result, indent=1))

@@ -1,0 +1,87 @@
+"""Trajectories, not single steps: a training point trained for a few hundred steps on every CPU route, the same
+seed and batches, beside an fp32 run, with the loss and the gradient norm at every step and any spike.
+
+    python -m sinkpaper routes-check [--steps 300] [--json results/routes/routes-check.json]
+
+A route passes when it has no spike (:mod:`sinkpaper.train.spikes`) and its loss at the last step is within
+:data:`TOLERANCE` nats of the fp32 run's. Rerun before any change to what a training step computes lands.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+import time
+from pathlib import Path
+
+# (family, point, seed): the base point, and the 4-layer point and seed whose blow-up the bf16 softmax caused
+POINTS = (("configs/optimization.yaml", "default", 1), ("configs/data.yaml", "fixed_pos3_layers_4_steps_x2", 1))
+# route name -> (run.dtype, run.compile, attention on the CPU for plain softmax)
+ROUTES = {
+    "fp32, eager (the reference trajectory)": ("fp32", False, "SDPA"),
+    "bf16, compiled, reference operator": ("bf16", True, "reference"),
+    "bf16, compiled, SDPA": ("bf16", True, "SDPA"),
+}
+TOLERANCE = 0.05
+DEFAULT_JSON = "results/routes/routes-check.json"
+
+
+@contextlib.contextmanager
+def _plain_softmax_route(route: str):
+    """Plain causal softmax on the CPU through ``route`` ("reference" or "SDPA") for the duration."""
+    from ..models import model as M
+    before = M.CPU_REFERENCE_MAX_T
+    M.CPU_REFERENCE_MAX_T = 1 << 30 if route == "reference" else 0
+    try:
+        yield
+    finally:
+        M.CPU_REFERENCE_MAX_T = before
+
+
+def _one(config: str, point: str, seed: int, steps: int, route: tuple) -> dict:
+    import torch
+
+    from .config import load
+    from .spikes import find_spikes
+    from .trainer import read_log, train
+    dtype, compile_, attention = route
+    cfg = load(config, "text", {"optim.steps": steps, "eval.every": 10 ** 9, "run.log_every": 1,
+                                "run.checkpoint_every": 10 ** 9, "run.dtype": dtype, "run.compile": compile_,
+                                "seed": seed}, sweep_point=point)
+    torch._dynamo.reset()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d, _plain_softmax_route(attention):
+        result = train(cfg, d, progress=False)
+        log = [r for r in read_log(Path(d) / "log.jsonl") if "grad_norm_max" in r]
+    return {"route": result["provenance"]["route"], "dtype": dtype, "compiled": compile_,
+            "wall_seconds": round(time.perf_counter() - t0, 1),
+            "loss": [round(r["loss"], 4) for r in log], "grad_norm": [round(r["grad_norm_max"], 4) for r in log],
+            "spikes": find_spikes(log, cfg.optim.warmup)}
+
+
+def routes_check(steps: int = 300, points=POINTS, routes=ROUTES, log=print) -> dict:
+    """Every route of ``routes`` at every point, and the verdict per route."""
+    from .. import provenance
+    out = {"kind": "routes-check", "steps": steps, "tolerance_nats": TOLERANCE, "points": []}
+    for config, point, seed in points:
+        rows = {}
+        for name, route in routes.items():
+            rows[name] = _one(config, point, seed, steps, route)
+            log(f"{point} seed {seed}, {name}: loss at step {steps} {rows[name]['loss'][-1]:.3f}, "
+                f"{len(rows[name]['spikes'])} spike(s), {rows[name]['wall_seconds']:.0f} s")
+        ref = rows[next(iter(routes))]["loss"][-1]
+        for name, row in rows.items():
+            row["loss_gap_at_end"] = round(row["loss"][-1] - ref, 4)
+            row["passes"] = not row["spikes"] and abs(row["loss_gap_at_end"]) <= TOLERANCE
+        out["points"].append({"config": config, "point": point, "seed": seed, "routes": rows})
+    out["passes"] = all(r["passes"] for p in out["points"] for r in p["routes"].values())
+    out["provenance"] = provenance.stamp("cpu", threads=1, source_of_numbers="computed now")
+    return out
+
+
+def write(result: dict, path: str | Path = DEFAULT_JSON) -> Path:
+    from ..files import atomic_write_text
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(result, indent=1))
+    return path
