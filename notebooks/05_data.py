@@ -102,8 +102,9 @@ if lm.payloads:
 # position k, Sink_k and the mean α_k over training, beside the paper's number at that position. The onset is the
 # first evaluation at which Sink_k reaches the registry's "has a sink" level. The `_steps_x2` runs train the
 # positions 2 and 3 twice as long (5000 steps): the budget rerun of `data_fixed_pos`, shown beside its verdict.
-# At this depth the recipe's learning rate (2e-2) is near the edge of stability: a run that diverged or did not
-# learn is named in its row and left out of the values, and a seed 3 was trained in its place.
+# Runs that spiked, diverged or did not learn are named in their rows and left out of the values. The 4-layer
+# runs that failed early all trained through a softmax normalized in bf16 (fixed 2026-11-29, Measurements page):
+# before it, none of 13 failed at this depth and learning rate.
 
 # %% tags=["hide-input", "full-width"]
 DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1,

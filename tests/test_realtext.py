@@ -133,7 +133,7 @@ def test_points_read_at_their_own_position_with_the_papers_number_there_and_thei
 
 
 def test_a_run_that_did_not_learn_or_diverged_is_named_in_its_row_and_never_read():
-    """At the edge of stability some seeds fail: one that did not learn (its losses at the unigram level) and one
+    """Some seeds fail: one that did not learn (its losses at the unigram level) and one
     that diverged (a divergence record) are named in the onset column and left out of the values and the chart."""
     base = _stored_text_run()
     ps = []

@@ -169,6 +169,9 @@ def test_cpu_run_loss_falls_and_writes_everything(tmp_path):
         train(cfg, tmp_path / "run", progress=False)
     with pytest.raises(ValueError, match="holds a different run"):
         train(build(TINY, "cpu", {"seed": 9}), tmp_path / "run", progress=False)
+    # a resume with another result-changing field is refused before any compute, naming the field
+    with pytest.raises(ValueError, match=r"optim\.lr: .* -> 0\.123"):
+        train(build(TINY, "cpu", {"optim.lr": 0.123}), tmp_path / "run", resume=True, progress=False)
 
 
 def test_open_run_gives_back_the_config_model_and_heldout_inputs_of_a_trained_run(tmp_path):
@@ -211,6 +214,39 @@ def test_open_run_gives_back_the_config_model_and_heldout_inputs_of_a_trained_ru
 def _params(run_dir):
     from safetensors.torch import load_file
     return load_file(str(latest_checkpoint(Path(run_dir)) / "model.safetensors"))
+
+
+def test_a_run_that_outlives_a_sitting_keeps_its_partial_curve_and_its_routes(tmp_path, capsys):
+    """run.partial: at each checkpoint the curve so far is written, unfinished, beside the store (never read as a
+    result) with a progress line; a resumed run ends stored, its partial curve removed, and a run resumed under
+    another route names both in its provenance."""
+    from sinkpaper.train.store import partial_path, read_entry
+    cfg = build(TINY, "cpu", {"run.partial": True})
+    assert cfg.hash() == build(TINY, "cpu").hash()          # bookkeeping: the same run
+
+    class Crash(Exception):
+        pass
+
+    def crash_at_14(step, _model):
+        if step == 14:
+            raise Crash()
+    store = tmp_path / "store"
+    with pytest.raises(Crash):
+        train(cfg, tmp_path / "run", progress=False, store=store, on_step=crash_at_14)
+    part = read_entry(partial_path(store, cfg.hash()))
+    assert part["unfinished"] and part["progress"]["step"] == 12 and max(r["step"] for r in part["curve"]) == 12
+    assert part["progress"]["projected_seconds_left"] > 0
+    assert "step 12/24" in capsys.readouterr().out
+    assert S.read_result(store, cfg) is None                 # a partial curve is no result
+    # resumed by "another code": the checkpoint's route differs from today's
+    state_path = tmp_path / "run" / "checkpoints" / "step-00000012" / "state.pt"
+    state = torch.load(state_path, weights_only=False)
+    state["routes"] = [{**state["routes"][0], "attention": "reference", "code": "an older version"}]
+    torch.save(state, state_path)
+    result = train(cfg, tmp_path / "run", resume=True, progress=False, store=store)
+    routes = result["provenance"]["routes"]
+    assert [r["from_step"] for r in routes] == [0, 12] and routes[0]["code"] == "an older version"
+    assert not partial_path(store, cfg.hash()).exists() and S.read_result(store, cfg) is not None
 
 
 def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from IPython.display import Markdown, display
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
 from ..results.curves import curve_rows as run_curve_rows, first_reaching
 from ..results.numbers import fmt_spread, sig
-from ..results.reading import point_of, training_failure
+from ..results.reading import failure_word, point_of, training_failure
 from ..results.sweeps import LMSweep, lm_sweep
 from . import sources
 from .findings import PAPER_COLOR, SCALE_COLORS
@@ -178,7 +178,8 @@ def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], titl
     (Sink_k on the plateau over seeds, the paper's number, the onset per seed: the first evaluation at which Sink_k
     reaches the registry's "has a sink" level). Runs that did not learn (:func:`training_failure`) and runs that
     diverged (``diverged``: a StoredSweep's (point, seed, error)) are named in the row, never read as values."""
-    failed = {(point_of(p), p["config"]["run"]["seed"]): "did not learn" for p in payloads if training_failure(p)}
+    failed = {(point_of(p), p["config"]["run"]["seed"]): failure_word(why)
+              for p in payloads if (why := training_failure(p))}
     failed |= {(pt, sd): f"diverged ({err})" for pt, sd, err in diverged}
     payloads = [p for p in payloads if (point_of(p), p["config"]["run"]["seed"]) not in failed]
     def at_own(p, label):

@@ -306,6 +306,11 @@ def _window_mean(records: Sequence[Mapping], key: str, fraction: float) -> float
     return statistics.fmean(vals) if vals else None
 
 
+def failure_word(why: str | None) -> str | None:
+    """A :func:`training_failure` reason in a word or two, for a table cell: "spiked" or "did not learn"."""
+    return None if why is None else "spiked" if why.startswith("a loss spike") else "did not learn"
+
+
 def training_failure(payload: Mapping, margin: float = TRAINED, fraction: float = PLATEAU,
                      cache: str | Path = UNIGRAM) -> str | None:
     """Why a stored run is not a result, or None when it learned. It spiked (:func:`sinkpaper.train.spikes.spikes_of`:

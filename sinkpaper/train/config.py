@@ -96,6 +96,10 @@ class RunConfig:
     threads: int | None = None        # torch CPU threads
     checkpoint_every: int = 500
     log_every: int = 10
+    # a run that outlives a sitting: at each checkpoint its curve so far goes to <store>/partial/<key>.json.gz
+    # (committed as it grows, never read as a result; removed when the run is stored) and one progress line
+    # (tokens, elapsed, projected end) is printed
+    partial: bool = False
 
 
 SECTIONS = {"data": DataConfig, "optim": OptimConfig, "eval": EvalConfig, "run": RunConfig}
@@ -152,7 +156,7 @@ class TrainConfig:
         return identity_hash(self.identity())
 
 
-BOOKKEEPING = ("checkpoint_every", "log_every", "threads", "device", "compile")
+BOOKKEEPING = ("checkpoint_every", "log_every", "threads", "device", "compile", "partial")
 _TOP_DEFAULTS = {"name": "run", "profile": "cpu"}
 
 

@@ -98,6 +98,23 @@ def current_key(payload: dict) -> str:
     return identity_hash(identity(payload.get("config", {})))
 
 
+PARTIAL = "partial"
+
+
+def partial_path(store: str | Path, config_hash: str) -> Path:
+    """Where a run in progress keeps its curve so far (``run.partial``): beside the store, never read as a result."""
+    return Path(store) / PARTIAL / f"{config_hash}{SUFFIX}"
+
+
+def write_partial(store: str | Path, cfg, curve: list[dict], progress: dict) -> Path:
+    """A run's curve so far, atomically, marked unfinished with where it stands (``progress``: step, tokens,
+    elapsed, projected end, the routes it trained under)."""
+    path = partial_path(store, cfg.hash())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_entry(path, {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": cfg.to_dict(),
+                              "unfinished": True, "progress": progress, "curve": curve})
+
+
 def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None = None) -> Path:
     path = result_path(store, cfg.hash())
     config = cfg.to_dict()
@@ -113,6 +130,7 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
     write_entry(path, payload)
     if legacy.exists():
         legacy.unlink()       # the same run, now compressed
+    partial_path(store, cfg.hash()).unlink(missing_ok=True)   # stored whole: its partial curve is done
     return path
 
 

@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from ..files import atomic_path, atomic_write_text
 from ..models import SinkModel
 from . import accel
 from .batches import Batches
-from .config import TrainConfig, early_eval_steps
+from .config import TrainConfig, early_eval_steps, identity
 from .spikes import find_spikes
 from .store import write_result
 
@@ -312,7 +312,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     # stopped for a while, stretches the wall time but not the CPU time, so the evaluations' CPU share is their
     # cost however the machine was used; a checkpoint written before it was kept has none (cpu None)
     c_start = None if cpu is None or device.type != "cpu" else time.process_time() - cpu
-    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start, c_start, routes)
+    book = _Bookkeeping(out, cfg, model, data, device, dtype, optimizer, scheduler, bar, t_start, c_start, routes,
+                        store if rank == 0 and cfg.run.partial else None, step)
     # Nothing in a step waits for the device: the loss stays on it, and whether it was finite is kept there too
     # (`first_bad`, the first step with a non-finite loss). The host reads them only where it must anyway, at
     # the steps that log, evaluate or checkpoint; a non-finite loss is caught there, before any checkpoint
@@ -412,6 +413,9 @@ class _Bookkeeping:
     t_start: float
     c_start: float | None          # the process's CPU clock at the run's start (None: not kept)
     routes: list                   # the routes the run trained under (kept in every checkpoint)
+    partial_store: Any = None      # run.partial: the store whose partial/ folder gets the curve at each checkpoint
+    start_step: int = 0            # the step this sitting started from (its rate projects the end)
+    sitting_start: float = field(default_factory=time.perf_counter)
     last_eval: dict | None = None
 
     def at(self, step: int, tokens: int, loss: float, rate: float, *, logs: bool, evals: bool, saves: bool,
@@ -434,6 +438,8 @@ class _Bookkeeping:
         if record is not None:
             with open(self.out / "log.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
+        if saves and self.partial_store is not None:
+            self._partial(step, tokens)
         if saves:
             save_checkpoint(self.out, step, self.model, self.optimizer, self.scheduler,
                             {"step": step, "tokens": tokens, "wall_seconds": time.perf_counter() - self.t_start,
@@ -449,6 +455,21 @@ class _Bookkeeping:
         return now
 
 
+    def _partial(self, step: int, tokens: int) -> None:
+        """The curve so far into the store's partial/ folder, and one progress line."""
+        from .store import write_partial
+        now = time.perf_counter()
+        elapsed, sitting = now - self.t_start, now - self.sitting_start
+        rate = (step - self.start_step) / max(sitting, 1e-9)      # this sitting's steps a second
+        left = (self.cfg.optim.steps - step) / max(rate, 1e-12)
+        progress = {"step": step, "steps": self.cfg.optim.steps, "tokens": tokens,
+                    "elapsed_seconds": round(elapsed, 1), "projected_seconds_left": round(left, 1),
+                    "routes": self.routes, "code": provenance.code_version(), "hardware": provenance.hardware(self.device)}
+        write_partial(self.partial_store, self.cfg, read_log(self.out / "log.jsonl"), progress)
+        print(f"{self.cfg.name}: step {step:,}/{self.cfg.optim.steps:,}, {tokens:,} tokens, {elapsed / 3600:.2f} h "
+              f"elapsed, about {left / 3600:.1f} h left at this sitting's {rate * 3600:,.0f} steps/h", flush=True)
+
+
 def _check_run_dir(out: Path, cfg: TrainConfig, resume: bool) -> Path:
     """The run directory's config file; refuses a directory that holds another run, or this run's checkpoints
     without ``resume``, before any compute."""
@@ -456,11 +477,26 @@ def _check_run_dir(out: Path, cfg: TrainConfig, resume: bool) -> Path:
     if config_path.exists():
         old = json.loads(config_path.read_text())
         if old.get("hash") != cfg.hash():
-            raise ValueError(f"{out} holds a different run (config hash {old.get('hash')} != {cfg.hash()}); "
-                             "use another --out")
+            changed = _first_changed_field(identity({k: v for k, v in old.items() if k != "hash"}), cfg.identity())
+            raise ValueError(f"{out} holds a different run (config hash {old.get('hash')} != {cfg.hash()}"
+                             + (f"; {changed} differs" if changed else "") + "); use another --out")
         if not resume and latest_checkpoint(out) is not None:
             raise ValueError(f"{out} already has checkpoints of this run; pass --resume to continue it")
     return config_path
+
+
+def _first_changed_field(old: dict, new: dict, where: str = "") -> str | None:
+    """The first result-changing field (dotted, e.g. "optim.lr: 0.02 -> 0.04") where two identities differ."""
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        name = f"{where}.{key}" if where else key
+        if isinstance(a, dict) and isinstance(b, dict):
+            found = _first_changed_field(a, b, name)
+            if found:
+                return found
+        elif a != b:
+            return f"{name}: {a!r} -> {b!r}"
+    return None
 
 
 def _processes(cfg: TrainConfig) -> tuple[torch.device, int, int]:

@@ -10,7 +10,7 @@ import altair as alt
 
 from ...paper.claims import claim
 from ...paper.onsets import ONSETS, Onset, did_not_last, evaluation_value, onset_step
-from ...results.reading import point_of, training_failure
+from ...results.reading import failure_word, point_of, training_failure
 from .core import _num, no_data_chart
 
 # the order a reader meets them in the literature: previous-token heads, then induction heads (Olsson et al. 2022)
@@ -44,14 +44,14 @@ def onset_rows(payloads: Sequence[Mapping], points: Sequence[str], labels: Mappi
     for p in sorted((p for p in payloads if point_of(p) in order),
                     key=lambda p: (order[point_of(p)], p["config"]["run"]["seed"])):
         pt, seed, end = point_of(p), p["config"]["run"]["seed"], p["config"]["optim"]["steps"]
-        failed = training_failure(p) is not None   # drawn, named, and counted by no verdict
+        why = failure_word(training_failure(p))   # drawn, named, and counted by no verdict
         for q in quantities:
             step = onset_step(p, q)
             if step is not None:
-                out.append({"run": f"{labels.get(pt, pt)} · seed {seed}" + (" (did not learn)" if failed else ""),
+                out.append({"run": f"{labels.get(pt, pt)} · seed {seed}" + (f" ({why})" if why else ""),
                             "point": pt, "seed": seed,
                             "quantity": q, "step": step, "never": step > end, "end": end,
-                            "lasted": did_not_last(p, q) is None, "learned": not failed})
+                            "lasted": did_not_last(p, q) is None, "learned": why is None, "failure": why})
     return out
 
 
@@ -135,7 +135,8 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
         order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
         label = labels.get(point, point)
         text = f"{label[0].upper() + label[1:]}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}" + (
-            f" (seed{'s' if len(failed) > 1 else ''} {', '.join(map(str, failed))} did not learn, left out)"
+            f" (seed{'s' if len(failed) > 1 else ''} {', '.join(map(str, failed))} "
+            f"{' or '.join(sorted({r['failure'] for r in rows if r['point'] == point and r.get('failure')}))}, left out)"
             if failed else "") + ": " + (f"{order}." if order else "none of the quantities formed.")
         if never:
             text += f" Never formed in any seed: {', '.join(never)}."
