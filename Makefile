@@ -10,6 +10,8 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.sinkpaper-installed
 PROFILE ?= $(shell test -x $(BIN)/python && $(BIN)/python -c "import torch; print('gpu' if torch.cuda.is_available() else 'cpu')" 2>/dev/null || echo cpu)
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` (auto: one per core); TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= auto
 # chapters `make book` executes side by side, each pinned to its share of the CPUs
 JOBS    ?= 1
 # tests/test_site.py drives this Chromium through Playwright (never a browser Playwright downloads).
@@ -63,7 +65,7 @@ chromium: $(STAMP)
 	fi
 
 test: $(STAMP) chromium
-	SINKPAPER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	SINKPAPER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m sinkpaper.site run --profile $(PROFILE) --jobs $(JOBS)

@@ -51,16 +51,29 @@ def pytest_runtest_teardown(item, nextitem):
         pytest.fail(f"{item.nodeid} left the working directory at {after} (was {before})", pytrace=False)
 
 
+# Under pytest-xdist (`make test`: one worker per core, --dist loadgroup) the tests that share an expensive
+# session fixture run in one worker, so it is built once: every test of the executed book (it runs the chapters
+# two at a time itself), and every test of the two offline pretrained models. Their groups go first: the book is
+# the suite's longest part, and the other worker takes the rest beside it.
+XDIST_GROUPS = (("built_book", "book"), ("smollm2", "pretrained"), ("gemma3", "pretrained"))
+
+
 def pytest_collection_modifyitems(config, items):
     """`gpu` tests need CUDA; `slow` ones are skipped only when SINKPAPER_SKIP_SLOW=1. Every skip says why in
-    pytest's summary (addopts -ra)."""
+    pytest's summary (addopts -ra). The xdist groups above are marked, and put first."""
     no_cuda = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine); runs on the GPU profile")
     no_slow = pytest.mark.skip(reason="slow test skipped because SINKPAPER_SKIP_SLOW=1")
+    order = {}
     for item in items:
         if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(no_cuda)
         if "slow" in item.keywords and os.environ.get("SINKPAPER_SKIP_SLOW") == "1":
             item.add_marker(no_slow)
+        group = next((g for fixture, g in XDIST_GROUPS if fixture in getattr(item, "fixturenames", ())), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        order[item.nodeid] = [g for _, g in XDIST_GROUPS].index(group) if group else len(XDIST_GROUPS)
+    items.sort(key=lambda item: order[item.nodeid])     # stable: the collection order within each group
 
 
 def pytest_collection_finish(session):
