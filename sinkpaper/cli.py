@@ -200,12 +200,14 @@ def _add_results_parsers(sub) -> None:
     """`store`, `report` and `claims`: the results store, the blocks quoted from it, the paper's claims."""
     r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, rename runs "
                                      "to the current key scheme, or replace runs by reruns that reproduce them")
-    r.add_argument("action", choices=["stale", "migrate", "untrained", "replace"],
+    r.add_argument("action", choices=["stale", "migrate", "untrained", "replace", "recheck"],
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
                         "migrate: rename every run to its key under the definitions it ran with (compressed); "
                         "untrained: list the runs that did not learn, which no verdict counts; replace: replace "
                         "each stored run that a rerun in --rerun reproduces (every stored value the same, timings "
-                        "aside), so it gains what the evaluation records today")
+                        "aside), so it gains what the evaluation records today; recheck: the runs that trained the "
+                        "reference softmax in bf16, per point: retrained, judged by their seed-0 rerun in "
+                        "results/recheck (sinkpaper.train.recheck), or waiting for it")
     r.add_argument("--store", default=None, help="results store (default results/store)")
     r.add_argument("--rerun", metavar="DIR", help="with replace: the store folder the reruns were written to "
                                                   "(train --store DIR)")
@@ -298,6 +300,14 @@ def run_store(a) -> int:
                 print(f"untrained  {S.entry_key(p)}  {payload.get('name')} seed "
                       f"{payload.get('config', {}).get('run', {}).get('seed')} ({payload.get('profile')}): {why}")
         print(f"{root}: {n} run(s) that did not learn (kept on disk, never counted in a verdict)")
+        return 0
+    if a.action == "recheck":
+        from .train.recheck import RECHECK_STORE, recheck_table
+        rows = recheck_table(root, RECHECK_STORE)
+        for r in rows:
+            print(f"{r['action']:13s} {r['point']} (seeds {', '.join(map(str, r['seeds']))}): {r['why']}")
+        print(f"{root}: {len(rows)} point(s) trained the reference softmax in bf16; "
+              f"{sum(r['action'] == 'stands' for r in rows)} stand beside their rerun")
         return 0
     if a.action == "replace":
         if not a.rerun:
