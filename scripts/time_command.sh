@@ -10,13 +10,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 git clone -q "$root" "$work/main"
 [ -e "$root/../shared" ] && ln -s "$root/../shared" "$work/shared"
+# empty compile caches, as on a new machine: inductor's and Triton's (otherwise shared with earlier runs in /tmp)
+export TORCHINDUCTOR_CACHE_DIR="$work/cache/inductor" TRITON_CACHE_DIR="$work/cache/triton"
 start=$(date +%s.%N)
 status=0
 (cd "$work/main" && make "$target") || status=$?
 end=$(date +%s.%N)
 commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
 secs=$(python3 -c "print($end - $start)")
-note=${TIMING_NOTE:-}; [ "$status" != 0 ] && note="exited $status${note:+; $note}"
+note="compile caches empty${TIMING_NOTE:+; $TIMING_NOTE}"; [ "$status" != 0 ] && note="exited $status; $note"
 # the values travel as arguments, not inside the Python source: a note may hold any quote
 PYTHONPATH="$root" "$root/.venv/bin/python" -c "import sys; from sinkpaper.results import record_timing
 print(record_timing(sys.argv[1], float(sys.argv[2]), *sys.argv[3:]))" \
