@@ -69,8 +69,17 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # first) and token 1's **hidden-state norm** over the other tokens' mean. Early evaluations are log-spaced (each
 # 10 % after the last), so an onset is resolved to within 10 % of its step. A quantity's **onset** is the first
 # evaluation at which it reaches its threshold, fixed before any of these runs (`sinkpaper/paper/onsets.py`): the
-# sink at Sink_1 ≥ 10 %; a head with ≥ 0.3 of its attention on its induction (previous-token) target, where a
-# uniform head puts about 1/T (0.016 at T = 64); a gain of ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
+# sink at Sink_1 ≥ 10 %; a head with ≥ 0.3 of its attention on its induction (previous-token) target; a gain of
+# ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
+
+# %% tags=["remove-input"]
+# the uniform baseline computed by the induction score itself (sinkpaper.circuits), never typed: the mean of 1/t
+# over the second copy's queries is not 1/T
+from sinkpaper.circuits import uniform_induction_score
+
+display(Markdown(f"A uniform causal head scores {uniform_induction_score(64, 32):.3f} on the induction target "
+                 f"(the mean of 1/t over the second copy's queries at T = 64, not 1/T), far below the "
+                 "threshold of 0.3."))
 
 # %% [markdown]
 # ## Reading the first figure

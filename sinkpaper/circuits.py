@@ -50,6 +50,17 @@ def induction_score(attn: torch.Tensor, input_ids: torch.Tensor, half: int) -> t
     return (picked * w).sum((0, 2)) / w.sum((0, 2)).clamp(min=1)
 
 
+def uniform_induction_score(T: int, half: int) -> float:
+    """The :func:`induction_score` of a uniform causal head on one window ``r ++ r`` of ``T`` tokens (r of length
+    ``half``, every second-copy query valid): the mean of 1/(p+1) over the queries p = half..T-1, a baseline a
+    trained head's score is read against. Computed by the score itself, so the baseline cannot drift from it; at
+    T = 64, half = 32 it is 0.0214, not 1/T."""
+    ids = torch.cat([torch.arange(half), torch.arange(half), torch.arange(T - 2 * half) + half])[None]
+    attn = torch.tril(torch.ones(T, T, dtype=torch.float64))
+    attn = (attn / attn.sum(-1, keepdim=True))[None, None]
+    return float(induction_score(attn, ids, half)[0])
+
+
 def previous_token_score(attn: torch.Tensor) -> torch.Tensor:
     """attn [B, H, T, T] -> [H]: the mean attention from each query (but the first) to the token just before it.
     A head that looks one back scores 1; a uniform causal head the mean of 1/(p+1) over p = 1..T-1."""

@@ -117,8 +117,10 @@ def test_combinator_and_words():
     assert paper.all_of([]) == R
     with pytest.raises(ValueError, match="unknown verdict 'maybe'; valid: agrees"):
         paper.all_of(["maybe"])
-    assert [paper.sink_verdict(x) for x in (None, 10.0, 9.99, 5.0, 4.99)] == [R, A, N, N, D]
-    assert [paper.no_sink_verdict(x) for x in (None, 4.99, 5.0, 10.0)] == [R, A, N, D]
+    I = paper.INCONCLUSIVE   # the grey band between the thresholds: neither a sink nor none
+    assert paper.all_of([A, I, N]) == I and paper.all_of([I, R]) == R
+    assert [paper.sink_verdict(x) for x in (None, 10.0, 9.99, 5.0, 4.99)] == [R, A, I, I, D]
+    assert [paper.no_sink_verdict(x) for x in (None, 4.99, 5.0, 10.0)] == [R, A, I, D]
 
 
 def test_prefix_rule_needs_the_sink_on_a_prefix_position_other_than_the_first():
@@ -315,6 +317,7 @@ def test_an_onset_reads_per_seed_and_never_where_it_never_formed():
     assert paper.onset_text(seeds, "base: steps") is None
     assert paper.onset_text({"base: onset: sink": [1800.0]}, "base: onset: sink") is None   # no steps: no reading
     assert paper.fmt_values(values, seed_values=seeds) == ("base: onset: sink step 1,800 / 498 / never, base: onset: "
-                                                           "induction never / never / never, base: steps 2500.00")
+                                                           "induction never / never / never, base: steps 2500")
+    # a budget is a whole number of steps
     assert paper.fmt_values(values) == ("base: onset: sink 1632.67, base: onset: induction 2600.00, base: steps "
-                                        "2500.00")
+                                        "2500")

@@ -253,7 +253,7 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
     assert [st for _, st in got.values()] == ["found", "found", "diverged"]
     two = [reading.plateau_of(got[s][0], "Sink_doc_start")["mean"] for s in (0, 1)]
     assert full["values"][doc_start] == pytest.approx(sum(two) / 2) and doc_start not in full["seed_values"]
-    assert f"{doc_start}: the mean of seeds 0, 1 only (of 0, 1, 2)" in full["note"]
+    assert f"{doc_start}: the mean of seeds 0, 1 only (the seeds of it that trained)" in full["note"]
     assert "onsets_bos_each_doc_mask seed 2: diverged, non-finite loss (first at step 270)" in full["note"]
     (store / f"{got[1][0]['hash']}.json.gz").unlink()
     one = paper.result(claim, "real text (CPU)", {}, str(store))
@@ -392,7 +392,7 @@ def test_rising_over_a_control_with_no_sink_needs_a_sink():
     assert paper.judge(rise, {"t": [0.1, 0.1, 0.1], "c": [0.0, 0.0, 0.0]})[0] == D     # 0.1 against 0 is not "more"
     assert paper.judge(rise, {"t": [0.0, 0.0, 0.0], "c": [0.0, 0.0, 0.0]})[0] == D
     assert paper.judge(rise, {"t": [30.0, 25.0, 40.0], "c": [0.0, 0.0, 0.0]})[0] == A  # a sink where there was none
-    assert paper.judge(rise, {"t": [7.0, 8.0, 6.0], "c": [0.0, 0.0, 0.0]})[0] == N     # between the thresholds
+    assert paper.judge(rise, {"t": [7.0, 8.0, 6.0], "c": [0.0, 0.0, 0.0]})[0] == I     # in the grey band
     assert rise.reason({"t": 0.1, "c": 0.0}).startswith("c has no sink, so 'more' asks t for a sink")
 
 
@@ -428,9 +428,9 @@ def test_an_onset_that_did_not_last_is_named_beside_the_verdict_with_the_rule_re
     rule = After("b: onset: sink", "b: onset: induction", end="b: steps")
     out = {"seeds": [0, 1, 2], "transient": [{"label": "b: onset: sink", "seed": 1, "never": 2600.0,
                                               **did_not_last(flicker, "sink")}],
-           "seed_values": {"b: onset: sink": [1800.0, 498.0, 1800.0], "b: onset: induction": [2600.0] * 3,
+           "seed_values": {"b: onset: sink": [1800.0, 498.0, 1800.0], "b: onset: induction": [300.0] * 3,
                            "b: steps": [2500.0] * 3}}
-    assert paper.judge(rule, out["seed_values"])[0] == D        # as registered: the sink before an induction never
+    assert paper.judge(rule, out["seed_values"])[0] == A        # as registered: the sink after the induction heads
     text = _unlasting(rule, out)
     assert text.startswith("with the 1 onset that did not last read as never formed, the same rule reads "
                            "inconclusive: b: onset: sink of seed 1 (step 498; 0.2 on its plateau, 0.2 at its end, "
@@ -472,20 +472,149 @@ def test_onsets_are_read_as_registered_and_after_asks_every_seed():
 
 def test_after_reads_no_order_where_the_later_quantity_never_formed():
     """A quantity that never forms (its onset one evaluation past the run's end) would come "after" anything: a run
-    in which the later onset never came shows no order (not comparable in every seed, inconclusive in some), and an
-    earlier one that never came while the later did reads as not before it."""
+    in which either onset never came shows no order (not comparable in every seed, inconclusive in some)."""
     from sinkpaper.paper.onsets import After
     rule = After("sink", "induction", end="steps")
     steps = [2500, 2500, 2500]
     assert paper.judge(rule, {"sink": [1200, 1500, 1100], "induction": [200, 300, 250], "steps": steps})[0] == A
     assert paper.judge(rule, {"sink": [2600] * 3, "induction": [200, 300, 250], "steps": steps})[0] == N
-    assert rule.reason({"sink": 2600.0, "induction": 200.0, "steps": 2500.0}).startswith("sink never formed")
+    assert "no first-token sink forms in any seed" in rule.reason({"sink": 2600.0, "induction": 200.0, "steps": 2500.0})
     v, why = paper.judge(rule, {"sink": [2600, 1500, 1100], "induction": [200, 300, 250], "steps": steps})
     assert v == I and "sink never formed in 1 of 3 seeds" in why
-    assert paper.judge(rule, {"sink": [1200, 1500, 1100], "induction": [2600] * 3, "steps": steps})[0] == D
+    assert paper.judge(rule, {"sink": [1200, 1500, 1100], "induction": [2600] * 3, "steps": steps})[0] == N
     # not strict: the same step is no earlier; its null (the later at half the earlier's step) reads disagrees
     loose = After("sink", "massive", end="steps", strict=False)
     assert paper.judge(loose, {"sink": [1100, 1500, 900], "massive": [1100, 1400, 900], "steps": steps})[0] == A
     assert loose.null({"sink": 1100.0, "massive": 1100.0, "steps": 2500.0})["sink"] == 550.0
     assert paper.judge(loose, {"sink": [550.0] * 3, "massive": [1100.0] * 3, "steps": steps})[0] == D
     assert paper.judge(rule, {"sink": [1200] * 3, "induction": [200] * 3, "steps": [None] * 3})[0] == R
+
+
+# ------------------------------------------------------------------------ the readings of issue 59, rules first
+def test_the_grey_band_reads_inconclusive_never_not_comparable():
+    """A value between NO_SINK and SINK is neither a sink nor none: inconclusive, with the band as the reason.
+    "Not comparable" is kept for a reading that cannot fail (a control with no sink)."""
+    assert paper.sink_verdict(7.0) == paper.no_sink_verdict(7.0) == I
+    v, why = paper.judge(paper.Sinks(["x"]), {"x": [6.0, 7.0, 8.0]})
+    assert (v, why) == (I, "x in the grey band (5-10 %) in every seed (6 / 7 / 8)")
+    # a part in the band holds the whole back, unless another part fails outright
+    assert paper.all_of([A, I]) == paper.all_of([I, N]) == I and paper.all_of([I, D]) == D
+    from sinkpaper.paper.rules import Contrast
+    rule = Contrast(["b: Sink*"], ["b: Sink_1"], controls={"b: Sink_1": "control"})
+    grey = {"b: Sink*": [60.0, 70.0, 65.0], "b: Sink_1": [6.0, 7.0, 9.0], "control": [40.0, 35.0, 45.0]}
+    assert paper.judge(rule, grey)[0] == I
+    assert paper.judge(rule, {**grey, "control": [0.0, 0.0, 0.0]})[0] == N     # cannot fail: not comparable
+
+
+def test_an_order_claim_reads_not_comparable_when_an_event_never_forms_and_says_what_did():
+    from sinkpaper.paper.onsets import After
+    rule = After("base: onset: sink", "base: onset: induction", end="base: steps")
+    steps = [2500.0] * 3
+    formed_sink = {"base: onset: sink": [1200.0, 1500.0, 1100.0], "base: onset: induction": [2600.0] * 3,
+                   "base: steps": steps}
+    # the sink forms, no induction head does: no order to read (it read "disagrees" before)
+    assert paper.judge(rule, formed_sink) == (N, "")
+    assert paper.lookup._reason(rule, formed_sink) == ("a first-token sink forms in every seed; no induction head "
+                                                       "forms in any seed: no order to read")
+    # an earlier event missing in some seeds only: inconclusive, the seeds named
+    v, why = paper.judge(rule, {**formed_sink, "base: onset: induction": [300.0, 2600.0, 400.0]})
+    assert v == I and "base: onset: induction never formed in 1 of 3 seeds" in why
+    # both formed: the order is read as before
+    assert paper.judge(rule, {**formed_sink, "base: onset: induction": [300.0, 200.0, 400.0]})[0] == A
+
+
+def _runs(points, seeds=(0, 1, 2)):
+    from sinkpaper.paper.claim import Runs
+    return Runs("configs/data.yaml", {k: (v if isinstance(v, tuple) else (v, "Sink_1")) for k, v in points.items()},
+                seeds)
+
+
+def test_a_per_run_threshold_is_read_on_each_runs_own_trained_seeds(monkeypatch):
+    """data_fixed_pos: position 2 and position 3 are different runs, each judged on its own trained seeds. Pairing
+    their seeds by number would leave one seed (0) and no result."""
+    from sinkpaper.paper import lookup
+    from sinkpaper.paper.rules import MovesTo
+    m = _runs({f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3) for j in (1, 2, 3)})
+    got = {f"fixed_pos2: Sink_{j}": {0: v, 1: v, 2: v} for j, v in ((1, 1.0), (2, 60.0), (3, 2.0))}
+    got.update({f"fixed_pos3: Sink_{j}": {0: v, 3: v, 4: v} for j, v in ((1, 1.0), (2, 2.0), (3, 0.0))})
+    assert MovesTo([2, 3]).per_run
+    paired, seed_values, _, _ = lookup._paired(m, got)                    # paired by seed number: seed 0 alone
+    assert paired == [0] and seed_values == {}
+    paired, seed_values, values, seeds_of = lookup._paired(m, got, per_run=True)
+    assert seeds_of["fixed_pos2: Sink_2"] == [0, 1, 2] and seeds_of["fixed_pos3: Sink_3"] == [0, 3, 4]
+    assert values["fixed_pos2: Sink_2"] == 60.0
+    assert paper.judge(MovesTo([2, 3]), seed_values) == (D, "")          # position 3 has no sink in its 3 seeds
+    assert paper.judge(MovesTo([2]), {k: v for k, v in seed_values.items() if k.startswith("fixed_pos2")})[0] == A
+    # through the registry: found, each run's seeds named where they are not the claim's
+    r = lookup._Read(got=got, plateaus={k: {} for k in got})
+    monkeypatch.setattr(lookup, "_read_runs", lambda *a, **k: r)
+    out = lookup._store_result(m, "text", "nowhere", per_run=True)
+    assert out["status"] == "found" and out["seeds_of"]["fixed_pos3: Sink_1"] == [0, 3, 4]
+    assert "fixed_pos3: seeds 0, 3, 4" in out["note"] and "fixed_pos2: seeds" not in out["note"]
+    got["fixed_pos3: Sink_3"] = {0: 0.0}                                   # one trained seed of position 3: none
+    assert lookup._store_result(m, "text", "nowhere", per_run=True)["status"] == "too few seeds"
+
+
+def test_each_model_of_a_bias_claim_is_read_on_its_own():
+    """The bias's Sink* (a run without BOS) and token 1's Sink_1 (a run with it) are two models: no seed of one is
+    paired with a seed of the other, so neither a seed one of them lacks nor a per-seed tally joins them."""
+    for cid in ("bias_sink_token", "bias_kv", "bias_k", "bias_fixed_v", "bias_fixed_v_large"):
+        assert paper.claim(cid).rule.per_run, cid
+    rule = paper.claim("bias_sink_token").rule
+    star, one = "sink_token: Sink*", "sink_token: Sink_1"
+    # the Sink_1 model's seed 1 did not train: it is read on 0, 2, 3; the others on 0, 1, 2
+    assert paper.judge(rule, {star: [60.0, 70.0, 65.0], one: [0.0, 1.0, 0.5], "default": [40.0, 35.0, 45.0]}) == (A, "")
+    v, why = paper.judge(rule, {star: [60.0, 70.0, 65.0], one: [3.4, 8.3, 12.4], "default": [40.0, 35.0, 45.0]})
+    assert v == I and "seeds split" not in why and why.startswith(f"{one} < 5 in 1 of 3 seeds")
+    # a pairing rule still refuses labels of different lengths
+    with pytest.raises(ValueError, match="one value per seed"):
+        paper.judge(paper.Change("t", "c"), {"t": [1.0, 2.0, 3.0], "c": [1.0, 2.0]})
+    # per run, labels of different lengths are fine
+    assert paper.judge(rule, {star: [60.0, 70.0, 65.0, 61.0], one: [0.0, 1.0, 0.5],
+                              "default": [40.0, 35.0, 45.0]}) == (A, "")
+
+
+def test_pack_doc_mask_is_decided_by_the_document_start_once_it_has_three_seeds(monkeypatch):
+    from sinkpaper.paper import lookup
+    c = paper.claim("pack_doc_mask")
+    first, doc = "bos_each_doc_mask: Sink_first", c.rule.decided_by["bos_each_doc_mask: Sink_first"]
+    assert doc in c.measure["real text (CPU)"].beside
+    v, why = paper.judge(c.rule, {first: [40.0, 39.0, 44.0]})
+    assert v == A and lookup._reason(c.rule, {first: [40.0, 39.0, 44.0]}) == (
+        f"{first} decides until {doc} has 3 seeds that trained")
+    both = {first: [40.0, 39.0, 44.0], doc: [2.0, 1.0, 0.0]}
+    assert paper.judge(c.rule, both) == (D, "") and lookup._reason(c.rule, both) == f"decided by {doc}"
+    # through the registry: two trained seeds of the document start are shown beside, named, and decide nothing
+    m = c.measure["real text (CPU)"]
+    got = {first: {0: 40.0, 1: 39.0, 2: 44.0}, "bos_doc_mask (one BOS per window): Sink_1": {0: 29.0, 1: 30.0, 2: 29.0},
+           doc: {0: 47.8, 1: 49.4}}
+    monkeypatch.setattr(lookup, "_read_runs", lambda *a, **k: lookup._Read(got=got, plateaus={k: {} for k in got}))
+    out = lookup._store_result(m, "text", "nowhere", per_run=True)
+    assert out["values"][doc] == pytest.approx(48.6) and doc not in out["seed_values"]
+    assert f"{doc}: the mean of seeds 0, 1 only (the seeds of it that trained)" in out["note"]
+    out["verdict"], out["why"] = lookup._verdict(c.rule, out)
+    assert out["verdict"] == A and out["why"].startswith(first)
+    e = {"id": c.id, "claim": c.claim, "section": c.section, "paper": {"values": {}},
+         "results": {"real text (CPU)": out}}
+    from sinkpaper.paper.report import markdown_table
+    assert f"{doc} 48.6 (seeds 0, 1 only)" in markdown_table([e], "real text (CPU)")
+    got[doc][2] = 1.0                                      # a third seed, without a sink: now it decides
+    v, why = lookup._verdict(c.rule, lookup._store_result(m, "text", "nowhere", per_run=True))
+    assert v == I and f"{doc}: a sink (>= 10 %) in 2 of 3 seeds (47.8 / 49.4 / 1)" in why
+
+
+def test_budgets_print_as_whole_steps_and_the_uniform_induction_value_is_computed():
+    from sinkpaper.circuits import uniform_induction_score
+    from sinkpaper.paper.report import fmt_values, markdown_table
+    res = {"status": "found", "verdict": N, "values": {"base: steps": 2500.0},
+           "seed_values": {"base: steps": [2500.0, 2500.0, 2500.0]}}
+    e = {"id": "onset_sink_after_induction", "claim": "c", "section": "when", "paper": {"values": {}},
+         "results": {"real text (CPU)": res}}
+    table = markdown_table([e], "real text (CPU)")
+    assert "base: steps 2500 [2500, 2500]" in table and "2500.0" not in table
+    assert fmt_values({"base: steps": 2500.0}) == "base: steps 2500"
+    # a uniform causal head on r ++ r at T = 64: the mean of 1/t over the second copy's queries, not 1/T
+    assert uniform_induction_score(64, 32) == pytest.approx(sum(1 / t for t in range(33, 65)) / 32)
+    assert round(uniform_induction_score(64, 32), 4) == 0.0214
+    chapter = (REPO / "notebooks/14_when_the_sink_forms.py").read_text()
+    assert "0.016" not in chapter and "uniform_induction_score(64, 32)" in chapter

@@ -311,7 +311,9 @@ def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
                          "value": p, "seed": ""})
         for s in scales:
             res = result_at(e, s)
-            seeds, by_seed = res.get("seeds") or [], res.get("seed_values") or {}
+            # a rule read per run reads each label on its run's own seeds ("seeds_of")
+            seeds = (res.get("seeds_of") or {}).get(label) or res.get("seeds") or []
+            by_seed = res.get("seed_values") or {}
             ends = by_seed.get(f"{point}: steps") if is_onset else None
             never = False
             for i, v in enumerate(by_seed.get(label) or []):

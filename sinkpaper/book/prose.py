@@ -271,7 +271,7 @@ def packing_reading(means: Mapping[str, float]) -> str:
     in the words of the rules' one sink classification; the causal control says whether "no sink with the mask"
     is the mask's doing or this scale's."""
     word = {paper.AGREES: "a sink", paper.DISAGREES: "no sink",
-            paper.NOT_COMPARABLE: f"a Sink_1 between the thresholds of {NO_SINK:g} and {SINK:g} %"}
+            paper.INCONCLUSIVE: f"a Sink_1 between the thresholds of {NO_SINK:g} and {SINK:g} %"}
     said = {p: word[paper.sink_verdict(v)] for p, v in means.items()}
     control = (" The same packing without the mask has none either (`causal`), so at this scale the runs cannot "
                "tell whether the mask takes a sink away: without a fixed first token none forms here at all."

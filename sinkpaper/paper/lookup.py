@@ -138,31 +138,60 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
     return r
 
 
-def _paired(m: Runs, got: Mapping[str, Mapping[int, float]]) -> tuple[list[int], dict, dict]:
-    """(the paired seeds, each label's value per paired seed, each label's mean over them). Seeds are paired across
-    the claim's labels: those every label the rule may read has (a seed such a label lacks drops out for all). A
-    label shown beside holds no verdict back: with every paired seed it is read like the others; with only some of
-    them its mean is over those (:func:`_beside_short` names them in the result's note) and it has no per-seed
-    values. Fewer than SEEDS_MIN paired seeds give no values."""
+def _run_of(m: Runs, label: str) -> tuple[str, str]:
+    """The run a label reads: (its config, its point)."""
+    spec = m.points[label]
+    return (spec[2] if len(spec) > 2 else m.config), spec[0]
+
+
+def _per_run(m: Runs, got: Mapping[str, Mapping[int, float]]) -> dict[str, list[int]]:
+    """The seeds each label is read on when the rule reads per run (``Rule.per_run``): a judged label, the seeds
+    every judged label of its run has (the run's trained seeds); a label shown beside, its own."""
     judged = [k for k in got if k not in m.beside]
+    out = {}
+    for k in got:
+        if k in m.beside:
+            out[k] = sorted(got[k])
+        else:
+            out[k] = sorted(set.intersection(*(set(got[j]) for j in judged if _run_of(m, j) == _run_of(m, k))))
+    return out
+
+
+def _paired(m: Runs, got: Mapping[str, Mapping[int, float]], per_run: bool = False) \
+        -> tuple[list[int], dict, dict, dict]:
+    """(the paired seeds, each label's value per paired seed, each label's mean over them, each label's seeds).
+    Seeds are paired across the claim's labels: those every label the rule may read has (a seed such a label lacks
+    drops out for all). A label shown beside holds no verdict back: with every paired seed it is read like the
+    others; lacking some of them its mean is over the seeds of it that trained (:func:`_beside_short`; the result's
+    note names them) and it has no per-seed values. Fewer than SEEDS_MIN paired seeds give no values. With ``per_run`` (a rule read
+    per run) no seed is paired across runs: each label is read on its run's own seeds (:func:`_per_run`), each
+    judged run needs SEEDS_MIN of them, and the paired seeds are then all the seeds read."""
+    judged = [k for k in got if k not in m.beside]
+    if per_run:
+        seeds_of = _per_run(m, got)
+        if not judged or any(len(seeds_of[k]) < SEEDS_MIN for k in judged):
+            return sorted({s for k in judged for s in seeds_of[k]}), {}, {k: None for k in m.points}, {}
+        seed_values = {k: [got[k][s] for s in seeds_of[k]] for k in got
+                       if k in judged or len(seeds_of[k]) >= SEEDS_MIN}
+        return (sorted({s for k in judged for s in seeds_of[k]}), seed_values,
+                {k: statistics.fmean(got[k][s] for s in seeds_of[k]) if seeds_of.get(k) else None
+                 for k in m.points},
+                {k: v for k, v in seeds_of.items() if v})
     paired = sorted(set.intersection(*(set(got[k]) for k in judged))) if judged else []
     if len(paired) < SEEDS_MIN:
-        return paired, {}, {k: None for k in m.points}
+        return paired, {}, {k: None for k in m.points}, {}
     seed_values = {k: [got[k][s] for s in paired] for k in got if k in judged or all(s in got[k] for s in paired)}
     short = _beside_short(m, got, paired)
     return paired, seed_values, {k: (statistics.fmean(seed_values[k]) if seed_values.get(k)
                                      else statistics.fmean(got[k][s] for s in short[k]) if k in short else None)
-                                 for k in m.points}
+                                 for k in m.points}, \
+        {k: (paired if k in seed_values else short[k]) for k in got if k in seed_values or k in short}
 
 
 def _beside_short(m: Runs, got: Mapping[str, Mapping[int, float]], paired: Sequence[int]) -> dict[str, list[int]]:
-    """The labels shown beside that have some but not all of the paired seeds: {label: the paired seeds it has}."""
-    out = {}
-    for k in m.beside:
-        have = [s for s in paired if s in got.get(k, {})]
-        if have and len(have) < len(paired):
-            out[k] = have
-    return out
+    """The labels shown beside that lack some of the paired seeds: {label: the seeds of it that trained}, all of
+    them (an extra seed stored for it is read and named, though the verdict's runs lack it)."""
+    return {k: sorted(got[k]) for k in m.beside if got.get(k) and not all(s in got[k] for s in paired)}
 
 
 def _status(r: _Read, enough: bool) -> str:
@@ -175,19 +204,36 @@ def _status(r: _Read, enough: bool) -> str:
     return "found" if enough else "too few seeds"
 
 
-def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool) -> list[str]:
+def _seeds_text(seeds: Sequence[int]) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+
+
+def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
+           seeds_of: Mapping[str, Sequence[int]] | None = None) -> list[str]:
     """What a reader of the result should know besides its values: the runs not counted, the seeds read, code
-    versions with uncommitted changes, plateaus still rising, a weight decay other than the paper's."""
+    versions with uncommitted changes, plateaus still rising, a weight decay other than the paper's. With
+    ``seeds_of`` (a rule read per run) the seeds are said per run, each as the store has them."""
 
     notes = [] if profile in PROFILES else [f"the configs define no `{profile}` profile yet: nothing stored"]
     if r.excluded:
         notes.append(f"{len(r.excluded)} run(s) not counted: " + "; ".join(r.excluded))
-    if enough and len(paired) != len(m.seeds):
-        notes.append(f"seeds {', '.join(map(str, paired))}")
-    if enough:
-        for k, have in _beside_short(m, r.got, paired).items():
-            notes.append(f"{k}: the mean of seed{'s' if len(have) > 1 else ''} {', '.join(map(str, have))} only "
-                         f"(of {', '.join(map(str, paired))})")
+    short: Mapping[str, Sequence[int]] = {}
+    if seeds_of is not None:
+        runs = {}   # each run read on other seeds than the claim's, once
+        for k, have in seeds_of.items():
+            if k not in m.beside and list(have) != list(m.seeds):
+                runs.setdefault(_run_of(m, k)[1], have)
+        if enough and runs:
+            notes.append("; ".join(f"{pt}: {_seeds_text(have)}" for pt, have in runs.items()))
+        short = {k: have for k, have in seeds_of.items() if k in m.beside and len(have) < SEEDS_MIN}
+    else:
+        if enough and len(paired) != len(m.seeds):
+            notes.append(f"seeds {', '.join(map(str, paired))}")
+        short = _beside_short(m, r.got, paired)
+    if enough:   # a reading shown beside on other seeds than the verdict's names them, as the store has them
+        for k, have in short.items():
+            notes.append(f"{k}: the mean of {_seeds_text(have)} only (the {_seeds_text(have).split()[0]} of it "
+                         f"that trained)")
     if r.dirty:
         notes.append("trained from uncommitted changes (code version marked .dirty; the diff was not recorded then): "
                      + ", ".join(sorted(set(r.dirty))))
@@ -198,26 +244,27 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool)
     return notes
 
 
-def _store_result(m: Runs, profile: str, store: str) -> dict:
+def _store_result(m: Runs, profile: str, store: str, per_run: bool = False) -> dict:
     """A claim's runs at one profile, each read on its plateau: {"values" (mean over the paired seeds),
-    "seed_values" (one value per seed, the seeds in "seeds"), "plateaus" (each run's window), "status",
-    "excluded" (runs that did not train or cannot give a plateau, each with why), ...}: the runs read
-    (:func:`_read_runs`), their seeds paired (:func:`_paired`), then what the result says."""
+    "seed_values" (one value per seed, the seeds in "seeds", or each label's in "seeds_of"), "plateaus" (each
+    run's window), "status", "excluded" (runs that did not train or cannot give a plateau, each with why), ...}:
+    the runs read (:func:`_read_runs`), their seeds paired (:func:`_paired`; per run with ``per_run``), then what
+    the result says."""
     r = _read_runs(m, profile, store)
-    paired, seed_values, values = _paired(m, r.got)
-    enough = len(paired) >= SEEDS_MIN
+    paired, seed_values, values, seeds_of = _paired(m, r.got, per_run)
+    enough = bool(seed_values) if per_run else len(paired) >= SEEDS_MIN
     status = _status(r, enough)
     pts = ", ".join(f"{k}={sp[0]}" + ("" if sp[1] == "Sink_1" else f" {sp[1]}")
                     + (f" ({sp[2]})" if len(sp) > 2 else "") for k, sp in m.points.items())
     return {"measurement": f"store {m.config} @{profile}, seeds {','.join(map(str, paired or m.seeds))}, each run "
                            f"on its plateau (last {100 * PLATEAU:g} % of its steps): {pts}",
             "values": values if status != STALE else {}, "seed_values": seed_values if status != STALE else {},
-            "seeds": paired, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in r.plateaus.items()},
+            "seeds": paired, "seeds_of": seeds_of if status != STALE else {}, "plateaus": {k: {str(s): p for s, p in v.items()} for k, v in r.plateaus.items()},
             "status": status, "stale": r.stale, "excluded": r.excluded, "runs": sorted(set(r.prov)),
             "steps": {k: sorted(v) for k, v in r.steps.items()},
             "computed_at": sorted(c for c in r.computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
             "transient": [t for t in r.transient if t["seed"] in paired],
-            "note": "; ".join(_notes(r, m, profile, paired, enough))}
+            "note": "; ".join(_notes(r, m, profile, paired, enough, seeds_of if per_run else None))}
 
 
 def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:
@@ -234,7 +281,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
                "status": "found", "note": rec.get("note", ""), "setting": rec.get("setting", ""),
                "provenance": rec.get("provenance", {})}
     else:
-        out = _store_result(m, PROFILE_OF[scale], store)
+        out = _store_result(m, PROFILE_OF[scale], store, c.rule is not None and c.rule.per_run)
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
         out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition"
@@ -286,7 +333,7 @@ def _verdict(rule, out: Mapping) -> tuple[str, str | None]:
 def _second_reading(rule, what: str, m: Runs, profile: str, store: str, said: str | None = None) -> str:
     """The claim's rule judged on a second reading's runs, as the sentence shown beside the verdict (its reason
     left out where it is the verdict's own, ``said``); where a run is missing it says which, never a value."""
-    out = _store_result(m, profile, store)
+    out = _store_result(m, profile, store, rule.per_run)
     verdict, why = _verdict(rule, out)
     if out["status"] == STALE:
         why = f"{STALE}: {', '.join(out['stale'])}"

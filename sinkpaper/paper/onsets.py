@@ -4,7 +4,8 @@ The onset of a quantity is the first evaluation step at which it reaches its thr
 does reads one evaluation past its end. The thresholds, and why:
 - sink: Sink_1 >= SINK (10 %), the registry's "has a sink";
 - induction: some head puts >= 0.3 of its attention on the induction target (the sink metric's epsilon; a uniform
-  head puts about 1/T = 0.016 there at T = 64);
+  causal head puts the mean of 1/t over the second copy's queries there, sinkpaper.circuits.uniform_induction_score:
+  0.021 at T = 64, not 1/T);
 - previous token: some head puts >= 0.3 of its attention on the token just before (the same epsilon);
 - in-context gain: the second copy of a repeated random sequence is predicted >= 0.5 nats better than the first
   (a tenth of the ~5 nats per token of a model that has not learned to copy, on random tokens);
@@ -27,6 +28,15 @@ ONSETS: dict[str, tuple[str, float]] = {
     "in-context gain": ("in_context_gain", 0.5),
     "massive activation": ("massive_activation_max", MASSIVE),
 }
+# quantity -> what forms, in words (a reading that shows no order says which of its two events did form)
+FORMS: dict[str, str] = {"sink": "first-token sink", "induction": "induction head",
+                         "previous token": "previous-token head", "in-context gain": "in-context gain",
+                         "massive activation": "massive activation on token 1"}
+
+
+def _forms(label: str) -> str:
+    """An onset label ("base: onset: induction") as what forms ("induction head"); another label as itself."""
+    return FORMS.get(label.rpartition("onset: ")[2], label)
 
 
 def evaluation_value(c: Mapping, key: str) -> float | None:
@@ -126,11 +136,11 @@ class Onset(Rule):
 class After(Rule):
     """In every seed, ``later`` (an onset step) comes after ``earlier`` (``strict``; otherwise no earlier than it):
     agrees when every paired seed has it so, disagrees when none does, inconclusive when the seeds split. ``end``
-    names a label holding each run's last step: a run in which ``later`` never formed (its onset past the end)
-    cannot show an order, so it reads not comparable when no seed formed it and inconclusive when some did not (a
-    quantity that never forms would otherwise come "after" anything). An ``earlier`` that never formed while
-    ``later`` did reads as not before it. Null: both form at the same step (strict), ``later`` at half of
-    ``earlier``'s step (not strict)."""
+    names a label holding each run's last step. An order between two events needs both to occur within the
+    budget: where either never formed (its onset past the end) in any seed the claim reads not comparable, with
+    what did form said beside it (:meth:`reason`), and inconclusive where one never formed in some seeds (a
+    quantity that never forms would otherwise come "after" anything, or "before" nothing). Null: both form at the
+    same step (strict), ``later`` at half of ``earlier``'s step (not strict)."""
     later: str
     earlier: str
     end: str | None = None
@@ -157,12 +167,14 @@ class After(Rule):
         if got is None:
             return NO_RESULT
         rows, several = got
-        formed = [x <= e for x, _, e in rows]
-        if not any(formed):
-            return NOT_COMPARABLE
-        if not all(formed):
-            raise Undecided(f"{self.later} formed", f"{self.later} never formed in {formed.count(False)} of "
-                            f"{len(formed)} seeds", settled=True)
+        for i, label in ((0, self.later), (1, self.earlier)):
+            if not any(row[i] <= row[2] for row in rows):
+                return NOT_COMPARABLE
+        for i, label in ((0, self.later), (1, self.earlier)):
+            formed = [row[i] <= row[2] for row in rows]
+            if not all(formed):
+                raise Undecided(f"{label} formed", f"{label} never formed in {formed.count(False)} of "
+                                f"{len(formed)} seeds", settled=True)
         order = [x > y if self.strict else x >= y for x, y, _ in rows]
         if not several:
             return verdict_of(order[0])
@@ -175,10 +187,19 @@ class After(Rule):
                         f"{sum(order)} of {len(order)} seeds", settled=True)
 
     def reason(self, values):
+        """Where either event never formed in any seed: what did form, and what did not ("a first-token sink forms
+        in every seed; no induction head forms in any seed: no order to read"); "" otherwise."""
         got = self._seeds(values)
-        if got is not None and not any(x <= e for x, _, e in got[0]):
-            return f"{self.later} never formed in any seed: no order to read"
-        return ""
+        if got is None:
+            return ""
+        rows, n = got[0], len(got[0])
+        formed = {self.later: sum(r[0] <= r[2] for r in rows), self.earlier: sum(r[1] <= r[2] for r in rows)}
+        if all(formed.values()):
+            return ""
+        said = [f"{'an' if _forms(k)[0] in 'aeiou' else 'a'} {_forms(k)} forms in {'every seed' if c == n else f'{c} of {n} seeds'}"
+                for k, c in formed.items() if c]
+        said += [f"no {_forms(k)} forms in any seed" for k, c in formed.items() if not c]
+        return "; ".join(said) + ": no order to read"
 
     def null(self, values):
         b = values.get(self.earlier)

@@ -6,18 +6,26 @@ from typing import Any, Mapping, Sequence
 
 from ..train.store import DEFAULT_STORE
 from .claims import claim, rule_check
-from .lookup import entry
+from .lookup import STEPS, entry
 from .onsets import onset_text
 from .records import load_records, write_record
 from .verdicts import NOT_RUN, NO_RESULT, SCALES, SEEDS_MIN, STALE
 
 # ----------------------------------------------------------------------------------------- for people
+def digits_of(label: str, digits: int) -> int:
+    """The decimals a label's values print with: a budget (the metric "steps") is a whole number of steps;
+    alpha_1 and its excess are fractions (3); the rest (percentages) ``digits``."""
+    if label == STEPS or label.endswith(f": {STEPS}"):
+        return 0
+    return 3 if "alpha" in label else digits
+
+
 def fmt_values(values: Mapping[str, float | None], digits: int = 2, seed_values: Mapping | None = None) -> str:
     """"label value, ..."; with a result's ``seed_values``, an onset label reads per seed (:func:`onset_text`)."""
     from ..results.numbers import MISSING, fmt
 
-    return ", ".join(f"{k} {onset_text(seed_values or {}, k) or fmt(v, digits, '')}" for k, v in values.items()) \
-        or MISSING
+    return ", ".join(f"{k} {onset_text(seed_values or {}, k) or fmt(v, digits_of(k, digits), '')}"
+                     for k, v in values.items()) or MISSING
 
 
 def verdict_text(res: Mapping) -> str:
@@ -130,15 +138,18 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
     tested = [e for e in entries if e["results"][scale].get("status") != NOT_RUN]
     for e in tested:
         r = e["results"][scale]
-        seeds = r.get("seed_values") or {}
+        seeds, seeds_of = r.get("seed_values") or {}, r.get("seeds_of") or {}
 
         def cell(k, v):
             onset = onset_text(seeds, k)      # per seed, "never" where it never formed (not a step past the end)
             if onset:
                 return f"{k} {onset}"
-            d = 3 if "alpha" in k else 1       # alpha_1 and its excess are fractions; the rest are percentages
+            d = digits_of(k, 1)
             spread = f" [{min(seeds[k]):.{d}f}, {max(seeds[k]):.{d}f}]" if len(seeds.get(k, ())) > 1 else ""
-            return f"{k} {fmt(v, d, '')}{spread}"
+            # a mean over fewer seeds than the verdict's (a reading shown beside) names them
+            few = seeds_of.get(k) if v is not None and k not in seeds else None
+            which = f" (seed{'s' if len(few) > 1 else ''} {', '.join(map(str, few))} only)" if few else ""
+            return f"{k} {fmt(v, d, '')}{spread}{which}"
         ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or r["measurement"]
         left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
         cells = (f"`{e['id']}`: {e['claim']}", e["section"], fmt_values(e["paper"]["values"], 1), ours + left,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .numbers import NUMBERS
-from .verdicts import AGREES, CHANGE, DISAGREES, Decision, FACTOR, NOT_COMPARABLE, NO_RESULT, NO_SINK, SINK, Seeds, Undecided, _get, all_of, no_sink_verdict, sink_verdict, verdict_of
+from .verdicts import AGREES, CHANGE, DISAGREES, Decision, FACTOR, NOT_COMPARABLE, NO_RESULT, NO_SINK, SEEDS_MIN, SINK, Seeds, Undecided, _get, all_of, no_sink_verdict, sink_verdict, verdict_of
 
 
 def _fmt(v) -> str:
@@ -22,6 +22,11 @@ class Rule:
 
     sentence: str = ""
     null_sentence: str = ""
+    # A rule read per run holds each run's values against thresholds and compares values of one run only (Sink_2
+    # with Sink_1 of the same fixed_pos2 run): each run is read on its own trained seeds, and no seed of one run is
+    # paired with a seed of another by its number (sinkpaper.paper.verdicts.judge). A rule that compares points
+    # (a change, a ratio, an order) pairs them seed by seed, and leaves this False.
+    per_run = False
 
     def apply(self, values: Mapping[str, float | None]) -> str:
         raise NotImplementedError
@@ -43,19 +48,34 @@ class Rule:
 
 @dataclass
 class Sinks(Rule):
-    """Every label has a sink (>= SINK). Null: the sink is absent (0 %) everywhere."""
+    """Every label has a sink (>= SINK). ``decided_by``: {label: a reading shown beside that decides in its place
+    once it has SEEDS_MIN seeds that trained} (the registry gives a reading shown beside per-seed values only
+    then). Null: the sink is absent (0 %) everywhere."""
+    per_run = True    # thresholds only, each on one run
     labels: Sequence[str]
     what: str = "Sink_1"
+    decided_by: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.sentence = f"{self.what} >= {SINK:g} % for every one of {', '.join(self.labels)}."
+        self.sentence = f"{self.what} >= {SINK:g} % for every one of {', '.join(self.labels)}." + "".join(
+            f" {x} is read as {y} once that has {SEEDS_MIN} seeds that trained." for x, y in self.decided_by.items())
         self.null_sentence = "the sink is absent: 0 % everywhere"
 
+    def _read(self, values, x):
+        """The label that decides for ``x``: its ``decided_by`` reading where that is measured, else ``x``."""
+        y = self.decided_by.get(x)
+        return y if y is not None and _get(values, y) is not None else x
+
     def apply(self, values):
-        return all_of([sink_verdict(_get(values, x)) for x in self.labels])
+        return all_of([sink_verdict(_get(values, self._read(values, x))) for x in self.labels])
+
+    def reason(self, values):
+        return "; ".join(f"decided by {y}" if self._read(values, x) == y else
+                         f"{x} decides until {y} has {SEEDS_MIN} seeds that trained"
+                         for x, y in self.decided_by.items())
 
     def null(self, values):
-        return {**values, **{x: 0.0 for x in self.labels}}
+        return {**values, **{x: 0.0 for x in [*self.labels, *self.decided_by.values()]}}
 
 
 @dataclass
@@ -63,6 +83,7 @@ class Contrast(Rule):
     """Labels in ``sink`` have a sink (>= SINK), labels in ``no_sink`` have none (< NO_SINK). Null: ``null_map``
     gives each changed label the value of the label it would equal if the intervention did nothing (a label
     mapped to a float takes that value)."""
+    per_run = True    # thresholds only, each on one run
     sink: Sequence[str] = ()
     no_sink: Sequence[str] = ()
     null_map: Mapping[str, str | float] = field(default_factory=dict)
@@ -414,6 +435,10 @@ class Both(Rule):
     first: Rule
     second: Rule
 
+    @property
+    def per_run(self):
+        return self.first.per_run and self.second.per_run
+
     def __post_init__(self):
         self.sentence = f"{self.first.sentence[:-1]}; and {self.second.sentence}"
         self.null_sentence = f"{self.first.null_sentence}; {self.second.null_sentence}"
@@ -464,6 +489,7 @@ class WeightDecay(Rule):
 class MovesTo(Rule):
     """For each run "fixed_pos<k>": Sink_k >= SINK and, where measured, above that run's Sink_j for every other
     j. Null: the sink stays on token 1, Sink_k = 0 at k (the paper: ~0 elsewhere)."""
+    per_run = True    # a threshold, and comparisons between the Sink_j of one run
     ks: Sequence[int]
 
     def __post_init__(self):
@@ -491,6 +517,7 @@ class MovesTo(Rule):
 class Keeps(Rule):
     """An intervention leaves the sink where it is: where ``control`` has a sink (>= SINK), ``treated`` has one too;
     not comparable when the control has none (nothing to keep). Null: the intervention removes it (0 %)."""
+    per_run = True    # thresholds only, each on one run
     treated: str
     control: str
 

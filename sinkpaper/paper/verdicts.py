@@ -20,7 +20,8 @@ SCALES = ("real LMs", "real text (CPU)", GPU_SCALE, "miniature")
 SINK = 10.0     # Sink % at or above this: "has a sink" (the paper's smallest softmax sink among the variants it
 #                 says keep one is 10.68 %, 4 heads)
 NO_SINK = 5.0   # Sink % below this: "has no sink" (the paper's no-sink rows are 0.00-0.80 %; the most a bias
-#                 leaves on token 1 while taking the sink is 4.74 %, d_a = 1). In between: not comparable.
+#                 leaves on token 1 while taking the sink is 4.74 %, d_a = 1). In between, the grey band:
+#                 inconclusive (neither a sink nor none; "not comparable" is kept for a reading that cannot fail)
 FACTOR = 2.0    # "matters little": every variant within a factor 2 of the default (the paper's heads: 10.68-21.76
 #                 against 18.18); also "breaks"/"restores" for perplexities (a factor 2 or more)
 CHANGE = 0.25   # a change counts when it moves the value by at least 25 % of the control's (softmax rows summing
@@ -37,13 +38,14 @@ EXTRA_SEEDS = (3, 4)  # read too where every point of a claim has them stored (s
 
 
 def verdict_of(flag: bool | None) -> str:
-    """True -> agrees, False -> disagrees, None -> not comparable (a value in the band between thresholds)."""
+    """True -> agrees, False -> disagrees, None -> not comparable (the reading cannot decide)."""
     return NOT_COMPARABLE if flag is None else AGREES if flag else DISAGREES
 
 
 def all_of(verdicts: Sequence[str]) -> str:
     """The one combinator. disagrees if any part disagrees; else no result if any part is missing (or there
-    is no part); else not comparable if any part is; else agrees."""
+    is no part); else inconclusive if any part is (it could still read disagrees); else not comparable if any
+    part is; else agrees."""
     for v in verdicts:
         if v not in VERDICTS:
             raise ValueError(f"unknown verdict {v!r}; valid: {', '.join(VERDICTS)}")
@@ -51,6 +53,8 @@ def all_of(verdicts: Sequence[str]) -> str:
         return DISAGREES
     if not verdicts or NO_RESULT in verdicts:
         return NO_RESULT
+    if INCONCLUSIVE in verdicts:
+        return INCONCLUSIVE
     return NOT_COMPARABLE if NOT_COMPARABLE in verdicts else AGREES
 
 
@@ -132,6 +136,9 @@ def _label(x) -> str:
 
 # the comparisons the current judgement has forced one way, to see whether the verdict depends on them
 _FORCED: list[dict[str, bool]] = [{}]
+# what the current judgement read in the grey band (every seed of a label between NO_SINK and SINK), said as its
+# reason: an inconclusive verdict that no comparison split has no other
+_GREY: list[list[str]] = [[]]
 
 
 class Decision:
@@ -174,16 +181,27 @@ def judge(rule: "Rule", seeds: Mapping[str, Sequence[float]], max_branches: int 
     on :class:`Seeds`: every threshold it reads must hold with every seed on the same side, and every comparison
     between points must hold seed by seed with separated ranges (:class:`Decision`). Where a comparison is not
     decided, the rule is read both ways; a verdict that depends on it is INCONCLUSIVE, with the comparison as
-    the reason (and the per-seed verdicts when the seeds themselves split)."""
+    the reason (and the per-seed verdicts when the seeds themselves split).
+
+    A rule read per run (``rule.per_run``: it holds each run's values against thresholds and compares values of
+    one run only) pairs no seeds across runs: its labels may have different seeds (each run its own trained ones),
+    and there is no per-seed verdict, which would join seed i of one model with seed i of another."""
+    per_run = getattr(rule, "per_run", False)
     lens = {len(v) for v in seeds.values()}
-    if len(lens) != 1:
+    if len(lens) != 1 and not per_run:
         raise ValueError(f"every label needs one value per seed; got { {k: len(v) for k, v in seeds.items()} }")
-    n = lens.pop()
-    per_seed = [rule.apply({k: v[i] for k, v in seeds.items()}) for i in range(n)]
-    if not per_seed or NO_RESULT in per_seed:
-        return NO_RESULT, ""
+    if per_run:
+        if not seeds or any(not v or any(x is None for x in v) for v in seeds.values()):
+            return NO_RESULT, ""
+        per_seed = []
+    else:
+        n = lens.pop()
+        per_seed = [rule.apply({k: v[i] for k, v in seeds.items()}) for i in range(n)]
+        if not per_seed or NO_RESULT in per_seed:
+            return NO_RESULT, ""
     values = {k: Seeds(k, v) for k, v in seeds.items()}
     verdicts, reasons, stack = set(), [], [{}]
+    _GREY.append([])
     while stack:
         forced = stack.pop()
         if len(verdicts) + len(stack) > max_branches:
@@ -200,7 +218,10 @@ def judge(rule: "Rule", seeds: Mapping[str, Sequence[float]], max_branches: int 
                 stack += [{**forced, u.key: True}, {**forced, u.key: False}]
         finally:
             _FORCED.pop()
-    if len(verdicts) == 1 and len(set(per_seed)) == 1 and INCONCLUSIVE not in verdicts:
+    for g in dict.fromkeys(_GREY.pop()):
+        if g not in reasons:
+            reasons.append(g)
+    if len(verdicts) == 1 and len(set(per_seed)) <= 1 and INCONCLUSIVE not in verdicts:
         return verdicts.pop(), ""
     head = []
     if len(set(per_seed)) > 1:
@@ -221,15 +242,24 @@ def _get(values: Mapping[str, float | None], label: str) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+def _grey(value) -> str:
+    """A value in the grey band between NO_SINK and SINK: neither a sink nor none, so inconclusive (more seeds or
+    steps may decide it), never "not comparable", which says a reading cannot fail. Where every seed of a label
+    lies in the band, :func:`judge` gives that as the reason."""
+    if isinstance(value, Seeds) and all(NO_SINK <= x < SINK for x in value.values):
+        _GREY[-1].append(f"{value.name} in the grey band ({NO_SINK:g}-{SINK:g} %) in every seed {_range(value.values)}")
+    return INCONCLUSIVE
+
+
 def sink_verdict(value: float | None) -> str:
-    """A sink: agrees at >= SINK, disagrees below NO_SINK, not comparable between, no result when missing."""
+    """A sink: agrees at >= SINK, disagrees below NO_SINK, inconclusive between, no result when missing."""
     if value is None:
         return NO_RESULT
-    return AGREES if value >= SINK else DISAGREES if value < NO_SINK else NOT_COMPARABLE
+    return AGREES if value >= SINK else DISAGREES if value < NO_SINK else _grey(value)
 
 
 def no_sink_verdict(value: float | None) -> str:
-    """No sink: agrees below NO_SINK, disagrees at >= SINK, not comparable between, no result when missing."""
+    """No sink: agrees below NO_SINK, disagrees at >= SINK, inconclusive between, no result when missing."""
     if value is None:
         return NO_RESULT
-    return AGREES if value < NO_SINK else DISAGREES if value >= SINK else NOT_COMPARABLE
+    return AGREES if value < NO_SINK else DISAGREES if value >= SINK else _grey(value)
