@@ -388,6 +388,9 @@ def test_training_throughput_bench_json_contract(tmp_path):
     if again:
         own = r["ours_profile_dtype_side_by_side_with_transformers"]
         assert r["ratio_profile_dtype_vs_transformers"] == pytest.approx(own["tokens_per_s"] / r["rows"][-1]["tokens_per_s"])
+    # the step's own matmuls (each linear's forward and two gradients, attention's products) are its FLOPs
+    assert r["gemm_model_shapes"]["fp32"]["step_matmul_flops"] == pytest.approx(r["flops_per_token"] * 4 * 16, rel=0.01)
+    assert all(row["mfu_model_shapes"] > 0 for row in r["rows"])
     # eager rows only: plain softmax through SDPA; 4 MiB / (4 x vocab 128) tokens a loss chunk
     assert r["route"] == {"attention": "SDPA", "loss": "chunked by 8192 tokens", "numerics": "fp32 core"}
     for row in r["rows"]:

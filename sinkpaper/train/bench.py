@@ -76,6 +76,49 @@ def gemm_peak_flops(device, dtype: str, n: int = GEMM_N, reps: int = 5) -> dict:
     return {"median": flops / statistics.median(times), "best": flops / min(times), "n": n, "reps": reps}
 
 
+def step_matmuls(mcfg, tokens: int, context: int) -> list[tuple[int, int, int, int, int]]:
+    """Every matmul of one training step at a model's own shapes, as (count, batch, m, k, n): each linear layer's
+    forward (tokens x in -> out), input gradient and weight gradient, and attention's two batched products
+    forward and four backward (batch = sequences x heads)."""
+    d, f, L, V = mcfg.d_model, mcfg.d_ff, mcfg.n_layers, mcfg.vocab_size
+    inner = mcfg.n_heads * (mcfg.head_dim or d // mcfg.n_heads)
+    gated = mcfg.ffn in ("swiglu", "geglu", "reglu")
+    linears = [(4 * L, d, inner)] if inner == d else [(3 * L, d, inner), (L, inner, d)]
+    linears += [((2 if gated else 1) * L, d, f), (L, f, d), (1, d, V)]
+    out = []
+    for count, k, n in linears:
+        out += [(count, 1, tokens, k, n), (count, 1, tokens, n, k), (count, 1, k, tokens, n)]
+    seqs, dh, T = tokens // context * mcfg.n_heads, inner // mcfg.n_heads, context
+    out += [(3 * L, seqs, T, dh, T), (3 * L, seqs, T, T, dh)]     # s = q k^T, o = p v, and their gradients
+    return out
+
+
+def model_shape_gemm_flops(mcfg, tokens: int, context: int, device, dtype: str, reps: int = 5) -> dict:
+    """The machine's matmul rate at the step's own shapes (:func:`step_matmuls`): each timed alone (median of
+    ``reps`` after one warm-up), FLOPs of the step's matmuls over the sum of their times. The MFU a step could
+    reach if nothing but its matmuls ran, at the rate each reaches alone."""
+    dt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    g = torch.Generator().manual_seed(0)
+    total_flops = total_s = 0.0
+    shapes = []
+    for count, b, m, k, n in step_matmuls(mcfg, tokens, context):
+        a = torch.randn(b, m, k, generator=g).to(device, dt)
+        w = torch.randn(b, k, n, generator=g).to(device, dt)
+        torch.bmm(a, w)
+        times = []
+        for _ in range(reps):
+            _sync(device)
+            t0 = time.perf_counter()
+            torch.bmm(a, w)
+            _sync(device)
+            times.append(time.perf_counter() - t0)
+        flops, secs = 2.0 * b * m * k * n, statistics.median(times)
+        shapes.append({"count": count, "batch": b, "m": m, "k": k, "n": n, "flops_per_s": flops / secs})
+        total_flops += count * flops
+        total_s += count * secs
+    return {"flops_per_s": total_flops / total_s, "step_matmul_flops": total_flops, "shapes": shapes, "reps": reps}
+
+
 def flops_per_token(model, mcfg, context: int) -> int:
     """6 N + 12 L d T with N = parameters that multiply (all but the input embedding table)."""
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else model.embed
@@ -144,12 +187,14 @@ def _round_robin(rows: list[_Row], steps: int, warmup: int) -> None:
             row.timed_step()
 
 
-def _record(row: _Row, tokens: int, flops_tok: int, peaks: dict, device) -> dict:
+def _record(row: _Row, tokens: int, flops_tok: int, peaks: dict, device, at_shapes: dict | None = None) -> dict:
     med = statistics.median(row.times)
     rec = {"model": row.name, "dtype": row.dtype, "compiled": row.compiled,
            "n_parameters": sum(p.numel() for p in row.model.parameters()),
            "median_step_s": med, "tokens_per_s": tokens / med, "tokens_per_s_best": tokens / min(row.times),
            "mfu": tokens / med * flops_tok / peaks[row.dtype]}
+    if at_shapes and row.dtype in at_shapes:     # against the matmul rate at the step's own shapes
+        rec["mfu_model_shapes"] = tokens / med * flops_tok / at_shapes[row.dtype]["flops_per_s"]
     datasheet = _peak(device)
     if datasheet is not None:
         rec["mfu_datasheet_bf16"] = tokens / med * flops_tok / datasheet
@@ -189,13 +234,14 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     peaks_all = {dt: gemm_peak_flops(dev, dt, gemm_n) for dt in ("fp32", "bf16") if dt == "fp32" or bf16_ok}
     peaks = {dt: p["median"] for dt, p in peaks_all.items()}
     tokens = micro * T
+    at_shapes = {dt: model_shape_gemm_flops(mcfg, tokens, T, dev, dt) for dt in peaks}
     ours = [_Row(n, dt, c, mcfg, vocab, ids, dev) for n, dt, c in candidates]
     if compile and dev.type == "cpu" and not any(r.compiled for r in ours):
         skipped.append(f"compiled rows: {accel.inductor_cpu_support()[1]}")
     ours = _warm(ours, warmup, skipped)
     _round_robin(ours, steps, warmup=0)
     flops_tok = flops_per_token(ours[0].model, mcfg, T)
-    rows = [_record(r, tokens, flops_tok, peaks, dev) for r in ours]
+    rows = [_record(r, tokens, flops_tok, peaks, dev, at_shapes) for r in ours]
     best_i = max(range(len(rows)), key=lambda i: rows[i]["tokens_per_s"])
     best = ours[best_i]
     # transformers at the best row's settings, timed side by side with that row again; and, where the profile's
@@ -204,7 +250,7 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     hf = _Row("transformers", best.dtype, best.compiled, mcfg, vocab, ids, dev)
     best.times = []
     _round_robin([best, hf], steps, warmup)
-    pair = (_record(best, tokens, flops_tok, peaks, dev), _record(hf, tokens, flops_tok, peaks, dev))
+    pair = (_record(best, tokens, flops_tok, peaks, dev, at_shapes), _record(hf, tokens, flops_tok, peaks, dev, at_shapes))
     rows.append(pair[1])
     own_dtype = accel.resolve_dtype(cfg.run.dtype, dev)
     own = next((r for r in ours if r.dtype == own_dtype and r.compiled == best.compiled), None)
@@ -213,7 +259,8 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
         hf_own = _Row("transformers", own.dtype, own.compiled, mcfg, vocab, ids, dev)
         own.times = []
         _round_robin([own, hf_own], steps, warmup)
-        at_profile = (_record(own, tokens, flops_tok, peaks, dev), _record(hf_own, tokens, flops_tok, peaks, dev))
+        at_profile = (_record(own, tokens, flops_tok, peaks, dev, at_shapes),
+                      _record(hf_own, tokens, flops_tok, peaks, dev, at_shapes))
         rows.append(at_profile[1])
     fp32_eager = rows[0]
     result = {
@@ -222,7 +269,7 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
         "vocab_size": vocab, "threads": torch.get_num_threads(), "rows": rows,
         "best": {"model": "ours", "dtype": best.dtype, "compiled": best.compiled},
         "ours_best_side_by_side_with_transformers": pair[0],
-        "gemm_peak_flops": peaks, "gemm": peaks_all,
+        "gemm_peak_flops": peaks, "gemm": peaks_all, "gemm_model_shapes": at_shapes,
         "flops_per_token": flops_tok,
         "flop_convention": "6 N + 12 L d T per token, N = parameters that multiply (no input embedding)",
         "ratio_best_vs_fp32_eager": rows[best_i]["tokens_per_s"] / fp32_eager["tokens_per_s"],
@@ -306,6 +353,12 @@ def format_training_report(r: dict) -> str:
     p = r["gemm_peak_flops"]
     lines.append("  GEMM peak (square " + str(r["gemm"]["fp32"]["n"]) + ", median): "
                  + ", ".join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in p.items()) + "; MFU is against its row's dtype")
+    if r.get("gemm_model_shapes"):
+        lines.append("  the step's own matmuls, each timed alone: " + ", ".join(
+            f"{k} {v['flops_per_s'] / 1e9:,.0f} GFLOP/s" for k, v in r["gemm_model_shapes"].items())
+            + "; MFU there: " + ", ".join(f"{row['model']} {row['dtype']}{' compiled' if row['compiled'] else ''} "
+                                          f"{100 * row['mfu_model_shapes']:.0f} %" for row in r["rows"]
+                                          if "mfu_model_shapes" in row))
     b = r["best"]
     side = r["ours_best_side_by_side_with_transformers"]
     lines.append(f"  best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) vs ours {r['rows'][0]['dtype']} eager: "
