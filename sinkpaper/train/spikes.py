@@ -62,10 +62,10 @@ def find_spikes(curve: list[dict], warmup: int) -> list[dict]:
 
 
 def spikes_of(payload: dict) -> list[dict]:
-    """A stored run's spikes: those its result recorded, or (stored before the trainer recorded them) found in
-    its logged curve by the same rule."""
-    result = payload.get("result", {})
-    if "spikes" in result:
-        return list(result["spikes"])
+    """A stored run's spikes, found in its logged curve by today's rule (the result's own record, written by the
+    code it trained with, only where no curve is stored)."""
+    curve = payload.get("curve") or []
+    if not curve:
+        return list(payload.get("result", {}).get("spikes", []))
     warmup = int((payload.get("config", {}).get("optim") or {}).get("warmup", 0))
-    return find_spikes(payload.get("curve", []), warmup)
+    return find_spikes(curve, warmup)
