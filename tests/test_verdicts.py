@@ -1,6 +1,7 @@
 """Verdicts on stored runs: each run read on its plateau, runs that did not learn left out, and the seed spread
 deciding between agrees, disagrees and inconclusive (sinkpaper.paper.judge). References are plain formulas
-written out here, and runs of the committed store."""
+written out here, and stores built here: a test that pins a verdict, a value or a note reads runs made for it; a test
+of the committed store (whose runs are retrained and replaced) checks invariants only."""
 from __future__ import annotations
 
 import itertools
@@ -229,40 +230,143 @@ def test_the_scorecard_and_the_chapter_tables_show_inconclusive_with_its_reason(
     assert row["verdict (real text (CPU))"].startswith(f"{I}: ")
 
 
+# ---------------------------------------------------------------------------- hand-made stores for the registry
+# A test that pins a verdict, a value or a note reads a store built for it here: the committed store changes as runs
+# are retrained (a run that spiked is no longer counted), so a test of it checks invariants only.
+_METRIC_FIELDS = {"Sink_first": "sink_first_key", "Sink_doc_start": "sink_doc_start"}
+
+
+def _text_cfg(config: str, point: str, seed: int):
+    """The text-profile config of a family's point and seed: the one the registry looks up (its key is where the run
+    is stored)."""
+    from sinkpaper.train.sweep import sweep_configs
+    [(_, _, cfg)] = sweep_configs(REPO / config, "text", [point], [seed])
+    return cfg
+
+
+def _stored_text_run(store, config: str, point: str, seed: int, metrics: dict[str, float]) -> dict:
+    """Store a text-profile run of ``config``'s ``point`` and ``seed`` at the key the registry reads, and return it
+    as stored. Its evaluations (every 100 steps) hold each of ``metrics`` ("Sink_k", "Sink_first",
+    "Sink_doc_start"), rising over the first half of the steps and flat at the given value after: its plateau is
+    that value. Its losses fall smoothly from 7.5 to 5.0 nats (held-out 0.1 above), far below the corpus's unigram
+    loss (6.95; the cache's entry for the real data config is read), with no spike: a run that learned."""
+    from sinkpaper.train.store import read_entry, write_result
+    cfg = _text_cfg(config, point, seed)
+    steps, per_step = cfg.optim.steps, cfg.optim.batch_size * cfg.data.context
+
+    def loss(st):
+        return 5.0 + 2.5 * math.exp(-4.0 * st / steps)
+
+    def record(st):
+        grown = min(1.0, 2.0 * st / steps)
+        row = {"step": st, "tokens": per_step * st, "loss": loss(st), "val_loss": loss(st) + 0.1,
+               "sink_k": {"1": 0.0}}
+        for name, v in metrics.items():
+            if name.startswith("Sink_") and name[5:].isdigit():
+                row["sink_k"][name[5:]] = v * grown
+            else:
+                row[_METRIC_FIELDS[name]] = v * grown
+        row["alpha_1_mean"] = row["sink_k"]["1"] / 200
+        return row
+
+    logs = [{"step": st, "tokens": per_step * st, "loss": loss(st), "lr": 1e-3} for st in range(10, steps, 50)]
+    evals = [record(st) for st in range(100, steps + 1, 100)]
+    curve = sorted(logs + evals, key=lambda c: c["step"])
+    last = evals[-1]
+    path = write_result(store, cfg, {**{k: v for k, v in last.items() if k not in ("step", "tokens", "loss")},
+                                     "step": steps, "tokens_seen": per_step * steps, "final_loss": last["loss"],
+                                     "provenance": {"hardware": "CPU test", "dtype": "bf16", "compiled": True,
+                                                    "code_version": "v1", "computed_at": "2000-01-01 00:00 UTC"}},
+                        curve=curve)
+    return read_entry(path)
+
+
+def _stored_divergence(store, config: str, point: str, seed: int, error: str) -> None:
+    """A divergence record for a run, as the sweep writes it (the run itself is not stored)."""
+    from sinkpaper.train.sweep import diverged_path
+    cfg = _text_cfg(config, point, seed)
+    path = diverged_path(store, cfg.hash())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile,
+                                "config": cfg.to_dict(), "error": error}))
+
+
+def _unstore(store, config: str, point: str, seed: int) -> None:
+    from sinkpaper.train.store import result_path
+    path = result_path(store, _text_cfg(config, point, seed).hash())
+    assert path.exists(), path
+    path.unlink()
+
+
+def test_a_hand_made_run_is_read_by_the_registry_as_a_run_that_learned(tmp_path):
+    """The hand-made runs the tests below read are found at their key, learned (no spike, losses far below the
+    unigram loss of their data) and read on their plateau."""
+    payload = _stored_text_run(tmp_path, "configs/data.yaml", "fixed_pos2", 0, {"Sink_2": 40.0})
+    found, status = paper.store_lookup(str(REPO / "configs/data.yaml"), "text", "fixed_pos2", 0, str(tmp_path))
+    assert status == "found" and found["hash"] == payload["hash"]
+    assert reading.training_failure(found) is None
+    from sinkpaper.train.spikes import spikes_of
+    assert spikes_of(found) == []
+    assert reading.plateau_of(found, "Sink_2")["mean"] == 40.0 and reading.plateau_of(found, "Sink_1")["mean"] == 0.0
+    # the same curve one nat up after warm-up, on two log lines, is a spike: the rule is read on these curves
+    spiked = {**found, "curve": [{**c, "loss": c["loss"] + 1.5} if c["step"] in (1010, 1060) else c
+                                 for c in found["curve"]]}
+    assert reading.training_failure(spiked).startswith("a loss spike at steps 1010-1060")
+
+
 def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
-    """pack_doc_mask is judged on its runs with a BOS before every document; the runs with one BOS per window are
-    shown beside. Without the beside runs the verdict stands (their values read None); without a judged run there
-    is none."""
+    """pack_doc_mask is judged on its runs with a BOS before every document (Sink_first); the runs with one BOS per
+    window are shown beside, and so is the document-start reading until it has three seeds that trained. Without
+    the beside runs the verdict stands (their values read None); without a judged run there is none. Read on a
+    store built here: Sink_first has a sink in every seed, the document-start reading none in its two trained
+    seeds (it would read "disagrees" if it decided), its seed 2 diverged."""
     store = tmp_path / "store"
-    shutil.copytree(REPO / "results/store", store)
     claim = paper.claim("pack_doc_mask")
+    m = claim.measure["real text (CPU)"]
+    judged = "bos_each_doc_mask: Sink_first"
     beside = "bos_doc_mask (one BOS per window): Sink_1"
     doc_start = "bos_each_doc_mask (document starts inside windows, beside): Sink_doc_start"
-    assert claim.measure["real text (CPU)"].beside == {beside, doc_start}
-    full = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert m.beside == {beside, doc_start} and set(m.points) == {judged, beside, doc_start}
+    doc_point, _, doc_config = m.points[doc_start]
+    assert (doc_point, doc_config) == ("onsets_bos_each_doc_mask", "configs/onsets.yaml")
+    first = {0: 40.0, 1: 38.0, 2: 45.0}
     for seed in (0, 1, 2):
-        payload, _ = paper.store_lookup(str(REPO / "configs/packing.yaml"), "text", "bos_doc_mask", seed, str(store))
-        (store / f"{payload['hash']}.json.gz").unlink()
-    r = paper.result(claim, "real text (CPU)", {}, str(store))
-    assert r["verdict"] == full["verdict"] != R and r["status"] == "found"
-    assert r["values"][beside] is None
-    # the document-start reading has seeds 0 and 1 (seed 2 diverged): their mean, said to be theirs only, the
-    # divergence named among the runs not counted; per-seed values only where a label has every paired seed
-    doc = paper.claim("pack_doc_mask").measure["real text (CPU)"].points[doc_start]
-    got = {s: paper.store_lookup(str(REPO / doc[2]), "text", doc[0], s, str(store)) for s in (0, 1, 2)}
+        _stored_text_run(store, "configs/packing.yaml", "bos_each_doc_mask", seed, {"Sink_first": first[seed]})
+        _stored_text_run(store, "configs/packing.yaml", "bos_doc_mask", seed, {"Sink_1": 30.0 + seed})
+    docs = {0: 2.0, 1: 4.0}
+    for seed, v in docs.items():
+        _stored_text_run(store, doc_config, doc_point, seed, {"Sink_doc_start": v})
+    _stored_divergence(store, doc_config, doc_point, 2, "non-finite loss (first at step 270); stopped")
+    got = {s: paper.store_lookup(str(REPO / doc_config), "text", doc_point, s, str(store)) for s in (0, 1, 2)}
     assert [st for _, st in got.values()] == ["found", "found", "diverged"]
-    two = [reading.plateau_of(got[s][0], "Sink_doc_start")["mean"] for s in (0, 1)]
-    assert full["values"][doc_start] == pytest.approx(sum(two) / 2) and doc_start not in full["seed_values"]
+
+    full = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert full["status"] == "found" and full["verdict"] == A, full
+    assert full["why"] == f"{judged} decides until {doc_start} has 3 seeds that trained"
+    assert full["values"][judged] == pytest.approx(sum(first.values()) / 3)
+    assert full["values"][beside] == pytest.approx(31.0)
+    # the document-start reading: the mean of the seeds of it that trained, said to be theirs only, per-seed values
+    # none (too few seeds to decide), the divergence named among the runs not counted (not as missing)
+    assert full["values"][doc_start] == pytest.approx(3.0) and doc_start not in full["seed_values"]
+    assert full["seeds_of"][doc_start] == [0, 1]
     assert f"{doc_start}: the mean of seeds 0, 1 only (the seeds of it that trained)" in full["note"]
     assert "onsets_bos_each_doc_mask seed 2: diverged, non-finite loss (first at step 270)" in full["note"]
-    (store / f"{got[1][0]['hash']}.json.gz").unlink()
-    one = paper.result(claim, "real text (CPU)", {}, str(store))
-    assert one["values"][doc_start] == pytest.approx(two[0]) and "the mean of seed 0 only" in one["note"]
-    assert one["verdict"] == full["verdict"]
-    judged = "bos_each_doc_mask: Sink_first"
+    assert full["excluded"] == ["onsets_bos_each_doc_mask seed 2: diverged, non-finite loss (first at step 270)"]
+
+    # without the runs with one BOS per window: the same verdict, their value None
+    for seed in (0, 1, 2):
+        _unstore(store, "configs/packing.yaml", "bos_doc_mask", seed)
+    r = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert r["verdict"] == full["verdict"] == A and r["status"] == "found"
+    assert r["values"][beside] is None
     assert r["values"][judged] == full["values"][judged] is not None
-    payload, _ = paper.store_lookup(str(REPO / "configs/packing.yaml"), "text", "bos_each_doc_mask", 0, str(store))
-    (store / f"{payload['hash']}.json.gz").unlink()
+    # the document-start reading down to one seed: its value is that seed's, named; the verdict still stands
+    _unstore(store, doc_config, doc_point, 1)
+    one = paper.result(claim, "real text (CPU)", {}, str(store))
+    assert one["values"][doc_start] == pytest.approx(docs[0]) and "the mean of seed 0 only" in one["note"]
+    assert one["verdict"] == full["verdict"] == A
+    # without a judged run there is no verdict
+    _unstore(store, "configs/packing.yaml", "bos_each_doc_mask", 0)
     r = paper.result(claim, "real text (CPU)", {}, str(store))
     assert r["verdict"] == R and r["status"] == "incomplete"
 
@@ -270,7 +374,8 @@ def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):
 def test_a_second_reading_is_judged_by_the_same_rule_beside_the_verdict(tmp_path):
     """A second reading (other runs of the same points: another depth or budget) is judged by the claim's rule on
     its own runs and said beside the verdict, which it never changes; where one of its runs is not stored it names
-    the run and gives no value."""
+    the run and gives no value, and a run that diverged is named with its record. Read on a store built here: the
+    2-layer runs have no sink at position 2, the 4-layer 5000-step runs one in every seed."""
     from sinkpaper.book import findings
     from sinkpaper.paper.claim import Claim, at_scales, family
     from sinkpaper.paper.rules import MovesTo
@@ -282,37 +387,38 @@ def test_a_second_reading_is_judged_by_the_same_rule_beside_the_verdict(tmp_path
               measure=at_scales(text=family("data", dict(moved("fixed_pos2").points),
                                             readings={"4 layers and 5000 steps": deep})))
     store = tmp_path / "store"
-    shutil.copytree(REPO / "results/store", store)
+    shallow = {"Sink_1": 30.0, "Sink_2": 2.0, "Sink_3": 1.0}     # the sink stays on token 1
+    deeper = {"Sink_1": 5.0, "Sink_2": 40.0, "Sink_3": 2.0}      # it moved to position 2
+    for seed in (0, 1, 2):
+        _stored_text_run(store, "configs/data.yaml", "fixed_pos2", seed, {k: v + seed for k, v in shallow.items()})
+        _stored_text_run(store, "configs/data.yaml", "fixed_pos2_layers_4_steps_x2", seed,
+                         {k: v + seed for k, v in deeper.items()})
     r = paper.result(c, "real text (CPU)", {}, str(store))
     alone = paper.result(Claim("t", "5", "05_data", "moves", "Section 5", rule=MovesTo([2]),
                                measure=at_scales(text=moved("fixed_pos2"))), "real text (CPU)", {}, str(store))
     assert r["verdict"] == alone["verdict"] == D                  # the 2-layer runs: no sink at position 2
-    # the 5000-step 4-layer runs, read here as the rule reads them: a sink at 2 in every seed, above Sink_1 and 3
-    got = {j: [reading.plateau_of(paper.store_lookup(str(REPO / "configs/data.yaml"), "text",
-                                                     "fixed_pos2_layers_4_steps_x2", s, str(store))[0],
-                                  f"Sink_{j}")["mean"] for s in (0, 1, 2)] for j in (1, 2, 3)}
-    want = A if all(got[2][s] >= paper.SINK and got[2][s] > max(got[1][s], got[3][s]) for s in range(3)) else None
-    assert want == A and r["second_readings"] == ["the same rule at 4 layers and 5000 steps: agrees"]
+    assert r["values"] == alone["values"] and r["values"]["fixed_pos2: Sink_2"] == pytest.approx(3.0)
+    assert "second_readings" not in alone
+    # the 4-layer runs alone, as the rule reads them: a sink at 2 in every seed, above Sink_1 and Sink_3
+    assert paper.result(Claim("t", "5", "05_data", "moves", "Section 5", rule=MovesTo([2]),
+                              measure=at_scales(text=deep)), "real text (CPU)", {}, str(store))["verdict"] == A
+    assert r["second_readings"] == ["the same rule at 4 layers and 5000 steps: agrees"]
     assert paper.verdict_text(r) == "disagrees: the same rule at 4 layers and 5000 steps: agrees"
     e = {"id": "t", "rule": c.rule.sentence, "kind": "reproduction"}
     assert findings.reason(e, r).endswith("; the same rule at 4 layers and 5000 steps: agrees")
-    payload, _ = paper.store_lookup(str(REPO / "configs/data.yaml"), "text", "fixed_pos2_layers_4_steps_x2", 1,
-                                    str(store))
-    (store / f"{payload['hash']}.json.gz").unlink()
+
+    # one of its runs not stored: named, no value, the verdict unchanged
+    _unstore(store, "configs/data.yaml", "fixed_pos2_layers_4_steps_x2", 1)
     r = paper.result(c, "real text (CPU)", {}, str(store))
-    # further seeds may land in the store (a seed 3 that did not learn is named too): only seed 1's words are pinned
-    (second,) = r["second_readings"]
-    assert r["verdict"] == D and second.startswith("the same rule at 4 layers and 5000 steps: no result (")
-    assert "not stored: fixed_pos2_layers_4_steps_x2 seed 1" in second
+    assert r["verdict"] == D and r["second_readings"] == [
+        "the same rule at 4 layers and 5000 steps: no result (not stored: fixed_pos2_layers_4_steps_x2 seed 1)"]
     # a run that diverged is named with its record, not as missing
-    (store / "diverged").mkdir(exist_ok=True)
-    (store / "diverged" / f"{payload['hash']}.json").write_text(json.dumps(
-        {"hash": payload["hash"], "name": payload["name"], "profile": "text", "config": payload["config"],
-         "error": "non-finite loss (first at step 7); stopped"}))
+    _stored_divergence(store, "configs/data.yaml", "fixed_pos2_layers_4_steps_x2", 1,
+                       "non-finite loss (first at step 7); stopped")
     r = paper.result(c, "real text (CPU)", {}, str(store))
-    (second,) = r["second_readings"]
-    assert second.startswith("the same rule at 4 layers and 5000 steps: no result (") and "not stored" not in second
-    assert "fixed_pos2_layers_4_steps_x2 seed 1: diverged, non-finite loss (first at step 7)" in second
+    assert r["verdict"] == D and r["second_readings"] == [
+        "the same rule at 4 layers and 5000 steps: no result (fixed_pos2_layers_4_steps_x2 seed 1: diverged, "
+        "non-finite loss (first at step 7))"]
 
 
 def test_the_registry_reads_the_unigram_cache_from_any_working_directory(tmp_path, monkeypatch):
