@@ -1,7 +1,9 @@
 """The two CPU route choices of the trainer, measured (sinkpaper/models/model.py, CPU_REFERENCE_MAX_T and
-CPU_LOSS_CHUNK_BYTES): forward + backward of plain causal softmax attention through the reference operator and
-through SDPA at T = 64 .. 1024 (4096 tokens a batch, 4 heads of 32, bf16 autocast, eager and compiled), and a
-full training step of the text profile's base model (compiled bf16) at several loss chunk sizes. One thread,
+CPU_LOSS_CHUNK_BYTES): a full training step of every CPU profile's model through each attention route at the
+profile's own shape, dtype and compile mode; forward + backward of plain causal softmax attention through the
+reference operator and through SDPA at T = 64 .. 1024 (4096 tokens a batch, 4 heads of 32, bf16 autocast, eager
+and compiled); and a full training step of the text profile's base model (compiled bf16) at several loss chunk
+sizes. One thread,
 rows timed in turn; the JSON says whether the machine was quiet.
 
     python scripts/bench_cpu_routes.py --json results/bench/cpu-routes.json
@@ -85,6 +87,60 @@ def loss_chunk_rows(steps: int, chunks=(64, 128, 256, 512, 1024, 4096)) -> list[
     return rows
 
 
+# The shapes, dtypes and compile modes the CPU profiles train at: (name, config, profile, sweep point, overrides)
+PROFILE_STEPS = (
+    ("miniature (fp32, eager)", "configs/miniature.yaml", "cpu", None, {}),
+    ("text, 2 layers (bf16, compiled)", "configs/optimization.yaml", "text", None, {}),
+    ("text, 4 layers (bf16, compiled)", "configs/data.yaml", "text", "fixed_pos1_layers_4", {}),
+    ("paper's default on a CPU (bf16, compiled)", "configs/default_cpu.yaml", "text", "default_cpu_d128",
+     {"optim.batch_size": 32}),
+)
+
+
+def profile_step_rows(steps: int) -> list[dict]:
+    """A full training step of each CPU profile's model, plain causal softmax through the reference operator and
+    through SDPA, at the profile's own shape, dtype and compile mode, timed in turn in one process."""
+    from sinkpaper.train.config import load
+    rows = []
+    for name, config, profile, point, over in PROFILE_STEPS:
+        cfg = load(config, profile, over, sweep_point=point)
+        vocab = int(cfg.model.get("vocab_size", 8192)) if cfg.data.source != "bigram_backcopy" else cfg.data.vocab_size
+        model_cfg = cfg.model_config(vocab)
+        ids = torch.randint(0, vocab, (cfg.optim.batch_size, cfg.data.context + 1),
+                            generator=torch.Generator().manual_seed(0))
+        times = {}
+        for route, max_t in (("reference", 1 << 30), ("SDPA", 0)):
+            M.CPU_REFERENCE_MAX_T = max_t
+            torch._dynamo.reset()
+            model = SinkModel(model_cfg)
+            net = torch.compile(model) if cfg.run.compile else model
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+            cast = accel.autocast(torch.device("cpu"), cfg.run.dtype)
+
+            def step():
+                with cast:
+                    loss = net(ids[:, :-1], targets=ids[:, 1:]).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            for _ in range(3):
+                step()
+            t = []
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                step()
+                t.append(time.perf_counter() - t0)
+            times[route] = 1e3 * statistics.median(t)
+        M.CPU_REFERENCE_MAX_T = 128
+        chosen = SinkModel(model_cfg).training_route(cfg.data.context, "cpu", cfg.run.dtype, cfg.run.compile)
+        rows.append({"profile": name, "T": cfg.data.context, "batch": cfg.optim.batch_size, "dtype": cfg.run.dtype,
+                     "compiled": cfg.run.compile, "reference_ms": times["reference"], "sdpa_ms": times["SDPA"],
+                     "route_taken": chosen["attention"]})
+        print(f"{name}: reference {times['reference']:.0f} ms, SDPA {times['SDPA']:.0f} ms a step; the trainer "
+              f"takes {chosen['attention']}", flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the rows, with provenance, here")
@@ -92,7 +148,8 @@ def main() -> None:
     a = ap.parse_args()
     accel.set_threads(1)
     load_before = os.getloadavg()[0]
-    result = {"benchmark": "cpu-routes", "attention": attention_rows(a.steps), "loss_chunks": loss_chunk_rows(a.steps),
+    result = {"benchmark": "cpu-routes", "profile_steps": profile_step_rows(a.steps),
+              "attention": attention_rows(a.steps), "loss_chunks": loss_chunk_rows(a.steps),
               "chosen": {"CPU_REFERENCE_MAX_T": M.CPU_REFERENCE_MAX_T, "CPU_LOSS_CHUNK_BYTES": M.CPU_LOSS_CHUNK_BYTES}}
     finish_cpu_script(result, load_before, a.steps, "scripts/bench_cpu_routes.py", a.json)
 
