@@ -195,14 +195,21 @@ def _specificity() -> Counter:
 def key_label(e: Mapping, res: Mapping) -> str | None:
     """The label a cell compares: among the labels both the paper and our result have, the one named by the
     fewest claims (the claim's own point, not a shared control); else our first sink rate (else our first label),
-    else the paper's first."""
+    else the paper's first. A label the rule reads only as a premise (``Rule.premises``: the run's sink, for a
+    property of its sink token) is not the finding, and comes last."""
     ours = [k for k, v in (res.get("values") or {}).items() if v is not None]
+    try:
+        rule = registry.claim(e["id"]).rule
+    except (KeyError, ValueError):
+        rule = None
+    premises = set(rule.premises()) if rule is not None else set()
     paper_vals = e["paper"]["values"] or {}
     common = [k for k in paper_vals if k in ours]
     if common:
         spec = _specificity()
         return min(common, key=lambda k: (spec[_point(k)], common.index(k)))
-    ours.sort(key=lambda k: not _is_percent(k, e))   # a sink rate before a setting such as a prefix length
+    # a sink rate before a setting such as a prefix length; a premise after both
+    ours.sort(key=lambda k: (k in premises, not _is_percent(k, e)))
     return (ours or list(paper_vals) or [None])[0]
 
 

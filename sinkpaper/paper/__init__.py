@@ -10,8 +10,9 @@ that say whether a result of ours agrees with each claim.
   combinator (:func:`all_of`, in which a missing value means ``no result``) and ONE verdict vocabulary
   (``VERDICTS``). Nothing else in the project decides a verdict.
 * :func:`listing` gives every claim with its results at three scales (``SCALES``): the pretrained LMs the
-  chapters measure (read from the chapters' records, :func:`record`), and training runs read from the results
-  store (the real-text CPU profile ``text`` and the miniature) through :func:`store_lookup`.
+  chapters measure (read from the chapters' records, :func:`record`; where a chapter has not run, as in a fresh
+  clone, from the measurement committed to the repository, :mod:`.committed`), and training runs read from the
+  results store (the real-text CPU profile ``text`` and the miniature) through :func:`store_lookup`.
 * Each rule is checked against the paper's own numbers (it must read ``agrees``) and against a result in which
   the claimed effect is absent (it must not): ``rule_check``. A claim whose rule could not tell the two apart is
   marked qualitative, with no rule and no verdict.

@@ -88,10 +88,14 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("s3_massive_activation", "3", "02_section3_properties",
           "The sink token carries a massive activation: its hidden-state norm is far above the other tokens'",
           "Section 3 (figure)", rule=Bound("token-1 norm ratio", MASSIVE, True, 1.0, strict=False,
-                                 null_text="token 1's norm equals the others' (ratio 1)"),
+                                 null_text="token 1's norm equals the others' (ratio 1)",
+                                 sinks={"default: token-1 norm ratio": "default: Sink_1"}),
           bos=True, bos_why="judged on the settings with a sink on natural text, with BOS on for every model that "
                             "has a BOS token (as the paper's Table 1 ran LLaMA and Mistral); BOS off shown beside",
-          measure=at_scales(Chapter("02_section3_properties")), figure={"LLaMA2-7B: token-1 norm ratio": 100.0}),
+          measure=at_scales(Chapter("02_section3_properties"), text=family("optimization", {
+              "default: token-1 norm ratio": ("default", "token-1 norm ratio"), "default: Sink_1": "default"})),
+          figure={"LLaMA2-7B: token-1 norm ratio": 100.0}, note="real text: the text base (fixed first token) on its "
+          "plateau, each evaluation's token-1 norm ratio read as its largest over the layers, as chapter 02 reads one"),
     Claim("s3_small_value_norm", "3", "02_section3_properties", "The sink token's value norm is small",
           "Section 3 (figure)", rule=Bound("value-norm ratio", 1.0, False, 1.0,
                                  null_text="the sink's value norm equals the others' (ratio 1)"),

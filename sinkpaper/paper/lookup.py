@@ -1,4 +1,5 @@
-"""Each claim's result at each scale: the chapters' records and the results store, read seed by seed."""
+"""Each claim's result at each scale: the chapters' records (else the measurement committed to the repository,
+:mod:`.committed`) and the results store, read seed by seed."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ from ..train.store import DEFAULT_STORE
 from ..train.sweep import DIVERGED, divergence_error, read_diverged
 from .claim import Chapter, Claim, NotRun, Runs
 from .claims import CLAIMS, rule_check
+from .committed import committed_record
 from .onsets import did_not_last, never_step, onset_step
 from .records import load_records
 from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
@@ -274,12 +276,21 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         return {"measurement": NOT_RUN, "values": {}, "verdict": NO_RESULT, "status": NOT_RUN, "note": m.reason}
     if isinstance(m, Chapter):
         rec = (records if records is not None else load_records()).get(c.id, {}).get(scale)
-        if rec is None:
+        # no chapter record (a fresh clone: the book has not run): the measurement committed to the repository
+        committed = committed_record(c.id, scale) if rec is None else None
+        if rec is None and committed is None:
             return {"measurement": f"chapter {m.chapter}", "values": {}, "verdict": NO_RESULT, "status": "missing",
                     "note": f"no record: run the chapter (python -m sinkpaper.site run --only {m.chapter})"}
-        out = {"measurement": f"chapter {m.chapter}: {rec['measurement']}", "values": rec["values"],
+        if committed is not None:
+            rec = committed
+            where = f"committed {committed['provenance']['read_from']} (no record of chapter {m.chapter})"
+        else:
+            where = f"chapter {m.chapter}"
+        out = {"measurement": f"{where}: {rec['measurement']}", "values": rec["values"],
                "status": "found", "note": rec.get("note", ""), "setting": rec.get("setting", ""),
                "provenance": rec.get("provenance", {})}
+        if committed is not None:
+            out["read_from"] = committed["provenance"]["read_from"]
     else:
         out = _store_result(m, PROFILE_OF[scale], store, c.rule is not None and c.rule.per_run)
     if out["status"] == STALE:

@@ -152,6 +152,8 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
             return f"{k} {fmt(v, d, '')}{spread}{which}"
         ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or r["measurement"]
         left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
+        if r.get("read_from"):   # no chapter record: the measurement committed to the repository
+            left += f" (read from the committed {r['read_from']})"
         cells = (f"`{e['id']}`: {e['claim']}", e["section"], fmt_values(e["paper"]["values"], 1), ours + left,
                  verdict_text(r))
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")   # "max(|row sum|, 1)"

@@ -45,6 +45,10 @@ class Rule:
         fail, a size every seed excludes); "" otherwise."""
         return ""
 
+    def premises(self) -> list[str]:
+        """Labels read only to know whether a reading can fail (Bound's ``sinks``): a card does not lead with them."""
+        return list(getattr(self, "sinks", {}).values())
+
 
 @dataclass
 class Sinks(Rule):
@@ -393,7 +397,10 @@ class DependsOn(Rule):
 @dataclass
 class Bound(Rule):
     """Every label ending in ``metric`` is above (``above``) or below ``bound``; labels holding "not judged" are
-    shown, not judged. Null: every judged value equals ``null_value``."""
+    shown, not judged. ``sinks``: {label: its run's Sink label}, for a property of the sink token on stored runs: a
+    label is judged only where its run has a sink (>= SINK), else not comparable: no sink token (a chapter records
+    only settings with a sink). Null: every judged value equals ``null_value``."""
+    per_run = True    # thresholds only, each on one run
     metric: str
     bound: float
     above: bool
@@ -402,28 +409,44 @@ class Bound(Rule):
     null_text: str = ""
     skip: Sequence[str] = ()
     what: str = ""
+    sinks: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         op = (">" if self.strict else ">=") if self.above else ("<" if self.strict else "<=")
         self.sentence = (f"{self.what or self.metric.lstrip(': ')} {op} {self.bound:g} for every judged setting"
                          + (f" ({', '.join(self.skip)} shown, not judged)" if self.skip else "") + ".")
+        self.sentence += "".join(f" A stored run's reading is judged only where the run has a sink ({x} where {s} >= "
+                                 f"{SINK:g} %); where it has none there is no sink token, and the reading is not "
+                                 "comparable." for x, s in self.sinks.items())
         self.null_sentence = self.null_text or f"{self.metric} = {self.null_value:g}"
 
     def _labels(self, values):
         return [k for k in values if k.endswith(self.metric) and "not judged" not in k
                 and k not in self.skip]
 
+    def _no_sink(self, values, label) -> bool | None:
+        """True where ``label``'s run has no sink (the reading cannot fail); None where that is not measured."""
+        s = self.sinks.get(label)
+        v = None if s is None else _get(values, s)
+        return False if s is None else None if v is None else not (v >= SINK)
+
     def apply(self, values):
         out = []
         for k in self._labels(values):
-            v = _get(values, k)
-            if v is None:
+            v, bare = _get(values, k), self._no_sink(values, k)
+            if v is None or bare is None:
                 out.append(NO_RESULT)
+            elif bare:
+                out.append(NOT_COMPARABLE)
             elif self.above:
                 out.append(verdict_of(v > self.bound if self.strict else v >= self.bound))
             else:
                 out.append(verdict_of(v < self.bound if self.strict else v <= self.bound))
         return all_of(out)
+
+    def reason(self, values):
+        return "; ".join(f"{x} cannot fail here: its run has no sink ({s} {_fmt(_get(values, s))} %), so no sink token"
+                         for x, s in self.sinks.items() if x in self._labels(values) and self._no_sink(values, x))
 
     def null(self, values):
         return {**values, **{k: self.null_value for k in self._labels(values)}}

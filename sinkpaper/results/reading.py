@@ -7,8 +7,10 @@ end (:func:`still_rising`).
 **Metrics** (:func:`metric_of`), one name each, the names the paper registry's claims use: ``Sink_k`` (k =
 1..10, in %; the |w| / sum |w| proxy Sink*_k for an operator without normalization), ``Sink_first`` (at each
 query's first visible key), ``Sink_doc_start`` (at documents that start inside held-out windows), ``Sink*`` (the
-sink on a bias or extra position, %), ``alpha_1`` (mean over layers and heads), ``alpha_k``, ``loss`` (the last
-training loss), ``val_loss`` (the held-out loss), ``first Sink_1`` (at the first evaluation), ``prefix length``
+sink on a bias or extra position, %), ``alpha_1`` (mean over layers and heads), ``alpha_k``, ``token-1 norm ratio``
+(token 1's hidden-state norm over the other tokens' mean, the largest over the layers, embeddings included: the
+massive activation of Section 3, :data:`MASSIVE_RATIO`), ``loss`` (the last training loss), ``val_loss`` (the
+held-out loss), ``first Sink_1`` (at the first evaluation), ``prefix length``
 (the config's prefix_lm) and ``excess alpha_1`` ((alpha_1 - u) / (1 - u), u the uniform floor under the run's
 mask). :func:`metric_of` reads the final evaluation, :func:`plateau_of` the mean over the last 20 % of the steps
 (what the registry judges and the chapters show: :func:`shown_values`).
@@ -144,6 +146,10 @@ def uniform_floor(config: Mapping) -> float:
     return float(uniform_alpha(config["eval"]["seq_len"], **mask_of(config))[0])
 
 
+MASSIVE_RATIO = "token-1 norm ratio"   # what an evaluation records per layer, read as its largest value
+MASSIVE_KEY = "massive_activation_ratio_by_layer"
+
+
 def value(result: Mapping, name: str) -> float | None:
     """A metric of a result-shaped mapping: a payload's ``result`` or one evaluation of its ``curve`` (the names
     that need the config or the curve are :func:`metric_of`'s); None when it was not recorded."""
@@ -159,12 +165,15 @@ def value(result: Mapping, name: str) -> float | None:
         return result.get("alpha_1_mean")
     if name.startswith("alpha_") and name[6:].isdigit():   # alpha_k of position k, mean over heads
         return (result.get("alpha_k") or {}).get(name[6:])
+    if name == MASSIVE_RATIO:   # |h_1| / mean_{t>1} |h_t| per layer (embeddings first), its largest: chapter 02's
+        by_layer = result.get(MASSIVE_KEY)   # "max over layers"; None in a run stored before evaluations recorded it
+        return float(max(by_layer)) if by_layer else None
     if name == "loss":
         return result.get("final_loss", result.get("loss"))
     if name == "val_loss":
         return result.get("val_loss")
-    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink_doc_start, Sink*, alpha_1, alpha_k, loss, "
-                     "val_loss, "
+    raise ValueError(f"unknown metric {name!r}; valid: Sink_k, Sink_first, Sink_doc_start, Sink*, alpha_1, alpha_k, "
+                     f"{MASSIVE_RATIO}, loss, val_loss, "
                      "first Sink_1, "
                      "prefix length, excess alpha_1")
 
