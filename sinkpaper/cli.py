@@ -9,11 +9,9 @@
   lease run|import|width  one call of a lent GPU kept full from a queue of runs; its runs brought into the store;
                         the runs side by side that give the most steps per second
   data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.build)
-  store stale|migrate|untrained
-                        the results store: runs stored under an older definition or key scheme; runs that did
-                        not learn (never counted in a verdict)
-  claims                the paper's claims, their rules and our results at every scale (sinkpaper.paper)
-  report                regenerate the README / config blocks that quote the results store
+  store, report, claims, routes-check
+                        the results store and the blocks quoted from it; the paper's claims, their rules and our
+                        results at every scale; every CPU training route beside fp32 (sinkpaper.cli_results)
 
 Errors (bad arguments, unknown or unreachable models, bad configs or token files) exit with status 2 and one
 line on stderr, checked before any model is loaded or any training step where possible.
@@ -26,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import metrics
+from . import cli_results, metrics
 from .argparsing import OneLineParser as _Parser  # usage errors: one line on stderr, status 2
 from .probes import BOS_POLICIES, INPUTS
 
@@ -44,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_parser(sub)
     _add_training_parsers(sub)
     _add_lease_parser(sub)
-    _add_results_parsers(sub)
+    cli_results.add_parsers(sub)
     _add_data_parser(sub)
     return p
 
@@ -196,38 +194,6 @@ def _add_lease_parser(sub) -> None:
                         "import: accept them")
 
 
-def _add_results_parsers(sub) -> None:
-    """`store`, `report` and `claims`: the results store, the blocks quoted from it, the paper's claims."""
-    r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, rename runs "
-                                     "to the current key scheme, or replace runs by reruns that reproduce them")
-    r.add_argument("action", choices=["stale", "migrate", "untrained", "replace", "recheck"],
-                   help="stale: list stored runs whose key is not the one their config has today (rerun them); "
-                        "migrate: rename every run to its key under the definitions it ran with (compressed); "
-                        "untrained: list the runs that did not learn, which no verdict counts; replace: replace "
-                        "each stored run that a rerun in --rerun reproduces (every stored value the same, timings "
-                        "aside), so it gains what the evaluation records today; recheck: the runs that trained the "
-                        "reference softmax in bf16, per point: retrained, judged by their seed-0 rerun in "
-                        "results/recheck (sinkpaper.train.recheck), or waiting for it")
-    r.add_argument("--store", default=None, help="results store (default results/store)")
-    r.add_argument("--rerun", metavar="DIR", help="with replace: the store folder the reruns were written to "
-                                                  "(train --store DIR)")
-    rp = sub.add_parser("report", help="regenerate the README / config blocks quoted from the results store")
-    rp.add_argument("--write", action="store_true", help="rewrite the blocks (default: show them)")
-    rp.add_argument("--check", action="store_true", help="exit 1 when a committed block differs from the store")
-    rp.add_argument("--store", default=None, help="results store (default results/store)")
-    rc = sub.add_parser("routes-check", help="train the base and a 4-layer point a few hundred steps on every CPU "
-                        "route beside an fp32 run, same seed and batches: loss, gradient norms, spikes (JSON)")
-    rc.add_argument("--steps", type=int, default=300)
-    rc.add_argument("--json", default=None, help="output (default results/routes/routes-check.json)")
-    c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
-    c.add_argument("--json", action="store_true", help="print the listing as JSON")
-    c.add_argument("--id", metavar="NAME", help="one claim only")
-    c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
-    c.add_argument("--store", default=None, help="results store (default results/store)")
-    c.add_argument("--markdown", metavar="SCALE", help="one scale as a Markdown table, ours as mean [min, max] "
-                   "over seeds (scales: real LMs, real text (CPU), miniature)")
-
-
 def _add_data_parser(sub) -> None:
     """`data build|info|sources|unpack|sample`: the offline corpus (sinkpaper.data.build) and token files."""
     from .data.build import DEFAULT_MAX_MIB
@@ -284,62 +250,6 @@ def run_train(a) -> int:
             continue
         print(f"{cfg.name}: step {r['step']}, {r['tokens_seen']:,} tokens, loss {r['final_loss']:.3f}, "
               f"val {r['val_loss']:.3f}, Sink_1 {r['sink_k']['1']:.2f}%, alpha_1 {r['alpha_1_mean']:.3f} -> {out}")
-    return 0
-
-
-def run_store(a) -> int:
-    from .train import store as S
-    root = a.store or S.DEFAULT_STORE
-    if a.action == "untrained":
-        from .results.reading import training_failure
-        n = 0
-        for p, payload in S.entries(root):
-            why = training_failure(payload)
-            if why:
-                n += 1
-                print(f"untrained  {S.entry_key(p)}  {payload.get('name')} seed "
-                      f"{payload.get('config', {}).get('run', {}).get('seed')} ({payload.get('profile')}): {why}")
-        print(f"{root}: {n} run(s) that did not learn (kept on disk, never counted in a verdict)")
-        return 0
-    if a.action == "recheck":
-        from .train.recheck import RECHECK_STORE, recheck_table
-        rows = recheck_table(root, RECHECK_STORE)
-        for r in rows:
-            print(f"{r['action']:13s} {r['point']} (seeds {', '.join(map(str, r['seeds']))}): {r['why']}")
-        print(f"{root}: {len(rows)} point(s) trained the reference softmax in bf16; "
-              f"{sum(r['action'] == 'stands' for r in rows)} stand beside their rerun")
-        return 0
-    if a.action == "replace":
-        if not a.rerun:
-            raise ValueError("store replace needs --rerun DIR: the store folder a rerun wrote (train --store DIR)")
-        reruns = S.entry_paths(a.rerun)
-        if not reruns:
-            raise ValueError(f"no store file in {a.rerun}")
-        for path, rerun in zip(S.replace_with_reruns(root, reruns), reruns):
-            print(f"replaced  {path}  by its rerun {rerun}")
-        return 0
-    if a.action == "migrate":
-        renamed = S.migrate(root)
-        print(f"{root}: {len(renamed)} run(s) renamed to their key under the definitions they ran with")
-    stale = S.stale_results(root)
-    for e in stale:
-        print(f"stale  {e['key']}  {e['name']}  ({e['profile']}): {e['reason']}")
-    print(f"{root}: {len(stale)} stale run(s) (kept on disk, never read as current)")
-    return 0
-
-
-def run_report(a) -> int:
-    from .results import blocks, write_blocks
-    from .train.store import DEFAULT_STORE
-    store = a.store or DEFAULT_STORE
-    if a.write or a.check:
-        changed = write_blocks(".", store, check=a.check)
-        verb = "differ from the store" if a.check else "rewritten"
-        print(f"{', '.join(changed) or 'nothing'} {verb}")
-        return 1 if a.check and changed else 0
-    for name, lines in blocks(store).items():
-        print(f"[{name}]")
-        print("\n".join(lines))
     return 0
 
 
@@ -534,27 +444,6 @@ def run_data(a) -> int:
     return 0
 
 
-def run_claims(a) -> int:
-    from . import paper
-
-    ids = [c.id for c in paper.CLAIMS]
-    if a.id is not None and a.id not in ids:
-        print(f"sinkpaper: error: unknown claim {a.id!r}; valid: {', '.join(ids)}", file=sys.stderr)
-        return 2
-    if a.markdown is not None and a.markdown not in paper.SCALES:
-        print(f"sinkpaper: error: unknown scale {a.markdown!r}; valid: {', '.join(paper.SCALES)}", file=sys.stderr)
-        return 2
-    records = paper.load_records(a.records)
-    from .train.store import DEFAULT_STORE
-    store = a.store or DEFAULT_STORE
-    entries = [paper.entry(c, records, store) for c in paper.CLAIMS if a.id in (None, c.id)]
-    if a.markdown is not None:
-        print(paper.markdown_table(entries, a.markdown))
-        return 0
-    print(json.dumps(entries if a.id is None else entries[0], indent=1) if a.json else paper.text_table(entries))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
@@ -584,22 +473,8 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError) as e:
             print(f"sinkpaper: error: {e}", file=sys.stderr)
             return 2
-    if args.command in ("store", "report"):
-        try:
-            return run_store(args) if args.command == "store" else run_report(args)
-        except (ValueError, OSError) as e:
-            print(f"sinkpaper: error: {e}", file=sys.stderr)
-            return 2
-    if args.command == "claims":
-        return run_claims(args)
-    if args.command == "routes-check":
-        from .train import routes_check as RC
-        if args.steps < 1:
-            print("sinkpaper: error: --steps must be >= 1", file=sys.stderr)
-            return 2
-        result = RC.routes_check(args.steps)
-        print(RC.write(result, args.json or RC.DEFAULT_JSON))
-        return 0 if result["passes"] else 1
+    if args.command in cli_results.COMMANDS:
+        return cli_results.run(args)
     if args.command == "bos-audit":
         try:
             return run_bos_audit(args)

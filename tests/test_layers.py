@@ -179,7 +179,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((what, frozenset(units)) 
     ("analyses the chapters and the CLI share", {"analysis"}),
     ("the book (the chapters' shelf)", {"book"}),
     ("the site builder", {"site"}),
-    ("entry points", {"cli", "__main__"}),
+    ("entry points", {"cli", "cli_results", "__main__"}),
 ))
 FLOOR = {unit: i for i, (_, units) in enumerate(FLOORS) for unit in units}
 

@@ -100,3 +100,21 @@ def family(stem: str, points: Sequence[str] | Mapping[str, Any], seeds=(0, 1, 2)
     m = points if isinstance(points, Mapping) else {p: p for p in points}
     runs = runs_of(f"configs/{stem}.yaml", m, seeds)
     return Runs(runs.config, runs.points, runs.seeds, dict(readings or {}))
+
+
+# label builders the claims share: a point's labels read from its runs with and without a fixed first token
+def no_bos_labels(point: str, metrics: Sequence[str]) -> dict:
+    """A bias point's labels read from its run without a fixed first token (the paper's default packing)."""
+    return {f"{point}: {m}": (f"{point}_no_bos", m) for m in metrics}
+
+
+def with_bos_labels(point: str, metrics: Sequence[str]) -> dict:
+    """The same point with the text profile's fixed BOS at position 1: a second reading, shown, not judged."""
+    return {f"{point} (with BOS): {m}": (point, m) for m in metrics}
+
+
+def after_labels(point: str, metrics: Sequence[str]) -> dict:
+    """An after-the-paper design's labels: judged on its run with the text profile's fixed first token (where the
+    2-layer base has a sink to remove or take), and the same design without it shown beside, not judged."""
+    one = {f"{point}: {m}" if len(metrics) > 1 or m != "Sink_1" else point: (point, m) for m in metrics}
+    return {**one, **{f"{point} (no BOS): {m}": (f"{point}_no_bos", m) for m in metrics}}

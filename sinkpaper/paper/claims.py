@@ -1,9 +1,9 @@
 """The claims the book checks, each with its rule, the paper's numbers and the runs that measure it."""
 from __future__ import annotations
 
-from typing import Sequence
 
-from .claim import MINI, Chapter, Claim, NotRun, Runs, at_scales, family, runs_of
+from .claim import (MINI, Chapter, Claim, NotRun, Runs, after_labels, at_scales, family, no_bos_labels, runs_of,
+                    with_bos_labels)
 from .numbers import NUMBERS
 from .onsets import After, Onset
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Sinks, WeightDecay
@@ -21,16 +21,6 @@ _BOS_REPEAT = ("the repeat claim is about T copies of one token (the proposition
 NOT_JUDGED = " (absolute PE, not judged)"
 
 
-def _no_bos(point: str, metrics: Sequence[str]) -> dict:
-    """A bias point's labels read from its run without a fixed first token (the paper's default packing)."""
-    return {f"{point}: {m}": (f"{point}_no_bos", m) for m in metrics}
-
-
-def _with_bos(point: str, metrics: Sequence[str]) -> dict:
-    """The same point with the text profile's fixed BOS at position 1: a second reading, shown, not judged."""
-    return {f"{point} (with BOS): {m}": (point, m) for m in metrics}
-
-
 def _bias_text(point: str) -> Runs:
     """A bias claim at real text, each half read where it can fail: the bias's own Sink* without a fixed first
     token (as the paper ran it), and token 1's Sink_1 with the text profile's BOS at position 1, the only setting of
@@ -44,14 +34,7 @@ def _bias_text(point: str) -> Runs:
 
 def _bias_gpu(point: str) -> Runs:
     """A bias claim at the gpu profile: no fixed first token, and its control (the base) has a token-1 sink."""
-    return family("biases", {**_no_bos(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
-
-
-def _after(point: str, metrics: Sequence[str]) -> dict:
-    """An after-the-paper design's labels: judged on its run with the text profile's fixed first token (where the
-    2-layer base has a sink to remove or take), and the same design without it shown beside, not judged."""
-    one = {f"{point}: {m}" if len(metrics) > 1 or m != "Sink_1" else point: (point, m) for m in metrics}
-    return {**one, **{f"{point} (no BOS): {m}": (f"{point}_no_bos", m) for m in metrics}}
+    return family("biases", {**no_bos_labels(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
 
 
 _AFTER_NOTE = ("real text: judged on the runs with the text profile's fixed first token; without it the 2-layer base "
@@ -364,12 +347,12 @@ CLAIMS: tuple[Claim, ...] = (
                         "scaling v* changes nothing: 20v' reads as v'",
                         controls={"k_bias_fixed_20v1: Sink_1": "default"}),
           measure=at_scales(text=family("biases", {
-              **_no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1")),
+              **no_bos_labels("k_bias_fixed_20v1", ("Sink*", "Sink_1")),
               "default": ("no_fixed_token", "Sink_1", "configs/data.yaml"),
               **{f"{pt} (with BOS): {m}": (pt, m) for pt in ("k_bias_fixed_20v1", "k_bias_fixed_5v1", "k_bias_fixed_v2",
                                                             "k_bias_fixed_5v2", "k_bias_fixed_20v2")
                  for m in ("Sink*", "Sink_1")}}),
-              gpu=family("biases", {**_no_bos("k_bias_fixed_20v1", ("Sink*", "Sink_1")), "default": ("none", "Sink_1")}),
+              gpu=family("biases", {**no_bos_labels("k_bias_fixed_20v1", ("Sink*", "Sink_1")), "default": ("none", "Sink_1")}),
               mini=runs_of(MINI, {**{f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")},
                                "default": ("recipe", "Sink_1")})),
           note="real text: judged on 20v' without a fixed first token; the fixed-BOS runs of 20v', 5v', v'', 5v'' and "
@@ -519,35 +502,35 @@ CLAIMS: tuple[Claim, ...] = (
           "Qiu et al. 2025, arXiv 2505.06708",
           rule=Contrast(["softmax"], ["gate_elementwise"], {"gate_elementwise": "softmax"},
                         "the gated model reads as the ungated one"),
-          measure=at_scales(text=family("after_paper", {**_after("gate_elementwise", ("Sink_1",)), "softmax": "softmax"})),
+          measure=at_scales(text=family("after_paper", {**after_labels("gate_elementwise", ("Sink_1",)), "softmax": "softmax"})),
           figure={"softmax": 18.0, "gate_elementwise": 0.0}, note=_AFTER_NOTE),
     Claim("after_gate_headwise", "after", "13_after_the_paper",
           "A head-wise sigmoid gate (one scalar per head) also removes the first-token sink",
           "Qiu et al. 2025, arXiv 2505.06708",
           rule=Contrast(["softmax"], ["gate_headwise"], {"gate_headwise": "softmax"},
                         "the gated model reads as the ungated one"),
-          measure=at_scales(text=family("after_paper", {**_after("gate_headwise", ("Sink_1",)), "softmax": "softmax"})),
+          measure=at_scales(text=family("after_paper", {**after_labels("gate_headwise", ("Sink_1",)), "softmax": "softmax"})),
           figure={"softmax": 18.0, "gate_headwise": 0.0}, note=_AFTER_NOTE),
     Claim("after_gate_paper_reading", "after", "13_after_the_paper",
           "The paper's reading (Section 7): a gate after the attention leaves each row summing to one and adds no place "
           "for the excess, so the sink stays on token 1", "Sections 7.2-7.3 (our reading)",
           rule=Sinks(["gate_elementwise", "gate_headwise"]),
-          measure=at_scales(text=family("after_paper", {**_after("gate_elementwise", ("Sink_1",)),
-                                                    **_after("gate_headwise", ("Sink_1",))})),
+          measure=at_scales(text=family("after_paper", {**after_labels("gate_elementwise", ("Sink_1",)),
+                                                    **after_labels("gate_headwise", ("Sink_1",))})),
           figure={"gate_elementwise": 18.0, "gate_headwise": 18.0},
           note="the opposite of the gated-attention claims: at most one of the two readings can agree; " + _AFTER_NOTE),
     Claim("after_sink_logit", "after", "13_after_the_paper",
           "A learned logit per head in the softmax's denominator lets a head pay no attention to any token",
           "gpt-oss model card (OpenAI 2025)",
           rule=Sinks(["sink_logit: Sink*"], what="Sink*"),
-          measure=at_scales(text=family("after_paper", _after("sink_logit", ("Sink*", "Sink_1")))),
+          measure=at_scales(text=family("after_paper", after_labels("sink_logit", ("Sink*", "Sink_1")))),
           figure={"sink_logit: Sink*": 60.0}, note="Sink*: heads that put more than 0.3 of their attention on the "
           "logit, on average over the queries; " + _AFTER_NOTE),
     Claim("after_softmax_plus_one", "after", "13_after_the_paper",
           "Softmax plus one (a logit fixed at 0 in the denominator) lets a head attend to nothing",
           "Miller 2023, 'Attention is off by one'",
           rule=Sinks(["softmax_plus_one: Sink*"], what="Sink*"),
-          measure=at_scales(text=family("after_paper", _after("softmax_plus_one", ("Sink*", "Sink_1")))),
+          measure=at_scales(text=family("after_paper", after_labels("softmax_plus_one", ("Sink*", "Sink_1")))),
           figure={"softmax_plus_one: Sink*": 60.0}, note="Sink*: heads that put more than 0.3 of their attention on "
           "the +1, on average over the queries; " + _AFTER_NOTE),
     Claim("after_denominator_paper_reading", "after", "13_after_the_paper",
@@ -557,8 +540,8 @@ CLAIMS: tuple[Claim, ...] = (
                         {"sink_logit: Sink*": 0.0, "softmax_plus_one: Sink*": 0.0, "sink_logit: Sink_1": "softmax",
                          "softmax_plus_one: Sink_1": "softmax"},
                         "no logit takes anything and token 1 keeps the softmax run's sink"),
-          measure=at_scales(text=family("after_paper", {**_after("sink_logit", ("Sink*", "Sink_1")),
-                                                    **_after("softmax_plus_one", ("Sink*", "Sink_1")),
+          measure=at_scales(text=family("after_paper", {**after_labels("sink_logit", ("Sink*", "Sink_1")),
+                                                    **after_labels("softmax_plus_one", ("Sink*", "Sink_1")),
                                                     "softmax": "softmax"})),
           figure={"sink_logit: Sink*": 60.0, "softmax_plus_one: Sink*": 60.0, "sink_logit: Sink_1": 0.0,
                   "softmax_plus_one: Sink_1": 0.0, "softmax": 18.0}, note=_AFTER_NOTE),

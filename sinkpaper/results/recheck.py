@@ -1,0 +1,72 @@
+"""Where each stored point that trained the reference softmax in bf16 stands (:mod:`sinkpaper.train.recheck`):
+trained again, judged beside the rerun of its first affected seed, or waiting for that rerun."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..train.recheck import RECHECK_STORE, SPREAD_POINT, judge, margin, trained_bf16_softmax
+from ..train.spikes import spikes_of
+from .reading import plateau_of, training_failure
+
+
+def _sink(payload: Mapping) -> float:
+    return plateau_of(payload, "Sink_1")["mean"]
+
+
+def _reading(payload: Mapping) -> dict:
+    """What :func:`judge` reads of one run: plateau Sink_1, whether it learned, whether it spiked."""
+    spiked = bool(spikes_of(payload))
+    learned = training_failure(payload) is None or spiked   # a spike is judged on its own
+    return {"sink": _sink(payload) if learned else 0.0, "learned": learned and not spiked, "spiked": spiked}
+
+
+def affected(store: str = "results/store") -> dict[str, dict[int, dict]]:
+    """The stored runs (and divergence records) that trained the reference softmax in bf16, by point and seed."""
+    import json
+    from pathlib import Path
+
+    from ..train.store import entry_paths, read_entry
+    out: dict[str, dict[int, dict]] = {}
+    for path in [*entry_paths(store), *sorted(Path(store, "diverged").glob("*.json"))]:
+        payload = read_entry(path) if path.parent.name != "diverged" else json.loads(path.read_text())
+        if trained_bf16_softmax(payload):
+            out.setdefault(payload["name"], {})[payload["config"]["run"]["seed"]] = payload
+    return out
+
+
+def since_route_change(runs: Mapping[int, dict]) -> bool:
+    """A point whose affected runs trained after plain softmax moved to the reference operator (their provenance
+    names the route): all of them are trained again, not judged."""
+    return any((p.get("result", {}).get("provenance") or {}).get("route") or "error" in p for p in runs.values())
+
+
+def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STORE) -> list[dict]:
+    """Every affected point: "retrain" (trained since the route change), or the rerun of its first affected seed
+    in ``recheck_store`` judged against its stored affected seeds ("stands" / "retrain"), or "rerun seed N"
+    while there is none."""
+    from ..train.config import TrainConfig
+    from ..train.store import read_result
+    base = [_reading(p)["sink"] for p in _seeds_of(store, SPREAD_POINT)]
+    widen = margin(base)
+    rows = []
+    for name, runs in sorted(affected(store).items()):
+        seeds = sorted(runs)
+        if since_route_change(runs):
+            rows.append({"point": name, "seeds": seeds, "action": "retrain", "why": "trained since the route change"})
+            continue
+        first = runs[seeds[0]]       # the first affected seed is rerun (seeds trained on a GPU are not affected)
+        cfg = TrainConfig.from_dict(first["config"])
+        rerun = read_result(recheck_store, cfg)
+        if rerun is None:
+            rows.append({"point": name, "seeds": seeds, "action": f"rerun seed {seeds[0]}", "why": "no rerun yet"})
+            continue
+        verdict = judge([_reading(p) for p in runs.values()], _reading(rerun), widen)
+        rows.append({"point": name, "seeds": seeds, "action": "stands" if verdict["stands"] else "retrain",
+                     "why": verdict["why"]})
+    return rows
+
+
+def _seeds_of(store: str, name: str) -> list[dict]:
+    from ..train.store import entries
+    return [p for _, p in entries(store) if p.get("name") == name and p.get("profile") == "text"
+            and not trained_bf16_softmax(p)]
