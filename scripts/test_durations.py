@@ -25,6 +25,8 @@ ROW = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(tests/[^:]+)::(\S+)")
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default=None)
+    ap.add_argument("--from-log", metavar="FILE", help="read the durations of a run already made (its output with "
+                    "--durations=0, e.g. runs/time-make-test.log from scripts/time_command.sh) instead of running")
     ap.add_argument("pytest_args", nargs="*")
     a = ap.parse_args()
     from sinkpaper import provenance
@@ -34,8 +36,16 @@ def main() -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "--durations=0", "-p", "no:cacheprovider", *a.pytest_args]
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    if a.from_log:
+        text = Path(a.from_log).read_text()
+        run = subprocess.CompletedProcess(cmd, 0 if re.search(r"\d+ passed", text) and " failed" not in text else 1,
+                                          text, "")
+        cmd = ["(read from)", a.from_log]
+        found = re.findall(r"\d+ (?:passed|failed).* in ([\d.]+)s", text)
+        wall = float(found[-1]) if found else float("nan")      # pytest's own wall time
+    else:
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
     files: dict[str, dict[str, float]] = defaultdict(lambda: {"call": 0.0, "setup": 0.0, "teardown": 0.0})
     slowest = []
     for line in run.stdout.splitlines():

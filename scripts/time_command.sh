@@ -14,7 +14,10 @@ git clone -q "$root" "$work/main"
 export TORCHINDUCTOR_CACHE_DIR="$work/cache/inductor" TRITON_CACHE_DIR="$work/cache/triton"
 start=$(date +%s.%N)
 status=0
-(cd "$work/main" && make "$target") || status=$?
+# the whole output kept (runs/, not committed): scripts/test_durations.py --from-log reads where the time went
+mkdir -p "$root/runs"
+(cd "$work/main" && make "$target") 2>&1 | tee "$root/runs/time-$name.log" || true
+status=${PIPESTATUS[0]}
 end=$(date +%s.%N)
 commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
 secs=$(python3 -c "print($end - $start)")
