@@ -56,6 +56,7 @@ def loss_chunk_rows(steps: int, chunks=(64, 128, 256, 512, 1024, 4096)) -> list[
     cfg = bench_config("configs/optimization.yaml", "text")
     vocab = int(cfg.model.get("vocab_size", 8192))
     model = SinkModel(cfg.model_config(vocab))
+    model.set_training_route("bf16", True)
     net = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     ids = torch.randint(0, vocab, (cfg.optim.batch_size, cfg.data.context + 1), generator=torch.Generator().manual_seed(0))
@@ -113,6 +114,7 @@ def profile_step_rows(steps: int) -> list[dict]:
             M.CPU_REFERENCE_MAX_T = max_t
             torch._dynamo.reset()
             model = SinkModel(model_cfg)
+            model.set_training_route(cfg.run.dtype, cfg.run.compile)
             net = torch.compile(model) if cfg.run.compile else model
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
             cast = accel.autocast(torch.device("cpu"), cfg.run.dtype)

@@ -31,6 +31,7 @@ def add_parsers(sub) -> None:
                         "route beside an fp32 run, same seed and batches: loss, gradient norms, spikes (JSON)")
     rc.add_argument("--steps", type=int, default=300)
     rc.add_argument("--json", default=None, help="output (default results/routes/routes-check.json)")
+    rc.add_argument("--only", metavar="ROUTE", help="train this route alone, keeping the others of the JSON there")
     c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
     c.add_argument("--json", action="store_true", help="print the listing as JSON")
     c.add_argument("--id", metavar="NAME", help="one claim only")
@@ -121,8 +122,10 @@ def run_routes_check(a) -> int:
     from .train import routes_check as RC
     if a.steps < 1:
         raise ValueError("--steps must be >= 1")
-    result = RC.routes_check(a.steps)
-    print(RC.write(result, a.json or RC.DEFAULT_JSON))
+    path = a.json or RC.DEFAULT_JSON
+    previous = json.loads(open(path).read()) if a.only else None
+    result = RC.routes_check(a.steps, only=a.only, previous=previous)
+    print(RC.write(result, path))
     return 0 if result["passes"] else 1
 
 

@@ -212,16 +212,20 @@ def test_short_contexts_on_the_cpu_train_through_the_reference_when_compiled_in_
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", lambda *a, **k: used.append(1) or real(*a, **k))
     loss = f"chunked by {2 ** 22 // (4 * 61)} tokens"
 
-    def sdpa_calls(T, compiling: bool) -> int:
+    def sdpa_calls(T, compiled: bool, net=None) -> int:
         used.clear()
-        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: compiling)   # the route reads it at the call
+        model.set_training_route("bf16", compiled)
         x = torch.randint(0, 61, (2, T), generator=torch.Generator().manual_seed(T))
         with torch.autocast("cpu", torch.bfloat16):
-            model(x, targets=x.roll(-1, 1)).loss.backward()
+            (model if net is None else net)(x, targets=x.roll(-1, 1)).loss.backward()
         return len(used)
     T = M.CPU_REFERENCE_MAX_T
-    assert sdpa_calls(T, compiling=True) == 0 and sdpa_calls(T + 1, compiling=True) == 2
-    assert sdpa_calls(T, compiling=False) == 2
+    assert sdpa_calls(T, compiled=True) == 0 and sdpa_calls(T + 1, compiled=True) == 2
+    assert sdpa_calls(T, compiled=False) == 2
+    # compiled for real: the route is the model's setting, not read inside the graph (where a graph break would
+    # run it eagerly and take SDPA while the provenance named the reference)
+    torch._dynamo.reset()
+    assert sdpa_calls(T, compiled=True, net=torch.compile(model)) == 0
     for T, attn in ((M.CPU_REFERENCE_MAX_T, "reference"), (M.CPU_REFERENCE_MAX_T + 1, "SDPA")):
         assert model.training_route(T, "cpu", "bf16", True) == {"attention": attn, "loss": loss,
                                                                 "numerics": M.ATTENTION_NUMERICS}

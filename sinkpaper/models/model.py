@@ -121,6 +121,7 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
+        self.compiled_bf16 = False     # trained compiled under CPU bf16 autocast (SinkModel.set_training_route)
         H, Dh, d = cfg.n_heads, cfg.head_dim, cfg.d_model
         # "add": every head reads d_model-wide values and head outputs are summed, not concatenated.
         self.v_dim = d if cfg.head_combine == "add" else Dh
@@ -191,11 +192,12 @@ class Attention(nn.Module):
         cover; on a GPU plain causal softmax only where GPU_PLAIN_SOFTMAX_ROUTE says the kernels are faster), "SDPA"
         (plain causal softmax: PyTorch's fused attention, the same function without the T x T intermediates; on
         the CPU except compiled under bf16 autocast up to CPU_REFERENCE_MAX_T) or "reference" (everything else,
-        and anything that reads the maps). ``compiled_bf16`` None: read from the call (inside torch.compile,
-        under CPU bf16 autocast)."""
+        and anything that reads the maps). ``compiled_bf16`` None: the model's own setting
+        (:meth:`SinkModel.set_training_route`; not read from the call: a graph break runs the frame that decides
+        it eagerly, where torch.compiler.is_compiling() is False, so a compiled step took SDPA while its
+        provenance named the reference)."""
         if compiled_bf16 is None:
-            compiled_bf16 = (torch.compiler.is_compiling() and torch.is_autocast_enabled("cpu")
-                             and torch.get_autocast_dtype("cpu") == torch.bfloat16)
+            compiled_bf16 = self.compiled_bf16
         cfg, params = self.cfg, self.cfg.op_params
         if want_map:
             return "reference"
@@ -390,6 +392,13 @@ class SinkModel(nn.Module):
         if torch.device(device).type != "cpu":
             return CHUNK
         return max(64, CPU_LOSS_CHUNK_BYTES // (4 * self.cfg.vocab_size))
+
+    def set_training_route(self, dtype: str, compiled: bool) -> None:
+        """How the model is trained (``dtype`` "bf16": under autocast, or "fp32"; compiled or not): plain causal
+        softmax on the CPU takes the reference operator only compiled in bf16 (:meth:`Attention.route`). The
+        trainer and the benchmarks set it before the first step; evaluation reads the same route."""
+        for block in self.blocks:
+            block.attn.compiled_bf16 = bool(compiled and dtype == "bf16")
 
     def training_route(self, seq_len: int, device, dtype: str = "bf16", compiled: bool = True) -> dict:
         """Which exact route a training step takes at ``seq_len`` on ``device`` in ``dtype`` ("bf16": autocast,

@@ -136,6 +136,8 @@ class _Row:
         self.model = (SinkModel(mcfg) if name == "ours" else _llama(mcfg, vocab)).to(device)
         self.net = accel.maybe_compile(self.model, device, compiled)
         self.compiled = self.net is not self.model
+        if name == "ours":
+            self.model.set_training_route(dtype, self.compiled)     # the route the trainer would take
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=True)
         self.autocast = accel.autocast(device, dtype)
         self.ids, self.device = ids, device

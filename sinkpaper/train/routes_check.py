@@ -54,18 +54,29 @@ def _one(config: str, point: str, seed: int, steps: int, route: tuple) -> dict:
         result = train(cfg, d, progress=False)
         log = [r for r in read_log(Path(d) / "log.jsonl") if "grad_norm_max" in r]
     return {"route": result["provenance"]["route"], "dtype": dtype, "compiled": compile_,
+            "code": result["provenance"]["code_version"],
             "wall_seconds": round(time.perf_counter() - t0, 1),
             "loss": [round(r["loss"], 4) for r in log], "grad_norm": [round(r["grad_norm_max"], 4) for r in log],
             "spikes": find_spikes(log, cfg.optim.warmup)}
 
 
-def routes_check(steps: int = 300, points=POINTS, routes=ROUTES, log=print) -> dict:
-    """Every route of ``routes`` at every point, and the verdict per route."""
+def routes_check(steps: int = 300, points=POINTS, routes=ROUTES, log=print, only: str | None = None,
+                 previous: dict | None = None) -> dict:
+    """Every route of ``routes`` at every point, and the verdict per route. ``only`` (a route's name): train that
+    route alone and keep the other rows of ``previous`` (a routes check of the same steps), each row naming the
+    code it ran."""
     from .. import provenance
+    if only is not None and only not in routes:
+        raise ValueError(f"unknown route {only!r}; valid: {', '.join(routes)}")
+    if only is not None and (previous is None or previous.get("steps") != steps):
+        raise ValueError(f"--only needs a previous routes check of {steps} steps to keep the other routes of")
     out = {"kind": "routes-check", "steps": steps, "tolerance_nats": TOLERANCE, "points": []}
-    for config, point, seed in points:
+    for i, (config, point, seed) in enumerate(points):
         rows = {}
         for name, route in routes.items():
+            if only is not None and name != only:
+                rows[name] = {"code": previous["provenance"]["code_version"], **previous["points"][i]["routes"][name]}
+                continue
             rows[name] = _one(config, point, seed, steps, route)
             log(f"{point} seed {seed}, {name}: loss at step {steps} {rows[name]['loss'][-1]:.3f}, "
                 f"{len(rows[name]['spikes'])} spike(s), {rows[name]['wall_seconds']:.0f} s")

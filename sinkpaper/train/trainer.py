@@ -293,6 +293,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     _truncate_log(out / "log.jsonl", step)
     net = accel.maybe_compile(model, device, cfg.run.compile)   # checkpoints and evaluation use `model`
     compiled = net is not model
+    _unwrap(model).set_training_route(dtype, compiled)
     route = _unwrap(model).training_route(cfg.data.context, device, dtype, compiled)   # for the provenance
     # every route the run trained under, from the step it started at (a run resumed on another machine or code)
     here = {**route, "code": provenance.code_version(), "from_step": step}
