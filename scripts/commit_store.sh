@@ -15,6 +15,8 @@ STORE_TESTS=${STORE_TESTS:-"tests/test_paper.py tests/test_verdicts.py tests/tes
 if ! "$PY" -m pytest -q -x -p no:cacheprovider $STORE_TESTS > runs/store-tests.log 2>&1; then
   echo "the store-reading tests fail on the store as it is (runs/store-tests.log); nothing committed"; exit 1
 fi
+# runs trained by code that recorded the wrong attention route get it corrected (idempotent)
+"$PY" scripts/correct_route_provenance.py results/store > /dev/null
 # Stage the store first and name what was staged: a run a worker stores while this script runs waits for the
 # next commit instead of being committed under a message that does not name it. The partial curves of runs in
 # progress (results/store/partial/) go with them, unnamed.
