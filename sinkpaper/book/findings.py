@@ -41,6 +41,7 @@ SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", "miniature"
 SPARE_COLORS = ("#1a7f37", "#bc4c00", "#1b7c83", "#bf3989")
 PAPER_COLOR = "black"
 REASON_CHARS = 150   # a chip's reason in the card; the whole reason is in its tooltip
+WAITING_CHARS = 70   # a waiting row's claim and reasons: one line each at 1280 px, so the first figure stays on screen
 GRID_REASON_CHARS = 70  # ... and in a scorecard cell
 CLAIM_CHARS = 90
 # the book's glossary page, next to every chapter page (book/glossary.md): the terms a card uses, defined once
@@ -460,10 +461,12 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     waiting = e.get("kind") != "check" and (
         (chart is None and not any(has_values(result_at(e, s)) for s in shown))
         or (not e["paper"]["values"] and not decided))
-    chips = "".join(chip(e, result_at(e, s), s, compact=waiting) for s in shown) or (
+    chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=WAITING_CHARS if waiting else REASON_CHARS)
+                    for s in shown) or (
         '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
-    claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
+    claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">'
+             f'{_e(_cut(e["claim"], WAITING_CHARS if waiting else CLAIM_CHARS))}</div>'
              f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')
     if waiting:
         return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
