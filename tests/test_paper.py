@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from sinkpaper import paper
+from sinkpaper.paper.report import digits_of
 from sinkpaper.results import sweeps
 from sinkpaper.train import store as S
 
@@ -294,7 +295,7 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
             if onset:            # an onset reads per seed, "never" where the quantity never formed
                 assert f"{label} {onset}" in row and onset.replace("step ", "").count(" / ") == len(seeds) - 1
             elif len(seeds) > 1:
-                d = 3 if "alpha" in label else 1
+                d = digits_of(label, 1)      # a budget in whole steps, alpha to 3 decimals, percentages to 1
                 assert f"{label} {r['values'][label]:.{d}f} [{min(seeds):.{d}f}, {max(seeds):.{d}f}]" in row
     summary = next(ln for ln in table.splitlines() if " claims tested at " in ln)
     assert summary.startswith(f"{len(tested)} claims tested at real text (CPU): ")
