@@ -11,12 +11,14 @@ PY=${PYTHON:-.venv/bin/python}
 # nothing is committed if one fails.
 STORE_TESTS=${STORE_TESTS:-"tests/test_paper.py tests/test_verdicts.py tests/test_sweep_reading.py tests/test_realtext.py
   tests/test_findings.py tests/test_results.py tests/test_rule_history.py"}
+# runs trained by code that recorded the wrong attention route get it corrected (idempotent), and the blocks
+# quoted from the store are regenerated, before the tests read them
+"$PY" scripts/correct_route_provenance.py results/store > /dev/null
+"$PY" -m sinkpaper report --write > /dev/null
 # shellcheck disable=SC2086
 if ! "$PY" -m pytest -q -x -p no:cacheprovider $STORE_TESTS > runs/store-tests.log 2>&1; then
   echo "the store-reading tests fail on the store as it is (runs/store-tests.log); nothing committed"; exit 1
 fi
-# runs trained by code that recorded the wrong attention route get it corrected (idempotent)
-"$PY" scripts/correct_route_provenance.py results/store > /dev/null
 # Stage the store first and name what was staged: a run a worker stores while this script runs waits for the
 # next commit instead of being committed under a message that does not name it. The partial curves of runs in
 # progress (results/store/partial/) go with them, unnamed.
