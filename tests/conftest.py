@@ -58,9 +58,12 @@ def pytest_runtest_teardown(item, nextitem):
 XDIST_GROUPS = (("built_book", "book"), ("smollm2", "pretrained"), ("gemma3", "pretrained"))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """`gpu` tests need CUDA; `slow` ones are skipped only when SINKPAPER_SKIP_SLOW=1. Every skip says why in
-    pytest's summary (addopts -ra). The xdist groups above are marked, and put first."""
+    pytest's summary (addopts -ra). The xdist groups above are marked, and put first. tryfirst: an xdist worker
+    reads the group marks in its own collection hook, so they are set before it runs (a group not seen there
+    means every worker builds the book itself; tests/test_suite_groups.py checks it)."""
     no_cuda = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine); runs on the GPU profile")
     no_slow = pytest.mark.skip(reason="slow test skipped because SINKPAPER_SKIP_SLOW=1")
     order = {}
