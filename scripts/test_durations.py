@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--from-log", metavar="FILE", help="read the durations of a run already made (its output with "
                     "--durations=0, e.g. runs/time-make-test.log from scripts/time_command.sh) instead of running")
+    ap.add_argument("--note", default="", help="the conditions it ran under (quiet or beside what; caches empty)")
     ap.add_argument("pytest_args", nargs="*")
     a = ap.parse_args()
     from sinkpaper import provenance
@@ -59,8 +60,10 @@ def main() -> None:
                    for f, t in files.items()), key=lambda r: -r["total"])
     result = {"kind": "test-durations", "command": cmd, "wall_seconds": round(wall, 1), "summary": summary.strip(),
               "exit_code": run.returncode, "cpu": cpu, "cores": os.cpu_count(),
-              "load_average_before": [round(x, 2) for x in load_before],
-              "load_average_after": [round(x, 2) for x in os.getloadavg()],
+              "note": a.note,
+              # a run read from its log was made earlier: this machine's load now says nothing about it
+              "load_average_before": None if a.from_log else [round(x, 2) for x in load_before],
+              "load_average_after": None if a.from_log else [round(x, 2) for x in os.getloadavg()],
               "files": rows, "slowest": sorted(slowest, key=lambda r: -r["seconds"])[:40],
               "provenance": provenance.stamp(None, source_of_numbers="computed now")}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
