@@ -156,23 +156,41 @@ def test_user_mistakes_in_a_real_process(args, msg, tmp_path):
     _assert_one_line_error(r.returncode, r.stderr, msg, tmp_path)
 
 
-@pytest.mark.parametrize("args,msg", [
+BOOK_RUNNER_MISTAKES = [
     (["-p", "no_such_parameter_xyz", "1"],
      "unknown notebook parameter(s) no_such_parameter_xyz; 01_introduction takes: epsilon, model, n_samples, "
      "profile"),
     (["-p", "n_samples", "[1,"], "-p n_samples: '[1,' is not a valid YAML value"),
     (["--profile", "tpu"], "invalid choice: 'tpu' (choose from "),
     (["-p", "1abc", "2"], "parameter name '1abc' is not a Python identifier"),
-])
-def test_book_runner_mistakes_exit_2_with_one_line_before_running(args, msg, tmp_path):
+]
+
+
+def _assert_book_runner_refused(code, stderr, msg, out_dir):
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert lines[0].startswith("sinkpaper.site: error: ") and msg in lines[0], lines[0]
+    assert not out_dir.exists()  # nothing ran, nothing written
+
+
+@pytest.mark.parametrize("args,msg", BOOK_RUNNER_MISTAKES)
+def test_book_runner_mistakes_exit_2_with_one_line_before_running(args, msg, tmp_path, capsys, monkeypatch):
+    """In this process (the runner's `main`), run and build alike; the test below runs one as a real process."""
+    from sinkpaper.site.runner import main
+    monkeypatch.chdir(REPO)
     for command in ("run", "build"):
-        r = subprocess.run([sys.executable, "-m", "sinkpaper.site", command, "--only", "01_introduction", *args,
-                            "--out-dir", str(tmp_path / "book")], capture_output=True, text=True, cwd=REPO,
-                           timeout=600)
-        lines = r.stderr.strip().splitlines()
-        assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-        assert lines[0].startswith("sinkpaper.site: error: ") and msg in lines[0], lines[0]
-        assert not (tmp_path / "book").exists()  # nothing ran, nothing written
+        try:
+            code = main([command, "--only", "01_introduction", *args, "--out-dir", str(tmp_path / "book")])
+        except SystemExit as e:   # argparse's own errors
+            code = e.code
+        _assert_book_runner_refused(code, capsys.readouterr().err, msg, tmp_path / "book")
+
+
+def test_a_book_runner_mistake_in_a_real_process(tmp_path):
+    args, msg = BOOK_RUNNER_MISTAKES[0]
+    r = subprocess.run([sys.executable, "-m", "sinkpaper.site", "build", "--only", "01_introduction", *args,
+                        "--out-dir", str(tmp_path / "book")], capture_output=True, text=True, cwd=REPO, timeout=600)
+    _assert_book_runner_refused(r.returncode, r.stderr, msg, tmp_path / "book")
 
 
 def test_the_old_name_of_the_site_builder_still_runs_for_one_release_and_says_the_new_one(tmp_path):
