@@ -13,11 +13,12 @@ git clone -q "$root" "$work/main"
 # empty compile caches, as on a new machine: inductor's and Triton's (otherwise shared with earlier runs in /tmp)
 export TORCHINDUCTOR_CACHE_DIR="$work/cache/inductor" TRITON_CACHE_DIR="$work/cache/triton"
 start=$(date +%s.%N)
-status=0
 # the whole output kept (runs/, not committed): scripts/test_durations.py --from-log reads where the time went
 mkdir -p "$root/runs"
-(cd "$work/main" && make "$target") 2>&1 | tee "$root/runs/time-$name.log" || true
+set +e   # make's own exit status, not tee's (nor that of a `|| true` after the pipe)
+(cd "$work/main" && make "$target") 2>&1 | tee "$root/runs/time-$name.log"
 status=${PIPESTATUS[0]}
+set -e
 end=$(date +%s.%N)
 commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
 secs=$(python3 -c "print($end - $start)")
