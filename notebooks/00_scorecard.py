@@ -47,6 +47,12 @@ checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == pape
 display(Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok} of those read *agrees* on the "
                  "paper's numbers and not on a result with the claimed effect absent. The others are qualitative "
                  "(or, for the propositions, a check rather than a reproduction) and carry no verdict."))
+# how often a change that keeps a sink in the paper keeps one here: a "removes the sink" read at a scale where
+# many such changes have none is weak evidence
+rates = [r for s in paper.SCALES if (r := paper.report.base_rate_sentence(entries, s))]
+if rates:
+    display(Markdown("**Base rate** (the points of the claims that a sink stays, read on every seed) \u2014 "
+                     + " ".join(rates)))
 if missing_chapters:
     display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
                      + " (they failed or were not executed; their claims read *no result*)."))
@@ -65,16 +71,22 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # when they ran (the book runner executes this page last) and from the results store. Nothing else decides a
 # verdict.
 #
-# Three scales of results:
+# The scales of results:
 #
 # * **real LMs**: the offline pretrained models (SmolLM2-135M, Gemma-3-270M, or any model id passed to a
 #   chapter), measured when the chapter ran (Sections 3, 10 and 11). The Sections 4-7 experiments at the
 #   paper's scale (60M parameters, ~21B tokens) are not run: those rows read *no result (not run)*.
 # * **real text (CPU)**: the Sections 4-7 sweeps on the offline text corpus at a scale a CPU can train (the
-#   `text` profile of `configs/`), read from the results store. Rows without a stored run read *no result*.
-#   Many stored runs were trained with that same recipe on a GPU lent to the project (their seeds agree with
-#   the CPU-trained ones; the book's Measurements page shows the check); each run's provenance, shown when
-#   you hover a cell, names the machine it trained on.
+#   `text` profile of `configs/`: 2 layers, a fixed first token), read from the results store. Rows without a
+#   stored run read *no result*. Many stored runs were trained with that same recipe on a GPU lent to the
+#   project (their seeds agree with the CPU-trained ones; the book's Measurements page shows the check); each
+#   run's provenance, shown when you hover a cell, names the machine it trained on.
+# * **real text, 4 layers (CPU)**: the same recipe at 4 layers, for the position family, the base and the
+#   changes that keep no sink at 2 layers (`configs/layers_4.yaml`, its claims and rules registered before its
+#   runs): is a missing sink a depth effect?
+# * **real text, paper's default (CPU)**: the paper's own packing (no fixed first token, no BOS) at 4 layers and
+#   context 256 over hundreds of millions of tokens (`configs/default_cpu.yaml`, planned before its run).
+# * **GPU (paper's default)**: the calibrated 4-layer model in the paper's packing, trained on a lent GPU.
 # * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
 #   on a CPU), read from the results store. It is an analogue at a tiny scale, shown beside the other two; it
 #   replaces neither.
@@ -85,8 +97,9 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # The verdicts are *agrees*, *disagrees*, *inconclusive*, *not comparable* and *no result*. A verdict on stored
 # runs holds only when **every seed** reads it: a threshold with every seed on the same side, a comparison with
 # the paired differences of one sign and the points' seed ranges apart. Otherwise the row reads *inconclusive*
-# with the reason under it: the difference is inside the seed spread, not a finding. *Not comparable* is a value
-# in the band between the rule's thresholds, or a control with nothing to compare; *no result* is not run, not
+# with the reason under it: the difference is inside the seed spread, not a finding. A value in the grey band
+# between the sink thresholds (5-10 %) reads *inconclusive*; *not comparable* is a control with nothing to
+# compare, or an order between two events one of which never forms; *no result* is not run, not
 # stored, or stored under an older definition of a variant (*stale, rerun*). Each rule was checked to read
 # *agrees* on the paper's own numbers and not on a result where the claimed effect is absent. A disagreement that
 # survives the seeds is a finding, reported as measured.

@@ -28,6 +28,18 @@ from sinkpaper.book import findings
 
 card = findings.finding_card("04_optimization")
 
+# %% tags=["remove-input"]
+# the paper's own setting first: its default packing (no fixed first token) on a CPU, the GPU seed, the paper's run
+from IPython.display import Markdown, display
+
+from sinkpaper.book import default_lead, sources
+
+lead_chart, lead_text, lead_prov = default_lead.lead()
+if lead_chart is not None:
+    display(lead_chart)
+display(Markdown(lead_text))
+sources.record(lead_prov, "the paper's default packing: the CPU runs and the GPU seed")
+
 # %% [markdown]
 # Gu et al. (2025), Section 4, pre-train their 60M LLaMA-style model from scratch and measure Sink_1^0.3
 # (the share of heads whose first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences) as

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from .paper.verdicts import SCALES
 
 COMMANDS = ("store", "report", "claims", "routes-check")
 
@@ -38,7 +39,7 @@ def add_parsers(sub) -> None:
     c.add_argument("--records", default=None, help="folder of chapter records (default book/_results)")
     c.add_argument("--store", default=None, help="results store (default results/store)")
     c.add_argument("--markdown", metavar="SCALE", help="one scale as a Markdown table, ours as mean [min, max] "
-                   "over seeds (scales: real LMs, real text (CPU), miniature)")
+                   "over seeds (scales: " + "; ".join(SCALES) + ")")
 
 
 def run_store(a) -> int:

@@ -299,7 +299,7 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
                 assert f"{label} {r['values'][label]:.{d}f} [{min(seeds):.{d}f}, {max(seeds):.{d}f}]" in row
     summary = next(ln for ln in table.splitlines() if " claims tested at " in ln)
     assert summary.startswith(f"{len(tested)} claims tested at real text (CPU): ")
-    assert table.splitlines()[-1].startswith("Base rate for 'X removes the sink': of the ")
+    assert table.splitlines()[-1].startswith("Base rate for 'X removes the sink', real text (CPU): of the ")
     assert all(len(re.findall(r"(?<!\\)\|", r)) == 6 for r in rows)   # 5 cells: a "|" in a claim is escaped
     with pytest.raises(ValueError, match="valid: real LMs, real text"):
         paper.markdown_table(listing, "gpu")

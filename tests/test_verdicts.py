@@ -553,7 +553,28 @@ def test_the_base_rate_counts_points_that_keep_a_sink_in_the_paper_and_have_none
                              "pos_absolute": [20, 0, 0]}),
                e("ops_sigmoid", {"sigmoid": [0, 0, 0], "softmax": [40, 40, 40]})]    # a Contrast: not counted
     got = removal_base_rate(listing)
-    assert got == {"none": ["pos_nope"], "kept_in_paper": ["pos_absolute", "pos_alibi", "pos_nope", "pos_rope"]}
+    assert got == {"none": ["pos_nope"], "kept": ["pos_rope"],
+                   "kept_in_paper": ["pos_absolute", "pos_alibi", "pos_nope", "pos_rope"]}
+    assert paper.report.base_rate_sentence(listing, "real text (CPU)") == (
+        "real text (CPU): of the 4 points that keep a sink in the paper and are read here, 1 keep one in every seed "
+        "and 1 have none in any seed (2 in between); none: pos_nope.")
+    assert paper.report.base_rate_sentence(listing, paper.LAYERS_4_SCALE) == ""   # nothing read there
+
+
+def test_the_base_rate_at_4_layers_reads_the_claims_rule_over_the_points_run_there():
+    """At 4 layers arch_pe's rule is Sinks over the five encodings run there; its labels are the 2-layer ones, so
+    the paper's numbers stand beside them, and a label the 4-layer rule does not read is not counted."""
+    from sinkpaper.paper.report import removal_base_rate
+
+    c = paper.claim("arch_pe")
+    assert paper.scale_rule(c, paper.LAYERS_4_SCALE).labels == ["pos_rope", "pos_nope", "pos_absolute",
+                                                                 "pos_learnable", "pos_alibi"]
+    assert paper.scale_rule(c, "real text (CPU)") is c.rule
+    seeds = {"pos_rope": [70, 74, 68], "pos_nope": [30, 25, 40], "pos_relative": [0, 0, 0]}
+    listing = [{"id": "arch_pe", "paper": {"values": c.paper_values()},
+                "results": {paper.LAYERS_4_SCALE: {"seed_values": seeds}}}]
+    assert removal_base_rate(listing, paper.LAYERS_4_SCALE) == {"kept_in_paper": ["pos_nope", "pos_rope"],
+                                                                 "kept": ["pos_nope", "pos_rope"], "none": []}
 
 
 def test_onsets_are_read_as_registered_and_after_asks_every_seed():

@@ -37,8 +37,9 @@ VERDICT_COLORS = {registry.AGREES: "#1a7f37", registry.DISAGREES: "#cf222e", reg
                   registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
 CHECK_COLOR = "#0969da"  # a check of the propositions is not a reproduction: its own colour, no verdict word
 # One colour per scale across the book; a scale added to the registry later takes the next free colour.
-SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", "miniature": "#8250df"}
-SPARE_COLORS = ("#1a7f37", "#bc4c00", "#1b7c83", "#bf3989")
+SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", registry.LAYERS_4_SCALE: "#bc4c00",
+                registry.DEFAULT_CPU_SCALE: "#1b7c83", registry.GPU_SCALE: "#1a7f37", "miniature": "#8250df"}
+SPARE_COLORS = ("#bf3989", "#57606a")
 PAPER_COLOR = "black"
 REASON_CHARS = 150   # a chip's reason in the card; the whole reason is in its tooltip
 WAITING_CHARS = 70   # a waiting row's claim and reasons: one line each at 1280 px, so the first figure stays on screen
@@ -144,7 +145,7 @@ def _reason(e: Mapping, res: Mapping) -> str:
     if res.get("why"):
         return res["why"]
     v = res.get("verdict")
-    rule = str(e["rule"]).rstrip(".")
+    rule = str(res.get("rule") or e["rule"]).rstrip(".")   # a scale that reads fewer points states its own
     if v == registry.AGREES:
         return f"meets the rule: {rule}"
     if v == registry.DISAGREES:
@@ -243,7 +244,9 @@ def _value(v: float | None, percent: bool) -> str:
 
 # "default" means the paper's default run (the glossary). Our point of that name at a scale whose base run is
 # not the paper's default is named for what it is.
-OUR_DEFAULT = {"real text (CPU)": "text base run, fixed first token", "miniature": "miniature recipe"}
+OUR_DEFAULT = {"real text (CPU)": "text base run, fixed first token",
+               registry.LAYERS_4_SCALE: "4-layer text base run, fixed first token",
+               registry.DEFAULT_CPU_SCALE: "the paper's packing on a CPU, 4 layers", "miniature": "miniature recipe"}
 
 
 def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
@@ -282,7 +285,8 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
     why = reason(e, res, scale)
-    tip = (f"{scale + ': ' if scale else ''}{word}. {why}" + (f"\nRule: {e['rule']}" if e.get("rule") else "")
+    rule = res.get("rule") or e.get("rule")
+    tip = (f"{scale + ': ' if scale else ''}{word}. {why}" + (f"\nRule: {rule}" if rule else "")
            + (f"\nNote: {res['note']}" if res.get("note") else ""))
     head = f'<span class="spx-chip" style="background:{color}">{_e(word)}</span>'
     if late_rule:
@@ -449,6 +453,15 @@ CSS = """
 
 
 DECIDED = (registry.AGREES, registry.DISAGREES, registry.INCONCLUSIVE)   # verdicts a reader can read a finding in
+TWO_LAYERS = "real text (CPU)"
+
+
+def depth_note(e: Mapping) -> str:
+    """One sentence where the 4-layer verdict differs from the 2-layer one, both decided ("" otherwise)."""
+    two, four = (result_at(e, s).get("verdict") for s in (TWO_LAYERS, registry.LAYERS_4_SCALE))
+    if two in DECIDED and four in DECIDED and two != four:
+        return f"At 4 layers this reads {four}, where the 2-layer recipe reads {two}."
+    return ""
 
 
 def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
@@ -465,6 +478,8 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
                     for s in shown) or (
         '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
+    if (depth := depth_note(e)):
+        chips += f'<div class="spx-verdict spx-depth">{_e(depth)}</div>'
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">'
              f'{_e(_cut(e["claim"], WAITING_CHARS if waiting else CLAIM_CHARS))}</div>'
              f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from .numbers import DEFAULT_ALIASES, _source, paper_value
 from .rules import Rule
-from .verdicts import GPU_SCALE
+from .verdicts import DEFAULT_CPU_SCALE, GPU_SCALE, LAYERS_4_SCALE
 
 @dataclass(frozen=True)
 class Runs:
@@ -21,6 +21,9 @@ class Runs:
     points: Mapping[str, tuple[str, str]]
     seeds: tuple[int, ...] = (0, 1, 2)
     readings: Mapping[str, "Runs"] = field(default_factory=dict)
+    # the claim's rule over the labels run at this scale, where they are fewer than the claim's (the same rule
+    # class and thresholds: Sinks over four positional encodings instead of six); None: the claim's own rule
+    rule: Rule | None = None
 
     @property
     def beside(self) -> set[str]:
@@ -84,13 +87,20 @@ class Claim:
 
 
 
-def at_scales(real_lms=PAPER_SCALE, text=None, mini=None, gpu: Runs | bool | None = None) -> dict:
+def at_scales(real_lms=PAPER_SCALE, text=None, mini=None, gpu: Runs | bool | None = None,
+              layers_4: Runs | None = None, default_cpu: Runs | None = None) -> dict:
     """A claim's measurement at each scale. ``gpu=True``: the same points as at real text, read at the gpu profile
-    (where the families' base is the paper's default packing, so a no-fixed-token control is the base itself)."""
+    (where the families' base is the paper's default packing, so a no-fixed-token control is the base itself).
+    ``layers_4``: the claim's points at 4 layers (:func:`at_4_layers`); ``default_cpu``: its points in the paper's
+    default packing on a CPU (configs/default_cpu.yaml)."""
     if gpu is True:
         gpu = text
     return {"real LMs": real_lms,
             "real text (CPU)": text if text is not None else NotRun("no real-text point of this experiment"),
+            LAYERS_4_SCALE: layers_4 if layers_4 is not None else NotRun(
+                "not among the points run at 4 layers (configs/layers_4.yaml)"),
+            DEFAULT_CPU_SCALE: default_cpu if default_cpu is not None else NotRun(
+                "no point of the paper's default on a CPU (configs/default_cpu.yaml) reads it"),
             GPU_SCALE: gpu if gpu is not None else NotRun("no gpu-profile point of this experiment"),
             "miniature": mini if mini is not None else NotRun("no miniature point of this experiment")}
 
@@ -118,3 +128,47 @@ def after_labels(point: str, metrics: Sequence[str]) -> dict:
     2-layer base has a sink to remove or take), and the same design without it shown beside, not judged."""
     one = {f"{point}: {m}" if len(metrics) > 1 or m != "Sink_1" else point: (point, m) for m in metrics}
     return {**one, **{f"{point} (no BOS): {m}": (f"{point}_no_bos", m) for m in metrics}}
+
+
+LAYERS_4 = "configs/layers_4.yaml"
+BASE_LAYERS_4 = "base_layers_4"   # the 4-layer text base: data/fixed_pos1_layers_4's config (one run)
+
+
+def at_4_layers(points: Mapping[str, str | tuple], rule: Rule | None = None, config: str = LAYERS_4,
+                readings: Mapping[str, Runs] | None = None) -> Runs:
+    """A claim's points at 4 layers, under the 2-layer labels (so the paper's numbers stay beside them): {label:
+    point of ``config``, or (point, metric[, config])}; ``rule``: the claim's rule over these labels, where the
+    4-layer points are fewer than the claim's (pre-registered in configs/layers_4.yaml)."""
+    runs = runs_of(config, points)
+    return Runs(runs.config, runs.points, runs.seeds, dict(readings or {}), rule)
+
+
+# measurements several claims share: a bias claim at real text and at the gpu profile, the onsets
+def bias_text(point: str) -> Runs:
+    """A bias claim at real text, each half read where it can fail: the bias's own Sink* without a fixed first
+    token (as the paper ran it), and token 1's Sink_1 with the text profile's BOS at position 1, the only setting of
+    the 2-layer recipe whose control (biases/none, "default") has a token-1 sink to lose. The other two readings are
+    shown beside: token 1 without the BOS cannot fail there (its control reads 0 %)."""
+    return family("biases", {f"{point}: Sink*": (f"{point}_no_bos", "Sink*"), f"{point}: Sink_1": (point, "Sink_1"),
+                           "default": ("none", "Sink_1"),
+                           f"{point} (no BOS): Sink_1": (f"{point}_no_bos", "Sink_1"),
+                           f"{point} (with BOS): Sink*": (point, "Sink*")})
+
+
+def bias_gpu(point: str) -> Runs:
+    """A bias claim at the gpu profile: no fixed first token, and its control (the base) has a token-1 sink."""
+    return family("biases", {**no_bos_labels(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
+
+
+DEFAULT_CPU = "configs/default_cpu.yaml"
+DEFAULT_CPU_BASE = "default_cpu_d128"   # the plan's first configuration (its second, d256, only if this one fails)
+
+
+def onsets_measure(*quantities: str) -> dict:
+    """The text base's onsets of ``quantities`` and its number of steps (past which an onset never came), on the
+    onsets family's runs at real text (2 and 4 layers) and at the miniature, and on the paper's default on a CPU."""
+    def of(point: str) -> dict:
+        return {**{f"base: onset: {q}": (point, f"onset: {q}") for q in quantities}, "base: steps": (point, "steps")}
+    return at_scales(text=family("onsets", of("onsets_base")), mini=family("onsets", of("onsets_base")),
+                     layers_4=family("onsets", of("onsets_layers_4")),
+                     default_cpu=runs_of(DEFAULT_CPU, of(DEFAULT_CPU_BASE)))

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 
-from .claim import (MINI, Chapter, Claim, NotRun, Runs, after_labels, at_scales, family, no_bos_labels, runs_of,
-                    with_bos_labels)
+from .claim import (BASE_LAYERS_4, DEFAULT_CPU, DEFAULT_CPU_BASE, MINI, Chapter, Claim, NotRun, after_labels,
+                    at_4_layers, at_scales, bias_gpu, bias_text, family, no_bos_labels, onsets_measure, runs_of)
 from .numbers import NUMBERS
 from .onsets import After, Onset
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Sinks, WeightDecay
@@ -21,22 +21,6 @@ _BOS_REPEAT = ("the repeat claim is about T copies of one token (the proposition
 NOT_JUDGED = " (absolute PE, not judged)"
 
 
-def _bias_text(point: str) -> Runs:
-    """A bias claim at real text, each half read where it can fail: the bias's own Sink* without a fixed first
-    token (as the paper ran it), and token 1's Sink_1 with the text profile's BOS at position 1, the only setting of
-    the 2-layer recipe whose control (biases/none, "default") has a token-1 sink to lose. The other two readings are
-    shown beside: token 1 without the BOS cannot fail there (its control reads 0 %)."""
-    return family("biases", {f"{point}: Sink*": (f"{point}_no_bos", "Sink*"), f"{point}: Sink_1": (point, "Sink_1"),
-                           "default": ("none", "Sink_1"),
-                           f"{point} (no BOS): Sink_1": (f"{point}_no_bos", "Sink_1"),
-                           f"{point} (with BOS): Sink*": (point, "Sink*")})
-
-
-def _bias_gpu(point: str) -> Runs:
-    """A bias claim at the gpu profile: no fixed first token, and its control (the base) has a token-1 sink."""
-    return family("biases", {**no_bos_labels(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
-
-
 _AFTER_NOTE = ("real text: judged on the runs with the text profile's fixed first token; without it the 2-layer base "
                "grows no sink at all (the scale note), so there is none for a design to remove or take, and those runs "
                "are shown beside, not judged")
@@ -46,17 +30,6 @@ WHEN = "14_when_the_sink_forms"
 _ONSETS_NOTE = ("onsets as sinkpaper/paper/onsets.py defines them, fixed before the runs (configs/onsets.yaml): the "
                 "first evaluation (log-spaced early, then every 100 steps) at which the quantity reaches its threshold; "
                 "on the text base, its fixed first token included")
-
-
-def _onsets_measure(*quantities: str) -> dict:
-    """The text base's onsets of ``quantities`` and its number of steps (past which an onset never came), on the
-    onsets family's runs at real text and at the miniature; at real text the rule is read again on the 4-layer
-    runs (a second reading, beside the verdict)."""
-    def of(point: str) -> dict:
-        return {**{f"base: onset: {q}": (point, f"onset: {q}") for q in quantities}, "base: steps": (point, "steps")}
-    runs = family("onsets", of("onsets_base"))
-    deep = family("onsets", of("onsets_base"), readings={"4 layers": family("onsets", of("onsets_layers_4"))})
-    return at_scales(text=deep, mini=runs)
 
 
 _BIAS_NOTE = ("real text: each half is read where it can fail. The bias's Sink* is read without a fixed first token, "
@@ -135,6 +108,10 @@ CLAIMS: tuple[Claim, ...] = (
           rule=Both(Sinks(["default"]), Onset("default: onset step", 1000, 2000)),
           measure=at_scales(text=family("optimization", {"default": "default",
                                                      "default: onset step": ("default", "onset: sink")}),
+                          layers_4=at_4_layers({"default": BASE_LAYERS_4,
+                                                "default: onset step": (BASE_LAYERS_4, "onset: sink")}),
+                          default_cpu=runs_of(DEFAULT_CPU, {"default": DEFAULT_CPU_BASE,
+                                                            "default: onset step": (DEFAULT_CPU_BASE, "onset: sink")}),
                           mini=runs_of(MINI, {"default": "recipe"})),
           figure={"default: onset step": 1500.0},
           note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, checked against the steps the "
@@ -162,7 +139,9 @@ CLAIMS: tuple[Claim, ...] = (
                                                      "batch_x0.25 (at LR x1/4, beside)": "batch_x0.25_lr_x0.25",
                                                      # the same batch with the base's tokens: its budget reruns
                                                      "batch_x0.25 (steps x2, beside)": "batch_x0.25_steps_x2",
-                                                     "batch_x0.25 (steps x4, beside)": "batch_x0.25_steps_x4"})),
+                                                     "batch_x0.25 (steps x4, beside)": "batch_x0.25_steps_x4"}),
+                          layers_4=at_4_layers({"batch_x0.25": "batch_x0.25_layers_4", "default": BASE_LAYERS_4},
+                                               MattersLittle(["batch_x0.25"], "default"))),
           note="real text: at this recipe's constant LR the held-out loss floor follows LR / batch, so a batch change is "
                "also an LR change; batch x1/4 at LR x1/4 (the base's LR / batch) is shown beside as that confound's "
                "check"),
@@ -197,15 +176,14 @@ CLAIMS: tuple[Claim, ...] = (
           measure=at_scales(
               text=family("data", {**{f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                     for j in (1, 2, 3)},
-                                 **{f"fixed_pos{k} ({depth}, beside): Sink_{k}": (f"fixed_pos{k}_{pt}", f"Sink_{k}")
-                                    for k in (2, 3) for depth, pt in (("5000 steps", "steps_x2"),
-                                                                      ("4 layers", "layers_4"),
-                                                                      ("4 layers, 5000 steps", "layers_4_steps_x2"))}},
-                          # the rule again where the 4-layer model has the depth, then the steps, to grow its sinks
-                          readings={what: family("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}_{pt}", f"Sink_{j}")
-                                                          for k in (2, 3) for j in (1, 2, 3)})
-                                    for what, pt in (("4 layers", "layers_4"),
-                                                     ("4 layers and 5000 steps", "layers_4_steps_x2"))}),
+                                 **{f"fixed_pos{k} (5000 steps, beside): Sink_{k}": (f"fixed_pos{k}_steps_x2", f"Sink_{k}")
+                                    for k in (2, 3)}}),
+              # at 4 layers, and again with the steps to grow its sinks
+              layers_4=at_4_layers({f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}_layers_4", f"Sink_{j}") for k in (2, 3)
+                                    for j in (1, 2, 3)}, config="configs/data.yaml",
+                                   readings={"5000 steps": family("data", {
+                                       f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}_layers_4_steps_x2", f"Sink_{j}")
+                                       for k in (2, 3) for j in (1, 2, 3)})}),
               gpu=family("data", {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
                                 for j in (1, 2, 3)}),
               mini=runs_of(MINI, {f"fixed_pos{k}: Sink_{j}": (f"fixed_pos{k}", f"Sink_{j}") for k in (2, 3)
@@ -214,15 +192,14 @@ CLAIMS: tuple[Claim, ...] = (
           "A fixed token at position 1 takes a much larger sink than windows cut at arbitrary offsets", "Section 5",
           labels=["fixed_pos1", "default"], rule=Change("fixed_pos1", "default", up=True),
           measure=at_scales(text=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token",
-                                             "default (5000 steps, beside)": "no_fixed_token_steps_x2",
-                                             "default (4 layers, beside)": "no_fixed_token_layers_4"},
-                                        # the rule again at those reruns' budget and depth (5000 steps: the base)
+                                             "default (5000 steps, beside)": "no_fixed_token_steps_x2"},
+                                        # the rule again at that rerun's budget (5000 steps: the base)
                                         readings={"5000 steps": family("data", {
                                                       "fixed_pos1": ("default_steps_x2", "Sink_1",
                                                                      "configs/optimization.yaml"),
-                                                      "default": "no_fixed_token_steps_x2"}),
-                                                  "4 layers": family("data", {"fixed_pos1": "fixed_pos1_layers_4",
-                                                                              "default": "no_fixed_token_layers_4"})}),
+                                                      "default": "no_fixed_token_steps_x2"})}),
+                          layers_4=at_4_layers({"fixed_pos1": "fixed_pos1_layers_4", "default": "no_fixed_token_layers_4"},
+                                               config="configs/data.yaml"),
                           # the text profile's budget and depth reruns have no counterpart at the gpu profile
                           gpu=family("data", {"fixed_pos1": "fixed_pos1", "default": "no_fixed_token"}),
                           mini=runs_of(MINI, {"fixed_pos1": "recipe", "default": "no_fixed_token"})),
@@ -237,6 +214,8 @@ CLAIMS: tuple[Claim, ...] = (
           measure=at_scales(text=family("loss", {**{w: w for w in ("wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2",
                                                              "wd_5")},
                                              "wd_1 (5000 steps, beside)": "wd_1_steps_x2"}),
+                          layers_4=NotRun("its rule reads seven weight decays, and WD 0.1 alone is run at 4 layers "
+                                          "(configs/layers_4.yaml)"),
                           mini=runs_of(MINI, {"wd_0": "wd_0", "wd_0.1": "wd_0.1", "wd_0.5": "recipe", "wd_1": "wd_1",
                                            "wd_2": "wd_2", "wd_5": "wd_5"})),
           note="judged on Sink_1, as the paper reports it (miniature: the recipe is WD 0.5; it has no WD 0.01)"),
@@ -269,13 +248,17 @@ CLAIMS: tuple[Claim, ...] = (
           labels=["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"],
           rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
           measure=at_scales(text=family("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
-                                                     "pos_relative", "pos_alibi"]), gpu=True),
+                                                     "pos_relative", "pos_alibi"]), gpu=True,
+                          layers_4=at_4_layers({"pos_rope": BASE_LAYERS_4, **{p: f"{p}_layers_4" for p in (
+                              "pos_nope", "pos_absolute", "pos_learnable", "pos_alibi")}},
+                              Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_alibi"]))),
           note="relative: the paper names no form; pos_relative is the authors' released one (the T5 bucket index "
                "of the distance added to the logits, no parameters). T5's learned bias, pos_relative_learned, is "
                "ours and not scored"),
     Claim("arch_norm", "7.1", "07_architecture", "Post-norm still has a sink", "Section 7.1",
           labels=["post_norm"], rule=Sinks(["post_norm"]),
-          measure=at_scales(text=family("architecture", {"post_norm": "post_norm_lr_x0.25"})),
+          measure=at_scales(text=family("architecture", {"post_norm": "post_norm_lr_x0.25"}),
+                          layers_4=at_4_layers({"post_norm": "post_norm_layers_4"})),
           note="real text: post-norm at the text profile's LR (2e-2) did not learn in 2 of 3 seeds (its held-out loss "
                "stayed at the start's), so the claim reads post-norm at a quarter of that LR, where it learns "
                "(architecture/post_norm_lr_x0.25); the runs at the base LR are listed by `python -m sinkpaper store "
@@ -285,20 +268,27 @@ CLAIMS: tuple[Claim, ...] = (
           labels=["ffn_relu", "ffn_gelu", "ffn_geglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_relu", "ffn_gelu", "ffn_geglu"], "ffn_swiglu"),
           measure=at_scales(text=family("architecture", {"ffn_relu": "ffn_relu", "ffn_gelu": "ffn_gelu",
-                                                     "ffn_geglu": "ffn_geglu", "ffn_swiglu": "pos_rope"}))),
+                                                     "ffn_geglu": "ffn_geglu", "ffn_swiglu": "pos_rope"}),
+                          layers_4=at_4_layers({"ffn_gelu": "ffn_gelu_layers_4", "ffn_swiglu": BASE_LAYERS_4},
+                                               MattersLittle(["ffn_gelu"], "ffn_swiglu")))),
     Claim("arch_ffn_swish_reglu", "7.1", "07_architecture", "Swish and ReGLU FFNs: the FFN type matters little",
           "Section 7.1", labels=["ffn_swish", "ffn_reglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_swish", "ffn_reglu"], "ffn_swiglu"),
           measure=at_scales(text=family("architecture", {"ffn_swish": "ffn_swish", "ffn_reglu": "ffn_reglu",
                                                      "ffn_swiglu": "pos_rope",
                                                      "ffn_swish (steps x2, beside)": "ffn_swish_steps_x2",
-                                                     "ffn_swish (steps x4, beside)": "ffn_swish_steps_x4"}))),
+                                                     "ffn_swish (steps x4, beside)": "ffn_swish_steps_x4"}),
+                          layers_4=at_4_layers({"ffn_swish": "ffn_swish_layers_4", "ffn_swiglu": BASE_LAYERS_4},
+                                               MattersLittle(["ffn_swish"], "ffn_swiglu")))),
     Claim("arch_heads", "7.1", "07_architecture", "The number of heads matters little (1 head; heads added)",
           "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
           rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
           measure=at_scales(text=family("architecture", {"heads_1": "heads_1", "heads_add": "heads_add",
                                                      "heads_8": "heads_8",
-                                                     "heads_add (steps x2, beside)": "heads_add_steps_x2"})),
+                                                     "heads_add (steps x2, beside)": "heads_add_steps_x2"}),
+                          # at 4 layers heads added against the 4-layer base: the same 4 heads, concatenated
+                          layers_4=at_4_layers({"heads_add": "heads_add_layers_4", "default": BASE_LAYERS_4},
+                                               MattersLittle(["heads_add"], "default"))),
           note="real text: 8 concatenated heads at d 128 (point heads_8) stand for the paper's default; heads_1 and "
                "heads_add (the text base's 4 heads, added) are compared with it"),
     Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
@@ -313,8 +303,8 @@ CLAIMS: tuple[Claim, ...] = (
                           {f"{pt}: Sink*": 0.0, f"{pt}: Sink_1": NUMBERS["default"].value},
                           "no bias position takes anything (Sink* 0 %) and token 1 keeps the default's sink",
                           controls={f"{pt}: Sink_1": "default"}),
-            measure=at_scales(text=_bias_text(pt),
-                            gpu=_bias_gpu(pt) if pt == "sink_token" else None,
+            measure=at_scales(text=bias_text(pt),
+                            gpu=bias_gpu(pt) if pt == "sink_token" else None,
                             mini=runs_of(MINI, {f"{pt}: Sink*": (pt, "Sink*"), f"{pt}: Sink_1": (pt, "Sink_1"),
                                              "default": ("recipe", "Sink_1")})),
             note=_BIAS_NOTE)
@@ -332,7 +322,7 @@ CLAIMS: tuple[Claim, ...] = (
                         {"k_bias_fixed_v: Sink*": 0.0, "k_bias_fixed_v: Sink_1": NUMBERS["default"].value},
                         "no bias position takes anything and token 1 keeps the default's sink",
                         controls={"k_bias_fixed_v: Sink_1": "default"}),
-          measure=at_scales(text=_bias_text("k_bias_fixed_v"), gpu=_bias_gpu("k_bias_fixed_v")),
+          measure=at_scales(text=bias_text("k_bias_fixed_v"), gpu=bias_gpu("k_bias_fixed_v")),
           note="this claim reads v' (not 20v'): the paper's 20v' row, where the sink returns to token 1, is the "
                "claim bias_fixed_v_large (configs/biases.yaml runs both); " + _BIAS_NOTE),
     Claim("bias_fixed_v_large", "7.2", "08_biases",
@@ -394,7 +384,10 @@ CLAIMS: tuple[Claim, ...] = (
               "softmax_sum_2 (2500 steps, beside)": "softmax_sum_2",
               "softmax_sum_2 (excess alpha_1, beside)": ("softmax_sum_2_steps_x2", "excess alpha_1"),
               "default_steps_x2 (excess alpha_1, beside)": ("default_steps_x2", "excess alpha_1",
-                                                           "configs/optimization.yaml")})),
+                                                           "configs/optimization.yaml")}),
+              # at 4 layers 'more' at 2500 steps against the 4-layer base (its sink is no longer capped near 50 %)
+              layers_4=at_4_layers({"softmax_sum_2": "softmax_sum_2_layers_4", "softmax": BASE_LAYERS_4},
+                                   Change("softmax_sum_2", "softmax", up=True))),
           note="real text: rows summing to 2 grow their sink only after step 3000 (0 % at 2500 steps), so 'more' is "
                "read at 5000 steps against the base at 5000 steps (default_steps_x2), and 'less' at 2500 against the "
                "base. Only layer 2 of the 2-layer recipe sinks, so Sink_1 tops out near 50 %: 'more' can hardly show "
@@ -554,21 +547,21 @@ CLAIMS: tuple[Claim, ...] = (
           "The first-token sink forms after the induction heads (public 1B-class runs: 10-20x later in tokens)",
           "arXiv 2606.02378 (not this paper)",
           rule=After("base: onset: sink", "base: onset: induction", end="base: steps"),
-          measure=_onsets_measure("sink", "induction"),
+          measure=onsets_measure("sink", "induction"),
           figure={"base: onset: sink": 1200.0, "base: onset: induction": 100.0, "base: steps": 2500.0},
           note=_ONSETS_NOTE),
     Claim("onset_induction_after_previous_token", "when", WHEN,
           "Induction heads form after previous-token heads (an induction head reads what a previous-token head "
           "wrote)", "Olsson et al. 2022 (not this paper)",
           rule=After("base: onset: induction", "base: onset: previous token", end="base: steps"),
-          measure=_onsets_measure("induction", "previous token"),
+          measure=onsets_measure("induction", "previous token"),
           figure={"base: onset: induction": 400.0, "base: onset: previous token": 100.0, "base: steps": 2500.0},
           note=_ONSETS_NOTE),
     Claim("onset_massive_with_sink", "when", WHEN,
           "Token 1's massive activation forms no later than its sink (the two are tied under pre-norm)",
           "arXiv 2603.05498 (not this paper)",
           rule=After("base: onset: sink", "base: onset: massive activation", end="base: steps", strict=False),
-          measure=_onsets_measure("sink", "massive activation"),
+          measure=onsets_measure("sink", "massive activation"),
           figure={"base: onset: sink": 1200.0, "base: onset: massive activation": 1100.0, "base: steps": 2500.0},
           note=_ONSETS_NOTE),
 )

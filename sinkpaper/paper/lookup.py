@@ -18,7 +18,7 @@ from .claims import CLAIMS, rule_check
 from .committed import committed_record
 from .onsets import did_not_last, never_step, onset_step
 from .records import load_records
-from .verdicts import (EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
+from .verdicts import (DEFAULT_CPU_SCALE, EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, LAYERS_4_SCALE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
                        PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds, Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
@@ -40,7 +40,15 @@ def store_lookup(config: str, profile: str, point: str, seed: int, store: str = 
     return (diverged, DIVERGED) if diverged else (None, "missing")
 
 
-PROFILE_OF = {"real text (CPU)": "text", GPU_SCALE: "gpu", "miniature": "cpu"}
+PROFILE_OF = {"real text (CPU)": "text", LAYERS_4_SCALE: "text", DEFAULT_CPU_SCALE: "text", GPU_SCALE: "gpu",
+              "miniature": "cpu"}
+
+
+def scale_rule(c: Claim, scale: str):
+    """The rule a claim is judged by at a scale: the claim's, or the same rule over the fewer labels run there
+    (``Runs.rule``)."""
+    m = c.measure.get(scale)
+    return m.rule if isinstance(m, Runs) and m.rule is not None else c.rule
 PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
 ONSET = "onset: "   # a metric "onset: <quantity>" reads a run's onset of that quantity (sinkpaper.paper.onsets)
 STEPS = "steps"     # the metric "steps" reads the number of steps a run trained (where an onset past it never came)
@@ -291,21 +299,55 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
                "provenance": rec.get("provenance", {})}
         if committed is not None:
             out["read_from"] = committed["provenance"]["read_from"]
-    else:
-        out = _store_result(m, PROFILE_OF[scale], store, c.rule is not None and c.rule.per_run)
+    rule = scale_rule(c, scale)
+    if isinstance(m, Runs):
+        out = _store_result(m, PROFILE_OF[scale], store, rule is not None and rule.per_run)
+        if rule is not c.rule and rule is not None:
+            out["rule"] = rule.sentence
+        if out["status"] in ("missing", "incomplete"):   # which runs, and the command that makes them
+            out["note"] = "; ".join(x for x in (_not_stored(m, out, PROFILE_OF[scale]), out["note"]) if x)
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
         out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition"
     else:
-        out["verdict"], why = _verdict(c.rule, out)
+        out["verdict"], why = _verdict(rule, out)
         if why is not None:
             out["why"] = why
-    if c.rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
-        out["did_not_last"] = _unlasting(c.rule, out)
-    if isinstance(m, Runs) and m.readings and c.rule is not None:
-        out["second_readings"] = [_second_reading(c.rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
+    if rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
+        out["did_not_last"] = _unlasting(rule, out)
+    if isinstance(m, Runs) and m.readings and rule is not None:
+        out["second_readings"] = [_second_reading(rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
                                   for what, sub in m.readings.items()]
     return out
+
+
+def _lacking(m: Runs, out: Mapping) -> dict[str, list[int]]:
+    """{point: its seeds the result has no value of and no exclusion explains}, for the runs a rule reads."""
+    lacking: dict[str, list[int]] = {}
+    for label, (point, *_) in m.points.items():
+        if label in m.beside:
+            continue
+        for seed in m.seeds:
+            if (str(seed) not in out["plateaus"].get(label, {}) and seed not in lacking.setdefault(point, [])
+                    and not any(x.startswith(f"{point} seed {seed}:") for x in out["excluded"])):
+                lacking[point].append(seed)
+    return {pt: sd for pt, sd in lacking.items() if sd}
+
+
+def _not_stored(m: Runs, out: Mapping, profile: str) -> str:
+    """"not stored: <point> seeds 0, 1; run: python -m sinkpaper sweep ..." for each config of the missing runs."""
+    lacking = _lacking(m, out)
+    if not lacking:
+        return ""
+    by_config: dict[str, list[str]] = {}
+    for label, (point, *rest) in m.points.items():
+        if point in lacking and point not in by_config.setdefault(rest[1] if len(rest) > 1 else m.config, []):
+            by_config[rest[1] if len(rest) > 1 else m.config].append(point)
+    seeds = sorted({s for sd in lacking.values() for s in sd})
+    runs = ", ".join(f"{pt} {_seeds_text(sd)}" for pt, sd in lacking.items())
+    cmds = "; ".join(f"python -m sinkpaper sweep --profile {profile} --config {cfg} --points {' '.join(pts)} "
+                     f"--seeds {' '.join(map(str, seeds))}" for cfg, pts in by_config.items() if pts)
+    return f"not stored: {runs} (run: {cmds})"
 
 
 def _unlasting(rule, out: Mapping) -> str:
@@ -349,14 +391,7 @@ def _second_reading(rule, what: str, m: Runs, profile: str, store: str, said: st
     if out["status"] == STALE:
         why = f"{STALE}: {', '.join(out['stale'])}"
     elif out["status"] in ("missing", "incomplete", "too few seeds"):
-        lacking: dict[str, list[int]] = {}   # point -> its seeds with no value that no exclusion explains
-        for label, (point, *_) in m.points.items():
-            for seed in m.seeds:
-                if (str(seed) not in out["plateaus"].get(label, {}) and seed not in lacking.setdefault(point, [])
-                        and not any(x.startswith(f"{point} seed {seed}:") for x in out["excluded"])):
-                    lacking[point].append(seed)
-        missing = [f"{pt} seed{'s' if len(sd) > 1 else ''} {', '.join(map(str, sd))}" for pt, sd in lacking.items()
-                   if sd]
+        missing = [f"{pt} {_seeds_text(sd)}" for pt, sd in _lacking(m, out).items()]
         why = "; ".join([*out["excluded"], *([f"not stored: {', '.join(missing)}"] if missing else [])])
     text = f"the same rule at {what}: {verdict}" + (f" ({why})" if why and why != said else "")
     if out.get("transient") and verdict != NO_RESULT:

@@ -43,15 +43,17 @@ def verdict_text(res: Mapping) -> str:
 
 
 def removal_base_rate(listing: Sequence[Mapping], scale: str = "real text (CPU)") -> dict:
-    """How often a change that keeps a sink in the paper has none here: over the points that claims of "a sink
-    stays" (Sinks, MattersLittle) read, those the paper gives a sink (>= SINK) and whose every seed at ``scale`` is
-    below NO_SINK. A verdict "X removes the sink" at a scale where many such points have none is weak evidence.
-    {"none": [labels], "kept_in_paper": [labels]}, each label once."""
+    """How often a change that keeps a sink in the paper keeps one here: over the points that claims of "a sink
+    stays" (Sinks, MattersLittle, as the scale reads them: :func:`scale_rule`) read, those the paper gives a sink
+    (>= SINK) and that are read at ``scale``; "kept": every seed has a sink (>= SINK), "none": every seed is below
+    NO_SINK. A verdict "X removes the sink" at a scale where many such points have none is weak evidence.
+    {"kept_in_paper": [labels], "kept": [labels], "none": [labels]}, each label once."""
+    from .lookup import scale_rule
     from .rules import MattersLittle, Sinks
     from .verdicts import NO_SINK, SINK
-    kept, none = {}, {}
+    read, kept, none = {}, {}, {}
     for e in listing:
-        rule = claim(e["id"]).rule
+        rule = scale_rule(claim(e["id"]), scale)
         if not isinstance(rule, (Sinks, MattersLittle)):
             continue
         labels = list(rule.labels) + ([rule.base] if isinstance(rule, MattersLittle) else [])
@@ -60,10 +62,25 @@ def removal_base_rate(listing: Sequence[Mapping], scale: str = "real text (CPU)"
             paper = e["paper"]["values"].get(x)
             if paper is None or paper < SINK or not seeds.get(x):
                 continue
-            kept[x] = True
+            read[x] = True
+            if all(v >= SINK for v in seeds[x]):
+                kept[x] = True
             if all(v < NO_SINK for v in seeds[x]):
                 none[x] = True
-    return {"none": sorted(none), "kept_in_paper": sorted(kept)}
+    return {"kept_in_paper": sorted(read), "kept": sorted(kept), "none": sorted(none)}
+
+
+def base_rate_sentence(listing: Sequence[Mapping], scale: str) -> str:
+    """The base rate at a scale in one sentence ("" where no such point is read there)."""
+    base = removal_base_rate(listing, scale)
+    n = len(base["kept_in_paper"])
+    if not n:
+        return ""
+    between = n - len(base["kept"]) - len(base["none"])
+    return (f"{scale}: of the {n} points that keep a sink in the paper and are read here, {len(base['kept'])} keep "
+            f"one in every seed and {len(base['none'])} have none in any seed"
+            + (f" ({between} in between)" if between else "")
+            + (f"; none: {', '.join(base['none'])}" if base["none"] else "") + ".")
 
 
 def row(claim_id: str, directory: str | os.PathLike | None = None, store: str = DEFAULT_STORE) -> dict:
@@ -159,11 +176,8 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")   # "max(|row sum|, 1)"
     n = counts(tested, scale)
     lines += ["", f"{len(tested)} claims tested at {scale}: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
-    base = removal_base_rate(entries, scale)
-    if base["kept_in_paper"]:
-        lines += ["", f"Base rate for 'X removes the sink': of the {len(base['kept_in_paper'])} points that keep a sink "
-                      f"in the paper and are read here, {len(base['none'])} have none in any seed at {scale} ("
-                      + (", ".join(base["none"]) or "none") + ")."]
+    if (rate := base_rate_sentence(entries, scale)):
+        lines += ["", f"Base rate for 'X removes the sink', {rate}"]
     return "\n".join(lines)
 
 

@@ -1,0 +1,85 @@
+"""The paper's default packing on a CPU (configs/default_cpu.yaml: no fixed first token, no BOS): its runs, stored
+or still running (the curve a run keeps in the store's partial/ folder at each checkpoint, ``run.partial``), each
+read as the gpu calibration reads its runs, beside the one GPU seed that grew this sink."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..train import store as S
+from ..train.store import DEFAULT_STORE
+from . import calibration
+from .reading import NotEnoughEvaluations, evaluations, plateau_of, stored, training_failure
+
+CONFIG = "configs/default_cpu.yaml"
+PROFILE = "text"
+POINTS = ("default_cpu_d128", "default_cpu_d256")   # the plan's first configuration, then its second
+SEEDS = (0, 1, 2)
+BAR = calibration.BAR       # the plan's bar is the gpu calibration's: Sink_1 >= 20 % on the plateau
+SINK_LAYER = 10.0           # a layer "holds the sink" when its own Sink_1 reaches the registry's SINK (10 %)
+
+
+@dataclass
+class DefaultRun:
+    """One run of the plan: stored whole (``finished``) or the curve it has written so far (``progress``: step,
+    steps, tokens, elapsed and projected seconds, routes)."""
+    point: str
+    seed: int
+    payload: dict
+    finished: bool
+    progress: dict | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.point}, seed {self.seed}" + ("" if self.finished else " (running)")
+
+
+def runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> list[DefaultRun]:
+    """Every run of the plan the store holds, whole or in progress, in the plan's order."""
+    out = []
+    for s in stored(Path(root) / CONFIG, PROFILE, POINTS, SEEDS, store):
+        if s.found:
+            out.append(DefaultRun(s.point, s.seed, s.payload, True))
+            continue
+        path = S.partial_path(store, s.cfg.hash())
+        if path.is_file():
+            part = S.read_entry(path)
+            out.append(DefaultRun(s.point, s.seed, part, False, part.get("progress")))
+    return out
+
+
+def gpu_seed(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict | None:
+    """The gpu calibration's run with the largest Sink_1 plateau among those that are results (the one seed that
+    grew a sink without a fixed first token), or None."""
+    best = None
+    for p in calibration.calibration_runs(store, root):
+        value, _, failure = calibration._reading(p)
+        if value is not None and failure is None and (best is None or value > best[0]):
+            best = (value, p)
+    return None if best is None else best[1]
+
+
+def sink_layers(payload: dict) -> list[int]:
+    """The layers (1-based) whose own Sink_1 reaches SINK_LAYER at the run's last evaluation."""
+    evals = [c for c in evaluations(payload) if c.get("per_layer_sink_1") is not None]
+    if not evals:
+        return []
+    return [i + 1 for i, v in enumerate(evals[-1]["per_layer_sink_1"]) if v is not None and v >= SINK_LAYER]
+
+
+def facts(payload: dict, finished: bool = True) -> dict:
+    """What the chapter says of a run: tokens seen, its last Sink_1, its plateau (a whole run only, and only if it
+    is a result), where alpha_1 leaves uniform, and the layers that hold the sink."""
+    evals = [c for c in evaluations(payload) if "sink_k" in c]
+    last = evals[-1] if evals else None
+    out = {"tokens": last.get("tokens") if last else None, "step": last["step"] if last else None,
+           "last_sink_1": last["sink_k"]["1"] if last else None, "plateau": None, "failure": None,
+           "leaves_uniform": calibration.leaves_uniform(payload) if evals else None,
+           "sink_layers": sink_layers(payload)}
+    if finished:
+        out["failure"] = training_failure(payload)
+        try:
+            out["plateau"] = plateau_of(payload, "Sink_1")["mean"]
+        except NotEnoughEvaluations:
+            pass
+    return out

@@ -1,0 +1,101 @@
+"""The registry's scales beyond the 2-layer text recipe: the same recipe at 4 layers (configs/layers_4.yaml, its
+claims and rules registered before its runs) and the paper's default packing on a CPU (configs/default_cpu.yaml),
+each read from stores built for the test."""
+from __future__ import annotations
+
+import pytest
+
+from sinkpaper import paper
+from sinkpaper.book import findings
+from tests.test_verdicts import _stored_text_run
+
+FOUR = paper.LAYERS_4_SCALE
+
+
+def test_every_point_a_4_layer_reading_names_is_registered_in_the_configs():
+    from sinkpaper.train.config import sweep_points
+
+    for c in paper.CLAIMS:
+        for scale in (FOUR, paper.DEFAULT_CPU_SCALE):
+            m = c.measure[scale]
+            if isinstance(m, paper.Runs):
+                for label, (point, *rest) in m.points.items():
+                    config = rest[1] if len(rest) > 1 else m.config
+                    assert point in sweep_points(config), f"{c.id} at {scale}: {label} -> {point} not in {config}"
+                rule = paper.scale_rule(c, scale)
+                labels = set(getattr(rule, "labels", ())) | {getattr(rule, "base", None)} - {None}
+                assert labels <= set(m.points), f"{c.id} at {scale}: the rule reads {labels - set(m.points)}"
+
+
+def test_a_point_not_stored_at_4_layers_reads_no_result_naming_the_run_and_its_command(tmp_path):
+    r = paper.result(paper.claim("arch_norm"), FOUR, store=str(tmp_path))
+    assert r["verdict"] == paper.NO_RESULT and r["values"] == {"post_norm": None}
+    assert r["note"].startswith("not stored: post_norm_layers_4 seeds 0, 1, 2 (run: python -m sinkpaper sweep "
+                                "--profile text --config configs/layers_4.yaml --points post_norm_layers_4 "
+                                "--seeds 0 1 2)")
+
+
+def test_the_4_layer_column_reads_its_own_runs_by_the_claims_rule_over_its_points(tmp_path):
+    """arch_heads at 4 layers: heads added against the 4-layer base (MattersLittle over the one point run there),
+    each seed read on its plateau: every seed within a factor 2 of the base's agrees, one seed outside it is
+    inconclusive, every seed outside it disagrees. The 2-layer column, with nothing stored, reads no result."""
+    store = str(tmp_path)
+    c = paper.claim("arch_heads")
+    for seed, (base, added) in enumerate([(70.0, 60.0), (74.0, 55.0), (68.0, 50.0)]):
+        _stored_text_run(store, "configs/layers_4.yaml", "base_layers_4", seed, {"Sink_1": base})
+        _stored_text_run(store, "configs/layers_4.yaml", "heads_add_layers_4", seed, {"Sink_1": added})
+    r = paper.result(c, FOUR, store=store)
+    assert r["verdict"] == paper.AGREES, r
+    assert r["rule"] == "default has a sink (>= 10 %) and heads_add are each within a factor 2 of it."
+    assert r["seed_values"] == {"heads_add": [60.0, 55.0, 50.0], "default": [70.0, 74.0, 68.0]}
+    assert paper.result(c, "real text (CPU)", store=store)["verdict"] == paper.NO_RESULT
+    _stored_text_run(store, "configs/layers_4.yaml", "heads_add_layers_4", 2, {"Sink_1": 20.0})
+    assert paper.result(c, FOUR, store=store)["verdict"] == paper.INCONCLUSIVE     # one seed out: not every seed
+    for seed in (0, 1):
+        _stored_text_run(store, "configs/layers_4.yaml", "heads_add_layers_4", seed, {"Sink_1": 20.0})
+    assert paper.result(c, FOUR, store=store)["verdict"] == paper.DISAGREES
+
+
+def _entry(two: str, four: str) -> dict:
+    res = {s: {"verdict": paper.NO_RESULT, "status": paper.NOT_RUN, "values": {}} for s in paper.SCALES}
+    res["real text (CPU)"] = {"verdict": two, "status": "found", "values": {"x": 1.0}}
+    res[FOUR] = {"verdict": four, "status": "found", "values": {"x": 1.0}}
+    return {"id": "arch_heads", "claim": "c", "kind": "reproduction", "rule": "r",
+            "paper": {"source": "s", "values": {}}, "results": res}
+
+
+@pytest.mark.parametrize("two,four,said", [
+    (paper.DISAGREES, paper.AGREES, "At 4 layers this reads agrees, where the 2-layer recipe reads disagrees."),
+    (paper.AGREES, paper.AGREES, ""),
+    (paper.DISAGREES, paper.NO_RESULT, ""),             # a 4-layer reading not made yet says nothing
+    (paper.NOT_COMPARABLE, paper.AGREES, ""),           # nor one the 2-layer rule could not judge
+])
+def test_a_card_says_in_one_sentence_where_the_4_layer_verdict_differs(two, four, said):
+    assert findings.depth_note(_entry(two, four)) == said
+    assert (said in findings.card_row(_entry(two, four))) and (bool(said) == ("spx-depth" in findings.card_row(
+        _entry(two, four))))
+
+
+def test_the_paper_default_on_a_cpu_reads_a_run_in_progress_from_its_partial_curve(tmp_path):
+    """A run still training is read from the curve it keeps beside the store (unfinished: a last value, never a
+    plateau); once stored whole its partial curve is gone and it is read as a result."""
+    from sinkpaper.book import default_lead
+    from sinkpaper.results import default_cpu as D
+    from sinkpaper.train import store as S
+    from sinkpaper.train.sweep import sweep_configs
+
+    [(point, seed, cfg)] = sweep_configs(D.CONFIG, D.PROFILE, [D.POINTS[0]], [0])
+    per = cfg.optim.batch_size * cfg.data.context
+    curve = [{"step": st, "tokens": per * st, "loss": 6.0, "val_loss": 6.1, "sink_k": {"1": 2.0 * st / 100},
+              "alpha_1_mean": 0.074, "per_layer_sink_1": [0.0, 0.0, 1.0, 3.0]} for st in (100, 200, 300)]
+    S.write_partial(tmp_path, cfg, curve, {"step": 300, "steps": cfg.optim.steps, "tokens": per * 300})
+    [run] = D.runs(store=str(tmp_path))
+    assert (run.point, run.seed, run.finished, run.progress["step"]) == (point, 0, False, 300)
+    f = D.facts(run.payload, run.finished)
+    assert f["plateau"] is None and f["last_sink_1"] == 6.0 and f["leaves_uniform"] is None and f["sink_layers"] == []
+    chart, text, _ = default_lead.lead(store=str(tmp_path))
+    assert f"`{point}` seed 0, {per * 300 / 1e6:.0f}M of {per * cfg.optim.steps / 1e6:.0f}M tokens so far: " \
+           "Sink_1 6 % at its last evaluation; alpha_1 still uniform; no layer with a sink" in text
+    assert chart is not None and "18.18 %" in text
+    assert paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))["verdict"] \
+        == paper.NO_RESULT   # a run in progress is no result
