@@ -11,7 +11,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
+
+
+def _pin_xdist_worker() -> None:
+    """Under pytest-xdist (`make test`) each worker runs on its own share of the CPUs, set before torch starts its
+    thread pool: two workers each running torch on every core oversubscribe the machine, and the threads' waits
+    on each other then make a step many times slower (two 400-step miniature runs side by side on this 2-core
+    machine: 441 s each with two threads, 31 s with one). Subprocesses (the chapters' kernels, CLI runs) inherit
+    the share; a run asking for more threads is capped at it (sinkpaper.train.accel.set_threads)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker or count < 2 or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    i = int(worker.removeprefix("gw"))
+    os.sched_setaffinity(0, cpus[i::count] if count <= len(cpus) else [cpus[i % len(cpus)]])
+
+
+_pin_xdist_worker()
+import torch  # noqa: E402  (after the worker's CPUs are set: torch sizes its thread pool from them)
 
 _ENV_BEFORE = dict(os.environ)
 # Without a GPU the Triton kernels run under the interpreter; it must be on before triton is imported.
