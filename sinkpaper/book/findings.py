@@ -448,6 +448,7 @@ CSS = """
 .spx-late{font-weight:700;margin-right:.35em;color:#9a6700;cursor:help}
 .spx-headline{display:block;font-variant-numeric:tabular-nums}
 .spx-why{display:block;color:#57606a;font-size:.95em}
+.spx-why-inline{color:#57606a;margin-right:.5em}
 @media (max-width:700px){.spx-finding{grid-template-columns:minmax(0,1fr)}}
 """
 
@@ -464,6 +465,23 @@ def depth_note(e: Mapping) -> str:
     return ""
 
 
+def pending_line(e: Mapping, scales: Sequence[str]) -> str:
+    """One line for the scales at which a claim has no result yet: a grey chip, each scale named with its reason's
+    first clause (a single scale: the reason itself), every note in the tooltip; "" for none."""
+    if not scales:
+        return ""
+    parts, tips = [], []
+    for s in scales:
+        res = result_at(e, s)
+        why = _first_clause(reason(e, res, s))
+        parts.append(f'<span class="spx-scale" style="color:{scale_color(s)}">{_e(s)}</span>'
+                     + (f'<span class="spx-why-inline">({_e(_cut(why, 60))})</span>' if why else ""))
+        tips.append(f"{s}: {why}" + (f" ({res['note']})" if res.get("note") else ""))
+    chip_html = f'<span class="spx-chip" style="background:{VERDICT_COLORS[registry.NO_RESULT]}">no result</span>'
+    return (f'<div class="spx-verdict spx-pending" title="{_e(chr(10).join(tips))}">{chip_html}'
+            f'{" ".join(parts)}</div>')
+
+
 def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
@@ -474,9 +492,12 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     waiting = e.get("kind") != "check" and (
         (chart is None and not any(has_values(result_at(e, s)) for s in shown))
         or (not e["paper"]["values"] and not decided))
+    # a scale with no result yet (not stored, too few seeds, its chapter not run) takes no chip of its own: one line
+    # names them all, so a claim run at many scales keeps its row short; each one's reason is in the tooltip
+    pending = [s for s in shown if verdict_word(e, result_at(e, s)) == registry.NO_RESULT]
     chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=WAITING_CHARS if waiting else REASON_CHARS)
-                    for s in shown) or (
-        '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>')
+                    for s in shown if s not in pending) + pending_line(e, pending)
+    chips = chips or '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>'
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
     if (depth := depth_note(e)):
         chips += f'<div class="spx-verdict spx-depth">{_e(depth)}</div>'

@@ -464,7 +464,7 @@ class _Bookkeeping:
         rate = (step - self.start_step) / max(sitting, 1e-9)      # this sitting's steps a second
         left = (self.cfg.optim.steps - step) / max(rate, 1e-12)
         progress = {"step": step, "steps": self.cfg.optim.steps, "tokens": tokens,
-                    "elapsed_seconds": round(elapsed, 1), "projected_seconds_left": round(left, 1),
+                    "elapsed_seconds": round(elapsed, 3), "projected_seconds_left": round(left, 3),
                     "routes": self.routes, "code": provenance.code_version(), "hardware": provenance.hardware(self.device)}
         write_partial(self.partial_store, self.cfg, read_log(self.out / "log.jsonl"), progress)
         print(f"{self.cfg.name}: step {step:,}/{self.cfg.optim.steps:,}, {tokens:,} tokens, {elapsed / 3600:.2f} h "
