@@ -99,3 +99,18 @@ def test_the_paper_default_on_a_cpu_reads_a_run_in_progress_from_its_partial_cur
     assert chart is not None and "18.18 %" in text
     assert paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))["verdict"] \
         == paper.NO_RESULT   # a run in progress is no result
+
+
+def test_a_card_names_the_scales_with_no_result_yet_on_one_line_with_their_reasons():
+    e = _entry(paper.AGREES, paper.NO_RESULT)
+    e["results"][paper.DEFAULT_CPU_SCALE] = {"verdict": paper.NO_RESULT, "status": "missing", "values": {},
+                                             "note": "not stored: default_cpu_d128 seed 0 (run: python -m ...)"}
+    e["results"][FOUR]["status"] = "too few seeds"
+    html = findings.card_row(e)
+    assert html.count("spx-pending") == 1 and html.count(">no result<") == 1   # one line, one grey chip
+    line = html[html.index("spx-pending"):]
+    assert f">{FOUR}<" in line and "(fewer than 3 seeds that trained)" in line
+    assert ">real text, paper&#x27;s default (CPU)<" in line and "(not stored yet)" in line
+    assert "default_cpu_d128 seed 0 (run: python -m ...)" in line       # the note, in the tooltip
+    assert html.count('class="spx-verdict"') == 1                        # the one scale with a verdict: its chip
+    assert findings.pending_line(e, []) == ""
