@@ -24,21 +24,12 @@ live_steps = None  # None: the steps of the point (1500 for the recipe); tests p
 mechanism_samples = 100  # held-out Bigram-Backcopy sequences for the per-head mechanism
 
 # %% tags=["remove-input"]
-from sinkpaper.book import findings
+from sinkpaper.book import default_lead, findings, sources
 
-card = findings.finding_card("04_optimization")
-
-# %% tags=["remove-input"]
-# the paper's own setting first: its default packing (no fixed first token) on a CPU, the GPU seed, the paper's run
-from IPython.display import Markdown, display
-
-from sinkpaper.book import default_lead, sources
-
-lead_chart, lead_text, lead_prov = default_lead.lead()
-if lead_chart is not None:
-    display(lead_chart)
-display(Markdown(lead_text))
-sources.record(lead_prov, "the paper's default packing: the CPU runs and the GPU seed")
+# the paper's own setting leads: its default packing (no fixed first token) on a CPU, the GPU seed, the paper's run
+lead = default_lead.lead()
+card = findings.finding_card("04_optimization", before=lead.show)
+sources.record(lead.provenance, "the paper's default packing: the CPU runs and the GPU seed")
 
 # %% [markdown]
 # Gu et al. (2025), Section 4, pre-train their 60M LLaMA-style model from scratch and measure Sink_1^0.3

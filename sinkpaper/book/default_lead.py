@@ -2,6 +2,9 @@
 GPU seed that grew this sink and the paper's own default run (:mod:`sinkpaper.results.default_cpu`)."""
 from __future__ import annotations
 
+import html
+from dataclasses import dataclass
+
 from .. import paper
 from ..results import default_cpu as D
 from ..results.curves import curve_rows
@@ -17,18 +20,17 @@ def _rows(payload: dict, label: str, seed: int) -> list[dict]:
 def _run_text(run: D.DefaultRun) -> str:
     f = D.facts(run.payload, run.finished)
     if f["tokens"] is None:
-        return f"`{run.point}` seed {run.seed}: started, no evaluation yet"
-    where = (f"{f['tokens'] / 1e6:.0f}M tokens" if run.finished else
-             f"{f['tokens'] / 1e6:.0f}M of {run.payload['config']['optim']['steps'] * _tokens_per_step(run) / 1e6:.0f}M "
-             "tokens so far")
-    sink = (f"Sink_1 {sig(f['plateau'])} % on its plateau ({'clears' if f['plateau'] >= D.BAR else 'below'} the "
-            f"{D.BAR:g} % bar)" if f["plateau"] is not None and not f["failure"] else
-            f"not a result: {f['failure']}" if f["failure"] else f"Sink_1 {sig(f['last_sink_1'])} % at its last evaluation")
+        return f"{run.point} seed {run.seed}: started, no evaluation yet"
+    total = run.payload["config"]["optim"]["steps"] * _tokens_per_step(run)
+    where = f"{f['tokens'] / 1e6:.0f}M tokens" if run.finished else f"{f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens so far"
+    sink = (f"Sink_1 {sig(f['plateau'])} % on its plateau ({'clears' if f['plateau'] >= D.BAR else 'below'} the bar)"
+            if f["plateau"] is not None and not f["failure"] else f"not a result: {f['failure']}" if f["failure"]
+            else f"Sink_1 {sig(f['last_sink_1'])} % at its last evaluation")
     lu = f["leaves_uniform"]
-    uniform = (f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M tokens" if lu else "alpha_1 still uniform")
-    layers = f"the sink in layer{'s' if len(f['sink_layers']) > 1 else ''} {', '.join(map(str, f['sink_layers']))}" \
+    uniform = f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M" if lu else "alpha_1 still uniform"
+    layers = f"sink in layer{'s' if len(f['sink_layers']) > 1 else ''} {', '.join(map(str, f['sink_layers']))}" \
         if f["sink_layers"] else "no layer with a sink"
-    return f"`{run.point}` seed {run.seed}, {where}: {sink}; {uniform}; {layers}"
+    return f"{run.point} seed {run.seed}, {where}: {sink}; {uniform}; {layers}"
 
 
 def _tokens_per_step(run: D.DefaultRun) -> int:
@@ -36,8 +38,35 @@ def _tokens_per_step(run: D.DefaultRun) -> int:
     return cfg["optim"]["batch_size"] * cfg["data"]["context"]
 
 
-def lead(store: str | None = None) -> tuple[object | None, str, dict]:
-    """(the chart or None, the paragraph under it, the provenance of the stored runs drawn)."""
+CSS = """
+.spx-lead{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:.2em 1em;align-items:start;
+  margin:.2em 0 .6em 0;font-size:.9em;line-height:1.4}
+.spx-lead .vega-embed{width:100%}
+@media (max-width:700px){.spx-lead{grid-template-columns:minmax(0,1fr)}}
+"""
+
+
+@dataclass
+class Lead:
+    chart: object | None
+    text: str          # HTML: the runs in two or three sentences, the commands in tooltips
+    provenance: dict
+
+    def _repr_html_(self) -> str:
+        from .figures import chart_html
+
+        chart = chart_html(self.chart) if self.chart is not None else ""
+        return f'<style>{CSS}</style><div class="spx-lead"><div>{chart}</div><div>{self.text}</div></div>'
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        display(self)
+
+
+def lead(store: str | None = None) -> Lead:
+    """The chart (None with nothing to draw), the sentences beside it, and the provenance of the stored runs drawn
+    (a run in progress is named in the text with its step; it has no result's provenance yet)."""
     kw = {} if store is None else {"store": store}
     cpu = D.runs(**kw)
     gpu = D.gpu_seed(**kw)
@@ -48,19 +77,21 @@ def lead(store: str | None = None) -> tuple[object | None, str, dict]:
         rows += _rows(run.payload, f"CPU: {run.label}", run.seed)
     chart = None
     if rows:
-        chart = band_chart(rows, "Sink_1 %", "the paper's default packing: Sink_1 (%)", y_domain=(0, 100),
-                           rule_y=D.BAR, paper_level=paper.paper_value("default"), paper={}, height=170,
-                           also=[("alpha_1", "the paper's default packing: mean alpha_1")])
-    said = [_run_text(r) for r in cpu] or [
-        "no run yet (about a day of one thread: `python -m sinkpaper sweep --profile text --config "
-        f"{D.CONFIG} --points {D.POINTS[0]} --seeds 0`)"]
-    text = ("**The paper's default on a CPU** (no fixed first token, no BOS; 4 layers, d 128, context 256; "
-            f"`{D.CONFIG}`, planned before its runs): " + "; ".join(said) + ".")
+        chart = band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100), rule_y=D.BAR,
+                           paper_level=paper.paper_value("default"), paper={}, height=110)
+    from ..train.sweep import sweep_configs
+    [(_, _, plan)] = sweep_configs(D.CONFIG, D.PROFILE, [D.POINTS[0]], [0])
+    command = f"python -m sinkpaper sweep --profile text --config {D.CONFIG} --points {D.POINTS[0]} --seeds 0"
+    said = [html.escape(_run_text(r)) for r in cpu] or [
+        f'<span title="{html.escape(command)}">no run yet (about a day of one thread)</span>']
+    text = (f"<b>The paper's own setting on a CPU</b>: no fixed first token, {plan.model['n_layers']} layers, d "
+            f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
+            + "; ".join(said) + ".")
     if gpu is not None:
-        text += " **The GPU seed**, the one sink grown without a fixed token (a lent H200, d 256): " + _run_text(
-            D.DefaultRun(gpu["name"], gpu["config"]["run"]["seed"], gpu, True)) + "."
-    text += (f" **The paper's default run** (Section 4): the sink appears between 1k and 2k steps (1-2B tokens) and "
-             f"ends at {paper.paper_text('default')} % (the dashed line; grey dotted: the {D.BAR:g} % bar).")
+        text += " <b>On a lent H200</b> (d 256): " + html.escape(_run_text(
+            D.DefaultRun(gpu["name"], gpu["config"]["run"]["seed"], gpu, True))) + "."
+    text += (f" <b>The paper's run</b>: onset at 1-2B tokens, {paper.paper_text('default')} % at its end (dashed; "
+             f"dotted: the {D.BAR:g} % bar).")
     prov = payloads_provenance([r.payload for r in cpu if r.finished] + ([gpu] if gpu is not None else []),
                                loaded=True)
-    return chart, text, prov
+    return Lead(chart, text, prov)

@@ -42,7 +42,8 @@ SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", registry.LA
 SPARE_COLORS = ("#bf3989", "#57606a")
 PAPER_COLOR = "black"
 REASON_CHARS = 150   # a chip's reason in the card; the whole reason is in its tooltip
-WAITING_CHARS = 70   # a waiting row's claim and reasons: one line each at 1280 px, so the first figure stays on screen
+WAITING_CHARS = 70   # a waiting row's claim: one line at 1280 px, so the first figure stays on screen
+WAITING_REASON_CHARS = 50   # ... and each chip's reason, beside its verdict word and scale name
 GRID_REASON_CHARS = 70  # ... and in a scorecard cell
 CLAIM_CHARS = 90
 # the book's glossary page, next to every chapter page (book/glossary.md): the terms a card uses, defined once
@@ -495,8 +496,9 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     # a scale with no result yet (not stored, too few seeds, its chapter not run) takes no chip of its own: one line
     # names them all, so a claim run at many scales keeps its row short; each one's reason is in the tooltip
     pending = [s for s in shown if verdict_word(e, result_at(e, s)) == registry.NO_RESULT]
-    chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=WAITING_CHARS if waiting else REASON_CHARS)
-                    for s in shown if s not in pending) + pending_line(e, pending)
+    limit = WAITING_REASON_CHARS if waiting else REASON_CHARS
+    chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=limit) for s in shown if s not in pending)
+    chips += pending_line(e, pending)
     chips = chips or '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>'
     no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
     if (depth := depth_note(e)):
@@ -545,11 +547,14 @@ class FindingCard:
             self._handle.update(self)
 
 
-def finding_card(chapter: str) -> FindingCard:
+def finding_card(chapter: str, before=None) -> FindingCard:
     """Show the finding card of ``chapter`` (its stem, e.g. "04_optimization") and return it; the chapter's
     figures are numbered from here on (:func:`.figures.start_chapter`) and its sources line shown under the card
-    (:func:`.sources.begin`)."""
+    (:func:`.sources.begin`). ``before``: a callable that displays what a chapter leads with above its card (chapter
+    4: the paper's own setting), with the chapter's figures already numbered."""
     start_chapter(chapter)
+    if before is not None:
+        before()
     card = FindingCard(chapter).show()
     sources.begin(chapter)   # the page's one line of provenance, under its card
     return card
