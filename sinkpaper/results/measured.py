@@ -95,6 +95,13 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
                                                                         peaks.items())
                  + (f" (bf16 / fp32: {peaks['bf16'] / peaks['fp32']:.1f}x)" if {"bf16", "fp32"} <= set(peaks) else "")
                  + ".")
+    if (own := r.get("gemm_model_shapes")):   # the step's own matmuls, each timed alone: a small model's ceiling
+        mfu = "; ".join(f"{row['model']} {row['dtype']}{', compiled' if row['compiled'] else ''} "
+                        f"{100 * row['mfu_model_shapes']:.0f} %" for row in r["rows"]
+                        if row.get("mfu_model_shapes") is not None)
+        lines.append("The step's own matmuls, each timed alone (its shapes, the same run): "
+                     + ", ".join(f"{k} {v['flops_per_s'] / 1e9:,.0f} GFLOP/s" for k, v in own.items())
+                     + (f"; MFU against them: {mfu}" if mfu else "") + ".")
     b = r["best"]
     base = r["rows"][0]["dtype"]   # fp32 on the CPU; on a GPU the config's dtype, eager
     vs_base = (f"Best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) / ours {base} eager: "
