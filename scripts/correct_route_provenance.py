@@ -2,7 +2,8 @@
 causal softmax runs trained compiled under CPU bf16 autocast: the trainer named the reference operator, but the
 compiled forward decided the route inside the graph, where a graph break made it read as not compiling, and took
 SDPA. Both routes are exact (tests/test_exact_routes.py); only the recorded route was wrong. Each corrected run
-keeps what was recorded under ``route_recorded`` and says why.
+keeps what was recorded under ``route_recorded`` and says why; a run resumed over several sittings has each
+sitting trained by that code corrected in its ``routes`` (``attention_recorded``, ``note``).
 
     .venv/bin/python scripts/correct_route_provenance.py [results/store]
 """
@@ -35,21 +36,28 @@ WHY = ("recorded as the reference operator by the code it trained with; its comp
 
 
 def corrected(payload: dict) -> bool:
+    """Correct a run's recorded route, and each sitting's (``routes``: a run resumed over several sittings names
+    the code of each), where the code that trained it decided the route inside the graph."""
     pv = payload.get("result", {}).get("provenance") or {}
     route = pv.get("route") or {}
     if route.get("attention") != "reference" or not pv.get("compiled") or pv.get("dtype") != "bf16":
-        return False
-    if not _affected(str(pv.get("code_version", ""))):
         return False
     cfg = TrainConfig.from_dict(payload["config"])
     model = SinkModel(cfg.model_config(16))
     # plain causal softmax: the route it takes outside the compiled bf16 case is SDPA
     if model.training_route(cfg.data.context, "cpu", "fp32", compiled=False)["attention"] != "SDPA":
         return False
-    pv["route_recorded"] = dict(route)
-    pv["route"] = {**route, "attention": "SDPA"}
-    pv["route_note"] = WHY
-    return True
+    changed = False
+    for sitting in pv.get("routes") or []:
+        if sitting.get("attention") == "reference" and _affected(str(sitting.get("code", ""))):
+            sitting.update(attention_recorded="reference", attention="SDPA", note=WHY)
+            changed = True
+    if _affected(str(pv.get("code_version", ""))):
+        pv["route_recorded"] = dict(route)
+        pv["route"] = {**route, "attention": "SDPA"}
+        pv["route_note"] = WHY
+        changed = True
+    return changed
 
 
 def main() -> None:

@@ -86,3 +86,34 @@ def test_a_spiked_rerun_or_a_change_in_learning_sends_the_point_back():
     assert not judge(stored, _r(0.0, learned=False), 5.0)["stands"]
     assert not judge([_r(0.0), _r(9.0, learned=False), _r(0.0)], _r(0.0), 5.0)["stands"]
     assert judge([_r(9.0, learned=False)] * 3, _r(2.0, learned=False), 5.0)["stands"]
+
+
+def test_a_run_resumed_across_the_in_graph_route_decision_has_that_sitting_corrected_only():
+    """scripts/correct_route_provenance.py: code from 7f36984 up to be08bdf recorded the reference operator for
+    compiled bf16 plain softmax while its compiled steps took SDPA. A run whose first sitting ran that code and
+    whose second ran the fix has the first sitting's route corrected, the second's and the run's kept."""
+    import importlib.util
+    import subprocess
+    from pathlib import Path
+
+    from sinkpaper.train import load
+
+    repo = Path(__file__).resolve().parents[1]
+    if subprocess.run(["git", "cat-file", "-e", "be08bdf^{commit}"], cwd=repo, capture_output=True).returncode:
+        pytest.skip("the repository's history is not here (a shallow clone or an sdist)")
+    spec = importlib.util.spec_from_file_location("crp", repo / "scripts" / "correct_route_provenance.py")
+    crp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(crp)
+    cfg = load(repo / "configs/optimization.yaml", "text")
+    ref = {"attention": "reference", "loss": "chunked by 128 tokens", "numerics": "fp32 core"}
+    payload = {"config": cfg.to_dict(), "result": {"provenance": {
+        "compiled": True, "dtype": "bf16", "code_version": "0.1.1.dev679+g134653dacc", "route": dict(ref),
+        "routes": [{**ref, "code": "0.1.1.dev679+g7f36984a98", "from_step": 0},
+                   {**ref, "code": "0.1.1.dev679+g134653dacc", "from_step": 750}]}}}
+    assert crp.corrected(payload)
+    pv = payload["result"]["provenance"]
+    first, second = pv["routes"]
+    assert (first["attention"], first["attention_recorded"]) == ("SDPA", "reference") and "graph" in first["note"]
+    assert second["attention"] == "reference" and "attention_recorded" not in second
+    assert pv["route"]["attention"] == "reference" and "route_recorded" not in pv
+    assert not crp.corrected(payload)      # once corrected, nothing left to correct
