@@ -22,7 +22,8 @@ def _run_text(run: D.DefaultRun) -> str:
     if f["tokens"] is None:
         return f"{run.point} seed {run.seed}: started, no evaluation yet"
     total = run.payload["config"]["optim"]["steps"] * _tokens_per_step(run)
-    where = f"{f['tokens'] / 1e6:.0f}M tokens" if run.finished else f"{f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens so far"
+    where = (f"{f['tokens'] / 1e6:.0f}M tokens" if run.finished
+             else f"{f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens so far")
     sink = (f"Sink_1 {sig(f['plateau'])} % on its plateau ({'clears' if f['plateau'] >= D.BAR else 'below'} the bar)"
             if f["plateau"] is not None and not f["failure"] else f"not a result: {f['failure']}" if f["failure"]
             else f"Sink_1 {sig(f['last_sink_1'])} % at its last evaluation")

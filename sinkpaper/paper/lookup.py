@@ -18,8 +18,9 @@ from .claims import CLAIMS, rule_check
 from .committed import committed_record
 from .onsets import did_not_last, never_step, onset_step
 from .records import load_records
-from .verdicts import (DEFAULT_CPU_SCALE, EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, LAYERS_4_SCALE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, PLATEAU,
-                       PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds, Undecided, judge)
+from .verdicts import (DEFAULT_CPU_SCALE, EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, LAYERS_4_SCALE, NOT_COMPARABLE,
+                       NOT_RUN, NO_RESULT, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds,
+                       Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
 def store_lookup(config: str, profile: str, point: str, seed: int, store: str = DEFAULT_STORE) \
@@ -49,6 +50,8 @@ def scale_rule(c: Claim, scale: str):
     (``Runs.rule``)."""
     m = c.measure.get(scale)
     return m.rule if isinstance(m, Runs) and m.rule is not None else c.rule
+
+
 PAPER_WD = 0.1   # the paper's default weight decay, said beside a scale that trains with another
 ONSET = "onset: "   # a metric "onset: <quantity>" reads a run's onset of that quantity (sinkpaper.paper.onsets)
 STEPS = "steps"     # the metric "steps" reads the number of steps a run trained (where an onset past it never came)
