@@ -89,8 +89,10 @@ def lead(store: str | None = None) -> Lead:
             f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
             + "; ".join(said) + ".")
     if gpu is not None:
-        text += " <b>On a lent H200</b> (d 256): " + html.escape(_run_text(
-            D.DefaultRun(gpu["name"], gpu["config"]["run"]["seed"], gpu, True))) + "."
+        hardware = gpu["result"].get("provenance", {}).get("hardware", "GPU")
+        text += (f" <b>On a lent {html.escape(hardware)}</b> (d {gpu['config']['model']['d_model']}): "
+                 + html.escape(_run_text(
+            D.DefaultRun(gpu["name"], gpu["config"]["run"]["seed"], gpu, True))) + ".")
     text += (f" <b>The paper's run</b>: onset at 1-2B tokens, {paper.paper_text('default')} % at its end (dashed; "
              f"dotted: the {D.BAR:g} % bar).")
     prov = payloads_provenance([r.payload for r in cpu if r.finished] + ([gpu] if gpu is not None else []),

@@ -468,7 +468,7 @@ def depth_note(e: Mapping) -> str:
 
 def pending_line(e: Mapping, scales: Sequence[str]) -> str:
     """One line for the scales at which a claim has no result yet: a grey chip, each scale named with its reason's
-    first clause (a single scale: the reason itself), every note in the tooltip; "" for none."""
+    first clause, every reason and note in the tooltip; "" for none."""
     if not scales:
         return ""
     parts, tips = [], []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..results import default_cpu
 from .numbers import DEFAULT_ALIASES, _source, paper_value
 from .rules import Rule
 from .verdicts import DEFAULT_CPU_SCALE, GPU_SCALE, LAYERS_4_SCALE
@@ -160,8 +161,8 @@ def bias_gpu(point: str) -> Runs:
     return family("biases", {**no_bos_labels(point, ("Sink*", "Sink_1")), "default": ("none", "Sink_1")})
 
 
-DEFAULT_CPU = "configs/default_cpu.yaml"
-DEFAULT_CPU_BASE = "default_cpu_d128"   # the plan's first configuration (its second, d256, only if this one fails)
+DEFAULT_CPU = default_cpu.CONFIG
+DEFAULT_CPU_BASE = default_cpu.POINTS[0]   # the plan's first configuration (its second only if this one fails)
 
 
 def onsets_measure(*quantities: str) -> dict:
