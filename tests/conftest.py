@@ -120,7 +120,7 @@ SMOKE_PARAMS: dict[str, dict] = {
     "02_section3_properties": {"n_samples": 4, "n_profile": 4, "explorer_samples": 2},
     # measured on the shared 2-core machine (loaded): 03 1128 s -> 545 s with the first two, 04 1477 s -> 209 s
     "03_section3_measuring": {"n_samples": 4, "t_samples": 2, "seq_lens": [16, 64], "n_map_samples": 1},
-    "04_optimization": {"live_steps": 300},  # >= 2 evaluations, so its step slider can move
+    "04_optimization": {"live_steps": 200},  # 2 evaluations (every 100 steps), so its step slider can move
     "05_data": {"live_steps": 100},
     "06_loss": {"live_steps": 100},
     "08_biases": {"live_steps": 100},

@@ -33,12 +33,14 @@ def test_json_shape(smollm2):  # the fixture makes sure the offline cache is bui
     assert out["provenance"]["code_version"].startswith("0.")
 
 
-def test_token_file_and_table(smollm2, tmp_path):
+def test_token_file_and_table(smollm2, tmp_path, capsys):
+    """In this process (test_json_shape runs the CLI as a program)."""
     tf = tmp_path / "ids.json"
     tf.write_text(json.dumps([[5, 6, 7, 8] * 5, [9, 10, 11, 12] * 5]))
-    r = run("sink", "--model", "smollm2-135m", "--token-file", str(tf), "--seq-len", "16")
-    assert r.returncode == 0, r.stderr
-    assert "Sink_k^eps (%)" in r.stdout and "inputs=token-file" in r.stdout and "N=2  T=16" in r.stdout
+    code, stdout, stderr = _main_in_process(["sink", "--model", "smollm2-135m", "--token-file", str(tf),
+                                             "--seq-len", "16"], capsys)
+    assert code == 0, stderr
+    assert "Sink_k^eps (%)" in stdout and "inputs=token-file" in stdout and "N=2  T=16" in stdout
 
 
 def test_method_stats_gives_the_same_numbers(gemma3, tmp_path, capsys):
