@@ -162,7 +162,10 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
             if onset:
                 return f"{k} {onset}"
             d = digits_of(k, 1)
-            spread = f" [{min(seeds[k]):.{d}f}, {max(seeds[k]):.{d}f}]" if len(seeds.get(k, ())) > 1 else ""
+            got = seeds.get(k, ())
+            # a range of one value (a budget, or no sink in any seed) says so once instead of "x [x, x]"
+            spread = "" if len(got) < 2 else (f" (all {len(got)} seeds)" if min(got) == max(got)
+                                              else f" [{min(got):.{d}f}, {max(got):.{d}f}]")
             # a mean over fewer seeds than the verdict's (a reading shown beside) names them
             few = seeds_of.get(k) if v is not None and k not in seeds else None
             which = f" (seed{'s' if len(few) > 1 else ''} {', '.join(map(str, few))} only)" if few else ""
