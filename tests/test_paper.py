@@ -249,13 +249,14 @@ def _cli(*args):
                           text=True, timeout=300)
 
 
-def test_cli_json_and_id():
-    p = _cli("--json", "--records", "no-records-here")
-    assert p.returncode == 0, p.stderr
-    data = json.loads(p.stdout)
+def test_cli_json_and_id(monkeypatch, capsys):
+    from sinkpaper.cli import main
+    monkeypatch.chdir(REPO)
+    assert main(["claims", "--json", "--records", "no-records-here"]) == 0     # in this process; the error path
+    data = json.loads(capsys.readouterr().out)                                  # below runs it as a program
     assert len(data) >= 40 and set(data[0]) == FIELDS
-    one = _cli("--id", "ops_elu", "--json")
-    assert one.returncode == 0 and json.loads(one.stdout)["id"] == "ops_elu"
+    assert main(["claims", "--id", "ops_elu", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == "ops_elu"
     bad = _cli("--id", "nope")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "unknown claim 'nope'; valid: s3_massive_activation" in bad.stderr
