@@ -45,7 +45,10 @@ def _one(config: str, point: str, seed: int, steps: int, route: tuple) -> dict:
     from .spikes import find_spikes
     from .trainer import read_log, train
     dtype, compile_, attention = route
-    cfg = load(config, "text", {"optim.steps": steps, "eval.every": 10 ** 9, "run.log_every": 1,
+    # steps_scale 1: `steps` is what every point trains (a _steps_x2 point would double it; the schedule is
+    # constant after warm-up, so its first steps are the same run)
+    cfg = load(config, "text", {"optim.steps": steps, "optim.steps_scale": 1.0, "eval.every": 10 ** 9,
+                                "run.log_every": 1,
                                 "run.checkpoint_every": 10 ** 9, "run.dtype": dtype, "run.compile": compile_,
                                 "seed": seed}, sweep_point=point)
     torch._dynamo.reset()
