@@ -5,6 +5,10 @@ seed and batches, beside an fp32 run, with the loss and the gradient norm at eve
 
 A route passes when it has no spike (:mod:`sinkpaper.train.spikes`) and its loss at the last step is within
 :data:`TOLERANCE` nats of the fp32 run's. Rerun before any change to what a training step computes lands.
+
+A route that fails at a point does not train: the trainer's choice for that shape goes to a route that passes
+(plain softmax through SDPA, the CPU route before the reference operator took short contexts). A seed checked
+beyond the points' own is read by the same rule, and a route must pass at every seed checked to keep its place.
 """
 from __future__ import annotations
 
