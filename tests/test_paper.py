@@ -297,7 +297,9 @@ def test_markdown_table_of_a_scale_shows_the_seeds_spread_and_skips_what_it_does
                 assert f"{label} {onset}" in row and onset.replace("step ", "").count(" / ") == len(seeds) - 1
             elif len(seeds) > 1:
                 d = digits_of(label, 1)      # a budget in whole steps, alpha to 3 decimals, percentages to 1
-                assert f"{label} {r['values'][label]:.{d}f} [{min(seeds):.{d}f}, {max(seeds):.{d}f}]" in row
+                lo, hi = f"{min(seeds):.{d}f}", f"{max(seeds):.{d}f}"    # one printed value: said once
+                spread = f"(all {len(seeds)} seeds)" if lo == hi else f"[{lo}, {hi}]"
+                assert f"{label} {r['values'][label]:.{d}f} {spread}" in row, (label, row)
     summary = next(ln for ln in table.splitlines() if " claims tested at " in ln)
     assert summary.startswith(f"{len(tested)} claims tested at real text (CPU): ")
     assert table.splitlines()[-1].startswith("Base rate for 'X removes the sink', real text (CPU): of the ")

@@ -163,9 +163,9 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
                 return f"{k} {onset}"
             d = digits_of(k, 1)
             got = seeds.get(k, ())
-            # a range of one value (a budget, or no sink in any seed) says so once instead of "x [x, x]"
-            spread = "" if len(got) < 2 else (f" (all {len(got)} seeds)" if min(got) == max(got)
-                                              else f" [{min(got):.{d}f}, {max(got):.{d}f}]")
+            lo, hi = (f"{min(got):.{d}f}", f"{max(got):.{d}f}") if got else ("", "")
+            # a range that prints as one value (a budget, no sink in any seed) says so once, not "x [x, x]"
+            spread = "" if len(got) < 2 else (f" (all {len(got)} seeds)" if lo == hi else f" [{lo}, {hi}]")
             # a mean over fewer seeds than the verdict's (a reading shown beside) names them
             few = seeds_of.get(k) if v is not None and k not in seeds else None
             which = f" (seed{'s' if len(few) > 1 else ''} {', '.join(map(str, few))} only)" if few else ""
