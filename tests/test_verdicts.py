@@ -742,6 +742,7 @@ def test_budgets_print_as_whole_steps_and_the_uniform_induction_value_is_compute
     res["seed_values"]["base: steps"][1], res["values"]["base: steps"] = 5000.0, 10000 / 3
     assert " [2500, 5000]" in markdown_table([e], "real text (CPU)")   # values that differ keep their range
     assert fmt_values({"base: steps": 2500.0}) == "base: steps 2500"
+    assert fmt_values({"default: onset step": 1266.7}) == "default: onset step 1267"   # a mean of onset steps
     # a uniform causal head on r ++ r at T = 64: the mean of 1/t over the second copy's queries, not 1/T
     assert uniform_induction_score(64, 32) == pytest.approx(sum(1 / t for t in range(33, 65)) / 32)
     assert round(uniform_induction_score(64, 32), 4) == 0.0214

@@ -13,9 +13,9 @@ from .verdicts import NOT_RUN, NO_RESULT, SCALES, SEEDS_MIN, STALE
 
 # ----------------------------------------------------------------------------------------- for people
 def digits_of(label: str, digits: int) -> int:
-    """The decimals a label's values print with: a budget (the metric "steps") is a whole number of steps;
-    alpha_1 and its excess are fractions (3); the rest (percentages) ``digits``."""
-    if label == STEPS or label.endswith(f": {STEPS}"):
+    """The decimals a label's values print with: a budget (the metric "steps") and an onset step are whole
+    numbers of steps; alpha_1 and its excess are fractions (3); the rest (percentages) ``digits``."""
+    if label == STEPS or label.endswith(f": {STEPS}") or label.endswith("onset step"):
         return 0
     return 3 if "alpha" in label else digits
 
