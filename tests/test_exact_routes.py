@@ -174,3 +174,33 @@ def test_the_fused_kernels_are_exact_at_large_logits(op, sink, mask, sdpa_bound)
             args.update(q=q.float(), k=k.float(), v=v.float())
             return fused.attention(op=op, impl="triton", **args)
     _check_route(fn, op, SINKS[sink], mask, sdpa_bound)
+
+
+def test_the_routes_check_fails_a_spike_or_a_gap_past_its_tolerance_and_names_the_seeds_it_fails_at(tmp_path):
+    """The trajectories' verdict (sinkpaper.train.routes_check.judge) and the Measurements page's line for a point
+    checked at several seeds, on rows whose gaps are known."""
+    import json
+
+    from sinkpaper.results.measured import routes_check_lines
+    from sinkpaper.train.routes_check import TOLERANCE, judge
+
+    def rows(gap_ref, gap_sdpa, spike=False):
+        return judge({"fp32": {"loss": [6.0, 5.0], "spikes": []},
+                      "reference": {"loss": [6.0, 5.0 + gap_ref], "spikes": [{"step": 150}] if spike else []},
+                      "SDPA": {"loss": [6.1, 5.0 + gap_sdpa], "spikes": []}})
+    r = rows(0.02, -0.03)
+    assert r["reference"]["loss_gap_at_end"] == 0.02 and r["SDPA"]["loss_gap_at_end"] == -0.03
+    assert r["fp32"]["passes"] and r["reference"]["passes"] and r["SDPA"]["passes"]
+    assert not rows(TOLERANCE + 0.01, 0.0)["reference"]["passes"]          # too far from fp32 at the end
+    assert not rows(-TOLERANCE - 0.01, 0.0)["reference"]["passes"]         # either side
+    assert not rows(0.0, 0.0, spike=True)["reference"]["passes"]           # a spike fails a route that ends well
+    points = [{"point": "base", "seed": 1, "routes": rows(0.01, 0.0)}]
+    points += [{"point": "deep", "seed": s, "routes": rows(g, h)} for s, g, h in ((1, 0.08, 0.03), (0, 0.02, 0.06))]
+    result = {"steps": 2, "tolerance_nats": TOLERANCE, "points": points,
+              "provenance": {"hardware": "CPU x", "torch": "t", "code_version": "c", "computed_at": "now"}}
+    (tmp_path / "rc.json").write_text(json.dumps(result))
+    lines = routes_check_lines("rc.json", root=tmp_path)
+    by_seed = [ln for ln in lines if ln.startswith("deep, seeds 1 / 0")]
+    assert by_seed == ["deep, seeds 1 / 0, gap to fp32 at the end: reference +0.080 / +0.020 (fails at seed 1); "
+                       "SDPA +0.030 / +0.060 (fails at seed 0)."]
+    assert not any(ln.startswith("base, seeds") for ln in lines)           # one seed: its rows say it all

@@ -474,6 +474,26 @@ def softmax_error_lines(path: str | Path = SOFTMAX_ERROR, root: str | Path = "."
                         f"(`{path}`)."]
 
 
+def _routes_by_seed(points: list[dict]) -> list[str]:
+    """For a point checked at several seeds, one line: each route's gap to fp32 at the end, seed by seed, and the
+    seeds it fails at."""
+    by: dict[str, list[dict]] = {}
+    for p in points:
+        by.setdefault(p["point"], []).append(p)
+    out = []
+    for point, ps in by.items():
+        if len(ps) < 2:
+            continue
+        parts = []
+        for name in list(ps[0]["routes"])[1:]:           # the first route is the fp32 run the gaps are taken to
+            gaps = " / ".join(f"{q['routes'][name]['loss_gap_at_end']:+.3f}" for q in ps)
+            fails = [str(q["seed"]) for q in ps if not q["routes"][name]["passes"]]
+            parts.append(f"{name} {gaps}" + (f" (fails at seed {', '.join(fails)})" if fails else " (passes at every seed)"))
+        out.append(f"{point}, seeds {' / '.join(str(q['seed']) for q in ps)}, gap to fp32 at the end: "
+                   + "; ".join(parts) + ".")
+    return out
+
+
 def routes_check_lines(path: str | Path = ROUTES_CHECK, root: str | Path = ".") -> list[str]:
     """The routes check: each route's loss at a few steps and at the end beside the fp32 run, spikes, verdict."""
     r = load_stored(path, root)
@@ -489,7 +509,8 @@ def routes_check_lines(path: str | Path = ROUTES_CHECK, root: str | Path = ".") 
             lines.append(f"| {p['point']}, {p['seed']} | {name} | " + " | ".join(f"{row['loss'][s - 1]:.2f}" for s in marks)
                          + f" | {row['loss_gap_at_end']:+.3f} | {len(row['spikes'])} | "
                          + ("yes" if row["passes"] else "**no**") + " |")
-    return lines + ["", f"{steps} steps of the text profile, one thread, the same seed and batches on every route; "
+    return lines + ["", *_routes_by_seed(r["points"]),
+                    f"{steps} steps of the text profile, one thread, the same seed and batches on every route; "
                         f"a route passes with no spike and its final loss within {r['tolerance_nats']} nats of the "
                         f"fp32 run's. {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']}, "
                         f"{pv['computed_at']} (`{path}`)."]
