@@ -488,7 +488,8 @@ def _routes_by_seed(points: list[dict]) -> list[str]:
         for name in list(ps[0]["routes"])[1:]:           # the first route is the fp32 run the gaps are taken to
             gaps = " / ".join(f"{q['routes'][name]['loss_gap_at_end']:+.3f}" for q in ps)
             fails = [str(q["seed"]) for q in ps if not q["routes"][name]["passes"]]
-            parts.append(f"{name} {gaps}" + (f" (fails at seed {', '.join(fails)})" if fails else " (passes at every seed)"))
+            verdict = f"fails at seed {', '.join(fails)}" if fails else "passes at every seed"
+            parts.append(f"{name} {gaps} ({verdict})")
         out.append(f"{point}, seeds {' / '.join(str(q['seed']) for q in ps)}, gap to fp32 at the end: "
                    + "; ".join(parts) + ".")
     return out
