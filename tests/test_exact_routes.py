@@ -204,3 +204,27 @@ def test_the_routes_check_fails_a_spike_or_a_gap_past_its_tolerance_and_names_th
     assert by_seed == ["deep, seeds 1 / 0, gap to fp32 at the end: reference +0.080 / +0.020 (fails at seed 1); "
                        "SDPA +0.030 / +0.060 (fails at seed 0)."]
     assert not any(ln.startswith("base, seeds") for ln in lines)           # one seed: its rows say it all
+
+
+def test_the_routes_check_widens_its_bar_to_the_floor_two_exact_runs_set_and_names_the_dtype_a_shape_trains_at():
+    """Where the check trains the fp32 compiled run (FLOOR), a seed's bar is the larger of TOLERANCE and that
+    run's gap to the eager fp32 run; a shape whose bf16 routes all fail at some seed trains in fp32."""
+    from sinkpaper.train.routes_check import FLOOR, TOLERANCE, judge, verdicts
+
+    def rows(floor, gap_ref, gap_sdpa, spike_floor=False):
+        return judge({"fp32": {"loss": [6.0, 5.0], "spikes": []},
+                      FLOOR: {"loss": [6.0, 5.0 + floor], "spikes": [{"step": 9}] if spike_floor else []},
+                      "bf16, reference": {"loss": [6.0, 5.0 + gap_ref], "spikes": []},
+                      "bf16, SDPA": {"loss": [6.0, 5.0 + gap_sdpa], "spikes": []}})
+    r = rows(0.09, 0.08, -0.10)
+    assert r["bf16, reference"]["bar_nats"] == 0.09 and r["bf16, reference"]["passes"]   # inside the floor
+    assert not r["bf16, SDPA"]["passes"]                                                # past it, either side
+    r = rows(0.01, 0.06, 0.04)                                  # a small floor leaves the bar at TOLERANCE
+    assert r["bf16, SDPA"]["bar_nats"] == TOLERANCE and r["bf16, SDPA"]["passes"]
+    assert not r["bf16, reference"]["passes"]
+    assert r[FLOOR]["passes"] and not rows(0.3, 0.0, 0.0, spike_floor=True)[FLOOR]["passes"]
+    v = verdicts([{"point": "deep", "seed": 0, "routes": rows(0.0, 0.08, 0.01)},
+                  {"point": "deep", "seed": 1, "routes": rows(0.0, 0.01, 0.08)},
+                  {"point": "base", "seed": 0, "routes": rows(0.0, 0.01, 0.08)}])
+    assert v["deep"]["trains_at"] == "fp32" and v["deep"]["seeds"] == [0, 1]   # each bf16 route fails one seed
+    assert v["base"]["trains_at"] == "bf16" and v["base"]["routes"]["bf16, reference"]
