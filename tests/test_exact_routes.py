@@ -228,3 +228,25 @@ def test_the_routes_check_widens_its_bar_to_the_floor_two_exact_runs_set_and_nam
                   {"point": "base", "seed": 0, "routes": rows(0.0, 0.01, 0.08)}])
     assert v["deep"]["trains_at"] == "fp32" and v["deep"]["seeds"] == [0, 1]   # each bf16 route fails one seed
     assert v["base"]["trains_at"] == "bf16" and v["base"]["routes"]["bf16, reference"]
+
+
+def test_a_stored_routes_check_passes_only_where_each_points_config_trains_at_the_dtype_its_verdict_names():
+    """conclude() reads the configs as they are: the 4-layer point's config trains in fp32 (its bf16 routes left
+    the floor), the base's in bf16; a verdict that says otherwise, or a spike anywhere, fails the check."""
+    from sinkpaper.train.routes_check import FLOOR, conclude
+
+    def point(config, name, gap_bf16, spike=False):
+        return {"config": config, "point": name, "seed": 0,
+                "routes": {"fp32": {"loss": [5.0], "spikes": []}, FLOOR: {"loss": [5.0], "spikes": []},
+                           "bf16, SDPA": {"loss": [5.0 + gap_bf16], "spikes": [{"step": 3}] if spike else []}}}
+    base, deep = ("configs/optimization.yaml", "default"), ("configs/data.yaml", "fixed_pos3_layers_4_steps_x2")
+    assert conclude({"points": [point(*base, 0.01), point(*deep, 0.09)]})["passes"]
+    assert not conclude({"points": [point(*base, 0.01), point(*deep, 0.01)]})["passes"]   # deep would train bf16
+    assert not conclude({"points": [point(*base, 0.09), point(*deep, 0.09)]})["passes"]   # the base would not
+    assert not conclude({"points": [point(*base, 0.01, spike=True), point(*deep, 0.09)]})["passes"]
+
+
+def test_the_routes_check_refuses_judge_with_only_before_reading_anything(tmp_path, capsys):
+    from sinkpaper.cli import main
+    assert main(["routes-check", "--judge", "--only", "x", "--json", str(tmp_path / "none.json")]) == 2
+    assert "--judge trains nothing" in capsys.readouterr().err

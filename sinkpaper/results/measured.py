@@ -503,15 +503,25 @@ def routes_check_lines(path: str | Path = ROUTES_CHECK, root: str | Path = ".") 
     pv = r["provenance"]
     steps = r["steps"]
     marks = [s for s in (50, 100, 150, 200) if s < steps] + [steps]
+    bars = any("bar_nats" in row for p in r["points"] for row in p["routes"].values())
     lines = ["| point, seed | route | " + " | ".join(f"loss at {s}" for s in marks)
-             + " | gap to fp32 at the end | spikes | passes |", "|---" * (len(marks) + 5) + "|"]
+             + " | gap to fp32 at the end |" + (" bar |" if bars else "") + " spikes | passes |",
+             "|---" * (len(marks) + 5 + bars) + "|"]
     for p in r["points"]:
         for name, row in p["routes"].items():
             lines.append(f"| {p['point']}, {p['seed']} | {name} | " + " | ".join(f"{row['loss'][s - 1]:.2f}" for s in marks)
-                         + f" | {row['loss_gap_at_end']:+.3f} | {len(row['spikes'])} | "
-                         + ("yes" if row["passes"] else "**no**") + " |")
+                         + f" | {row['loss_gap_at_end']:+.3f} |" + (f" {row['bar_nats']:.3f} |" if bars else "")
+                         + f" {len(row['spikes'])} | " + ("yes" if row["passes"] else "**no**") + " |")
+    rule = (f"a route passes with no spike and its final loss within {r['tolerance_nats']} nats of the fp32 run's"
+            if not bars else
+            f"a route passes with no spike and its gap to the eager fp32 run within its bar: the larger of "
+            f"{r['tolerance_nats']} nats and the floor, the gap of an fp32 compiled run (exact, another order of "
+            f"operations) at that seed")
+    trains = [f"{point} (seeds {', '.join(map(str, v['seeds']))}) trains at {v['trains_at']}"
+              + (f" (its configs: {v['configured']})" if v.get("configured") not in (None, v["trains_at"]) else "")
+              for point, v in r.get("verdicts", {}).items()]
     return lines + ["", *_routes_by_seed(r["points"]),
+                    *([f"Verdict: {'; '.join(trains)}."] if trains else []),
                     f"{steps} steps of the text profile, one thread, the same seed and batches on every route; "
-                        f"a route passes with no spike and its final loss within {r['tolerance_nats']} nats of the "
-                        f"fp32 run's. {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']}, "
+                        f"{rule}. {pv['hardware']}, torch {pv['torch']}, code {pv['code_version']}, "
                         f"{pv['computed_at']} (`{path}`)."]

@@ -100,16 +100,23 @@ def routes_check(steps: int = 300, points=POINTS, routes=ROUTES, log=print, only
             rows[name] = _one(config, point, seed, steps, route)
             log(f"{point} seed {seed}, {name}: loss at step {steps} {rows[name]['loss'][-1]:.3f}, "
                 f"{len(rows[name]['spikes'])} spike(s), {rows[name]['wall_seconds']:.0f} s")
-        judge(rows)
         out["points"].append({"config": config, "point": point, "seed": seed, "routes": rows})
-    out["verdicts"] = verdicts(out["points"])
-    # passes: no spike on any route, and every point's config trains at the dtype its verdict names
+    out["provenance"] = provenance.stamp("cpu", threads=1, source_of_numbers="computed now")
+    return conclude(out)
+
+
+def conclude(out: dict) -> dict:
+    """Judge every point's rows, the dtype each point's shape trains at, and the check's verdict: it passes with
+    no spike on any route and every point's config (read now) training at the dtype its verdict names. Run again
+    on a stored check (``routes-check --judge``) after the configs follow a verdict; updated in place."""
     from .config import load
+    for p in out["points"]:
+        judge(p["routes"])
+    out["verdicts"] = verdicts(out["points"])
     for p in out["points"]:
         out["verdicts"][p["point"]]["configured"] = load(p["config"], "text", sweep_point=p["point"]).run.dtype
     out["passes"] = (not any(r["spikes"] for p in out["points"] for r in p["routes"].values())
                      and all(v["configured"] == v["trains_at"] for v in out["verdicts"].values()))
-    out["provenance"] = provenance.stamp("cpu", threads=1, source_of_numbers="computed now")
     return out
 
 
