@@ -81,7 +81,7 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 #   stored run read *no result*. Many stored runs were trained with that same recipe on a GPU lent to the
 #   project (their seeds agree with the CPU-trained ones; the book's Measurements page shows the check); each
 #   run's provenance, shown when you hover a cell, names the machine it trained on.
-# * **real text, 4 layers (CPU)**: the same recipe at 4 layers, for the position family, the base and the
+# * **real text, 4 layers (CPU)**: the same recipe at 4 layers in fp32, for the position family, the base and the
 #   changes that keep no sink at 2 layers (`configs/layers_4.yaml`, its claims and rules registered before its
 #   runs): is a missing sink a depth effect?
 # * **real text, paper's default (CPU)**: the paper's own packing (no fixed first token, no BOS) at 4 layers and

@@ -103,8 +103,8 @@ if lm.payloads:
 # first evaluation at which Sink_k reaches the registry's "has a sink" level. The `_steps_x2` runs train the
 # positions 2 and 3 twice as long (5000 steps): the budget rerun of `data_fixed_pos`, shown beside its verdict.
 # Runs that spiked, diverged or did not learn are named in their rows and left out of the values. The 4-layer
-# runs that failed early all trained through a softmax normalized in bf16 (fixed 2026-11-29, Measurements page):
-# before it, none of 13 failed at this depth and learning rate.
+# points train in fp32: at this depth bf16 leaves the trajectory two exact fp32 runs share (the routes check,
+# Measurements page), so their bf16 runs are not read and a row reads no result until its fp32 run lands.
 
 # %% tags=["hide-input", "full-width"]
 DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1,
