@@ -189,6 +189,11 @@ def cpu_routes_lines(path: str | Path = CPU_ROUTES, root: str | Path = ".") -> l
                   f"{x['chunk_tokens']} tokens {x['median_step_ms']:.0f} ms" for x in r["loss_chunks"])
               + f" (fastest: {best['chunk_tokens']}). The trainer's chunk is about "
               f"{r['chosen']['CPU_LOSS_CHUNK_BYTES'] / 2 ** 20:g} MiB of fp32 logits."]
+    if r.get("profile_steps"):
+        lines.append("A training step at each CPU profile's own shape, dtype and compile mode, reference operator / "
+                     "SDPA, and the route the trainer takes: " + "; ".join(
+                         f"{x['profile']}, batch {x['batch']} x {x['T']}: {x['reference_ms']:.0f} / "
+                         f"{x['sdpa_ms']:.0f} ms, {x['route_taken']}" for x in r["profile_steps"]) + ".")
     return lines
 
 
