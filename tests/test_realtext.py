@@ -164,10 +164,8 @@ def test_a_run_that_did_not_learn_or_diverged_is_named_in_its_row_and_never_read
 def test_a_stored_sweep_names_diverged_runs_and_reads_extra_seeds_only_where_stored(tmp_path):
     """A divergence record is a result (the paper's "-"): not missing, never a payload; seeds added where a seed
     failed are read where stored and never listed as missing."""
-    import shutil
-
     from sinkpaper.results import sweeps
-    from sinkpaper.train.store import entries
+    from sinkpaper.train.store import write_result
     from sinkpaper.train.sweep import diverged_path, sweep_configs
 
     config = str(REPO / "configs/data.yaml")
@@ -175,9 +173,9 @@ def test_a_stored_sweep_names_diverged_runs_and_reads_extra_seeds_only_where_sto
     store.mkdir()
     want = {cfg.hash(): (pt, sd) for pt, sd, cfg in sweep_configs(config, "text", ["fixed_pos3_layers_4_steps_x2"],
                                                                    [0, 1, 2, 3, 4])}
-    for path, p in entries(REPO / "results/store"):
-        if p["hash"] in want and want[p["hash"]][1] in (0, 3):
-            shutil.copy(path, store)
+    template = _stored_text_run()      # a store built for the test: seeds 0 and 3 of the point, the base's curve
+    for _, sd, cfg in sweep_configs(config, "text", ["fixed_pos3_layers_4_steps_x2"], [0, 3]):
+        write_result(store, cfg, template["result"], template["curve"])
     h1 = next(h for h, (_, sd) in want.items() if sd == 1)
     diverged_path(store, h1).parent.mkdir()
     diverged_path(store, h1).write_text(json.dumps({"hash": h1, "error": "non-finite loss (first at step 155); "
