@@ -100,8 +100,8 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # with the reason under it: the difference is inside the seed spread, not a finding. A value in the grey band
 # between the sink thresholds (5-10 %) reads *inconclusive*; *not comparable* is a control with nothing to
 # compare, or an order between two events one of which never forms; *no result* is not run, not
-# stored, or stored under an older definition of a variant (*stale, rerun*). Each rule was checked to read
-# *agrees* on the paper's own numbers and not on a result where the claimed effect is absent. A disagreement that
-# survives the seeds is a finding, reported as measured.
+# stored, or stored under an older definition of a variant or earlier settings of a point (*stale, rerun*).
+# Each rule was checked to read *agrees* on the paper's own numbers and not on a result where the claimed effect
+# is absent. A disagreement that survives the seeds is a finding, reported as measured.
 # ````
 

@@ -118,6 +118,9 @@ if deep.payloads:
     display(deep_figure)
     display(figures.Table(deep_table))
     sources.record(sweeps.payloads_provenance(deep.payloads, loaded=True), what="the 4-layer position runs")
+else:
+    display(Markdown("*No 4-layer run of these points is stored in fp32 yet; they are queued (`configs/data.yaml`), "
+                     "and the sources appendix names each with the command that trains it.*"))
 sources.missing(deep, what="the 4-layer position runs")
 
 # %% [markdown]

@@ -131,7 +131,7 @@ def reason(e: Mapping, res: Mapping, scale: str | None = None, store: str = DEFA
 def _reason(e: Mapping, res: Mapping) -> str:
     status = res.get("status")
     if status == registry.STALE:
-        return "the stored runs were made under an older definition: rerun them"
+        return "the stored runs predate the point's definition or settings now: rerun them"
     if status == "missing":   # the note says how to make it (in the tooltip)
         return ("not measured yet: its chapter has not run" if str(res.get("measurement", "")).startswith("chapter")
                 else "not stored yet")

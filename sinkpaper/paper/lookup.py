@@ -311,7 +311,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
             out["note"] = "; ".join(x for x in (_not_stored(m, out, PROFILE_OF[scale]), out["note"]) if x)
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
-        out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition"
+        out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition or settings of the point"
     else:
         out["verdict"], why = _verdict(rule, out)
         if why is not None:

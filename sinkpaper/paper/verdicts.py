@@ -11,7 +11,7 @@ from ..results.reading import PLATEAU, PLATEAU_EVALS, RISING, TRAINED  # noqa: F
 AGREES, DISAGREES, NOT_COMPARABLE, NO_RESULT = "agrees", "disagrees", "not comparable", "no result"
 INCONCLUSIVE = "inconclusive"   # the seeds do not all read the same way: the difference is inside the seed spread
 VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE, NO_RESULT)
-STALE = "stale, rerun"          # a stored run made under an older definition: shown, never counted
+STALE = "stale, rerun"          # a stored run made under an older definition or settings: shown, never counted
 NOT_RUN = "not run"             # the book does not run this experiment at this scale
 GPU_SCALE = "GPU (paper's default)"   # the gpu profile: no fixed first token, no BOS, the calibrated 4-layer model
 # the text recipe at 4 layers, everything else as at 2 (configs/layers_4.yaml, the data and onsets families'
