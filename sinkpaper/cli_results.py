@@ -64,7 +64,8 @@ def run_store(a) -> int:
         for r in rows:
             print(f"{r['action']:13s} {r['point']} (seeds {', '.join(map(str, r['seeds']))}): {r['why']}")
         print(f"{root}: {len(rows)} point(s) trained the reference softmax in bf16; "
-              f"{sum(r['action'] == 'stands' for r in rows)} stand beside their rerun")
+              f"{sum(r['action'] == 'stands' for r in rows)} stand beside their rerun, "
+              f"{sum(r['action'] == 'superseded' for r in rows)} superseded by their point's settings now")
         return 0
     if a.action == "replace":
         if not a.rerun:

@@ -117,3 +117,17 @@ def test_a_run_resumed_across_the_in_graph_route_decision_has_that_sitting_corre
     assert second["attention"] == "reference" and "attention_recorded" not in second
     assert pv["route"]["attention"] == "reference" and "route_recorded" not in pv
     assert not crp.corrected(payload)      # once corrected, nothing left to correct
+
+
+def test_a_point_whose_settings_changed_after_its_affected_runs_reads_superseded_naming_the_setting():
+    """The 4-layer points moved to fp32 after their bf16 runs: those runs are not rechecked against a rerun nor
+    retrained as they were; the table names the setting that changed."""
+    from sinkpaper.results.recheck import settings_changed
+    from sinkpaper.train.config import load
+
+    now = load("configs/data.yaml", "text", {"seed": 1}, sweep_point="fixed_pos2_layers_4_steps_x2").to_dict()
+    ran = {**now, "run": {**now["run"], "dtype": "bf16"}}
+    payload = {"name": "data/fixed_pos2_layers_4_steps_x2", "profile": "text"}
+    assert settings_changed({**payload, "config": ran}) == "run.dtype fp32"
+    assert settings_changed({**payload, "config": now}) == ""                       # the same run
+    assert settings_changed({**payload, "name": "gone/nowhere", "config": ran}) == ""   # no config defines it

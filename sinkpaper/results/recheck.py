@@ -40,6 +40,26 @@ def since_route_change(runs: Mapping[int, dict]) -> bool:
     return any((p.get("result", {}).get("provenance") or {}).get("route") or "error" in p for p in runs.values())
 
 
+def settings_changed(payload: Mapping) -> str:
+    """The result-changing settings in which a stored run's point differs from its config now ("run.dtype
+    fp32"), or "" (the same run, or a point no config defines any more)."""
+    from ..resources import find_config
+    from ..train.config import TrainConfig, load
+    from ..train.store import stored_identity
+    family, _, point = str(payload.get("name", "")).partition("/")
+    try:
+        now = load(find_config(f"configs/{family}.yaml"), payload["profile"],
+                   {"seed": payload["config"]["run"]["seed"]}, sweep_point=point)
+    except (ValueError, KeyError, FileNotFoundError):
+        return ""
+    if now.identity() == stored_identity(payload):
+        return ""
+    ran, want = TrainConfig.from_dict(payload["config"]).to_dict(), now.to_dict()
+    fields = [f"{section}.{k} {v}" for section, values in want.items() if isinstance(values, dict)
+              for k, v in values.items() if isinstance(ran.get(section), dict) and ran[section].get(k) != v]
+    return ", ".join(fields) or "other settings"
+
+
 def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STORE) -> list[dict]:
     """Every affected point: "retrain" (trained since the route change), or the rerun of its first affected seed
     in ``recheck_store`` judged against its stored affected seeds ("stands" / "retrain"), or "rerun seed N"
@@ -51,6 +71,12 @@ def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STO
     rows = []
     for name, runs in sorted(affected(store).items()):
         seeds = sorted(runs)
+        changed = settings_changed(runs[seeds[0]])
+        if changed:
+            rows.append({"point": name, "seeds": seeds, "action": "superseded",
+                         "why": f"the point now trains with {changed}: these runs are not read; its runs at "
+                                f"those settings take their place"})
+            continue
         if since_route_change(runs):
             rows.append({"point": name, "seeds": seeds, "action": "retrain", "why": "trained since the route change"})
             continue
