@@ -232,17 +232,24 @@ def test_the_routes_check_widens_its_bar_to_the_floor_two_exact_runs_set_and_nam
 
 def test_a_stored_routes_check_passes_only_where_each_points_config_trains_at_the_dtype_its_verdict_names():
     """conclude() reads the configs as they are: the 4-layer point's config trains in fp32 (its bf16 routes left
-    the floor), the base's in bf16; a verdict that says otherwise, or a spike anywhere, fails the check."""
-    from sinkpaper.train.routes_check import FLOOR, conclude
+    the floor), the base's in bf16 on the reference operator; a verdict that says otherwise, the trainer's own
+    route failing where another bf16 route passes, or a spike anywhere, fails the check."""
+    from sinkpaper.train.routes_check import FLOOR, ROUTES, conclude
+    eager, _, reference, sdpa = ROUTES
 
-    def point(config, name, gap_bf16, spike=False):
+    def point(config, name, gap_ref, gap_sdpa=None, spike=False):
+        gap_sdpa = gap_ref if gap_sdpa is None else gap_sdpa
         return {"config": config, "point": name, "seed": 0,
-                "routes": {"fp32": {"loss": [5.0], "spikes": []}, FLOOR: {"loss": [5.0], "spikes": []},
-                           "bf16, SDPA": {"loss": [5.0 + gap_bf16], "spikes": [{"step": 3}] if spike else []}}}
+                "routes": {eager: {"loss": [5.0], "spikes": []}, FLOOR: {"loss": [5.0], "spikes": []},
+                           reference: {"loss": [5.0 + gap_ref], "spikes": [{"step": 3}] if spike else []},
+                           sdpa: {"loss": [5.0 + gap_sdpa], "spikes": []}}}
     base, deep = ("configs/optimization.yaml", "default"), ("configs/data.yaml", "fixed_pos3_layers_4_steps_x2")
-    assert conclude({"points": [point(*base, 0.01), point(*deep, 0.09)]})["passes"]
+    out = conclude({"points": [point(*base, 0.01), point(*deep, 0.09)]})
+    assert out["passes"] and out["verdicts"]["default"]["route_taken"] == reference
+    assert out["verdicts"]["fixed_pos3_layers_4_steps_x2"]["route_taken"] == FLOOR
     assert not conclude({"points": [point(*base, 0.01), point(*deep, 0.01)]})["passes"]   # deep would train bf16
     assert not conclude({"points": [point(*base, 0.09), point(*deep, 0.09)]})["passes"]   # the base would not
+    assert not conclude({"points": [point(*base, 0.09, 0.01), point(*deep, 0.09)]})["passes"]  # its route fails
     assert not conclude({"points": [point(*base, 0.01, spike=True), point(*deep, 0.09)]})["passes"]
 
 

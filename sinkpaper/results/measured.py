@@ -525,8 +525,8 @@ def routes_check_lines(path: str | Path = ROUTES_CHECK, root: str | Path = ".") 
             f"a route passes with no spike and its gap to the eager fp32 run within its bar: the larger of "
             f"{r['tolerance_nats']} nats and the floor, the gap of an fp32 compiled run (exact, another order of "
             f"operations) at that seed")
-    trains = [f"{point} (seed{'s' * (len(v['seeds']) > 1)} {', '.join(map(str, v['seeds']))}) trains at "
-              f"{v['trains_at']}"
+    trains = [f"{point} (seed{'s' * (len(v['seeds']) > 1)} {', '.join(map(str, v['seeds']))}) trains "
+              + (f"on {v['route_taken']}" if v.get("route_taken") else f"at {v['trains_at']}")
               + (f" (its configs: {v['configured']})" if v.get("configured") not in (None, v["trains_at"]) else "")
               for point, v in r.get("verdicts", {}).items()]
     return lines + ["", *_routes_by_seed(r["points"]),
