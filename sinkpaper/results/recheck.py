@@ -44,7 +44,7 @@ def settings_changed(payload: Mapping) -> str:
     """The result-changing settings in which a stored run's point differs from its config now ("run.dtype
     fp32"), or "" (the same run, or a point no config defines any more)."""
     from ..resources import find_config
-    from ..train.config import TrainConfig, load
+    from ..train.config import BOOKKEEPING, TrainConfig, load
     from ..train.store import stored_identity
     family, _, point = str(payload.get("name", "")).partition("/")
     try:
@@ -54,9 +54,12 @@ def settings_changed(payload: Mapping) -> str:
         return ""
     if now.identity() == stored_identity(payload):
         return ""
+    # named from the resolved configs, not the identities: an identity leaves out a field at its default value
+    # (fp32), so it could say only that bf16 became None; the run's bookkeeping changes no result
     ran, want = TrainConfig.from_dict(payload["config"]).to_dict(), now.to_dict()
     fields = [f"{section}.{k} {v}" for section, values in want.items() if isinstance(values, dict)
-              for k, v in values.items() if isinstance(ran.get(section), dict) and ran[section].get(k) != v]
+              for k, v in values.items() if isinstance(ran.get(section), dict) and ran[section].get(k) != v
+              and not (section == "run" and k in BOOKKEEPING)]
     return ", ".join(fields) or "other settings"
 
 
