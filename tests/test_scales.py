@@ -115,3 +115,31 @@ def test_a_card_names_the_scales_with_no_result_yet_on_one_line_with_their_reaso
     assert "default_cpu_d128 seed 0 (run: python -m ...)" in line       # the note, in the tooltip
     assert html.count('class="spx-verdict"') == 1                        # the one scale with a verdict: its chip
     assert findings.pending_line(e, []) == ""
+
+
+def test_a_stale_point_at_4_layers_reads_no_result_naming_each_run_once_and_its_command(tmp_path):
+    """Runs stored under settings the point no longer has (here an older learning rate) are shown, never read:
+    the reading names each run once, however many labels read it (data_fixed_pos reads Sink_1-3 of one run),
+    and the sweep that trains them; the Markdown listing shows that in place of a value."""
+    import gzip
+    import json
+
+    from sinkpaper.train.store import read_entry, result_path
+    from tests.test_verdicts import _text_cfg
+
+    store = str(tmp_path)
+    for point in ("fixed_pos2_layers_4", "fixed_pos3_layers_4"):
+        for seed in (0, 1, 2):
+            _stored_text_run(store, "configs/data.yaml", point, seed, {"Sink_2": 60.0, "Sink_3": 60.0})
+            path = result_path(store, _text_cfg("configs/data.yaml", point, seed).hash())
+            payload = read_entry(path)
+            payload["config"]["optim"]["lr"] *= 2          # the point's settings changed after it ran
+            path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    r = paper.result(paper.claim("data_fixed_pos"), FOUR, store=store)
+    assert r["verdict"] == paper.NO_RESULT and r["values"] == {}
+    assert r["note"] == ("stale, rerun: fixed_pos2_layers_4 seeds 0, 1, 2, fixed_pos3_layers_4 seeds 0, 1, 2 were "
+                         "stored under an older definition or settings of the point (run: python -m sinkpaper sweep "
+                         "--profile text --config configs/data.yaml --points fixed_pos2_layers_4 fixed_pos3_layers_4 "
+                         "--seeds 0 1 2)")
+    e = {"id": "data_fixed_pos", "claim": "c", "section": "5", "paper": {"values": {}}, "results": {FOUR: r}}
+    assert r["note"] in paper.markdown_table([e], FOUR)

@@ -117,7 +117,7 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
         for seed in (*m.seeds, *EXTRA_SEEDS):
             payload, st = store_lookup(config, profile, point, seed, store)
             if st == STALE:
-                if seed in m.seeds:
+                if seed in m.seeds and f"{point} seed {seed}" not in r.stale:   # one run read under several labels
                     r.stale.append(f"{point} seed {seed}")
                 continue
             if payload is None or st == DIVERGED:
@@ -311,7 +311,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
             out["note"] = "; ".join(x for x in (_not_stored(m, out, PROFILE_OF[scale]), out["note"]) if x)
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
-        out["note"] = f"{STALE}: {', '.join(out['stale'])} were stored under an older definition or settings of the point"
+        out["note"] = _stale_note(m, out["stale"], PROFILE_OF[scale])
     else:
         out["verdict"], why = _verdict(rule, out)
         if why is not None:
@@ -338,10 +338,27 @@ def _lacking(m: Runs, out: Mapping) -> dict[str, list[int]]:
 
 
 def _not_stored(m: Runs, out: Mapping, profile: str) -> str:
-    """"not stored: <point> seeds 0, 1; run: python -m sinkpaper sweep ..." for each config of the missing runs."""
+    """"not stored: <point> seeds 0, 1 (run: python -m sinkpaper sweep ...)" for each config of the missing runs."""
     lacking = _lacking(m, out)
     if not lacking:
         return ""
+    runs, command = _runs_and_command(m, lacking, profile)
+    return f"not stored: {runs} (run: {command})"
+
+
+def _stale_note(m: Runs, stale: Sequence[str], profile: str) -> str:
+    """"stale, rerun: <point> seeds 0, 1 were stored under an older definition or settings of the point (run: ...)"
+    for runs that exist but are not read (``stale``: "<point> seed <n>" each)."""
+    runs: dict[str, list[int]] = {}
+    for run in stale:
+        point, seed = run.rsplit(" seed ", 1)
+        runs.setdefault(point, []).append(int(seed))
+    said, command = _runs_and_command(m, runs, profile)
+    return f"{STALE}: {said} were stored under an older definition or settings of the point (run: {command})"
+
+
+def _runs_and_command(m: Runs, lacking: Mapping[str, Sequence[int]], profile: str) -> tuple[str, str]:
+    """("<point> seeds 0, 1, ...", "python -m sinkpaper sweep ..."): the runs, and the sweeps that train them."""
     by_config: dict[str, list[str]] = {}
     for label, (point, *rest) in m.points.items():
         if point in lacking and point not in by_config.setdefault(rest[1] if len(rest) > 1 else m.config, []):
@@ -350,7 +367,7 @@ def _not_stored(m: Runs, out: Mapping, profile: str) -> str:
     runs = ", ".join(f"{pt} {_seeds_text(sd)}" for pt, sd in lacking.items())
     cmds = "; ".join(f"python -m sinkpaper sweep --profile {profile} --config {cfg} --points {' '.join(pts)} "
                      f"--seeds {' '.join(map(str, seeds))}" for cfg, pts in by_config.items() if pts)
-    return f"not stored: {runs} (run: {cmds})"
+    return runs, cmds
 
 
 def _unlasting(rule, out: Mapping) -> str:

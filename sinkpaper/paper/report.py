@@ -170,7 +170,9 @@ def markdown_table(entries: Sequence[Mapping], scale: str) -> str:
             few = seeds_of.get(k) if v is not None and k not in seeds else None
             which = f" (seed{'s' if len(few) > 1 else ''} {', '.join(map(str, few))} only)" if few else ""
             return f"{k} {fmt(v, d, '')}{spread}{which}"
-        ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or r["measurement"]
+        # a stale reading shows no value: the runs it would read and the sweep that makes them, not the lookup
+        ours = "; ".join(cell(k, v) for k, v in r["values"].items()) or (
+            r["note"] if r.get("status") == STALE else r["measurement"])
         left = {"missing": " (not stored yet)", "incomplete": " (some runs not stored yet)"}.get(r.get("status"), "")
         if r.get("read_from"):   # no chapter record: the measurement committed to the repository
             left += f" (read from the committed {r['read_from']})"
