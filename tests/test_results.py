@@ -112,6 +112,14 @@ def test_training_bench_block(tmp_path):
     text = "\n".join(training_bench_lines(root=tmp_path))
     assert "(2,500 steps of 64 x 64 tokens): **56.9 min** of training" in text
     assert "the text profile's base run in 56.9 min (target 15 min: not reached)" in text
+    # the benchmark's record of what its runs train at (a --set that makes them fp32, at other steps) decides the
+    # row and the budget, not the profile's config
+    fp32 = max(x["tokens_per_s"] for x in doc["rows"] if x["model"] == "ours" and x["dtype"] == "fp32")
+    _write(tmp_path / TRAINING_BENCH, {**doc, "config": "configs/optimization.yaml", "profile": "text",
+                                       "micro_batch": 64, "context": 64, "runs": {"dtype": "fp32", "steps": 5000}})
+    text = "\n".join(training_bench_lines(root=tmp_path))
+    assert (f"At ours' fastest fp32 rate (the runs' dtype), a run of the text profile at this shape (5,000 steps of "
+            f"64 x 64 tokens): **{5000 * 64 * 64 / fp32 / 60:.1f} min** of training") in text
     # a shape other than the profile's (a benchmark taken before the profile changed) times no run
     _write(tmp_path / TRAINING_BENCH, {**doc, "config": "configs/optimization.yaml", "profile": "text"})
     assert "min** of training" not in "\n".join(training_bench_lines(root=tmp_path))

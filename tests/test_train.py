@@ -385,6 +385,7 @@ def test_training_throughput_bench_json_contract(tmp_path):
         [("ours", "fp32", False)] + [("ours", "bf16", False)] * bf16 + [("transformers", r["best"]["dtype"], False)]
         + [("transformers", "bf16", False)] * again)
     assert ("ratio_profile_dtype_vs_transformers" in r) == again
+    assert r["runs"] == {"dtype": "bf16" if bf16 else "fp32", "steps": 2500}     # what the profile's runs train at
     if again:
         own = r["ours_profile_dtype_side_by_side_with_transformers"]
         assert r["ratio_profile_dtype_vs_transformers"] == pytest.approx(own["tokens_per_s"] / r["rows"][-1]["tokens_per_s"])

@@ -137,7 +137,7 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     run = _run_minutes(r)
     if run is not None:
         minutes, dtype, what = run
-        lines.append(f"At ours' fastest {dtype} rate (the profile's dtype), {what}: **{minutes:.1f} min** of training, "
+        lines.append(f"At ours' fastest {dtype} rate (the runs' dtype), {what}: **{minutes:.1f} min** of training, "
                      "evaluations aside.")
         if r.get("profile") == "text" and "--set" not in pv["command"]:
             parts.append(f"the text profile's base run in {minutes:.1f} min (target {t['text_base_run_minutes']:g} "
@@ -155,13 +155,16 @@ def _run_minutes(r: dict) -> tuple[float, str, str] | None:
     if not r.get("config") or not r.get("profile"):
         return None
     cfg = load(r["config"], r["profile"])
-    dtype = "bf16" if cfg.run.dtype == "bf16" else "fp32"
+    # the benchmark's own record of its runs (its --set overrides applied: the 4-layer points train fp32) where it
+    # has one; a benchmark from before it kept one reads the profile's config
+    runs = r.get("runs") or {"dtype": "bf16" if cfg.run.dtype == "bf16" else "fp32", "steps": cfg.optim.steps}
+    dtype, steps = runs["dtype"], runs["steps"]
     rates = [x["tokens_per_s"] for x in r["rows"] if x["model"] == "ours" and x["dtype"] == dtype]
     if not rates or (cfg.optim.batch_size, cfg.data.context) != (r["micro_batch"], r["context"]):
         return None
-    tokens = cfg.optim.steps * cfg.optim.batch_size * cfg.data.context
+    tokens = steps * cfg.optim.batch_size * cfg.data.context
     return (tokens / max(rates) / 60, dtype, f"a run of the {r['profile']} profile at this shape "
-            f"({cfg.optim.steps:,} steps of {cfg.optim.batch_size} x {cfg.data.context} tokens)")
+            f"({steps:,} steps of {cfg.optim.batch_size} x {cfg.data.context} tokens)")
 
 
 def cpu_routes_lines(path: str | Path = CPU_ROUTES, root: str | Path = ".") -> list[str]:

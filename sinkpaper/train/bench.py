@@ -269,6 +269,8 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
         "benchmark": "training", "config": str(config), "profile": profile, "micro_batch": micro, "context": T,
         "model_config": {k: getattr(mcfg, k) for k in ("d_model", "n_layers", "n_heads", "d_ff", "backend")},
         "vocab_size": vocab, "threads": torch.get_num_threads(), "rows": rows,
+        # what a run of the benchmarked config trains at (the overrides applied): its dtype and its steps
+        "runs": {"dtype": own_dtype, "steps": cfg.optim.steps},
         "best": {"model": "ours", "dtype": best.dtype, "compiled": best.compiled},
         "ours_best_side_by_side_with_transformers": pair[0],
         "gemm_peak_flops": peaks, "gemm": peaks_all, "gemm_model_shapes": at_shapes,
