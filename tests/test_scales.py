@@ -143,3 +143,32 @@ def test_a_stale_point_at_4_layers_reads_no_result_naming_each_run_once_and_its_
                          "--seeds 0 1 2)")
     e = {"id": "data_fixed_pos", "claim": "c", "section": "5", "paper": {"values": {}}, "results": {FOUR: r}}
     assert r["note"] in paper.markdown_table([e], FOUR)
+
+
+def test_the_default_plan_s_run_time_is_its_steps_at_the_step_time_measured_for_it(tmp_path):
+    """Chapter 4's lead says how long the plan's first run takes before it exists: its steps at the step time
+    measured for its shape, dtype and route, scaled from the measured batch to the plan's; nothing where the
+    step is not measured (never a remembered figure)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from sinkpaper.results import default_cpu as D
+    from sinkpaper.results.measured import CPU_ROUTES
+
+    shutil.copytree(Path(__file__).parents[1] / "configs", tmp_path / "configs")
+    assert D.planned_hours(tmp_path) is None
+    row = {"T": 256, "batch": 32, "compiled": True}
+    rows = [{**row, "profile": "paper's default on a CPU (fp32, compiled)", "dtype": "fp32", "reference_ms": 2000.0,
+             "sdpa_ms": 1000.0, "route_taken": "SDPA"},
+            {**row, "profile": "paper's default on a CPU (bf16, compiled)", "dtype": "bf16", "reference_ms": 7000.0,
+             "sdpa_ms": 5000.0, "route_taken": "SDPA"},
+            {**row, "T": 64, "profile": "text, 4 layers (fp32, compiled)", "dtype": "fp32", "reference_ms": 9.0,
+             "sdpa_ms": 9.0, "route_taken": "SDPA"}]
+    (tmp_path / CPU_ROUTES).parent.mkdir(parents=True)
+    (tmp_path / CPU_ROUTES).write_text(json.dumps({"profile_steps": rows}))
+    # the plan trains fp32: 10,000 steps of 128 x 256 tokens, each 4 measured steps of 32 x 256 at 1 s
+    assert D.planned_hours(tmp_path) == pytest.approx(10_000 * 4 * 1.0 / 3600)
+    from sinkpaper.book import default_lead
+    text = default_lead.lead(store=str(tmp_path / "store")).text        # no run stored: the time the plan takes
+    assert f"no run yet (about {D.planned_hours():.0f} hours of one thread at its measured step time" in text

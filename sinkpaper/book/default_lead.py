@@ -83,8 +83,11 @@ def lead(store: str | None = None) -> Lead:
     from ..train.sweep import sweep_configs
     [(_, _, plan)] = sweep_configs(D.CONFIG, D.PROFILE, [D.POINTS[0]], [0])
     command = f"python -m sinkpaper sweep --profile text --config {D.CONFIG} --points {D.POINTS[0]} --seeds 0"
+    hours = D.planned_hours()
     said = [html.escape(_run_text(r)) for r in cpu] or [
-        f'<span title="{html.escape(command)}">no run yet (about a day of one thread)</span>']
+        f'<span title="{html.escape(command)}">no run yet'
+        + (f" (about {hours:.0f} hours of one thread at its measured step time, evaluations aside)" if hours else "")
+        + "</span>"]
     text = (f"<b>The paper's own setting on a CPU</b>: no fixed first token, {plan.model['n_layers']} layers, d "
             f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
             + "; ".join(said) + ".")

@@ -48,6 +48,23 @@ def runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> list[Defa
     return out
 
 
+def planned_hours(root: str | Path = ".") -> float | None:
+    """Hours of one thread the plan's first run trains, evaluations aside: its steps at the step time measured for
+    its shape, dtype and route (scripts/bench_cpu_routes.py's row for the paper's default), scaled from the
+    measured batch to the plan's; None where that row is not measured."""
+    from ..train.sweep import sweep_configs
+    from .measured import CPU_ROUTES, load_stored
+    [(_, _, plan)] = sweep_configs(str(Path(root) / CONFIG), PROFILE, [POINTS[0]], [0])
+    measured = load_stored(CPU_ROUTES, root) or {}
+    dtype = "bf16" if plan.run.dtype == "bf16" else "fp32"
+    row = next((r for r in measured.get("profile_steps", ()) if r["profile"].startswith("paper's default")
+                and r["T"] == plan.data.context and r["dtype"] == dtype), None)
+    if row is None:
+        return None
+    step_ms = row["sdpa_ms" if row["route_taken"] == "SDPA" else "reference_ms"]
+    return plan.optim.steps * (plan.optim.batch_size / row["batch"]) * step_ms / 3.6e6
+
+
 def gpu_seed(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict | None:
     """The gpu calibration's run with the largest Sink_1 plateau among those that are results (the one seed that
     grew a sink without a fixed first token), or None."""
