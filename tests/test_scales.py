@@ -171,4 +171,4 @@ def test_the_default_plan_s_run_time_is_its_steps_at_the_step_time_measured_for_
     assert D.planned_hours(tmp_path) == pytest.approx(10_000 * 4 * 1.0 / 3600)
     from sinkpaper.book import default_lead
     text = default_lead.lead(store=str(tmp_path / "store")).text        # no run stored: the time the plan takes
-    assert f"no run yet (about {D.planned_hours():.0f} hours of one thread at its measured step time" in text
+    assert f"no run yet (about {D.planned_hours():.0f} hours of one thread)</span>" in text

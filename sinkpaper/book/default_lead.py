@@ -83,11 +83,13 @@ def lead(store: str | None = None) -> Lead:
     from ..train.sweep import sweep_configs
     [(_, _, plan)] = sweep_configs(D.CONFIG, D.PROFILE, [D.POINTS[0]], [0])
     command = f"python -m sinkpaper sweep --profile text --config {D.CONFIG} --points {D.POINTS[0]} --seeds 0"
+    # how long the plan's first run takes, from its measured step (the tooltip says how it was measured)
     hours = D.planned_hours()
+    timed = "" if hours is None else (f"; about {hours:.0f} hours of one thread at the step time measured for its "
+                                      "shape and route (results/bench/cpu-routes.json), evaluations aside")
     said = [html.escape(_run_text(r)) for r in cpu] or [
-        f'<span title="{html.escape(command)}">no run yet'
-        + (f" (about {hours:.0f} hours of one thread at its measured step time, evaluations aside)" if hours else "")
-        + "</span>"]
+        f'<span title="{html.escape(command + timed)}">no run yet'
+        + (f" (about {hours:.0f} hours of one thread)" if hours is not None else "") + "</span>"]
     text = (f"<b>The paper's own setting on a CPU</b>: no fixed first token, {plan.model['n_layers']} layers, d "
             f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
             + "; ".join(said) + ".")
