@@ -311,7 +311,11 @@ def test_a_hand_made_run_is_read_by_the_registry_as_a_run_that_learned(tmp_path)
     # the same curve one nat up after warm-up, on two log lines, is a spike: the rule is read on these curves
     spiked = {**found, "curve": [{**c, "loss": c["loss"] + 1.5} if c["step"] in (1010, 1060) else c
                                  for c in found["curve"]]}
-    assert reading.training_failure(spiked).startswith("a loss spike at steps 1010-1060")
+    assert reading.training_failure(spiked).startswith("a loss spike at steps 1010-1060 (1.5 nats above its running")
+    # a gradient norm 50x its median on one log line is a spike by the gradient alone, and is named so
+    grads = {**found, "curve": [{**c, "grad_norm_max": 50.0 if c["step"] == 1010 else 1.0} if "loss" in c else c
+                                for c in found["curve"]]}
+    assert reading.training_failure(grads) == "a gradient spike at step 1010 (gradient norm 50x its median): not counted"
 
 
 def test_a_reading_shown_beside_never_holds_a_verdict_back(tmp_path):

@@ -332,8 +332,14 @@ def training_failure(payload: Mapping, margin: float = TRAINED, fraction: float 
     spikes = spikes_of(payload)
     if spikes:
         first = spikes[0]
-        return (f"a loss spike at steps {first['step']}-{first['until']} ({first['peak']:.1f} nats above its running "
-                f"minimum{'' if len(spikes) == 1 else f'; {len(spikes)} spikes in all'}): not counted")
+        where = (f"step {first['step']}" if first["step"] == first["until"]
+                 else f"steps {first['step']}-{first['until']}")
+        # what tripped the rule, by name: a gradient spike's loss may have barely moved
+        said = ([f"{first['peak']:.1f} nats above its running minimum"] if "loss" in first["kind"] else []) + (
+            [f"gradient norm {first['grad_ratio']:.0f}x its median"] if "grad_norm" in first["kind"] else [])
+        kind = {"loss": "loss", "grad_norm": "gradient"}.get(first["kind"], "loss and gradient")
+        return (f"a {kind} spike at {where} ({'; '.join(said)}"
+                f"{'' if len(spikes) == 1 else f'; {len(spikes)} spikes in all'}): not counted")
     evals = evaluations(payload)
     logs = sorted((c for c in payload.get("curve", []) if c.get("loss") is not None), key=lambda c: c["step"])
     if not evals:
