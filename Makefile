@@ -27,14 +27,14 @@ TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.or
 # from source again (about 5 s of each notebook kernel, test subprocess and worker), so the recipes run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup chromium test book notebooks clean help
+.PHONY: setup chromium models test book notebooks clean help
 
 help:
 	@echo "make test   - create $(VENV), install sinkpaper[test] (+ Debian's chromium as root), run the test suite"
 	@echo "make book   - create $(VENV), install sinkpaper[book], execute notebooks (profile auto), build _build/html"
 	@echo "              (both take TORCH_INDEX=cpu for the CPU-only torch build)"
 
-setup: $(STAMP) chromium
+setup: $(STAMP) chromium models
 
 # torch first from its exact pin (here plain pip takes the local CPU wheel; elsewhere the registry's build, or
 # TORCH_INDEX's), then the project with its extras (test: kernels, i.e. triton for the CPU interpreter; book;
@@ -69,15 +69,21 @@ chromium: $(STAMP)
 	  echo "NOTE: the browser tests (tests/test_site.py) will be SKIPPED: $$why"; \
 	fi
 
-test: $(STAMP) chromium
+# The offline pretrained models the chapters load (SmolLM2, Gemma 3), dequantized into $$SINKPAPER_CACHE once, before
+# any chapter runs: a terminal progress bar the first time, one line each after. A chapter that prepared them itself
+# would do it inside a notebook kernel, on a new machine only.
+models: $(STAMP)
+	$(BIN)/python -m sinkpaper models prepare
+
+test: $(STAMP) chromium models
 	SINKPAPER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-notebooks: $(STAMP)
+notebooks: $(STAMP) models
 	$(BIN)/python -m sinkpaper.site run --profile $(PROFILE) --jobs $(JOBS)
 
 # Runs every chapter, builds the site whenever at least one chapter succeeded, and exits non-zero naming the
 # failing chapters (they keep their previous executed page, if any).
-book: $(STAMP)
+book: $(STAMP) models
 	$(BIN)/python -m sinkpaper.site build --profile $(PROFILE) --jobs $(JOBS)
 
 clean:

@@ -10,8 +10,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 git clone -q "$root" "$work/main"
 [ -e "$root/../shared" ] && ln -s "$root/../shared" "$work/shared"
-# empty compile caches, as on a new machine: inductor's and Triton's (otherwise shared with earlier runs in /tmp)
-export TORCHINDUCTOR_CACHE_DIR="$work/cache/inductor" TRITON_CACHE_DIR="$work/cache/triton"
+# every cache empty, as on a new machine (the offline models, token files, compiled kernels: .ci/fresh-caches.sh)
+# shellcheck source=../.ci/fresh-caches.sh
+. "$root/.ci/fresh-caches.sh"
+fresh_caches "$work/cache"
 start=$(date +%s.%N)
 # the whole output kept (runs/, not committed): scripts/test_durations.py --from-log reads where the time went
 mkdir -p "$root/runs"
@@ -22,7 +24,7 @@ set -e
 end=$(date +%s.%N)
 commit=$(git -C "$work/main" rev-parse --short=10 HEAD)
 secs=$(python3 -c "print($end - $start)")
-note="compile caches empty${TIMING_NOTE:+; $TIMING_NOTE}"; [ "$status" != 0 ] && note="exited $status; $note"
+note="every cache empty (models, token files, compiled kernels)${TIMING_NOTE:+; $TIMING_NOTE}"; [ "$status" != 0 ] && note="exited $status; $note"
 # the values travel as arguments, not inside the Python source: a note may hold any quote
 PYTHONPATH="$root" "$root/.venv/bin/python" -c "import sys; from sinkpaper.results import record_timing
 print(record_timing(sys.argv[1], float(sys.argv[2]), *sys.argv[3:]))" \

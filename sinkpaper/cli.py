@@ -9,6 +9,7 @@
   lease run|import|width  one call of a lent GPU kept full from a queue of runs; its runs brought into the store;
                         the runs side by side that give the most steps per second
   data build|info|sources|unpack|sample  the offline English corpus and its token files (sinkpaper.data.build)
+  models prepare|list   the offline pretrained models dequantized into the cache once (make setup runs it)
   store, report, claims, routes-check
                         the results store and the blocks quoted from it; the paper's claims, their rules and our
                         results at every scale; every CPU training route beside fp32 (sinkpaper.cli_results)
@@ -44,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lease_parser(sub)
     cli_results.add_parsers(sub)
     _add_data_parser(sub)
+    m = sub.add_parser("models", help="the offline pretrained models: prepare them in the cache (idempotent), list them")
+    m.add_argument("action", choices=["prepare", "list"])
+    m.add_argument("--model", action="append", default=None,
+                   help="an offline name (repeatable; default: all of them)")
     return p
 
 
@@ -305,6 +310,29 @@ def _table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def run_models(a) -> int:
+    """`models prepare`: every offline model dequantized into the cache before a chapter needs it (one line when it
+    is there already); `models list`: the names. A model that cannot be prepared: one line naming it, status 2."""
+    from .lms import OFFLINE_MODELS, ModelUnavailableError, available_models, prepare_offline
+    names = a.model or available_models()
+    unknown = [n for n in names if n not in OFFLINE_MODELS]
+    if unknown:
+        print(f"sinkpaper: error: unknown offline model(s) {', '.join(unknown)}; valid: {', '.join(available_models())}",
+              file=sys.stderr)
+        return 2
+    if a.action == "list":
+        for n in names:
+            print(f"{n}: {OFFLINE_MODELS[n]['description']}")
+        return 0
+    for n in names:
+        try:
+            prepare_offline(n, say=lambda line: print(line, flush=True))
+        except ModelUnavailableError as e:
+            print(f"sinkpaper: error: {e} (then: python -m sinkpaper models prepare --model {n})", file=sys.stderr)
+            return 2
+    return 0
+
+
 def run_bos_audit(a) -> int:
     from .analysis.packing_bos import bos_audit, format_bos_audit
     from .files import atomic_write_text
@@ -467,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     if args.command == "bench":
         return run_bench(args, argv)
+    if args.command == "models":
+        return run_models(args)
     if args.command == "lease":
         try:
             return run_lease(args)

@@ -78,6 +78,11 @@ def _gguf_path(name: str) -> Path:
         path = None
         if pkg is not None:
             path = cache_dir() / "gguf" / spec["gguf"]
+            if path.exists():   # assembled before: a damaged copy is assembled again, never read
+                try:
+                    check_gguf(name, path)
+                except ModelIntegrityError:
+                    path.unlink()
             if not path.exists():  # assembled under a temporary name, then renamed: never a half-written file
                 with atomic_path(path) as tmp:
                     pkg.assemble(tmp, overwrite=True)
@@ -122,26 +127,85 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def _load_offline(name: str, dtype: torch.dtype):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+@contextmanager
+def _gguf_progress():
+    """transformers draws its GGUF conversion bar with tqdm.auto, whatever its own progress setting: a widget in a
+    notebook kernel, which an executed chapter would keep. It draws :func:`sinkpaper.progress.bar` instead (a
+    terminal bar, one line per 30 s in a log, nothing in a notebook)."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from .progress import bar
+    drawn = getattr(gguf_utils, "tqdm", None)
+    gguf_utils.tqdm = bar
+    try:
+        yield
+    finally:
+        if drawn is not None:
+            gguf_utils.tqdm = drawn
+
+
+def _cached_ok(cached: Path) -> bool:
+    """A model folder in the cache is whole: its config, its tokenizer and safetensors weights whose headers match
+    their sizes (a file cut short by a killed copy fails here, before anything is loaded from it)."""
+    from safetensors import safe_open
+    weights = sorted(cached.glob("*.safetensors"))
+    if not (cached / "config.json").exists() or not weights or not (cached / "tokenizer_config.json").exists():
+        return False
+    try:
+        for w in weights:
+            with safe_open(str(w), framework="pt") as f:
+                f.keys()
+        return True
+    except Exception:  # safetensors raises its own error types for a short or garbled file
+        return False
+
+
+def prepare_offline(name: str, *, say=None) -> Path:
+    """The offline model ``name`` dequantized into the cache ($SINKPAPER_CACHE/models/<name>), built once: a folder
+    that is not whole (:func:`_cached_ok`) is built again, never read. ``say``: called with one line of what was
+    done. Raises ModelUnavailableError naming the model and the command that prepares it."""
+    if name not in OFFLINE_MODELS:
+        raise ModelUnavailableError(f"unknown offline model '{name}'; valid: {', '.join(available_models())}")
+    import shutil
     cached = cache_dir() / "models" / name
-    if not (cached / "config.json").exists():
-        gguf = _gguf_path(name)
-        with _quiet_transformers():
+    where = f"$SINKPAPER_CACHE/models/{name}"
+    if _cached_ok(cached):
+        if say:
+            say(f"{name}: ready ({where})")
+        return cached
+    rebuilt = cached.exists()
+    if rebuilt:   # half-written or damaged: never read; built again from the GGUF
+        shutil.rmtree(cached, ignore_errors=True)
+    gguf = _gguf_path(name)
+    t0 = time.perf_counter()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    try:
+        with _quiet_transformers(), _gguf_progress():
             model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
             tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        # the GGUF weights are already dequantized to fp32: drop the GGUF marker so they save as safetensors
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        try:  # atomic: a concurrent or interrupted load never sees half a cache
-            with atomic_path(cached, directory=True) as tmp:
-                model.save_pretrained(tmp)
-                tok.save_pretrained(tmp)
-        except OSError:  # a concurrent load won the rename: use its cache
-            if not (cached / "config.json").exists():
-                raise
+    except ImportError as e:   # the gguf reader (package gguf) missing
+        raise ModelUnavailableError(f"offline model '{name}' cannot be prepared ({e}); install the project's extras "
+                                    "(make setup) and run: python -m sinkpaper models prepare") from None
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    # the GGUF weights are already dequantized to fp32: drop the GGUF marker so they save as safetensors
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    try:  # atomic: a concurrent or interrupted load never sees half a cache
+        with atomic_path(cached, directory=True) as tmp, _quiet_transformers():
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+    except OSError:  # a concurrent load won the rename: use its cache
+        if not _cached_ok(cached):
+            raise
+    if say:
+        say(f"{name}: {'rebuilt (the cached copy was not whole)' if rebuilt else 'prepared'} in "
+            f"{time.perf_counter() - t0:.0f} s ({where})")
+    return cached
+
+
+def _load_offline(name: str, dtype: torch.dtype):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    cached = prepare_offline(name)
     with _quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype)
         tok = AutoTokenizer.from_pretrained(cached)

@@ -140,3 +140,27 @@ def test_parameter_override_changes_what_a_chapter_computes(built_book, tmp_path
     assert all(sink[k] <= base_sink[k] + 1e-9 for k in common), {k: (base_sink[k], sink[k]) for k in common}
     assert any(sink[k] != base_sink[k] for k in common), \
         f"epsilon {base_eps} -> 0.5 changed no Sink_1 value: {({k: sink[k] for k in common})}"
+
+
+# ------------------------------------------------------------------------------------------ a new machine
+NEW_MACHINE_STEMS = ("01_introduction", "02_section3_properties")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", NEW_MACHINE_STEMS)
+def test_a_chapter_on_a_new_machine_saves_no_progress_widget(stem, tmp_path, monkeypatch):
+    """The chapters that load the offline models, executed with an empty cache of their own (a machine that never
+    prepared them, so the kernel dequantizes the GGUF files itself): no progress widget and no text bar is saved
+    into the page, as on a machine whose cache `make setup` filled. On a warm cache nothing would show it."""
+    from conftest import BOOK_CELL_TIMEOUT_S, SMOKE_PARAMS
+
+    monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv(runner.RESULTS_ENV, str(tmp_path / "_results"))   # the book's records stay untouched
+    (r,) = runner.run_notebooks("cpu", only=[stem], params=SMOKE_PARAMS.get(stem, {}), timeout=BOOK_CELL_TIMEOUT_S,
+                                notebooks_dir=REPO / "notebooks", out_dir=tmp_path, cwd=REPO, static_assets=False,
+                                log=None)
+    assert r.ok, r.error
+    assert (tmp_path / "empty-cache" / "models").is_dir(), "the chapter did not prepare a model into its own cache"
+    nb = json.loads((tmp_path / f"{stem}.ipynb").read_text())
+    problems = _problems(nb)
+    assert not problems, f"{stem} on an empty model cache: " + "; ".join(problems)
