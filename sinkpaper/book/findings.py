@@ -34,7 +34,7 @@ from . import sources
 from .figures import chart_html, start_chapter
 
 VERDICT_COLORS = {registry.AGREES: "#1a7f37", registry.DISAGREES: "#cf222e", registry.INCONCLUSIVE: "#8250df",
-                  registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
+                  registry.NOT_YET: "#0969da", registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
 CHECK_COLOR = "#0969da"  # a check of the propositions is not a reproduction: its own colour, no verdict word
 # One colour per scale across the book; a scale added to the registry later takes the next free colour.
 SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", registry.LAYERS_4_SCALE: "#bc4c00",
@@ -454,7 +454,7 @@ CSS = """
 """
 
 
-DECIDED = (registry.AGREES, registry.DISAGREES, registry.INCONCLUSIVE)   # verdicts a reader can read a finding in
+DECIDED = (registry.AGREES, registry.DISAGREES, registry.INCONCLUSIVE, registry.NOT_YET)   # verdicts a reader can read a finding in
 TWO_LAYERS = "real text (CPU)"
 
 

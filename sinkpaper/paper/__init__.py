@@ -23,7 +23,7 @@ here is a result of ours. It is library code under the book: no plotting or widg
 """
 from __future__ import annotations
 
-from .verdicts import AGREES, CHANGE, DISAGREES, Decision, EXTRA_SEEDS, FACTOR, GPU_SCALE, LAYERS_4_SCALE, DEFAULT_CPU_SCALE, INCONCLUSIVE, MASSIVE, NOT_COMPARABLE, NOT_RUN, NO_RESULT, NO_SINK, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, SINK, STALE, Seeds, TRAINED, Undecided, VERDICTS, all_of, judge, no_sink_verdict, sink_verdict, verdict_of  # noqa: F401
+from .verdicts import AGREES, CHANGE, DISAGREES, Decision, EXTRA_SEEDS, FACTOR, GPU_SCALE, LAYERS_4_SCALE, DEFAULT_CPU_SCALE, INCONCLUSIVE, MASSIVE, NOT_COMPARABLE, NOT_RUN, NOT_YET, NO_RESULT, NO_SINK, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, SINK, STALE, Seeds, TRAINED, Undecided, VERDICTS, all_of, judge, no_sink_verdict, sink_verdict, verdict_of  # noqa: F401
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Rule, Sinks, WeightDecay  # noqa: F401
 from .numbers import DEFAULT_ALIASES, NUMBERS, Number, paper_text, paper_value  # noqa: F401
 from .claim import Chapter, Claim, MINI, NotRun, PAPER_SCALE, Runs  # noqa: F401

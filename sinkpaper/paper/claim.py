@@ -25,6 +25,9 @@ class Runs:
     # the claim's rule over the labels run at this scale, where they are fewer than the claim's (the same rule
     # class and thresholds: Sinks over four positional encodings instead of six); None: the claim's own rule
     rule: Rule | None = None
+    # the base whose sink's onset loss guards this claim's "no sink" readings (sinkpaper.paper.budget): (config,
+    # point); None: the scale's base (the text recipe at its depth). A claim read at another LR names its control.
+    base: tuple[str, str] | None = None
 
     @property
     def beside(self) -> set[str]:

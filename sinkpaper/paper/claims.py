@@ -1,6 +1,8 @@
 """The claims the book checks, each with its rule, the paper's numbers and the runs that measure it."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 from .claim import (BASE_LAYERS_4, DEFAULT_CPU, DEFAULT_CPU_BASE, MINI, Chapter, Claim, NotRun, after_labels,
                     at_4_layers, at_scales, bias_gpu, bias_text, family, no_bos_labels, onsets_measure, runs_of)
@@ -257,7 +259,9 @@ CLAIMS: tuple[Claim, ...] = (
                "ours and not scored"),
     Claim("arch_norm", "7.1", "07_architecture", "Post-norm still has a sink", "Section 7.1",
           labels=["post_norm"], rule=Sinks(["post_norm"]),
-          measure=at_scales(text=family("architecture", {"post_norm": "post_norm_lr_x0.25"}),
+          # its "no sink" is guarded by the onset loss of pre-norm at the same quarter LR (its control)
+          measure=at_scales(text=replace(family("architecture", {"post_norm": "post_norm_lr_x0.25"}),
+                                         base=("configs/optimization.yaml", "lr_x0.25")),
                           layers_4=at_4_layers({"post_norm": "post_norm_layers_4"})),
           note="real text: post-norm at the text profile's LR (2e-2) did not learn in 2 of 3 seeds (its held-out loss "
                "stayed at the start's), so the claim reads post-norm at a quarter of that LR, where it learns "

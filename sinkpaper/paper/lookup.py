@@ -18,9 +18,10 @@ from .claims import CLAIMS, rule_check
 from .committed import committed_record
 from .onsets import did_not_last, never_step, onset_step
 from .records import load_records
-from .verdicts import (DEFAULT_CPU_SCALE, EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, LAYERS_4_SCALE, NOT_COMPARABLE,
-                       NOT_RUN, NO_RESULT, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN, STALE, TRAINED, Seeds,
-                       Undecided, judge)
+from . import budget
+from .verdicts import (DEFAULT_CPU_SCALE, DISAGREES, EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, LAYERS_4_SCALE,
+                       NOT_COMPARABLE, NOT_RUN, NOT_YET, NO_RESULT, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN,
+                       SINK, STALE, TRAINED, Seeds, Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
 def store_lookup(config: str, profile: str, point: str, seed: int, store: str = DEFAULT_STORE) \
@@ -105,6 +106,7 @@ class _Read:
     wds: set[float] = field(default_factory=set)
     transient: list[dict] = field(default_factory=list)   # onsets that did not last (paper.onsets.did_not_last)
     missing_required: bool = False
+    payloads: dict[str, dict[int, dict]] = field(default_factory=dict)   # the runs of Sink % labels, for the guard
 
 
 def _read_runs(m: Runs, profile: str, store: str) -> _Read:
@@ -142,6 +144,8 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
             if p is not None:
                 r.got[label][seed] = p["mean"]
                 r.plateaus[label][seed] = p
+                if budget.is_sink_metric(metric):
+                    r.payloads.setdefault(label, {})[seed] = payload
                 r.wds.add(payload["config"]["optim"]["weight_decay"])
                 if still_rising(p, metric, RISING):
                     r.rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
@@ -277,6 +281,7 @@ def _store_result(m: Runs, profile: str, store: str, per_run: bool = False) -> d
             "steps": {k: sorted(v) for k, v in r.steps.items()},
             "computed_at": sorted(c for c in r.computed if c),   # each run's "YYYY-MM-DD HH:MM UTC"
             "transient": [t for t in r.transient if t["seed"] in paired],
+            "_payloads": r.payloads,
             "note": "; ".join(_notes(r, m, profile, paired, enough, seeds_of if per_run else None))}
 
 
@@ -316,12 +321,69 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         out["verdict"], why = _verdict(rule, out)
         if why is not None:
             out["why"] = why
+        if isinstance(m, Runs) and out["verdict"] == DISAGREES:
+            _budget_guard(m, rule, scale, out, store)
+    out.pop("_payloads", None)
     if rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
         out["did_not_last"] = _unlasting(rule, out)
     if isinstance(m, Runs) and m.readings and rule is not None:
         out["second_readings"] = [_second_reading(rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
                                   for what, sub in m.readings.items()]
     return out
+
+
+# the base whose sink's onset loss guards a scale's "no sink" readings (Runs.base names another for a claim)
+GUARD_BASE = {"real text (CPU)": ("configs/optimization.yaml", "default"),
+              LAYERS_4_SCALE: ("configs/data.yaml", "fixed_pos1_layers_4")}
+
+
+def guard_onset_loss(m: Runs, scale: str, store: str) -> tuple[budget.OnsetLoss | None, str]:
+    """The onset loss that guards a claim's readings at a scale, and the base it came from ("config point")."""
+    base = m.base or GUARD_BASE.get(scale)
+    if base is None:
+        return None, ""
+    config, point = base
+    try:
+        found = [s.payload for s in stored(find_config(config), PROFILE_OF[scale], [point], (0, 1, 2), store)
+                 if s.found and not training_failure(s.payload, TRAINED, PLATEAU)]
+    except (ValueError, KeyError, FileNotFoundError):
+        return None, point
+    return budget.base_onset_loss(found), point
+
+
+def _budget_guard(m: Runs, rule, scale: str, out: dict, store: str) -> None:
+    """A disagreement that rests on "no sink" readings of runs that never got as far as the base's onset loss
+    reads NOT_YET, with the runs named (sinkpaper.paper.budget); the result keeps what decided it in "budget"."""
+    if not out.get("seed_values") or rule is None:
+        return
+    onset, base = guard_onset_loss(m, scale, store)
+    if onset is None or onset.loss is None:
+        if onset is not None and onset.why:
+            out["budget"] = {"base": base, "why": onset.why}
+        return
+    unripe: dict[str, list[int]] = {}
+    runs: dict[str, dict[int, budget.Ripeness]] = {}
+    tokens: dict[str, float | None] = {}
+    for label, values in out["seed_values"].items():
+        if label in m.beside:   # shown beside the verdict, never read by the rule
+            continue
+        seeds = out["seeds_of"].get(label, out["seeds"]) if out.get("seeds_of") else out["seeds"]
+        point = m.points[label][0]
+        for i, (seed, v) in enumerate(zip(seeds, values)):
+            payload = out["_payloads"].get(label, {}).get(seed)
+            if payload is None or v >= SINK:
+                continue
+            ripe = budget.ripeness(payload, onset.loss)
+            if not ripe.ripe:
+                unripe.setdefault(label, []).append(i)
+                runs.setdefault(point, {})[seed] = ripe
+                tokens[point] = budget.tokens_of(payload)
+    said = [budget.unripe_text(pt, sorted(rs.items()), onset.loss, tokens[pt]) for pt, rs in runs.items()]
+    out["budget"] = {"base": base, "onset_loss": onset.loss, "per_seed": dict(onset.per_seed), "unripe": said}
+    guarded = budget.not_yet(lambda values: judge(rule, values)[0], out["seed_values"], unripe)
+    if guarded is not None:
+        out["verdict"] = guarded
+        out["why"] = "; ".join(said) if guarded == NOT_YET else "the ripe runs alone do not decide: " + "; ".join(said)
 
 
 def _lacking(m: Runs, out: Mapping) -> dict[str, list[int]]:

@@ -1,7 +1,9 @@
 """When each quantity forms in a run: its onset, defined once, before the runs that measure it (configs/onsets.yaml).
 
 The onset of a quantity is the first evaluation step at which it reaches its threshold; a run in which it never
-does reads one evaluation past its end. The thresholds, and why:
+does reads one evaluation past its end. A sink's onset is read only past the run's warm-up (its loss at least 10 %
+below the unigram level: sinkpaper.paper.budget.left_unigram), so a warm-up flicker is not one. The thresholds, and
+why:
 - sink: Sink_1 >= SINK (10 %), the registry's "has a sink";
 - induction: some head puts >= 0.3 of its attention on the induction target (the sink metric's epsilon; a uniform
   causal head puts the mean of 1/t over the second copy's queries there, sinkpaper.circuits.uniform_induction_score:
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..results.reading import PLATEAU
+from ..results.reading import PLATEAU, unigram_floor
 from .rules import Rule
 from .verdicts import AGREES, DISAGREES, MASSIVE, NOT_COMPARABLE, NO_RESULT, SINK, Seeds, Undecided, _get, verdict_of
 
@@ -59,6 +61,10 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
     values = [(c["step"], evaluation_value(c, key)) for c in evals]
     if not any(v is not None for _, v in values):
         return None
+    if quantity == "sink" and "data" in payload["config"]:   # a warm-up flicker is not an onset (budget.left_unigram)
+        from .budget import left_unigram
+        floor = unigram_floor(payload["config"])
+        values = [(c["step"], v if left_unigram(payload, c, floor) else None) for c, (_, v) in zip(evals, values)]
     hit = next((step for step, v in values if v is not None and v >= threshold), None)
     if hit is None:
         return never_step(payload)

@@ -10,7 +10,10 @@ from ..results.reading import PLATEAU, PLATEAU_EVALS, RISING, TRAINED  # noqa: F
 # --------------------------------------------------------------------------------------------- vocabulary
 AGREES, DISAGREES, NOT_COMPARABLE, NO_RESULT = "agrees", "disagrees", "not comparable", "no result"
 INCONCLUSIVE = "inconclusive"   # the seeds do not all read the same way: the difference is inside the seed spread
-VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE, NO_RESULT)
+# a disagreement that rests on "no sink" readings of runs that never learned as far as the base had when its sink
+# formed (sinkpaper.paper.budget): not a disagreement, not an agreement; counted apart
+NOT_YET = "not yet"
+VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_YET, NOT_COMPARABLE, NO_RESULT)
 STALE = "stale, rerun"          # a stored run made under an older definition or settings: shown, never counted
 NOT_RUN = "not run"             # the book does not run this experiment at this scale
 GPU_SCALE = "GPU (paper's default)"   # the gpu profile: no fixed first token, no BOS, the calibrated 4-layer model
@@ -49,8 +52,8 @@ def verdict_of(flag: bool | None) -> str:
 
 def all_of(verdicts: Sequence[str]) -> str:
     """The one combinator. disagrees if any part disagrees; else no result if any part is missing (or there
-    is no part); else inconclusive if any part is (it could still read disagrees); else not comparable if any
-    part is; else agrees."""
+    is no part); else inconclusive if any part is (it could still read disagrees); else not yet if any part is;
+    else not comparable if any part is; else agrees."""
     for v in verdicts:
         if v not in VERDICTS:
             raise ValueError(f"unknown verdict {v!r}; valid: {', '.join(VERDICTS)}")
@@ -60,6 +63,8 @@ def all_of(verdicts: Sequence[str]) -> str:
         return NO_RESULT
     if INCONCLUSIVE in verdicts:
         return INCONCLUSIVE
+    if NOT_YET in verdicts:
+        return NOT_YET
     return NOT_COMPARABLE if NOT_COMPARABLE in verdicts else AGREES
 
 

@@ -1,0 +1,138 @@
+"""Sink or not yet (sinkpaper.paper.budget): a "no sink" reading counts against the paper only where its run got as
+far as the base's onset loss; warm-up flickers are not onsets. On a results store built for the test: a slow
+learner, a real suppressor and a flicker, beside a base whose three seeds form their sink."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from sinkpaper.paper import budget, lookup
+from sinkpaper.paper.claim import Claim, at_scales, family
+from sinkpaper.paper.onsets import onset_step
+from sinkpaper.paper.rules import MattersLittle, Sinks
+from sinkpaper.paper.verdicts import AGREES, DISAGREES, INCONCLUSIVE, NOT_YET, judge
+
+REPO = Path(__file__).resolve().parents[1]
+TEXT = "real text (CPU)"
+UNIGRAM = 6.95   # the committed unigram loss of the text corpus (results/data/unigram_loss.json)
+
+
+def _loss(step: int, final: float) -> float:
+    """A held-out loss that falls from near the unigram level to ``final``."""
+    return final + (6.9 - final) * math.exp(-step / 500)
+
+
+def _store(store: Path, config: str, point: str, seed: int, final: float, sink) -> dict:
+    """A stored text run of ``config``/``point``: evaluations every 100 steps to 2500, held-out and training loss
+    falling to ``final``, Sink_1 = sink(step)."""
+    from sinkpaper.train.store import read_entry, write_result
+    from sinkpaper.train.sweep import sweep_configs
+    [(_, _, cfg)] = sweep_configs(REPO / config, "text", [point], [seed])
+    per_step = cfg.optim.batch_size * cfg.data.context
+    curve = []
+    for step in range(100, 2501, 100):
+        curve.append({"step": step, "loss": _loss(step, final), "lr": 0.02})
+        curve.append({"step": step, "tokens": per_step * step, "val_loss": _loss(step, final),
+                      "sink_k": {"1": float(sink(step))}, "alpha_1_mean": sink(step) / 200})
+    path = write_result(store, cfg, {"sink_k": {"1": float(sink(2500))}, "alpha_1_mean": 0.1,
+                                     "val_loss": _loss(2500, final), "step": 2500, "tokens_seen": per_step * 2500,
+                                     "provenance": {"hardware": "CPU test", "dtype": "fp32", "code_version": "v1",
+                                                    "computed_at": "2000-01-01 00:00 UTC", "wall_seconds": 1.0}},
+                        curve=curve)
+    return read_entry(path)
+
+
+def _forms_at(onset: int, level: float = 40.0):
+    return lambda step: level if step >= onset else 0.0
+
+
+@pytest.fixture()
+def store(tmp_path):
+    """The base (optimization/default) forms its sink at steps 1200 / 1300 / 1500; architecture's pos_rope is the
+    same recipe; pos_nope learns slower and never gets to the base's onset loss; pos_alibi gets there early and
+    stays at 0 %."""
+    s = tmp_path / "store"
+    s.mkdir()
+    for seed, onset in zip((0, 1, 2), (1200, 1300, 1500)):
+        _store(s, "configs/optimization.yaml", "default", seed, 5.10, _forms_at(onset))
+        _store(s, "configs/architecture.yaml", "pos_rope", seed, 5.10, _forms_at(onset))
+        _store(s, "configs/architecture.yaml", "pos_nope", seed, 5.30, lambda step: 0.0)
+        _store(s, "configs/architecture.yaml", "pos_alibi", seed, 4.90, lambda step: 0.0)
+    return s
+
+
+def _claim(labels) -> Claim:
+    return Claim("t", "7.1", "07_architecture", "test", "Section 7.1", rule=Sinks(["pos_rope", *labels]),
+                 measure=at_scales(text=family("architecture", ["pos_rope", *labels])))
+
+
+def test_the_onset_loss_is_where_every_base_seed_had_its_sink(store):
+    onset, base = lookup.guard_onset_loss(_claim([]).measure[TEXT], TEXT, str(store))
+    assert base == "default"
+    # each seed's smoothed held-out loss at its onset (the onset evaluation and one either side); the lowest
+    expect = {s: sum(_loss(t, 5.10) for t in (o - 100, o, o + 100)) / 3 for s, o in zip((0, 1, 2), (1200, 1300, 1500))}
+    assert onset.per_seed == pytest.approx(expect)
+    assert onset.loss == pytest.approx(min(expect.values()))
+
+
+def test_a_slow_learner_reads_not_yet_and_names_its_loss(store):
+    r = lookup.result(_claim(["pos_nope"]), TEXT, records={}, store=str(store))
+    assert r["verdict"] == NOT_YET
+    assert "pos_nope (seeds 0, 1, 2) never reached the base's onset loss" in r["why"]
+    assert "in 10.2M tokens" in r["why"]
+
+
+def test_a_real_suppressor_keeps_its_disagreement(store):
+    r = lookup.result(_claim(["pos_alibi"]), TEXT, records={}, store=str(store))
+    assert r["verdict"] == DISAGREES and r["budget"]["unripe"] == []
+
+
+def test_a_disagreement_a_ripe_run_carries_stands_beside_an_unripe_one(store):
+    r = lookup.result(_claim(["pos_nope", "pos_alibi"]), TEXT, records={}, store=str(store))
+    assert r["verdict"] == DISAGREES   # pos_alibi's ripe no-sink decides, whatever pos_nope could still grow
+
+
+def test_the_guard_fails_without_its_onset_loss(store, monkeypatch):
+    """The same slow learner, read against a base whose sink never formed in one seed: no onset loss, no guard."""
+    _store(store, "configs/optimization.yaml", "default", 2, 5.10, lambda step: 0.0)
+    r = lookup.result(_claim(["pos_nope"]), TEXT, records={}, store=str(store))
+    assert r["verdict"] == DISAGREES and "never formed in seed 2" in r["budget"]["why"]
+
+
+def test_a_warm_up_flicker_is_not_an_onset(tmp_path):
+    flicker = _store(tmp_path, "configs/architecture.yaml", "pos_learnable", 0, 5.10,
+                     lambda step: 15.0 if step == 100 else 40.0 if step >= 1500 else 0.0)
+    assert _loss(100, 5.10) > (1 - budget.LEFT_UNIGRAM) * UNIGRAM          # step 100 is inside the warm-up
+    assert onset_step(flicker, "sink") == 1500.0
+    assert budget.sink_onset_record(flicker)["step"] == 1500
+    never = _store(tmp_path, "configs/architecture.yaml", "pos_learnable", 1, 5.10,
+                   lambda step: 15.0 if step == 100 else 0.0)
+    assert onset_step(never, "sink") == 2600.0          # one evaluation past the end: never formed
+
+
+def test_not_yet_agrees_only_where_a_sink_could_make_it_agree():
+    rule = MattersLittle(["x"], "base")
+    values = {"x": [0.0, 0.0, 0.0], "base": [40.0, 40.0, 40.0]}
+    fn = lambda v: judge(rule, v)[0]  # noqa: E731
+    assert fn(values) == DISAGREES
+    assert budget.not_yet(fn, values, {"x": [0, 1, 2]}) == NOT_YET
+    assert budget.not_yet(fn, values, {}) is None
+    # one ripe seed with no sink: the unripe two cannot make it agree, only undo the disagreement
+    assert budget.not_yet(fn, values, {"x": [0, 1]}) == INCONCLUSIVE
+    # ripe seeds 5x the base's, an unripe one that could match it: the seeds would split
+    assert budget.not_yet(fn, {"x": [0.0, 100.0, 100.0], "base": [20.0, 20.0, 20.0]}, {"x": [0]}) == INCONCLUSIVE
+    # a second change with no sink on ripe runs: nothing the unripe one grows undoes the disagreement
+    both = MattersLittle(["x", "y"], "base")
+    fn2 = lambda v: judge(both, v)[0]  # noqa: E731
+    assert budget.not_yet(fn2, {**values, "y": [0.0, 0.0, 0.0]}, {"x": [0, 1, 2]}) is None
+    assert fn({"x": [40.0, 40.0, 40.0], "base": [40.0, 40.0, 40.0]}) == AGREES
+
+
+def test_ripeness_is_read_at_the_window_start(store):
+    from sinkpaper.train.store import entries
+    slow = next(p for _, p in entries(store) if p["name"].endswith("pos_nope"))
+    r = budget.ripeness(slow, 5.325)   # pos_nope reaches 5.325 at step 2100, inside its window (from step 2000)
+    assert not r.ripe and r.reached is not None and r.reached > r.window == 2000
+    assert budget.ripeness(slow, 5.5).ripe
