@@ -26,7 +26,7 @@ mkdir -p "${OUT_DIR:-runs/text}"
 # The base run (the emergence curve) and the paper's main directions first, then the rest of each family.
 FAMILIES="configs/optimization.yaml configs/loss.yaml configs/data.yaml configs/biases.yaml configs/attention.yaml
           configs/packing.yaml configs/architecture.yaml configs/after_paper.yaml configs/onsets.yaml
-          configs/layers_4.yaml"
+          configs/layers_4.yaml configs/budget.yaml"
 # FIRST runs point by point in the order given (a single sweep would go family by family), and the environment
 # can set it. After the base and the main directions come the points that complete a claim in the fewest runs
 # (post-norm, softpick; then document masks, heads, the swish/ReGLU FFNs (6 runs complete a claim), softmax sums,
