@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,6 +289,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     ckpt = latest_checkpoint(out) if resume else None
     step, tokens, wall, cpu, routes = (_restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None
                                        else (0, 0, 0.0, 0.0, []))
+    lost = _lost_sitting(store, cfg, step) if rank == 0 else None   # an earlier sitting got further, its checkpoint gone
     # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
     # lines are written again
     _truncate_log(out / "log.jsonl", step)
@@ -296,7 +298,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     _unwrap(model).set_training_route(dtype, compiled)
     route = _unwrap(model).training_route(cfg.data.context, device, dtype, compiled)   # for the provenance
     # every route the run trained under, from the step it started at (a run resumed on another machine or code)
-    here = {**route, "code": provenance.code_version(), "from_step": step}
+    here = {**route, "code": provenance.code_version(), "from_step": step,
+            **({"earlier_sitting_reached": lost} if lost else {})}
     if not routes or {k: v for k, v in routes[-1].items() if k != "from_step"} != {
             k: v for k, v in here.items() if k != "from_step"}:
         routes = [*routes, here]
@@ -467,8 +470,29 @@ class _Bookkeeping:
                     "elapsed_seconds": round(elapsed, 3), "projected_seconds_left": round(left, 3),
                     "routes": self.routes, "code": provenance.code_version(), "hardware": provenance.hardware(self.device)}
         write_partial(self.partial_store, self.cfg, read_log(self.out / "log.jsonl"), progress)
+        ev = self.last_eval or {}
+        sink = (f"; Sink_1 {ev['sink_k']['1']:.1f} %, alpha_1 {ev['alpha_1_mean']:.3f} at the last evaluation"
+                if ev.get("sink_k") and ev.get("alpha_1_mean") is not None else "")
         print(f"{self.cfg.name}: step {step:,}/{self.cfg.optim.steps:,}, {tokens:,} tokens, {elapsed / 3600:.2f} h "
-              f"elapsed, about {left / 3600:.1f} h left at this sitting's {rate * 3600:,.0f} steps/h", flush=True)
+              f"elapsed, about {left / 3600:.1f} h left at this sitting's {rate * 3600:,.0f} steps/h{sink}", flush=True)
+
+
+def _lost_sitting(store, cfg: TrainConfig, step: int) -> int | None:
+    """The step an earlier sitting of this run reached (its partial curve in the store) where no checkpoint that far
+    is here: said in one line, and recorded with the route this sitting trains under; None otherwise."""
+    if store is None:
+        return None
+    from .store import partial_path, read_entry
+    path = partial_path(store, cfg.hash())
+    if not path.is_file():
+        return None
+    reached = int((read_entry(path).get("progress") or {}).get("step") or 0)
+    if reached <= step:
+        return None
+    print(f"sinkpaper: {cfg.name} seed {cfg.run.seed}: an earlier sitting reached step {reached:,}, but no checkpoint "
+          f"that far is here; training from step {step:,} (restore one first: python -m sinkpaper store restore)",
+          file=sys.stderr, flush=True)
+    return reached
 
 
 def _check_run_dir(out: Path, cfg: TrainConfig, resume: bool) -> Path:

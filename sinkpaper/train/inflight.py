@@ -1,0 +1,102 @@
+"""Runs that outlive a sitting: the latest checkpoint of each unfinished run kept in the repository
+(results/inflight/), so that the next sitting, on a new machine, resumes it instead of starting over.
+
+A sitting ends with ``keep`` (after the runs' last checkpoints): for every run directory under ``runs`` with a
+complete checkpoint and no stored result, its config, its log and its latest checkpoint are copied into
+results/inflight/<the same relative path>, replacing the copy an earlier sitting kept; copies of runs now stored
+are removed. A sitting starts with ``restore``: each kept run is copied back into ``runs`` unless a checkpoint there
+is as far along. Every copy is written under a temporary name and renamed, so a killed copy leaves the last whole
+one. Only the latest checkpoint travels (a run's ~30-40 MB at the text profile's 4 layers)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import os
+import tempfile
+from . import store as S
+from .trainer import latest_checkpoint
+
+INFLIGHT = Path("results/inflight")
+
+
+def _replace_dir(target: Path, fill) -> None:
+    """``fill(tmp)`` writes a folder under a temporary name beside ``target``, which then takes its place: the old
+    copy is moved aside first and removed last, so a kill at any point leaves a whole copy (the old or the new)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        fill(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = target.with_name(f".{target.name}.old")
+    if target.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(target, old)
+    os.rename(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    """The run directories under ``root`` that hold checkpoints (never a copy still being written: a dot name)."""
+    return sorted(p.parent for p in Path(root).rglob("config.json") if (p.parent / "checkpoints").is_dir()
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def _step(ckpt: Path | None) -> int:
+    return -1 if ckpt is None else int(ckpt.name.split("-")[-1])
+
+
+def _finished(run: Path, store: Path) -> bool:
+    return S.result_path(store, json.loads((run / "config.json").read_text())["hash"]).exists()
+
+
+def keep(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str | Path = S.DEFAULT_STORE,
+         say=print) -> list[Path]:
+    """Copy the latest checkpoint of every unfinished run under ``runs`` into ``inflight``; drop finished ones."""
+    runs, inflight, kept = Path(runs), Path(inflight), []
+    for run in _run_dirs(runs):
+        ckpt = latest_checkpoint(run)
+        target = inflight / run.relative_to(runs)
+        if _finished(run, Path(store)):
+            if target.exists():
+                shutil.rmtree(target)
+                say(f"{target}: its run is stored; the kept checkpoint is removed")
+            continue
+        if ckpt is None or _step(latest_checkpoint(target)) >= _step(ckpt):
+            continue
+        def fill(tmp: Path, run=run, ckpt=ckpt) -> None:
+            for name in ("config.json", "log.jsonl"):
+                if (run / name).exists():
+                    shutil.copy2(run / name, tmp / name)
+            shutil.copytree(ckpt, tmp / "checkpoints" / ckpt.name)
+            (tmp / "checkpoints" / "latest").write_text(ckpt.name)
+        _replace_dir(target, fill)
+        kept.append(target)
+        say(f"kept {run.relative_to(runs)} at step {_step(ckpt):,} in {target}")
+    for run in _run_dirs(inflight):   # a kept run that has since been stored (on another machine) is dropped
+        if _finished(run, Path(store)):
+            shutil.rmtree(run)
+            say(f"{run}: its run is stored; the kept checkpoint is removed")
+    return kept
+
+
+def restore(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str | Path = S.DEFAULT_STORE,
+            say=print) -> list[Path]:
+    """Copy every kept run back into ``runs`` where no checkpoint there is as far along; say what was done."""
+    runs, inflight, restored = Path(runs), Path(inflight), []
+    for kept in _run_dirs(inflight):
+        ckpt = latest_checkpoint(kept)
+        if ckpt is None or _finished(kept, Path(store)):
+            continue
+        target = runs / kept.relative_to(inflight)
+        here = latest_checkpoint(target) if target.exists() else None
+        if _step(here) >= _step(ckpt):
+            say(f"{target} is at step {_step(here):,} already (kept: {_step(ckpt):,})")
+            continue
+        _replace_dir(target, lambda tmp, kept=kept: shutil.copytree(kept, tmp, dirs_exist_ok=True))
+        restored.append(target)
+        say(f"restored {target} at step {_step(ckpt):,} from {kept}")
+    return restored
