@@ -23,6 +23,17 @@ from sinkpaper.book import findings
 
 card = findings.finding_card("07_architecture")
 
+# %% tags=["remove-input"]
+# Not yet or suppressed: where each change's runs stopped against the loss at which the base's sink formed
+from IPython.display import display
+
+from sinkpaper.book.figures.budget import sink_against_loss_figure
+
+CHANGES = ("pos_nope", "pos_absolute", "pos_learnable", "pos_alibi", "ffn_gelu", "ffn_swish", "heads_add")
+display(sink_against_loss_figure({p: ("configs/architecture.yaml", p) for p in CHANGES},
+                                 ("configs/optimization.yaml", "default"), "real text, 2 layers, 2,500 steps",
+                                 paper_source="Section 7.1"))
+
 # %% [markdown]
 # Gu et al. (2025), Section 7.1, ask whether the attention sink hinges on a particular design choice of the
 # LLaMA-style model. They pre-train their 60M model from scratch with one part of the architecture changed

@@ -136,3 +136,26 @@ def test_ripeness_is_read_at_the_window_start(store):
     r = budget.ripeness(slow, 5.325)   # pos_nope reaches 5.325 at step 2100, inside its window (from step 2000)
     assert not r.ripe and r.reached is not None and r.reached > r.window == 2000
     assert budget.ripeness(slow, 5.5).ripe
+
+
+def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
+    pytest.importorskip("altair")
+    from sinkpaper.book.figures import budget as fig
+    from sinkpaper.book.figures.specs import chart_values   # noqa: F401  (the charts' reader exists)
+
+    data = budget.sink_against_loss({"pos_nope": ("configs/architecture.yaml", "pos_nope"),
+                                     "pos_relative": ("configs/architecture.yaml", "pos_relative")},
+                                    ("configs/optimization.yaml", "default"), store=str(store))
+    assert data["missing"] == ["pos_relative"]
+    runs = {(r["change"], r["run"]) for r in data["rows"]}
+    assert runs == {("pos_nope", f"{role} seed {s}") for role in ("base", "change") for s in (0, 1, 2)}
+    assert sum(r["last"] for r in data["rows"]) == 6               # one end dot per run
+    figure = fig.sink_against_loss_figure({"pos_nope": ("configs/architecture.yaml", "pos_nope"),
+                                           "pos_relative": ("configs/architecture.yaml", "pos_relative")},
+                                          ("configs/optimization.yaml", "default"), "2 layers", store=str(store))
+    assert f"{data['onset'].loss:.3f}" in figure.caption and "Not stored yet: pos_relative." in figure.caption
+    spec = figure.content.to_dict()
+    kinds = {v["kind"] for v in spec["data"]["values"]}
+    assert kinds == {"eval", "band", "paper"}
+    assert max(v["loss"] for v in spec["data"]["values"] if v["kind"] == "eval") <= \
+        max(data["onset"].per_seed.values()) + fig.ZOOM

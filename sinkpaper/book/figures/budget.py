@@ -1,0 +1,80 @@
+"""The sink against the held-out loss (sinkpaper.paper.budget): each change's runs beside its base's seeds, the
+base's onset loss as a band, where each run stopped, the paper's number as a dashed level. A change whose runs end
+left of the band has not reached the loss at which the base's sink formed ("not yet"); one that crosses the band
+with no sink suppresses it."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import altair as alt
+
+from .core import no_data_chart
+
+ZOOM = 0.3   # nats above the base's onset losses shown: the runs' approach to the loss at which the sink forms
+
+
+def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = None, columns: int = 3,
+                            width: int = 170, height: int = 130) -> alt.Chart:
+    """One small panel per change (``data`` from :func:`sinkpaper.paper.budget.sink_against_loss`): Sink_1 against
+    the smoothed held-out loss, the axis reversed so that training runs left to right; base seeds grey, the
+    change's seeds coloured, a dot where each run stopped, the base's onset losses (one per seed) as a band, the
+    paper's Sink_1 for the change dashed."""
+    rows = list(data["rows"])
+    if not rows:
+        return no_data_chart("Sink_1 against held-out loss", "no stored run of these changes", 320, height)
+    onset = data["onset"]
+    losses = [v for v in (onset.per_seed or {}).values() if v is not None]
+    band = ([{"change": c, "lo": min(losses), "hi": max(losses)} for c in dict.fromkeys(r["change"] for r in rows)]
+            if losses else [])
+    levels = [{"change": c, "paper": v} for c, v in (paper or {}).items() if c in {r["change"] for r in rows}]
+    # the stretch of training where the sink forms: from ZOOM nats above the base's onset losses to the lowest loss
+    # any run reached (the early, fast fall from the unigram level says nothing about the sink)
+    if losses:
+        rows = [r for r in rows if r["loss"] <= max(losses) + ZOOM]
+    domain = [max(r["loss"] for r in rows), min(r["loss"] for r in rows)] if rows else None
+    values = ([{**r, "kind": "eval"} for r in rows] + [{**b, "kind": "band"} for b in band]
+              + [{**v, "kind": "paper"} for v in levels])
+    x = alt.X("loss:Q", title="held-out loss, falling \u2192",
+              scale=alt.Scale(domain=domain, zero=False, nice=False))
+    y = alt.Y("sink_1:Q", title="Sink_1 %", scale=alt.Scale(domain=[0, 100]))
+    color = alt.Color("role:N", scale=alt.Scale(domain=["base", "change"], range=["#bab0ac", "#e45756"]),
+                      legend=alt.Legend(orient="bottom", title=None))
+    tip = [alt.Tooltip("run:N"), alt.Tooltip("step:Q", format=","), alt.Tooltip("loss:Q", format=".3f"),
+           alt.Tooltip("sink_1:Q", format=".1f", title="Sink_1 %")]
+    evals = alt.Chart().transform_filter(alt.datum.kind == "eval")
+    layers = [alt.Chart().transform_filter(alt.datum.kind == "band").mark_rect(opacity=0.15, color="#0969da").encode(
+                  x="lo:Q", x2="hi:Q", tooltip=[alt.Tooltip("lo:Q", format=".3f", title="base onset loss, lowest seed"),
+                                                alt.Tooltip("hi:Q", format=".3f", title="highest seed")]),
+              evals.mark_line(strokeWidth=1.2).encode(x=x, y=y, color=color, detail="run:N", order="step:Q",
+                                                       tooltip=tip),
+              evals.transform_filter(alt.datum.last).mark_point(filled=True, size=30).encode(
+                  x=x, y=y, color=color, tooltip=tip),
+              alt.Chart().transform_filter(alt.datum.kind == "paper").mark_rule(strokeDash=[4, 3], color="#333")
+              .encode(y="paper:Q", tooltip=[alt.Tooltip("paper:Q", format=".2f", title="the paper's Sink_1 %")])]
+    return alt.layer(*layers, data=alt.Data(values=values)).properties(width=width, height=height).facet(
+        facet=alt.Facet("change:N", title=None, sort=list(dict.fromkeys(r["change"] for r in rows))), columns=columns
+    )
+
+
+def sink_against_loss_figure(changes: Mapping[str, tuple[str, str]], base: tuple[str, str], scale: str,
+                             store=None, paper_source: str = ""):
+    """The numbered figure of :func:`sink_against_loss_chart` for ``changes`` ({label: (config, point)}) against
+    ``base`` at the text profile, with a caption read from the runs it draws (``scale``: "2 layers, 2,500 steps"),
+    and the paper's Sink_1 for each label that has one."""
+    from ...paper import budget, numbers
+    from .core import Figure
+    data = budget.sink_against_loss(changes, base, store=store)
+    paper = {k: numbers.paper_value(k) for k in changes if k in numbers.NUMBERS}
+    onset = data["onset"]
+    per_seed = [v for v in (onset.per_seed or {}).values() if v is not None]
+    band = (f"the blue band spans the held-out losses at which the base's seeds formed their sink "
+            f"({min(per_seed):.3f}-{max(per_seed):.3f}; the guard reads 'no sink' only past {onset.loss:.3f})"
+            if onset.loss is not None else f"no band: {onset.why}")
+    shown = [k for k in changes if k not in data["missing"]]
+    caption = (f"Sink_1 against held-out loss (each evaluation's, averaged with its neighbours) at {scale}: "
+               f"{', '.join(shown)} (red, one line per seed) beside the base {base[1]} (grey); {band}; a dot marks "
+               f"where each run stopped; dashed: the paper's Sink_1 for the change{f' ({paper_source})' if paper_source else ''}. "
+               "A run that stops left of the band has not reached the loss at which the base's sink formed: not yet. "
+               "One that crosses it with no sink suppresses it at this scale."
+               + (f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""))
+    return Figure(sink_against_loss_chart(data, paper), caption)
