@@ -159,3 +159,40 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     assert kinds == {"eval", "band", "paper"}
     assert max(v["loss"] for v in spec["data"]["values"] if v["kind"] == "eval") <= \
         max(data["onset"].per_seed.values()) + fig.ZOOM
+
+
+def test_a_shorter_run_is_the_prefix_of_a_longer_one_bit_for_bit(tmp_path):
+    """The constant schedule's promise, on the trainer: 24 steps then 48 steps of one seed log the same first 24
+    steps, every loss and evaluation equal; the longer run read at 24 steps gives the shorter one's reading."""
+    from sinkpaper.train import build, train
+    from sinkpaper.train.trainer import read_log
+    tiny = {"name": "tiny", "model": dict(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+            "data": dict(source="repeat", vocab_size=32, n_tokens=20_000, context=32),
+            "optim": dict(lr=1e-2, steps=24, batch_size=8, warmup=4, schedule="constant"),
+            "eval": dict(every=6, n_samples=8, seq_len=16), "run": dict(checkpoint_every=12, log_every=3, threads=1)}
+    runs = {}
+    for steps in (24, 48):
+        cfg = build(tiny, "cpu", {"optim.steps": steps})
+        train(cfg, tmp_path / str(steps), progress=False)
+        runs[steps] = {"name": "tiny", "config": cfg.to_dict(), "curve": read_log(tmp_path / str(steps) / "log.jsonl")}
+    assert budget.prefix_difference(runs[24], runs[48]) is None
+    read = budget.at_budget(runs[48], 24)
+    assert read["result"]["sink_k"] == [c for c in runs[24]["curve"] if c["step"] == 24 and "sink_k" in c][0]["sink_k"]
+    # a different seed is not a prefix, and says where it first differs
+    cfg = build(tiny, "cpu", {"optim.steps": 48, "run.seed": 1})
+    train(cfg, tmp_path / "other", progress=False)
+    other = {"name": "tiny", "config": cfg.to_dict(), "curve": read_log(tmp_path / "other" / "log.jsonl")}
+    assert budget.prefix_difference(runs[24], other).startswith("step 3: loss")
+
+
+def test_a_budget_a_run_cannot_give_is_refused_in_one_line():
+    payload = {"name": "budget/x", "config": {"run": {"seed": 0}, "eval": {"every": 100},
+                                              "optim": {"steps": 2500, "warmup": 100, "schedule": "constant"}},
+               "curve": [{"step": s, "sink_k": {"1": 0.0}} for s in range(100, 2501, 100)]}
+    with pytest.raises(budget.BudgetError, match="inside its 100-step warm-up"):
+        budget.at_budget(payload, 50)
+    with pytest.raises(budget.BudgetError, match=r"trained 2,500 steps, not 10,000: no result .*steps_scale x4"):
+        budget.at_budget(payload, 10_000)
+    with pytest.raises(budget.BudgetError, match="no evaluation at step 2,450"):
+        budget.at_budget(payload, 2450)
+    assert budget.at_budget(payload, 1000)["config"]["optim"]["steps"] == 1000

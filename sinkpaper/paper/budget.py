@@ -206,3 +206,62 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str]], base: tuple[str, s
         for p in got:
             rows += loss_rows(p, label, "change")
     return {"rows": rows, "onset": base_onset_loss(base_runs), "missing": missing}
+
+
+# ---------------------------------------------------------------------------------- one run, every budget
+class BudgetError(ValueError):
+    """A run read at a budget it cannot give (inside its warm-up, or past its end): one line, naming the run."""
+
+
+def at_budget(payload: Mapping, steps: int) -> dict:
+    """A stored run read as if it had stopped after ``steps``: its curve up to that step and its config's steps
+    set to it, so its plateau, onsets and ripeness are those of the shorter run. With the constant schedule a
+    longer run holds the shorter one as its prefix (checked bit for bit by :func:`prefix_difference`). Refused
+    (BudgetError) inside the warm-up, where the LR differs from the shorter run's no longer, but the read window
+    would hold nothing past it, or past the run's end: a budget it never reached is no result, never an
+    extrapolation."""
+    cfg = payload["config"]
+    name, seed, end = payload.get("name"), cfg["run"]["seed"], int(cfg["optim"]["steps"])
+    if cfg["optim"].get("schedule", "constant") != "constant":
+        raise BudgetError(f"{name} seed {seed} trained a {cfg['optim']['schedule']} schedule: its prefix is not a "
+                          "shorter run (the LR depends on the total steps)")
+    if steps <= int(cfg["optim"].get("warmup", 0)):
+        raise BudgetError(f"{name} seed {seed}: a budget of {steps:,} steps lies inside its {cfg['optim']['warmup']}-"
+                          "step warm-up")
+    if steps > end:
+        raise BudgetError(f"{name} seed {seed} trained {end:,} steps, not {steps:,}: no result at that budget "
+                          f"(train the point with optim.steps_scale x{steps / end:g} to read it)")
+    curve = [c for c in payload.get("curve", []) if c["step"] <= steps]
+    last = next((c for c in reversed(curve) if "sink_k" in c and c["step"] == steps), None)
+    if last is None:
+        raise BudgetError(f"{name} seed {seed} has no evaluation at step {steps:,} (it evaluates every "
+                          f"{cfg['eval']['every']} steps)")
+    out = {**payload, "config": {**cfg, "optim": {**cfg["optim"], "steps": steps}}, "curve": curve,
+           "read_at": {"steps": steps, "of": end}}
+    out["result"] = {**payload.get("result", {}), "sink_k": last["sink_k"], "step": steps,
+                     "val_loss": last.get("val_loss"), "alpha_1_mean": last.get("alpha_1_mean"),
+                     "tokens_seen": last.get("tokens")}
+    return out
+
+
+def prefix_difference(short: Mapping, long: Mapping) -> str | None:
+    """Where a shorter run's log differs from the start of a longer one (same seed and recipe), or None when every
+    record of the shorter run, its training losses and every evaluation, is the same bit for bit. The records past
+    the shorter run's last step, and timings, are not compared."""
+    steps = int(short["config"]["optim"]["steps"])
+    timing = {"tokens_per_s", "wall_seconds", "eval_seconds", "eval_cpu_seconds"}
+
+    def records(p):
+        return {(c["step"], "sink_k" in c): {k: v for k, v in c.items() if k not in timing}
+                for c in logged(p.get("curve", [])) if c["step"] <= steps} | {
+            (c["step"], True): {k: v for k, v in c.items() if k not in timing}
+            for c in evaluations(p) if c["step"] <= steps}
+
+    a, b = records(short), records(long)
+    for key in sorted(a):
+        if key not in b:
+            return f"step {key[0]}: the longer run has no {'evaluation' if key[1] else 'log line'} there"
+        for field, value in a[key].items():
+            if b[key].get(field) != value:
+                return f"step {key[0]}: {field} {value!r} against {b[key].get(field)!r}"
+    return None

@@ -12,7 +12,8 @@ from .verdicts import DEFAULT_CPU_SCALE, GPU_SCALE, LAYERS_4_SCALE
 
 @dataclass(frozen=True)
 class Runs:
-    """Results-store runs: ``points`` maps a value label to (point, metric[, config]) of ``config`` (metric: "Sink_1",
+    """Results-store runs: ``points`` maps a value label to (point, metric[, config[, steps]]) of ``config`` (steps:
+    the run read at that budget, its prefix: sinkpaper.paper.budget.at_budget; metric: "Sink_1",
     "Sink_2", ..., "Sink*", "alpha_1", "first Sink_1", "excess alpha_1"); mean over ``seeds``. A label marked as
     the other setting (:data:`BESIDE_MARKS`) is shown beside the verdict: no rule reads it, and a run of it not
     stored yet holds no verdict back. ``readings``: second readings, {what differs ("4 layers, 5000 steps"): Runs

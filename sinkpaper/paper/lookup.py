@@ -114,7 +114,8 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
     r = _Read()
     for label, spec in m.points.items():
         point, metric = spec[0], spec[1]
-        config = spec[2] if len(spec) > 2 else m.config
+        config = spec[2] if len(spec) > 2 and spec[2] else m.config
+        steps = spec[3] if len(spec) > 3 else None   # read a longer run at this budget (its prefix)
         r.got[label], r.plateaus[label] = {}, {}
         for seed in (*m.seeds, *EXTRA_SEEDS):
             payload, st = store_lookup(config, profile, point, seed, store)
@@ -127,6 +128,13 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                 if st == DIVERGED:   # a result (the paper's "-"), named, never read as a value
                     r.excluded.append(f"{point} seed {seed}: diverged, {divergence_error(payload)}")
                 continue
+            if steps is not None:
+                try:
+                    payload = budget.at_budget(payload, steps)
+                except budget.BudgetError as e:
+                    r.excluded.append(str(e))
+                    r.missing_required |= seed in m.seeds and label not in m.beside
+                    continue
             r.prov.append(payload["hash"])
             if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
                 r.dirty.append(f"{point} seed {seed}")
