@@ -131,3 +131,54 @@ def test_a_point_whose_settings_changed_after_its_affected_runs_reads_superseded
     assert settings_changed({**payload, "config": ran}) == "run.dtype fp32"
     assert settings_changed({**payload, "config": now}) == ""                       # the same run
     assert settings_changed({**payload, "name": "gone/nowhere", "config": ran}) == ""   # no config defines it
+
+
+# ---------------------------------------------------------------- the rule sees what it judges (a store built for it)
+def _stored(store, config, point, seed, sink_1, *, dtype="fp32", route=None, name=None, sink_star=None):
+    """A text run of config/point that learned (held-out loss 5.1 against the corpus's unigram 6.95), Sink_1 flat."""
+    from pathlib import Path
+
+    from sinkpaper.train.store import read_entry, write_entry, write_result
+    from sinkpaper.train.sweep import sweep_configs
+    repo = Path(__file__).resolve().parents[1]
+    [(_, _, cfg)] = sweep_configs(repo / config, "text", [point], [seed])
+    ev = {"sink_k": {"1": sink_1}, "alpha_1_mean": 0.1, "val_loss": 5.1,
+          **({"sink_star": sink_star} if sink_star is not None else {})}
+    curve = [{"step": s, "loss": 5.1, "tokens": s * 4096, **ev} for s in range(100, 2501, 100)]
+    pv = {"hardware": "CPU AMD EPYC, 1 threads", "dtype": dtype, "code_version": "v1",
+          "computed_at": "2000-01-01 00:00 UTC", **({"route": route} if route else {})}
+    path = write_result(store, cfg, {**ev, "step": 2500, "provenance": pv}, curve=curve)
+    if name:   # stored under another name, as an early seed of the base was
+        write_entry(path, {**read_entry(path), "name": name})
+    return path
+
+
+def test_the_base_spread_reads_every_seed_of_the_base_whatever_its_stored_name(tmp_path):
+    from sinkpaper.results.recheck import _reading, base_seeds
+    for seed, s1, name in ((0, 20.0, None), (1, 41.0, "optimization"), (2, 30.0, None)):
+        _stored(tmp_path, "configs/optimization.yaml", "default", seed, s1, name=name)
+    found = base_seeds(str(tmp_path))
+    assert sorted(p["config"]["run"]["seed"] for p in found) == [0, 1, 2]
+    assert margin([_reading(p)["sink"] for p in found]) == pytest.approx(21.0)   # all three seeds, not two
+
+
+def test_the_rule_compares_sink_star_where_the_claims_read_it():
+    from sinkpaper.results.recheck import claim_metric
+    assert claim_metric("biases/k_bias_fixed_v_no_bos") == "Sink*"
+    assert claim_metric("after_paper/sink_logit") == "Sink*"
+    assert claim_metric("attention/elu") == "Sink_1"
+
+
+def test_a_run_that_trained_the_bf16_softmax_is_named_and_not_counted(tmp_path):
+    from sinkpaper.paper import lookup
+    from sinkpaper.paper.claim import family
+    ref = {"attention": "reference"}
+    for seed in (0, 1, 2):
+        _stored(tmp_path, "configs/attention.yaml", "elu", seed, 30.0, dtype="bf16" if seed else "fp32",
+                route=ref if seed else None)
+    # seed 0 trained fp32 (not affected); seeds 1 and 2 through the faulty softmax
+    r = lookup._read_runs(family("attention", ["elu"]), "text", str(tmp_path))
+    assert sorted(r.got["elu"]) == [0]
+    assert [x.split(":")[0] for x in r.excluded] == ["elu seed 1", "elu seed 2"]
+    assert all("trained through the bf16 softmax" in x and "not counted until its rerun lands" in x
+               for x in r.excluded)

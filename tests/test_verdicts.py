@@ -250,6 +250,7 @@ def _stored_text_run(store, config: str, point: str, seed: int, metrics: dict[st
     "Sink_doc_start"), rising over the first half of the steps and flat at the given value after: its plateau is
     that value. Its losses fall smoothly from 7.5 to 5.0 nats (held-out 0.1 above), far below the corpus's unigram
     loss (6.95; the cache's entry for the real data config is read), with no spike: a run that learned."""
+    from sinkpaper.models.model import ATTENTION_NUMERICS
     from sinkpaper.train.store import read_entry, write_result
     cfg = _text_cfg(config, point, seed)
     steps, per_step = cfg.optim.steps, cfg.optim.batch_size * cfg.data.context
@@ -276,6 +277,8 @@ def _stored_text_run(store, config: str, point: str, seed: int, metrics: dict[st
     path = write_result(store, cfg, {**{k: v for k, v in last.items() if k not in ("step", "tokens", "loss")},
                                      "step": steps, "tokens_seen": per_step * steps, "final_loss": last["loss"],
                                      "provenance": {"hardware": "CPU test", "dtype": "bf16", "compiled": True,
+                                                    # trained since the operators normalize in fp32
+                                                    "route": {"numerics": ATTENTION_NUMERICS},
                                                     "code_version": "v1", "computed_at": "2000-01-01 00:00 UTC"}},
                         curve=curve)
     return read_entry(path)

@@ -2,8 +2,10 @@
 :mod:`.committed`) and the results store, read seed by seed."""
 from __future__ import annotations
 
+import functools
 import os
 import statistics
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -12,6 +14,7 @@ from ..results.reading import NotEnoughEvaluations, plateau_of, still_rising, st
 from ..train.config import PROFILES
 from ..train import store as S
 from ..train.store import DEFAULT_STORE
+from ..train.recheck import trained_bf16_softmax
 from ..train.sweep import DIVERGED, divergence_error, read_diverged
 from .claim import Chapter, Claim, NotRun, Runs
 from .claims import CLAIMS, rule_check
@@ -107,6 +110,7 @@ class _Read:
     transient: list[dict] = field(default_factory=list)   # onsets that did not last (paper.onsets.did_not_last)
     missing_required: bool = False
     payloads: dict[str, dict[int, dict]] = field(default_factory=dict)   # the runs of Sink % labels, for the guard
+    dtypes: dict[str, set[str]] = field(default_factory=dict)            # the dtype each point's counted runs trained
 
 
 def _read_runs(m: Runs, profile: str, store: str) -> _Read:
@@ -135,6 +139,12 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                     r.excluded.append(str(e))
                     r.missing_required |= seed in m.seeds and label not in m.beside
                     continue
+            if trained_bf16_softmax(payload) and payload["name"] not in standing_points(str(store)):
+                # the faulty bf16 softmax: read like a spiked run, named and not counted until its rerun lands
+                # (or the rule fixed before the reruns finds its point's seeds stand beside its seed-0 rerun)
+                r.excluded.append(f"{point} seed {seed}: trained through the bf16 softmax (the reference operator's "
+                                  "core before it normalized in fp32): not counted until its rerun lands")
+                continue
             r.prov.append(payload["hash"])
             if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
                 r.dirty.append(f"{point} seed {seed}")
@@ -144,6 +154,8 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                 r.excluded.append(f"{point} seed {seed}: {why}")
                 continue
             r.steps.setdefault(label, set()).add(payload["config"]["optim"]["steps"])
+            r.dtypes.setdefault(point, set()).add(str(payload["result"].get("provenance", {}).get("dtype")
+                                                      or payload["config"]["run"].get("dtype") or "fp32"))
             try:
                 p = _reading(payload, metric)
             except NotEnoughEvaluations as e:
@@ -259,6 +271,9 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
         for k, have in short.items():
             notes.append(f"{k}: the mean of {_seeds_text(have)} only (the {_seeds_text(have).split()[0]} of it "
                          f"that trained)")
+    if len({d for ds in r.dtypes.values() for d in ds}) > 1:   # a comparison across dtypes, said as such
+        notes.append("dtypes differ: " + ", ".join(f"{pt} {'/'.join(sorted(ds))}" for pt, ds in r.dtypes.items())
+                     + " (at 2 layers the routes check found bf16 and fp32 within its floor: Measurements page)")
     if r.dirty:
         notes.append("trained from uncommitted changes (code version marked .dirty; the diff was not recorded then): "
                      + ", ".join(sorted(set(r.dirty))))
@@ -338,6 +353,21 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         out["second_readings"] = [_second_reading(rule, what, sub, PROFILE_OF[scale], store, out.get("why"))
                                   for what, sub in m.readings.items()]
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _standing(store: str, signature: tuple) -> frozenset[str]:
+    from ..results.recheck import recheck_table
+    return frozenset(row["point"] for row in recheck_table(store) if row["action"] == "stands")
+
+
+def standing_points(store: str) -> frozenset[str]:
+    """The points whose bf16-softmax seeds the recheck rule lets stand beside their seed-0 rerun
+    (sinkpaper.results.recheck), read once per state of the two stores."""
+    from ..train.recheck import RECHECK_STORE
+    sig = tuple((p, len(list(Path(p).glob("*.json*"))), max((f.stat().st_mtime for f in Path(p).glob("*.json*")),
+                                                             default=0.0)) for p in (store, RECHECK_STORE))
+    return _standing(store, sig)
 
 
 # the base whose sink's onset loss guards a scale's "no sink" readings (Runs.base names another for a claim)

@@ -2,6 +2,8 @@
 trained again, judged beside the rerun of its first affected seed, or waiting for that rerun."""
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Mapping
 
 from ..train.recheck import RECHECK_STORE, SPREAD_POINT, judge, margin, trained_bf16_softmax
@@ -9,15 +11,37 @@ from ..train.spikes import spikes_of
 from .reading import plateau_of, training_failure
 
 
-def _sink(payload: Mapping) -> float:
-    return plateau_of(payload, "Sink_1")["mean"]
+def claim_metric(name: str) -> str:
+    """The Sink metric the claims read of a stored point ("family/point"): "Sink*" where a claim reads its Sink*
+    (the bias and sink-logit designs put their sink on a token of their own), else "Sink_1"."""
+    return "Sink*" if name in _sink_star_points() else "Sink_1"
 
 
-def _reading(payload: Mapping) -> dict:
-    """What :func:`judge` reads of one run: plateau Sink_1, whether it learned, whether it spiked."""
+@functools.lru_cache(maxsize=1)
+def _sink_star_points() -> frozenset[str]:
+    from ..paper.claim import Runs
+    from ..paper.claims import CLAIMS
+    out = set()
+    for c in CLAIMS:
+        for m in c.measure.values():
+            for runs in ([m, *m.readings.values()] if isinstance(m, Runs) else []):
+                for spec in runs.points.values():
+                    if spec[1] == "Sink*":
+                        config = spec[2] if len(spec) > 2 and spec[2] else runs.config
+                        out.add(f"{Path(config).stem}/{spec[0]}")
+    return frozenset(out)
+
+
+def _sink(payload: Mapping, metric: str = "Sink_1") -> float:
+    return plateau_of(payload, metric)["mean"]
+
+
+def _reading(payload: Mapping, metric: str = "Sink_1") -> dict:
+    """What :func:`judge` reads of one run: its plateau of ``metric`` (what the claims read of its point), whether
+    it learned, whether it spiked."""
     spiked = bool(spikes_of(payload))
     learned = training_failure(payload) is None or spiked   # a spike is judged on its own
-    return {"sink": _sink(payload) if learned else 0.0, "learned": learned and not spiked, "spiked": spiked}
+    return {"sink": _sink(payload, metric) if learned else 0.0, "learned": learned and not spiked, "spiked": spiked}
 
 
 def affected(store: str = "results/store") -> dict[str, dict[int, dict]]:
@@ -69,7 +93,7 @@ def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STO
     while there is none."""
     from ..train.config import TrainConfig
     from ..train.store import read_result
-    base = [_reading(p)["sink"] for p in _seeds_of(store, SPREAD_POINT)]
+    base = [_reading(p)["sink"] for p in base_seeds(store)]
     widen = margin(base)
     rows = []
     for name, runs in sorted(affected(store).items()):
@@ -89,13 +113,19 @@ def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STO
         if rerun is None:
             rows.append({"point": name, "seeds": seeds, "action": f"rerun seed {seeds[0]}", "why": "no rerun yet"})
             continue
-        verdict = judge([_reading(p) for p in runs.values()], _reading(rerun), widen)
+        metric = claim_metric(name)
+        verdict = judge([_reading(p, metric) for p in runs.values()], _reading(rerun, metric), widen)
+        verdict["why"] = f"{metric}: {verdict['why']}"
         rows.append({"point": name, "seeds": seeds, "action": "stands" if verdict["stands"] else "retrain",
                      "why": verdict["why"]})
     return rows
 
 
-def _seeds_of(store: str, name: str) -> list[dict]:
-    from ..train.store import entries
-    return [p for _, p in entries(store) if p.get("name") == name and p.get("profile") == "text"
-            and not trained_bf16_softmax(p)]
+def base_seeds(store: str, seeds=range(10)) -> list[dict]:
+    """Every stored seed of the base (:data:`SPREAD_POINT`) at the text profile, found by its config whatever name
+    it was stored under (an early seed was stored as plain "optimization"), none that trained the faulty softmax."""
+    from ..resources import find_config
+    from .reading import stored
+    family, point = SPREAD_POINT.split("/")
+    return [s.payload for s in stored(find_config(f"configs/{family}.yaml"), "text", [point], list(seeds), store)
+            if s.found and not trained_bf16_softmax(s.payload)]
