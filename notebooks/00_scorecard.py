@@ -94,12 +94,14 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # Each stored run is read on its **plateau**, the mean of its evaluations over the last 20 % of its training steps
 # (late in a run Sink_1 still moves by ~5 points from one evaluation to the next), and a run that did not learn
 # (its loss no better than the unigram frequencies of its data) is left out and named in the row's notes.
-# The verdicts are *agrees*, *disagrees*, *inconclusive*, *not comparable* and *no result*. A verdict on stored
+# The verdicts are *agrees*, *disagrees*, *inconclusive*, *not yet*, *not comparable* and *no result*. A verdict on stored
 # runs holds only when **every seed** reads it: a threshold with every seed on the same side, a comparison with
 # the paired differences of one sign and the points' seed ranges apart. Otherwise the row reads *inconclusive*
 # with the reason under it: the difference is inside the seed spread, not a finding. A value in the grey band
 # between the sink thresholds (5-10 %) reads *inconclusive*; *not comparable* is a control with nothing to
-# compare, or an order between two events one of which never forms; *no result* is not run, not
+# compare, or an order between two events one of which never forms; *not yet* is a "no sink" whose runs never
+# reached the held-out loss at which the base's own sink formed (a sink they could still grow would make the claim
+# agree: the budget, not the change, is what they show); *no result* is not run, not
 # stored, or stored under an older definition of a variant or earlier settings of a point (*stale, rerun*).
 # Each rule was checked to read *agrees* on the paper's own numbers and not on a result where the claimed effect
 # is absent. A disagreement that survives the seeds is a finding, reported as measured.
