@@ -325,6 +325,12 @@ display(Markdown(
 # %% [markdown]
 # ## Paper vs this run
 #
+# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
+# to read; the cards at the top lead with the same verdicts).
+#
+# ````{admonition} How these claims are read
+# :class: dropdown
+#
 # One row per claim, from `sinkpaper.paper` (`python -m sinkpaper claims`): the paper's numbers, the rule in
 # one sentence, and our numbers with the rule's verdict at each scale (real-text runs at CPU scale and the miniature,
 # both read from the results store; the live run above is not scored). Each rule is checked to read *agrees* on
@@ -334,8 +340,9 @@ display(Markdown(
 # the old and the new bar read *agrees*). The appendix [When each verdict rule was fixed](15_rule_history)
 # counts, claim by claim and scale by scale, the runs older than the rule in force. The miniature's Sink_1
 # counts heads and cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
+# ````
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 display(tables.ClaimsTable(paper.rows(["opt_emergence", "opt_lr", "opt_lr_steps", "opt_batch"])))
 
 # %% [markdown]

@@ -226,6 +226,12 @@ display(Markdown(
 #
 # ## Paper vs this run
 #
+# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
+# to read; the cards at the top lead with the same verdicts).
+#
+# ````{admonition} How these claims are read
+# :class: dropdown
+#
 # One row per claim, from `sinkpaper.paper`. Each stored run is read on its plateau (the mean of its evaluations
 # over the last 20 % of its steps), and a verdict holds only when every seed reads it; otherwise the row says
 # *inconclusive* and why. The paper's random-first-token claim (x1 and x2 random: the sink on token 1 nearly
@@ -236,8 +242,9 @@ display(Markdown(
 # The fixed-token-at-1 comparison is scored once, by `data_no_fixed_token`. The unique-data claim is not scored
 # on real text: the paper's claim is about its default packing, in which no text-profile run grows a sink on any
 # amount of data, and the stored `unique_*` runs keep the base's fixed first token, which grows one by itself.
+# ````
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 display(tables.ClaimsTable(paper.rows(["data_unique", "data_random_first", "data_fixed_pos", "data_no_fixed_token",
                                   "data_random_x1", "data_random_x2"])))
 

@@ -170,6 +170,12 @@ if reading:
 # %% [markdown]
 # ## Paper vs this run
 #
+# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
+# to read; the cards at the top lead with the same verdicts).
+#
+# ````{admonition} How these claims are read
+# :class: dropdown
+#
 # One row per claim, from `sinkpaper.paper`: a bias takes the sink when Sink* >= 10 % and Sink_1 < 5 % (the
 # paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps
 # Sink_1 >= 10 %. The fixed-v* claim reads v' (the paper: Sink* 70.03, Sink_1 0.06), judged as "the bias takes
@@ -181,8 +187,9 @@ if reading:
 # first token (`..._no_bos`), as the paper ran them: its windows start anywhere, so nothing competes with the
 # bias. The text profile's runs with a fixed BOS at position 1 are the second reading, shown in each row's notes
 # (open the claim). In the miniature the default is the `recipe` point, which has a fixed BOS.
+# ````
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 display(tables.ClaimsTable(paper.rows(["bias_sink_token", "bias_kv", "bias_k", "bias_v", "bias_fixed_v",
                                   "bias_low_dim", "bias_fixed_v_large", "bias_shared", "bias_low_dim_more"])))
 

@@ -215,6 +215,12 @@ else:
 # %% [markdown]
 # ## Paper vs this run
 #
+# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
+# to read; the cards at the top lead with the same verdicts).
+#
+# ````{admonition} How these claims are read
+# :class: dropdown
+#
 # One row per claim, from `sinkpaper.paper`. A point has a sink when its Sink_1 (Sink*_1 for operations without
 # normalization, as the paper scores them) is >= 10 % and none below 5 % (in between: not comparable). The elu
 # claim is judged on `elu` against the paper's elu+1 **kernel** (`kernel_elu`) at every scale, not on
@@ -223,8 +229,9 @@ else:
 # can train, so it does not show them (`python -m sinkpaper claims --id ops_elu` prints their values). Each stored
 # run is read on its plateau (the mean over the last 20 % of its steps) and the seeds decide, as on the
 # scorecard; the proxy's early transient is below.
+# ````
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 display(tables.ClaimsTable(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
                                   "ops_p_norm", "ops_scaled_more", "ops_kernels", "ops_1b"])))
 transients = {pt: prose.transient_note(mini.by_point().get(pt, [])) for pt in PROXY_POINTS}

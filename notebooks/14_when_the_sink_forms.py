@@ -155,11 +155,18 @@ else:
 # %% [markdown]
 # ## The verdicts
 #
+# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
+# to read; the cards at the top lead with the same verdicts).
+#
+# ````{admonition} How these claims are read
+# :class: dropdown
+#
 # Each order the literature reports, judged as every claim of the book is: onsets per seed, the seeds deciding
 # (a split reads *inconclusive*). A run in which the later quantity never formed shows no order, so it cannot
 # count for the claim: at the miniature, whose 150 steps grow no sink, the sink's claims read *not comparable*.
+# ````
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 display(tables.ClaimsTable(paper.rows(CLAIMS)))
 
 # %% [markdown]
