@@ -207,3 +207,29 @@ def test_the_stored_bos_audit_reads_as_one_row_per_model_and_a_wrong_file_is_nam
     path.write_text(json.dumps({"models": {}}))
     with pytest.raises(ValueError, match="is not a BOS audit"):
         pb.load_bos_audit(str(path))
+
+
+@pytest.mark.slow
+def test_a_model_cache_that_is_not_whole_is_rebuilt_never_read(tmp_path, monkeypatch):
+    """`models prepare` on a cache of its own: prepared once, one line when ready, and a weights file cut short (a
+    killed copy) is found before anything is loaded from it and built again."""
+    from sinkpaper.lms import prepare_offline
+    pytest.importorskip("gguf")
+    monkeypatch.setenv("SINKPAPER_CACHE", str(tmp_path))
+    lines = []
+    path = prepare_offline("smollm2-135m", say=lines.append)
+    assert "prepared" in lines[-1] and "$SINKPAPER_CACHE/models/smollm2-135m" in lines[-1]
+    prepare_offline("smollm2-135m", say=lines.append)
+    assert lines[-1] == "smollm2-135m: ready ($SINKPAPER_CACHE/models/smollm2-135m)"
+    weights = next(path.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:4096])
+    prepare_offline("smollm2-135m", say=lines.append)
+    assert "rebuilt (the cached copy was not whole)" in lines[-1]
+    assert load_lm("smollm2-135m").n_layers > 0
+
+
+def test_models_prepare_names_the_valid_models_for_an_unknown_one(capsys):
+    from sinkpaper.cli import main
+    assert main(["models", "prepare", "--model", "smollm3"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown offline model(s) smollm3; valid: gemma3-270m, smollm2-135m" in err
