@@ -21,7 +21,7 @@ RERUNS = "results/reruns"
 # holds the two equal). The miniature, calibration and text_nobos families are not among them.
 TEXT_FAMILIES = tuple(f"configs/{f}.yaml" for f in
                       ("optimization", "loss", "data", "biases", "attention", "packing", "architecture", "after_paper",
-                       "onsets", "layers_4"))
+                       "onsets", "layers_4", "budget"))
 
 EMERGED = 20.0   # Sink_1 % that counts as "emerged" for the new-seed check (fixed before its runs)
 
