@@ -24,6 +24,7 @@ def add_parsers(sub) -> None:
                         "checkpoint of every unfinished run under --runs into results/inflight (the end of a "
                         "sitting); restore: copy them back into --runs (the start of the next)")
     r.add_argument("--runs", default="runs", help="with keep / restore: the runs folder (default runs)")
+    r.add_argument("--only", metavar="GLOB", help="with keep: only the runs whose path under --runs matches")
     r.add_argument("--store", default=None, help="results store (default results/store)")
     r.add_argument("--rerun", metavar="DIR", help="with replace: the store folder the reruns were written to "
                                                   "(train --store DIR)")
@@ -52,7 +53,8 @@ def run_store(a) -> int:
     root = a.store or S.DEFAULT_STORE
     if a.action in ("keep", "restore"):
         from .train import inflight
-        done = (inflight.keep if a.action == "keep" else inflight.restore)(a.runs, store=root)
+        done = (inflight.keep(a.runs, store=root, only=a.only) if a.action == "keep"
+                else inflight.restore(a.runs, store=root))
         print(f"{len(done)} run(s) {'kept in' if a.action == 'keep' else 'restored from'} {inflight.INFLIGHT}")
         return 0
     if a.action == "untrained":

@@ -67,3 +67,11 @@ def test_a_sitting_whose_checkpoint_is_gone_says_so(tmp_path, capsys):
     assert _lost_sitting(tmp_path, cfg, 300) is None                # resumed from where it stood
     assert _lost_sitting(tmp_path, cfg, 0) == 300
     assert "an earlier sitting reached step 300" in capsys.readouterr().err
+
+
+def test_keep_only_the_runs_asked_for(tmp_path):
+    runs, kept, store = tmp_path / "runs", tmp_path / "inflight", tmp_path / "store"
+    _run(runs, "default_cpu/point/seed-0-a", config_hash="a")
+    _run(runs, "text/point/seed-0-b", config_hash="b")
+    assert inflight.keep(runs, kept, store, say=lambda _: None, only="default_cpu/*") == [
+        kept / "default_cpu/point/seed-0-a"]
