@@ -75,3 +75,15 @@ def test_keep_only_the_runs_asked_for(tmp_path):
     _run(runs, "text/point/seed-0-b", config_hash="b")
     assert inflight.keep(runs, kept, store, say=lambda _: None, only="default_cpu/*") == [
         kept / "default_cpu/point/seed-0-a"]
+
+
+def test_a_sweep_restores_the_kept_copy_of_the_run_it_is_about_to_train(tmp_path):
+    runs, kept, store = tmp_path / "runs", tmp_path / "inflight", tmp_path / "store"
+    _run(runs, "fam/point/seed-0-abc", step=300)
+    inflight.keep(runs, kept, store, say=lambda _: None)
+    target = tmp_path / "other-runs" / "fam" / "point" / "seed-0-abc"
+    said = []
+    assert inflight.restore_run(target, kept, say=said.append)
+    assert latest_checkpoint(target).name == "step-00000300" and "step 300" in said[0]
+    assert not inflight.restore_run(target, kept, say=said.append)          # as far along already
+    assert not inflight.restore_run(tmp_path / "x" / "seed-1-zzz", kept)    # no kept copy of that run

@@ -106,3 +106,18 @@ def restore(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: s
         restored.append(target)
         say(f"restored {target} at step {_step(ckpt):,} from {kept}")
     return restored
+
+
+def restore_run(run_dir: str | Path, inflight: str | Path = INFLIGHT, say=print) -> bool:
+    """Before a sweep trains ``run_dir``: the kept copy of the same run (its folder name holds the seed and the
+    config hash) is put there when it is further along than any checkpoint already there. True when restored."""
+    run_dir = Path(run_dir)
+    kept = [p for p in _run_dirs(Path(inflight)) if p.name == run_dir.name] if Path(inflight).is_dir() else []
+    if not kept:
+        return False
+    ckpt = latest_checkpoint(kept[0])
+    if _step(ckpt) <= _step(latest_checkpoint(run_dir) if run_dir.exists() else None):
+        return False
+    _replace_dir(run_dir, lambda tmp: shutil.copytree(kept[0], tmp, dirs_exist_ok=True))
+    say(f"restored {run_dir} at step {_step(ckpt):,} from the checkpoint an earlier sitting kept ({kept[0]})")
+    return True

@@ -215,6 +215,8 @@ def run_sweep(config, profile: str, out: str | Path, store: str | Path, *, point
                 stored = held(run.cfg)   # another worker may have finished it meanwhile
                 if stored is None:
                     d = run_dir(out, run)
+                    from .inflight import restore_run   # a checkpoint an earlier sitting kept, beside the store
+                    restore_run(d, Path(store).parent / "inflight", say=log or print)
                     if log:
                         log(f"training {run.label} -> {d}")
                     try:
