@@ -69,8 +69,9 @@ def run_store(a) -> int:
         print(f"{root}: {n} run(s) that did not learn (kept on disk, never counted in a verdict)")
         return 0
     if a.action == "recheck":
+        from .paper.lookup import claim_metric
         from .results.recheck import RECHECK_STORE, recheck_table
-        rows = recheck_table(root, RECHECK_STORE)
+        rows = recheck_table(root, RECHECK_STORE, metric_of=claim_metric)
         for r in rows:
             print(f"{r['action']:13s} {r['point']} (seeds {', '.join(map(str, r['seeds']))}): {r['why']}")
         print(f"{root}: {len(rows)} point(s) trained the reference softmax in bf16; "

@@ -71,7 +71,7 @@ def test_progress_bars_redraw_on_a_terminal_and_write_a_line_now_and_then_to_a_l
     import io
     import sys
 
-    import tqdm.auto
+    import tqdm
 
     from sinkpaper import progress
 
@@ -79,9 +79,15 @@ def test_progress_bars_redraw_on_a_terminal_and_write_a_line_now_and_then_to_a_l
         def isatty(self):
             return True
 
-    monkeypatch.setattr(tqdm.auto, "tqdm", lambda iterable=None, **kw: kw)   # what the bar is made with
+    monkeypatch.setattr(tqdm, "tqdm", lambda iterable=None, **kw: kw)   # what the bar is made with
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert progress.bar(range(3), unit="x")["mininterval"] == progress.LOG_INTERVAL_S
+    assert "disable" not in progress.bar(range(3))
     monkeypatch.setattr(sys, "stderr", Tty())
     assert progress.bar(range(3))["mininterval"] == 0.1
     assert progress.bar(range(3), mininterval=5)["mininterval"] == 5   # the caller's own wins
+    # inside a notebook kernel (its output is not a terminal) the bar is off: never a widget, never a text bar
+    monkeypatch.setitem(sys.modules, "ipykernel", object())
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert progress.bar(range(3))["disable"] is True

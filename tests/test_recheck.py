@@ -163,7 +163,7 @@ def test_the_base_spread_reads_every_seed_of_the_base_whatever_its_stored_name(t
 
 
 def test_the_rule_compares_sink_star_where_the_claims_read_it():
-    from sinkpaper.results.recheck import claim_metric
+    from sinkpaper.paper.lookup import claim_metric
     assert claim_metric("biases/k_bias_fixed_v_no_bos") == "Sink*"
     assert claim_metric("after_paper/sink_logit") == "Sink*"
     assert claim_metric("attention/elu") == "Sink_1"

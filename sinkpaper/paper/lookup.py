@@ -355,10 +355,31 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
     return out
 
 
+def claim_metric(name: str) -> str:
+    """The Sink metric the claims read of a stored point ("family/point"): "Sink*" where a claim reads its Sink*
+    (the bias and sink-logit designs put their sink on a token of their own), else "Sink_1". The recheck rule
+    compares a rerun with its stored seeds on it."""
+    return "Sink*" if name in _sink_star_points() else "Sink_1"
+
+
+@functools.lru_cache(maxsize=1)
+def _sink_star_points() -> frozenset[str]:
+    out = set()
+    for c in CLAIMS:
+        for m in c.measure.values():
+            for runs in ([m, *m.readings.values()] if isinstance(m, Runs) else []):
+                for spec in runs.points.values():
+                    if spec[1] == "Sink*":
+                        config = spec[2] if len(spec) > 2 and spec[2] else runs.config
+                        out.add(f"{Path(config).stem}/{spec[0]}")
+    return frozenset(out)
+
+
 @functools.lru_cache(maxsize=8)
 def _standing(store: str, signature: tuple) -> frozenset[str]:
     from ..results.recheck import recheck_table
-    return frozenset(row["point"] for row in recheck_table(store) if row["action"] == "stands")
+    return frozenset(row["point"] for row in recheck_table(store, metric_of=claim_metric)
+                     if row["action"] == "stands")
 
 
 def standing_points(store: str) -> frozenset[str]:

@@ -61,7 +61,8 @@ def onset_step(payload: Mapping, quantity: str) -> float | None:
     values = [(c["step"], evaluation_value(c, key)) for c in evals]
     if not any(v is not None for _, v in values):
         return None
-    if quantity == "sink" and "data" in payload["config"]:   # a warm-up flicker is not an onset (budget.left_unigram)
+    records_loss = any(c.get("val_loss") is not None or c.get("loss") is not None for c in payload.get("curve", []))
+    if quantity == "sink" and "data" in payload["config"] and records_loss:   # no warm-up flicker (budget.left_unigram)
         from .budget import left_unigram
         floor = unigram_floor(payload["config"])
         values = [(c["step"], v if left_unigram(payload, c, floor) else None) for c, (_, v) in zip(evals, values)]

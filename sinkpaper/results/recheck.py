@@ -2,34 +2,11 @@
 trained again, judged beside the rerun of its first affected seed, or waiting for that rerun."""
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..train.recheck import RECHECK_STORE, SPREAD_POINT, judge, margin, trained_bf16_softmax
 from ..train.spikes import spikes_of
 from .reading import plateau_of, training_failure
-
-
-def claim_metric(name: str) -> str:
-    """The Sink metric the claims read of a stored point ("family/point"): "Sink*" where a claim reads its Sink*
-    (the bias and sink-logit designs put their sink on a token of their own), else "Sink_1"."""
-    return "Sink*" if name in _sink_star_points() else "Sink_1"
-
-
-@functools.lru_cache(maxsize=1)
-def _sink_star_points() -> frozenset[str]:
-    from ..paper.claim import Runs
-    from ..paper.claims import CLAIMS
-    out = set()
-    for c in CLAIMS:
-        for m in c.measure.values():
-            for runs in ([m, *m.readings.values()] if isinstance(m, Runs) else []):
-                for spec in runs.points.values():
-                    if spec[1] == "Sink*":
-                        config = spec[2] if len(spec) > 2 and spec[2] else runs.config
-                        out.add(f"{Path(config).stem}/{spec[0]}")
-    return frozenset(out)
 
 
 def _sink(payload: Mapping, metric: str = "Sink_1") -> float:
@@ -87,10 +64,12 @@ def settings_changed(payload: Mapping) -> str:
     return ", ".join(fields) or "other settings"
 
 
-def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STORE) -> list[dict]:
+def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STORE,
+                  metric_of: Callable[[str], str] = lambda name: "Sink_1") -> list[dict]:
     """Every affected point: "retrain" (trained since the route change), or the rerun of its first affected seed
     in ``recheck_store`` judged against its stored affected seeds ("stands" / "retrain"), or "rerun seed N"
-    while there is none."""
+    while there is none. ``metric_of(point name)``: the Sink metric the claims read of that point (the registry's
+    :func:`sinkpaper.paper.lookup.claim_metric`; this layer does not read the claims)."""
     from ..train.config import TrainConfig
     from ..train.store import read_result
     base = [_reading(p)["sink"] for p in base_seeds(store)]
@@ -113,7 +92,7 @@ def recheck_table(store: str = "results/store", recheck_store: str = RECHECK_STO
         if rerun is None:
             rows.append({"point": name, "seeds": seeds, "action": f"rerun seed {seeds[0]}", "why": "no rerun yet"})
             continue
-        metric = claim_metric(name)
+        metric = metric_of(name)
         verdict = judge([_reading(p, metric) for p in runs.values()], _reading(rerun, metric), widen)
         verdict["why"] = f"{metric}: {verdict['why']}"
         rows.append({"point": name, "seeds": seeds, "action": "stands" if verdict["stands"] else "retrain",
