@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sinkpaper.paper import budget, lookup
+from sinkpaper.paper import budget, lookup, onsets
 from sinkpaper.paper.claim import Claim, at_scales, family
 from sinkpaper.paper.onsets import onset_step
 from sinkpaper.paper.rules import MattersLittle, Sinks
@@ -104,9 +104,9 @@ def test_the_guard_fails_without_its_onset_loss(store, monkeypatch):
 def test_a_warm_up_flicker_is_not_an_onset(tmp_path):
     flicker = _store(tmp_path, "configs/architecture.yaml", "pos_learnable", 0, 5.10,
                      lambda step: 15.0 if step == 100 else 40.0 if step >= 1500 else 0.0)
-    assert _loss(100, 5.10) > (1 - budget.LEFT_UNIGRAM) * UNIGRAM          # step 100 is inside the warm-up
+    assert _loss(100, 5.10) > (1 - onsets.LEFT_UNIGRAM) * UNIGRAM          # step 100 is inside the warm-up
     assert onset_step(flicker, "sink") == 1500.0
-    assert budget.sink_onset_record(flicker)["step"] == 1500
+    assert onsets.onset_record(flicker, "sink")["step"] == 1500
     never = _store(tmp_path, "configs/architecture.yaml", "pos_learnable", 1, 5.10,
                    lambda step: 15.0 if step == 100 else 0.0)
     assert onset_step(never, "sink") == 2600.0          # one evaluation past the end: never formed

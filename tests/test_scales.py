@@ -95,8 +95,9 @@ def test_the_paper_default_on_a_cpu_reads_a_run_in_progress_from_its_partial_cur
     assert f["plateau"] is None and f["last_sink_1"] == 6.0 and f["leaves_uniform"] is None and f["sink_layers"] == []
     got = default_lead.lead(store=str(tmp_path))
     chart, text = got.chart, got.text
-    assert f"{point} seed 0, {per * 300 / 1e6:.0f}M of {per * cfg.optim.steps / 1e6:.0f}M tokens so far: " \
-           "Sink_1 6 % at its last evaluation; alpha_1 still uniform; no layer with a sink" in text
+    # one short clause on the lead while it trains; alpha_1 and the pace in its tooltip
+    assert f"seed 0: {per * 300 / 1e6:.0f}M of {per * cfg.optim.steps / 1e6:.0f}M tokens, Sink_1 6 %</span>" in text
+    assert f'title="{point} (running); alpha_1 still uniform' in text
     assert chart is not None and "18.18 %" in text
     assert paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))["verdict"] \
         == paper.NO_RESULT   # a run in progress is no result

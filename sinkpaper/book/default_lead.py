@@ -18,12 +18,15 @@ def _rows(payload: dict, label: str, seed: int) -> list[dict]:
 
 
 def _run_text(run: D.DefaultRun) -> str:
+    """A run in a sentence: one short clause while it trains ("seed 0: 120M of 328M tokens, Sink_1 0.0 %"), the
+    plateau, alpha_1 and the layers once it is stored whole."""
     f = D.facts(run.payload, run.finished)
     if f["tokens"] is None:
         return f"{run.point} seed {run.seed}: started, no evaluation yet"
-    total = run.payload["config"]["optim"]["steps"] * _tokens_per_step(run)
-    where = (f"{f['tokens'] / 1e6:.0f}M tokens" if run.finished
-             else f"{f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens so far")
+    if not run.finished:
+        total = run.payload["config"]["optim"]["steps"] * _tokens_per_step(run)
+        return (f"seed {run.seed}: {f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens, "
+                f"Sink_1 {sig(f['last_sink_1'])} %")
     sink = (f"Sink_1 {sig(f['plateau'])} % on its plateau ({'clears' if f['plateau'] >= D.BAR else 'below'} the bar)"
             if f["plateau"] is not None and not f["failure"] else f"not a result: {f['failure']}" if f["failure"]
             else f"Sink_1 {sig(f['last_sink_1'])} % at its last evaluation")
@@ -31,7 +34,21 @@ def _run_text(run: D.DefaultRun) -> str:
     uniform = f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M" if lu else "alpha_1 still uniform"
     layers = f"sink in layer{'s' if len(f['sink_layers']) > 1 else ''} {', '.join(map(str, f['sink_layers']))}" \
         if f["sink_layers"] else "no layer with a sink"
-    return f"{run.point} seed {run.seed}, {where}: {sink}; {uniform}; {layers}"
+    return f"{run.point} seed {run.seed}, {f['tokens'] / 1e6:.0f}M tokens: {sink}; {uniform}; {layers}"
+
+
+def _progress_tip(run: D.DefaultRun) -> str:
+    """Where a run in progress stands, for its tooltip: alpha_1, elapsed and projected hours, from its partial."""
+    f = D.facts(run.payload, False)
+    p = run.progress or {}
+    bits = [f"{run.point} (running)"]
+    lu = f["leaves_uniform"]
+    bits.append(f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M tokens" if lu else "alpha_1 still uniform")
+    if p.get("elapsed_seconds") is not None:
+        bits.append(f"{p['elapsed_seconds'] / 3600:.1f} h trained")
+    if p.get("projected_seconds_left") is not None:
+        bits.append(f"about {p['projected_seconds_left'] / 3600:.0f} h left at its last sitting's pace")
+    return "; ".join(bits)
 
 
 def _tokens_per_step(run: D.DefaultRun) -> int:
@@ -87,7 +104,8 @@ def lead(store: str | None = None) -> Lead:
     hours = D.planned_hours()
     timed = "" if hours is None else (f"; about {hours:.0f} hours of one thread at the step time measured for its "
                                       "shape and route (results/bench/cpu-routes.json), evaluations aside")
-    said = [html.escape(_run_text(r)) for r in cpu] or [
+    said = [html.escape(_run_text(r)) if r.finished
+            else f'<span title="{html.escape(_progress_tip(r))}">{html.escape(_run_text(r))}</span>' for r in cpu] or [
         f'<span title="{html.escape(command + timed)}">no run yet'
         + (f" (about {hours:.0f} hours of one thread)" if hours is not None else "") + "</span>"]
     text = (f"<b>The paper's own setting on a CPU</b>: no fixed first token, {plan.model['n_layers']} layers, d "

@@ -5,12 +5,8 @@ The paper reads its tables after ~20B tokens; the text recipe reads at 10.24M, w
 formed, and a change that slows learning can read "no sink" only because it has not got there yet. So:
 
 - **Warm-up flickers are not onsets.** An evaluation can be a sink's onset only once the run has left the unigram
-  regime: its held-out or its training loss at least ``LEFT_UNIGRAM`` (10 %) below the unigram loss of its data.
-  Why 10 %: at the end of warm-up the text runs sit 0-9 % below the unigram level (Sink_1 >= 10 % there at losses
-  6.3-6.9 against 6.95, in heads that have learned nothing of the context), every sink that lasted formed 22-27 %
-  below it (text: 5.1-5.45; the miniature's synthetic task: 3.11-3.18 against 4.14), and 10 % lies well inside
-  that gap on both. (Set on the flickers the budget issue listed and the onsets then stored; no verdict was read
-  to choose it.)
+  regime (:func:`sinkpaper.paper.onsets.left_unigram`: its held-out or training loss at least 10 % below the
+  unigram loss of its data, and why 10 %).
 - **The base's onset loss** is the held-out loss at which every one of its seeds had formed its sink: for each
   seed, the mean held-out loss over its onset evaluation and the one on either side (``SMOOTH`` evaluations); the
   lowest over the seeds. A base with a seed whose sink never formed sets no onset loss.
@@ -30,33 +26,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..results.reading import PLATEAU, evaluations, logged, unigram_floor
+from ..results.reading import PLATEAU, evaluations, logged
+from .onsets import onset_record
 from .verdicts import AGREES, DISAGREES, INCONCLUSIVE, NOT_YET, SINK
 
-LEFT_UNIGRAM = 0.10   # an onset needs a loss at least 10 % below the unigram loss of the run's data
 SMOOTH = 3            # evaluations in the running mean of the held-out loss (the onset's and one on either side)
 FILL = tuple(float(v) for v in range(int(SINK), 101, 5))   # the sinks an unripe run could still grow, in %
-
-
-def left_unigram(payload: Mapping, record: Mapping, floor: float | None = None) -> bool:
-    """Whether an evaluation of a run lies past its warm-up: its held-out loss, or the training loss logged at or
-    just before it, at least LEFT_UNIGRAM below the unigram loss of the run's data."""
-    floor = unigram_floor(payload["config"]) if floor is None else floor
-    bar = (1 - LEFT_UNIGRAM) * floor
-    if record.get("val_loss") is not None and record["val_loss"] <= bar:
-        return True
-    logs = [c for c in logged(payload.get("curve", [])) if c.get("loss") is not None and c["step"] <= record["step"]]
-    return bool(logs) and logs[-1]["loss"] <= bar
-
-
-def sink_onset_record(payload: Mapping, threshold: float = SINK) -> dict | None:
-    """The evaluation at which a run's sink formed: the first with Sink_1 >= ``threshold`` past its warm-up
-    (:func:`left_unigram`); None where it never formed."""
-    floor = unigram_floor(payload["config"])
-    for c in evaluations(payload):
-        if c["sink_k"].get("1", 0.0) >= threshold and left_unigram(payload, c, floor):
-            return c
-    return None
 
 
 def smoothed_losses(payload: Mapping) -> list[tuple[int, float]]:
@@ -69,7 +44,7 @@ def smoothed_losses(payload: Mapping) -> list[tuple[int, float]]:
 
 def onset_loss(payload: Mapping) -> float | None:
     """One run's smoothed held-out loss at its sink's onset; None where no sink formed."""
-    hit = sink_onset_record(payload)
+    hit = onset_record(payload, "sink")
     if hit is None:
         return None
     return dict(smoothed_losses(payload)).get(hit["step"])
