@@ -89,23 +89,26 @@ def keep(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str 
     return kept
 
 
+def _restore_into(target: Path, kept: Path, say, say_when_behind: bool = True) -> bool:
+    """Put the kept copy ``kept`` of a run at ``target`` when it is further along than any checkpoint there."""
+    ckpt = latest_checkpoint(kept)
+    here = latest_checkpoint(target) if target.exists() else None
+    if _step(ckpt) <= _step(here):
+        if here is not None and say_when_behind:
+            say(f"{target} is at step {_step(here):,} already (kept: {_step(ckpt):,})")
+        return False
+    _replace_dir(target, lambda tmp: shutil.copytree(kept, tmp, dirs_exist_ok=True))
+    say(f"restored {target} at step {_step(ckpt):,} from the checkpoint an earlier sitting kept ({kept})")
+    return True
+
+
 def restore(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str | Path = S.DEFAULT_STORE,
             say=print) -> list[Path]:
     """Copy every kept run back into ``runs`` where no checkpoint there is as far along; say what was done."""
-    runs, inflight, restored = Path(runs), Path(inflight), []
-    for kept in _run_dirs(inflight):
-        ckpt = latest_checkpoint(kept)
-        if ckpt is None or _finished(kept, Path(store)):
-            continue
-        target = runs / kept.relative_to(inflight)
-        here = latest_checkpoint(target) if target.exists() else None
-        if _step(here) >= _step(ckpt):
-            say(f"{target} is at step {_step(here):,} already (kept: {_step(ckpt):,})")
-            continue
-        _replace_dir(target, lambda tmp, kept=kept: shutil.copytree(kept, tmp, dirs_exist_ok=True))
-        restored.append(target)
-        say(f"restored {target} at step {_step(ckpt):,} from {kept}")
-    return restored
+    runs, inflight = Path(runs), Path(inflight)
+    return [runs / kept.relative_to(inflight) for kept in _run_dirs(inflight)
+            if latest_checkpoint(kept) is not None and not _finished(kept, Path(store))
+            and _restore_into(runs / kept.relative_to(inflight), kept, say)]
 
 
 def restore_run(run_dir: str | Path, inflight: str | Path = INFLIGHT, say=print) -> bool:
@@ -113,11 +116,4 @@ def restore_run(run_dir: str | Path, inflight: str | Path = INFLIGHT, say=print)
     config hash) is put there when it is further along than any checkpoint already there. True when restored."""
     run_dir = Path(run_dir)
     kept = [p for p in _run_dirs(Path(inflight)) if p.name == run_dir.name] if Path(inflight).is_dir() else []
-    if not kept:
-        return False
-    ckpt = latest_checkpoint(kept[0])
-    if _step(ckpt) <= _step(latest_checkpoint(run_dir) if run_dir.exists() else None):
-        return False
-    _replace_dir(run_dir, lambda tmp: shutil.copytree(kept[0], tmp, dirs_exist_ok=True))
-    say(f"restored {run_dir} at step {_step(ckpt):,} from the checkpoint an earlier sitting kept ({kept[0]})")
-    return True
+    return bool(kept) and latest_checkpoint(kept[0]) is not None and _restore_into(run_dir, kept[0], say, False)
