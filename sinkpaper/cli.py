@@ -108,8 +108,9 @@ def _add_sink_parsers(sub) -> None:
 def _add_bench_parser(sub) -> None:
     """`bench kernels|train`: the kernels against SDPA / eager, training throughput against transformers' Llama."""
     b = sub.add_parser("bench", help="benchmark the attention kernels (vs SDPA/eager) or training throughput (vs transformers' Llama)")
-    b.add_argument("what", choices=["kernels", "training", "sink"],
+    b.add_argument("what", choices=["kernels", "training", "sink", "profile"],
                    help="kernels: attention kernels vs SDPA/eager; training: our model vs transformers' Llama; "
+                        "profile: where one training step's time goes on this CPU (phases, kinds, oneDNN); "
                         "sink: `sink --method stats` vs `--method maps` (eager maps), each T and route in a fresh "
                         "process (time, peak RSS)")
     b.add_argument("--model", default="smollm2-135m", help="sink: the model (default smollm2-135m)")
@@ -414,6 +415,12 @@ def run_bench(a, argv: list[str]) -> int:
             return 2
         print(format_bench(r))
         return 0 if all(p["routes"]["stats"]["status"] == "ok" for p in r["points"]) else 1
+    if a.what == "profile":
+        from .train.step_profile import SMOKE_CASES, format_profile, run_step_profile
+        r = run_step_profile(steps=1 if a.smoke else 3, warmup=1 if a.smoke else 2, json_path=a.json, argv=argv,
+                             **({"cases": SMOKE_CASES} if a.smoke else {}))
+        print(format_profile(r))
+        return 0
     if a.what == "training":
         from .train.bench import format_training_report, run_training_bench
         profile = a.profile or ("gpu" if torch.cuda.is_available() else "cpu")

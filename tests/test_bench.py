@@ -99,3 +99,22 @@ def test_the_cli_offers_every_section_of_the_benchmark():
     bench = next(a for a in build_parser()._subparsers._group_actions[0].choices["bench"]._actions
                  if "--only" in a.option_strings)
     assert tuple(bench.choices) == SECTIONS
+
+
+def test_a_step_profile_puts_each_operator_in_a_phase_and_a_kind():
+    """The profile's kinds come from operator names (the loss's log-softmax is not attention; inductor's kernels
+    are fused elementwise work), and one profiled eager step of the cpu profile's base accounts for all of its
+    self time in the four phases, the loss's matmuls under the loss."""
+    from sinkpaper.train import step_profile as P
+    assert P.kind_of("aten::mm") == P.kind_of("aten::addmm") == "matmul"
+    assert P.kind_of("aten::_log_softmax") == "elementwise or reduction (aten)"
+    assert P.kind_of("aten::_scaled_dot_product_flash_attention_for_cpu_backward") == "attention"
+    assert P.kind_of("graph_0_cpp_fused_add_mul_0") == "fused elementwise (inductor)"
+    assert P.kind_of("aten::_fused_adamw_") == "optimizer kernel"
+    assert P.kind_of("Optimizer.step#AdamW.step") == P.FRAMEWORK
+    r = P.profile_case("configs/optimization.yaml", "default", "fp32", False, steps=1, warmup=1, profile="cpu")
+    assert set(r["by_phase_ms"]) == set(P.PHASES) and all(r["by_phase_ms"][p] > 0 for p in P.PHASES), r["by_phase_ms"]
+    assert abs(sum(r["by_phase_ms"].values()) - r["profiled_ms_per_step"]) < 0.01 * r["profiled_ms_per_step"]
+    assert abs(sum(r["by_kind_share"].values()) - 1) < 0.01
+    assert any(c["phase"] == "loss" and c["kind"] == "matmul" and c["ms"] > 0 for c in r["cells_ms"])
+    assert r["route"]["loss"].startswith("chunked") and r["step_ms"] > 0
