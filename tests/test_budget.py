@@ -196,3 +196,15 @@ def test_a_budget_a_run_cannot_give_is_refused_in_one_line():
     with pytest.raises(budget.BudgetError, match="no evaluation at step 2,450"):
         budget.at_budget(payload, 2450)
     assert budget.at_budget(payload, 1000)["config"]["optim"]["steps"] == 1000
+
+
+def test_every_stored_run_is_the_prefix_of_its_longer_run_where_both_took_the_same_route():
+    """One run, every budget: with the recipe's constant schedule, a stored 2,500-step run equals, bit for bit, the
+    start of the 5,000- or 10,000-step run of its point and seed trained on the same hardware, torch, dtype and
+    compile mode (the store holds such pairs at 10,000 steps); on another route the same pair differs from the
+    first logged step on, so the check can fail."""
+    pairs = budget.stored_prefix_pairs()
+    same = [p for p in pairs if p.same_route]
+    assert [p for p in same if p.difference is not None] == []
+    assert any("_steps_x4 " in p.longer for p in same), [p.longer for p in same]
+    assert any(p.difference is not None for p in pairs if not p.same_route)

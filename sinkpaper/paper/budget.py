@@ -240,3 +240,41 @@ def prefix_difference(short: Mapping, long: Mapping) -> str | None:
             if b[key].get(field) != value:
                 return f"step {key[0]}: {field} {value!r} against {b[key].get(field)!r}"
     return None
+
+
+def route_of(payload: Mapping) -> tuple:
+    """What a run's numbers depend on besides its config and seed: the hardware, torch, the dtype, compiled or not,
+    and the attention route where recorded."""
+    pv = payload.get("result", {}).get("provenance", {})
+    return (pv.get("hardware"), pv.get("torch"), pv.get("dtype"), pv.get("compiled"), pv.get("routes"))
+
+
+@dataclass(frozen=True)
+class PrefixPair:
+    longer: str          # "family/point_steps_xN seed s"
+    shorter: str
+    same_route: bool
+    difference: str | None
+
+
+def stored_prefix_pairs(store: str = "results/store", profile: str = "text") -> list[PrefixPair]:
+    """Every stored longer run (a point ``X_steps_xN``) beside the stored run of its point ``X`` with the same seed,
+    and whether the shorter one is its prefix bit for bit (:func:`prefix_difference`)."""
+    import glob
+    import re
+    from pathlib import Path
+
+    from ..train.store import read_entry
+    runs: dict[tuple[str, int], list[dict]] = {}
+    for f in sorted(glob.glob(str(Path(store) / "*.json*"))):
+        d = read_entry(f)
+        if "result" in d and d.get("profile") == profile:
+            runs.setdefault((d["name"], int(d["config"]["run"]["seed"])), []).append(d)
+    out = []
+    for (name, seed), longs in sorted(runs.items()):
+        m = re.fullmatch(r"(.*)_steps_x\d+(?:\.\d+)?", name)
+        for short in runs.get((m.group(1), seed), []) if m else []:
+            for long in longs:
+                out.append(PrefixPair(f"{name} seed {seed}", f"{short['name']} seed {seed}",
+                                      route_of(short) == route_of(long), prefix_difference(short, long)))
+    return out
