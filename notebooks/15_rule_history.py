@@ -61,13 +61,20 @@ else:
 # A rule set after some of its runs existed is not wrong in itself (a claim added later, a rule the paper's own
 # numbers decide), but it is the place to read the commit's reason.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input"]
 if changes is not None:
     listing = paper.listing()
-    display(figures.Table(history.by_claim(changes, listing)))
-    display(Markdown(f"{sum(e['rule'] is not None for e in listing)} claims with a rule; {len(changes)} changes "
-                     f"in all, from {changes[0].time} ({changes[0].commit}) to {changes[-1].time} "
-                     f"({changes[-1].commit})."))
+    rows = history.by_claim(changes, listing)
+    counted = [v for r in rows for k, v in r.items() if k.endswith("runs older than the rule") and " of " in v]
+    before = sum(v.startswith("0 of ") for v in counted)
+    display(Markdown(f"**{before} of {len(counted)}** readings of stored runs were judged by a rule fixed before "
+                     f"every run they read; {sum(e['rule'] is not None for e in listing)} claims with a rule; "
+                     f"{len(changes)} changes in all, from {changes[0].time} ({changes[0].commit}) to "
+                     f"{changes[-1].time} ({changes[-1].commit}). The table per claim is folded below."))
+
+# %% tags=["hide-input", "hide-output", "full-width"]
+if changes is not None:
+    display(figures.Table(rows))
 
 # %% [markdown]
 # ## Every change, newest first
@@ -76,7 +83,7 @@ if changes is not None:
 # (`SINK`, `NO_SINK`, `CHANGE`, `PLATEAU`, ...) are listed under their own names: a change there changes every
 # rule that uses them. The subject is the commit's first line; `git show <commit>` has the whole message.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 if changes is not None:
     shown = [c for c in changes if c.kind != "set"]
     display(figures.Table([{"time": c.time, "commit": c.commit, "what": c.name, "change": c.kind,

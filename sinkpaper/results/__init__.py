@@ -228,6 +228,7 @@ def blocks(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> dict[st
             "training-bench-epyc": M.training_bench_lines(M.TRAINING_BENCH_EPYC, root=root),
             "training-bench-layers4-epyc": M.training_bench_lines(M.TRAINING_BENCH_LAYERS4_EPYC, root=root),
             "cpu-routes": M.cpu_routes_lines(root=root), "cpu-options": M.cpu_options_lines(root=root),
+            "step-profile": M.step_profile_lines(root=root),
             "softmax-error": M.softmax_error_lines(root=root), "routes-check": M.routes_check_lines(root=root),
             "kernels-bench-gpu": M.kernels_bench_lines(root=root),
             "dtype-check": dtype_check_lines(store), "eval-share": eval_share_lines(store),

@@ -24,6 +24,7 @@ SOFTMAX_ERROR = "results/routes/softmax-gradient-error.json"   # python -m sinkp
 ROUTES_CHECK = "results/routes/routes-check.json"              # python -m sinkpaper routes-check
 CPU_ROUTES = "results/bench/cpu-routes.json"     # scripts/bench_cpu_routes.py: the CPU's attention and loss routes
 CPU_OPTIONS = "results/bench/cpu-options.json"   # scripts/bench_cpu_options.py: speed options measured, not adopted
+STEP_PROFILES = "results/bench/step-profile-*.json"   # python -m sinkpaper bench profile: one file per CPU model
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
 THREAD_SCALING = "results/bench/thread-scaling-text.json"
 LONG_CONTEXT = "results/long_context"
@@ -227,6 +228,39 @@ def cpu_options_lines(path: str | Path = CPU_OPTIONS, root: str | Path = ".") ->
               f"Adopted: fused projections {'on' if r['adopted']['FUSED_PROJECTIONS'] else 'off'}, inductor's "
               f"options {r['adopted']['inductor options']}."]
     return lines
+
+
+def step_profile_lines(pattern: str = STEP_PROFILES, root: str | Path = ".") -> list[str]:
+    """Where a training step's time goes, per CPU model (`python -m sinkpaper bench profile`): each case's step time
+    and its shares by phase and by kind, and the oneDNN primitives the step runs."""
+    paths = sorted(Path(root).glob(pattern))
+    if not paths:
+        return ["Where a step's time goes: not profiled yet (`python -m sinkpaper bench profile --json "
+                "results/bench/step-profile-<cpu>.json`)."]
+    lines = []
+    for path in paths:
+        r = json.loads(path.read_text())
+        pv = r["provenance"]
+        lines += [f"{r['cpu_model']}, one thread (`{path.relative_to(root)}`, {pv['computed_at']}, torch {pv['torch']}, "
+                  f"code {pv['code_version']}; " + ("quiet: " if r["quiet"]["quiet"] else "**not quiet**: ")
+                  + r["quiet"]["why"] + "; shares of the profiled self time)"
+                  + (f"; {'; '.join(r['skipped'])}" if r["skipped"] else "") + ":", "",
+                  "| step | ms | forward | loss (LM head + cross-entropy) | backward | optimizer | matmul | "
+                  "elementwise (ATen + fused) | attention | cast or copy | framework | oneDNN primitives |",
+                  "|---" * 12 + "|"]
+        for c in r["cases"]:
+            ph, k = c["by_phase_share"], c["by_kind_share"]
+            elementwise = k.get("elementwise or reduction (aten)", 0) + k.get("fused elementwise (inductor)", 0)
+            prims = c["onednn"].get("primitives") or []
+            onednn = ", ".join(f"{p['primitive']} {p['implementation']}" for p in prims[:3]) or "none (MKL BLAS)"
+            lines.append(
+                f"| {c['label']}, {c['dtype']}, {'compiled' if c['compiled'] else 'eager'} | {c['step_ms']:.0f} | "
+                + " | ".join(f"{100 * ph[p]:.0f} %" for p in ("forward", "loss", "backward", "optimizer")) + " | "
+                + " | ".join(f"{100 * v:.0f} %" for v in (
+                    k.get("matmul", 0), elementwise, k.get("attention", 0), k.get("cast or copy", 0),
+                    k.get("framework (dispatch, autograd, graph glue)", 0))) + f" | {onednn} |")
+        lines.append("")
+    return lines[:-1]
 
 
 def kernels_vs_flash_rows(bench: Mapping) -> list[dict]:
