@@ -62,8 +62,7 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # %% [markdown]
 # ## How the verdicts are decided
 #
-# ````{admonition} The method
-# :class: dropdown
+# ````{dropdown} The method
 #
 # Everything on this page comes from one listing,
 # `sinkpaper.paper` (also `python -m sinkpaper claims`): the paper's numbers are typed there once, each

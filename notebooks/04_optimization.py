@@ -328,8 +328,7 @@ display(Markdown(
 # One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
 # to read; the cards at the top lead with the same verdicts).
 #
-# ````{admonition} How these claims are read
-# :class: dropdown
+# ````{dropdown} How these claims are read
 #
 # One row per claim, from `sinkpaper.paper` (`python -m sinkpaper claims`): the paper's numbers, the rule in
 # one sentence, and our numbers with the rule's verdict at each scale (real-text runs at CPU scale and the miniature,

@@ -229,8 +229,7 @@ display(Markdown(
 # One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
 # to read; the cards at the top lead with the same verdicts).
 #
-# ````{admonition} How these claims are read
-# :class: dropdown
+# ````{dropdown} How these claims are read
 #
 # One row per claim, from `sinkpaper.paper`. Each stored run is read on its plateau (the mean of its evaluations
 # over the last 20 % of its steps), and a verdict holds only when every seed reads it; otherwise the row says

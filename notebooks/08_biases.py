@@ -173,8 +173,7 @@ if reading:
 # One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
 # to read; the cards at the top lead with the same verdicts).
 #
-# ````{admonition} How these claims are read
-# :class: dropdown
+# ````{dropdown} How these claims are read
 #
 # One row per claim, from `sinkpaper.paper`: a bias takes the sink when Sink* >= 10 % and Sink_1 < 5 % (the
 # paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps

@@ -218,8 +218,7 @@ else:
 # One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
 # to read; the cards at the top lead with the same verdicts).
 #
-# ````{admonition} How these claims are read
-# :class: dropdown
+# ````{dropdown} How these claims are read
 #
 # One row per claim, from `sinkpaper.paper`. A point has a sink when its Sink_1 (Sink*_1 for operations without
 # normalization, as the paper scores them) is >= 10 % and none below 5 % (in between: not comparable). The elu

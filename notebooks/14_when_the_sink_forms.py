@@ -158,8 +158,7 @@ else:
 # One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
 # to read; the cards at the top lead with the same verdicts).
 #
-# ````{admonition} How these claims are read
-# :class: dropdown
+# ````{dropdown} How these claims are read
 #
 # Each order the literature reports, judged as every claim of the book is: onsets per seed, the seeds deciding
 # (a split reads *inconclusive*). A run in which the later quantity never formed shows no order, so it cannot

@@ -685,6 +685,28 @@ def test_formulas_are_drawn_as_mathml_by_the_browser(chromium, built_book, brows
     assert not re.search(r"\\(alpha|frac|sum|mathrm)|\$", text), "TeX source shown on the glossary page"
 
 
+def test_folds_are_closed_details_that_open_for_printing(chromium, built_book, browser):
+    """The Measurements page keeps its reference in folds: closed <details> (found by the browser's find-in-page),
+    each with a title; a print opens every one of them, and they close again after."""
+    html = built_book.require_page("book/measurements")
+    page = browser.new_page()
+    try:
+        page.set_viewport_size(FIRST_SCREEN)
+        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
+        closed = "() => document.querySelectorAll('main details:not([open])').length"
+        titles = page.evaluate("() => Array.from(document.querySelectorAll('main details > summary'))"
+                               ".map(s => s.innerText.trim())")
+        before = page.evaluate(closed)
+        page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+        printing = page.evaluate(closed)
+        page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+        after = page.evaluate(closed)
+    finally:
+        page.close()
+    assert before >= 20 and all(titles), (before, titles)
+    assert printing == 0 and after == before, (before, printing, after)
+
+
 def test_index_redirects_to_the_front_page_and_search_page_loads(chromium, built_book, browser):
     """The book's entry points: index.html forwards to _toc.yml's root page; search.html loads cleanly."""
     root = toc.docnames(built_book.root / "_toc.yml")[0]

@@ -184,8 +184,17 @@ class ChartDirective(SphinxDirective):
         return [nodes.raw("", body, format="html")]
 
 
+# Folds (sphinx-design dropdowns, myst-nb's hidden cells) are <details>: closed on screen, found by the browser's
+# find-in-page, and opened for printing so that a printed page holds everything (restored after).
+PRINT_FOLDS_JS = ("window.addEventListener('beforeprint',()=>{document.querySelectorAll('details:not([open])')"
+                  ".forEach(d=>{d.dataset.spxPrinted='1';d.open=true;});});"
+                  "window.addEventListener('afterprint',()=>{document.querySelectorAll('details[data-spx-printed]')"
+                  ".forEach(d=>{d.open=false;delete d.dataset.spxPrinted;});});")
+
+
 def setup(app):
     app.add_directive("sinkpaper-chart", ChartDirective)
+    app.add_js_file(None, body=PRINT_FOLDS_JS)
     app.connect("doctree-read", link_glossary_terms)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("html-page-context", dedupe_scripts)

@@ -396,7 +396,7 @@ class Columns:
 def folded(title: str, text: str) -> Markdown:
     """Markdown shown collapsed under ``title`` in the book (a MyST dropdown; a notebook shows it as text): detail
     one click away, such as the runs the store still lacks and the command that makes them."""
-    return Markdown(f"````{{admonition}} {title}\n:class: dropdown\n\n{text}\n````")
+    return Markdown(f"````{{dropdown}} {title}\n\n{text}\n````")
 
 
 # --------------------------------------------------------------------------------------- one colour per variant
