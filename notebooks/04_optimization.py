@@ -36,6 +36,7 @@ sources.record(lead.provenance, "the paper's default packing: the CPU runs and t
 # (the share of heads whose first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences) as
 # training goes. Their findings:
 #
+# ````{dropdown} What the paper found, in its numbers
 # 1. **The sink emerges** during training: in the default run (LR 4e-4, 20k steps of 1M tokens) it appears
 #    between 1k and 2k steps (1-2B tokens) and ends at 18.18 %.
 # 2. **A larger learning rate gives more sink** at a fixed number of steps: 8e-4 → 32.23 %, 4e-4 → 18.18 %,
@@ -43,6 +44,7 @@ sources.record(lead.provenance, "the paper's default packing: the CPU runs and t
 # 3. **At a fixed LR × steps, a smaller LR trained longer gives less sink**: 8e-4 × 10k → 23.44 %,
 #    4e-4 × 20k → 18.18 %, 2e-4 × 40k → 16.81 %, 1e-4 × 80k → 6.29 %.
 # 4. **Batch size matters little**: 0.25M / 0.5M / 1M / 2M tokens per step → 16.45 / 17.19 / 18.18 / 16.19 %.
+# ````
 #
 # This page shows each of these two ways: the real-text runs of `configs/optimization.yaml` (read from the
 # results store when they are there) and the same directions *in miniature*, on a synthetic task small enough

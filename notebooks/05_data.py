@@ -31,6 +31,7 @@ card = findings.finding_card("05_data")
 # Gu et al. (2025), Section 5, change what the model is trained on and watch Sink_k^0.3 (the share of heads
 # whose importance α_k of position k exceeds 0.3, on 100 held-out 64-token sequences):
 #
+# ````{dropdown} What the paper found, in its numbers
 # 1. **Amount of unique data.** With only 50M or 100M unique tokens (repeated to the same 21B tokens seen) the
 #    sink stays below 1 %; more unique data, more sink (a figure, no table).
 # 2. **Random tokens at the first positions.** Drawing the first token(s) uniformly from the vocabulary moves
@@ -39,6 +40,7 @@ card = findings.finding_card("05_data")
 # 3. **A fixed token at position k** moves the sink to k: Sink_1 74.11 % / Sink_2 69.03 % / Sink_3 69.64 %
 #    for a fixed token at position 1 / 2 / 3, and ~0 at the other positions. The default run (windows cut at
 #    arbitrary offsets, so position 1 holds an arbitrary token) ends at Sink_1 18.18 %.
+# ````
 #
 # As in the other Sections 4-7 chapters: the real-text runs of `configs/data.yaml` (read from the results
 # store when they are there) and the same interventions in miniature, one of them trained live.
@@ -74,6 +76,7 @@ sources.record(run_stamp)
 # `text` profile's base run fixes the first token, so there `fixed_pos1` *is* the base run and
 # `no_fixed_token` is the paper's default packing.
 #
+# ````{dropdown} Two choices of ours, and how the authors evaluated
 # Two choices of ours, at both scales (the miniature below uses the same packing code). A target that is an
 # inserted token, the fixed token or a random one, carries no loss (`sinkpaper/data/packing.py`): the model
 # is never trained to predict it. And every run is evaluated on held-out windows packed the same way, so the
@@ -81,6 +84,7 @@ sources.record(run_stamp)
 # The authors' released evaluation script (`pretrain/eval_sink_pretrain.py` in sail-sg/Attention-Sink, called
 # in its `base` mode by the random-token script) measured those runs on natural documents
 # (`datasets/probe_valid.jsonl`), with no random token inserted.
+# ````
 
 # %% tags=["hide-input"]
 ORDER = ["no_fixed_token", "unique_0.005", "unique_0.02", "unique_0.1", "unique_0.25", "fixed_pos1", "fixed_pos2",
@@ -99,12 +103,16 @@ if lm.payloads:
 # The 2-layer text model keeps its sink heads in its second layer only, so its Sink_1 cannot pass about half the
 # heads. The stored 4-layer runs of the same positions (`*_layers_4`, text profile, 3 seeds each, read from the
 # store at every profile) show whether depth changes where the sink goes: each point read at its own fixed
-# position k, Sink_k and the mean α_k over training, beside the paper's number at that position. The onset is the
+# position k, Sink_k and the mean α_k over training, beside the paper's number at that position.
+#
+# ````{dropdown} How the 4-layer rows are read
+# The onset is the
 # first evaluation at which Sink_k reaches the registry's "has a sink" level. The `_steps_x2` runs train the
 # positions 2 and 3 twice as long (5000 steps): the budget rerun of `data_fixed_pos`, shown beside its verdict.
 # Runs that spiked, diverged or did not learn are named in their rows and left out of the values. The 4-layer
 # points train in fp32: at this depth bf16 leaves the trajectory two exact fp32 runs share (the routes check,
 # Measurements page), so their bf16 runs are not read and a row reads no result until its fp32 run lands.
+# ````
 
 # %% tags=["hide-input", "full-width"]
 DEEP = {"fixed_pos1_layers_4": 1, "fixed_pos2_layers_4": 2, "fixed_pos3_layers_4": 3, "no_fixed_token_layers_4": 1,
@@ -182,27 +190,28 @@ sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.sha
 # %% [markdown]
 # ## The stored miniature sweep: every position, three seeds
 #
-# Sink_1, Sink_2 and Sink_3 as mean [min, max] over three seeds; the chart shows Sink_k for k = 1..10 (mean
-# over seeds), i.e. where the sink sits. The second table gives, per seed, the step at which the sink at
-# the point's own position first reached 50 %.
+# Where the sink sits: Sink_k for k = 1..10, mean over three seeds. Below them, folded: Sink_1-3 as mean [min, max]
+# over the seeds, and per seed the step at which the sink at the point's own position first reached 50 %.
 
 # %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at position 2",
            "fixed_pos3": "fixed token at position 3", "random_first": "x1 ~ U(V)",
            "no_fixed_token": "no fixed token (arbitrary offsets)", "random_first_two": "x1, x2 ~ U(V)",
            "random_second": "only x2 ~ U(V)", "fixed_pos3_steps_x2": "fixed token at 3, twice the steps (3000)"}
-display(tables.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
 # two panels of four series each: the fixed-token points, and the random-token points beside no fixed token
 display(figures.Columns(
     figures.position_profile_chart(mini.payloads, ["recipe", "fixed_pos2", "fixed_pos3", "fixed_pos3_steps_x2"],
                                    "miniature, a fixed token: Sink_k by position"),
     figures.position_profile_chart(mini.payloads, ["no_fixed_token", "random_first", "random_first_two",
                                                    "random_second"], "miniature, random tokens: Sink_k by position")))
-display(tables.emergence_table(mini.payloads, STORED, ks=LIVE_K))
 sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)
 
+# %% tags=["hide-input", "hide-output"]
+# the per-seed tables and their numbers in words: folded under the charts
+display(tables.points_table(mini.payloads, STORED, ks=(1, 2, 3), changes=CHANGES))
+display(tables.emergence_table(mini.payloads, STORED, ks=LIVE_K))
 m = {(p, k): figures.book_mean(mini.payloads, p, f"Sink_{k}") for p in STORED for k in (1, 2, 3)}
 first = {p: prose.first_reached(mini.payloads, p, LIVE_K[p]) for p in STORED}  # first >= 50 %, over seeds
 peak = {p: figures.book_peak(mini.payloads, p) for p in STORED}  # (k, mean Sink_k) of the largest, k = 1..10

@@ -31,12 +31,14 @@ card = findings.finding_card("06_loss")
 # Gu et al. (2025), Section 6, change the training objective and watch Sink_1^0.3 (the share of heads whose
 # first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences):
 #
+# ````{dropdown} What the paper found, in its numbers
 # 1. **Weight decay** increases the sink up to about 0.5, then removes it: WD 0 / 0.001 / 0.01 / 0.1 / 0.5 /
 #    1 / 2 / 5 → 15.20 / 15.39 / 15.23 / 18.18 / 41.08 / 37.71 / 6.13 / 0.01 %.
 # 2. **Prefix language modeling** (the first p tokens see each other and carry no loss): the sink lands on
 #    one of the prefix positions, not necessarily the first (a figure).
 # 3. **Sliding-window attention**: the sink stays on the absolute first token, and small windows prevent it
 #    (a figure).
+# ````
 #
 # The metric needs care under the last two masks. α_k averages the attention that position k gets over the
 # queries that *can see* it; with a window of w keys only w queries see token 1, so even a head that spreads

@@ -40,6 +40,7 @@ card = findings.finding_card("09_attention_ops")
 # and sigmoid attention is $\mathrm{sim}(q, k) = \sigma(q \cdot k / \sqrt{d_h})$ with $Z_t = 1$ (without
 # normalization) or the same row sum (normalized). The paper's findings:
 #
+# ````{dropdown} What the paper found, in its numbers
 # 1. **Scores summing to less than one give less sink**: softmax rows scaled to sum to α = 2 / 1 / 0.2 / 0.1 /
 #    0.05 give Sink_1 29.10 / 18.18 / 9.41 / 3.59 / 4.53 %.
 # 2. **Sigmoid attention without normalization has no sink**: Sink* 0.44 %; **normalized** (divided by the row
@@ -49,6 +50,7 @@ card = findings.finding_card("09_attention_ops")
 #    different operation, one the paper could not train; it runs here as `elu_norm`, a point of ours that
 #    scores no claim.)
 # 4. At **1B** parameters, sigmoid without normalization still has no sink (their numbers are below).
+# ````
 #
 # Without normalization the weights are not a distribution, so the paper scores the **proxy**
 # $|w_{t,j}| / \sum_i |w_{t,i}|$ per row and marks such numbers with * (Sink*). We add **softpick** (Zuhri et al. 2025, not this paper), a

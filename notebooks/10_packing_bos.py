@@ -40,10 +40,12 @@ card = findings.finding_card("10_packing_bos")
 # much stronger (Sink_1 18.18 % by default, 74.11 % with a fixed first token). Barbero et al. (2025, "Why do
 # LLMs attend to the first token?") ask what pre-training choices of this kind do to the sink:
 #
+# ````{dropdown} What the paper found, in its numbers
 # 1. **A fixed BOS** at position 1 of every training window receives the sink;
 # 2. **intra-document masking** (each token attends only within its own document instead of across the
 #    packed window) keeps the sink on the first token that every query of a document sees;
 # 3. a model **trained with a BOS depends on it**: run without it at inference, its sink changes.
+# ````
 #
 # This page checks the three on our models trained on real text with each packing (`configs/packing.yaml`,
 # read from the results store when they are there), in miniature (the synthetic
