@@ -31,8 +31,10 @@ card = findings.finding_card("08_biases")
 # Gu et al. (2025), Section 7.2, argue that the first token acts as a **key bias**: a head that has nothing
 # to do parks its attention on a key that every query sees, and that key's value adds (almost) nothing. If so,
 # a model given an explicit bias should put its sink there instead of on token 1. They pre-train their 60M
-# model with one of these additions (per head, unless said otherwise):
+# model with one of these additions (per head, unless said otherwise), and measure **Sink\*** on the extra
+# position (α_0 > 0.3) beside Sink_1 on the first real token.
 #
+# ````{dropdown} The biases, and what the paper found, in its numbers
 # * a **learnable sink token**: an extra position 0 with a learned embedding, which every query sees;
 # * **KV biases**: a learned key k* and value v* that every query attends to, Softmax(q·[k*, K]) [v*, V];
 # * **K biases** alone (v* = 0); **V biases** alone, the paper's control group: v* added to the output after
@@ -44,6 +46,7 @@ card = findings.finding_card("08_biases")
 # biases take the sink (Sink* 72-74 %, Sink_1 ≤ 0.04 %); V biases alone leave it on token 1 (17.53 %); a large
 # fixed v* (20 v') drives it back to token 1 (Sink* 1.51 %, Sink_1 25.88 %); even a 1-dimensional k* takes most
 # of it (Sink* 32.18 %, Sink_1 4.74 %).
+# ````
 #
 # This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
 # there) and the same biases **in miniature**, where one run takes minutes.

@@ -62,7 +62,10 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # | the first-token sink | 10-20x later in tokens than the induction heads, in public 1B-class runs; BOS heads jump from 7 % to 70 % between adjacent OLMo-1B checkpoints | arXiv 2606.02378 |
 # | token 1's massive activation | tied to the sink under pre-norm | arXiv 2603.05498 |
 #
-# This chapter measures all five on one footing, in the same runs, at every evaluation. Each run of the onsets
+# This chapter measures all five on one footing, in the same runs, at every evaluation.
+#
+# ````{dropdown} What each run measures, and when a quantity has formed
+# Each run of the onsets
 # family (`configs/onsets.yaml`) evaluates, besides the sink metrics, each head's **induction score** (on random
 # tokens repeated once, the attention from each token of the second copy to the token after its first
 # occurrence), its **previous-token score**, the **in-context gain** (the loss on the second copy against the
@@ -71,6 +74,7 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # evaluation at which it reaches its threshold, fixed before any of these runs (`sinkpaper/paper/onsets.py`): the
 # sink at Sink_1 ≥ 10 %; a head with ≥ 0.3 of its attention on its induction (previous-token) target; a gain of
 # ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
+# ````
 
 # %% tags=["remove-input"]
 # the uniform baseline computed by the induction score itself (sinkpaper.circuits), never typed: the mean of 1/t
