@@ -3,8 +3,9 @@
   sink                  Sink_k on any causal LM (maps, or column statistics from the fused kernels)
   bos-audit             Sink_1 and alpha_1 of causal LMs under every BOS policy, one table per model
   sink-vs-length        Sink_1 and alpha_1 per layer against T up to the context length, into results/long_context
-  bench kernels|training|sink  our Triton kernels against PyTorch's attention; our model against transformers'
-                        Llama; the column-statistics route of `sink` against the eager maps, T = 256 .. 8192
+  bench kernels|training|sink|profile  our Triton kernels against PyTorch's attention; our model against
+                        transformers' Llama; the column-statistics route of `sink` against the eager maps,
+                        T = 256 .. 8192; where one training step's time goes on this CPU
   train, sweep          pre-train one run / a config's sweep x seeds into the results store
   lease run|import|width  one call of a lent GPU kept full from a queue of runs; its runs brought into the store;
                         the runs side by side that give the most steps per second

@@ -245,9 +245,10 @@ def step_profile_lines(pattern: str = STEP_PROFILES, root: str | Path = ".") -> 
                   f"code {pv['code_version']}; " + ("quiet: " if r["quiet"]["quiet"] else "**not quiet**: ")
                   + r["quiet"]["why"] + "; shares of the profiled self time)"
                   + (f"; {'; '.join(r['skipped'])}" if r["skipped"] else "") + ":", "",
-                  "| step | ms | forward | loss (LM head + cross-entropy) | backward | optimizer | matmul | "
-                  "elementwise (ATen + fused) | attention | cast or copy | framework | oneDNN primitives |",
-                  "|---" * 12 + "|"]
+                  "| step | ms | forward | loss (LM head + cross-entropy) | LM head's share of the FLOPs | backward | "
+                  "optimizer | matmul | elementwise (ATen + fused) | attention | cast or copy | framework | "
+                  "oneDNN primitives |",
+                  "|---" * 13 + "|"]
         for c in r["cases"]:
             ph, k = c["by_phase_share"], c["by_kind_share"]
             elementwise = k.get("elementwise or reduction (aten)", 0) + k.get("fused elementwise (inductor)", 0)
@@ -255,7 +256,9 @@ def step_profile_lines(pattern: str = STEP_PROFILES, root: str | Path = ".") -> 
             onednn = ", ".join(f"{p['primitive']} {p['implementation']}" for p in prims[:3]) or "none (MKL BLAS)"
             lines.append(
                 f"| {c['label']}, {c['dtype']}, {'compiled' if c['compiled'] else 'eager'} | {c['step_ms']:.0f} | "
-                + " | ".join(f"{100 * ph[p]:.0f} %" for p in ("forward", "loss", "backward", "optimizer")) + " | "
+                + f"{100 * ph['forward']:.0f} % | {100 * ph['loss']:.0f} % | "
+                + (f"{100 * c['lm_head_flop_share']:.0f} %" if "lm_head_flop_share" in c else "") + " | "
+                + " | ".join(f"{100 * ph[p]:.0f} %" for p in ("backward", "optimizer")) + " | "
                 + " | ".join(f"{100 * v:.0f} %" for v in (
                     k.get("matmul", 0), elementwise, k.get("attention", 0), k.get("cast or copy", 0),
                     k.get("framework (dispatch, autograd, graph glue)", 0))) + f" | {onednn} |")

@@ -129,11 +129,16 @@ def profile_case(config: str, point: str, dtype: str, compiled: bool, steps: int
             row.step()
     table = _table(prof.events(), steps)
     step_ms = statistics.median(times) * 1e3
+    from .bench import flops_per_token
+    flops = flops_per_token(row.model, mcfg, cfg.data.context)
     return {"config": config, "point": point, "profile": profile, "dtype": dtype, "compiled": row.compiled,
             "shape": {"micro_batch": cfg.optim.batch_size // cfg.optim.grad_accum, "context": cfg.data.context,
                       **{k: getattr(mcfg, k) for k in ("n_layers", "d_model", "n_heads", "d_ff", "vocab_size")}},
             "route": row.model.training_route(cfg.data.context, "cpu", dtype, row.compiled),
             "step_ms": round(step_ms, 2), "tokens_per_s": round(tokens / (step_ms / 1e3), 1),
+            # the LM head's products (forward and both gradients) as a share of the step's FLOPs: what the loss
+            # phase would take if every product ran at the same rate
+            "flops_per_token": flops, "lm_head_flop_share": round(6 * mcfg.vocab_size * mcfg.d_model / flops, 4),
             "profiler_overhead": round(table["profiled_ms_per_step"] / step_ms - 1, 3), **table}
 
 
