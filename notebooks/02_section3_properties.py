@@ -157,7 +157,10 @@ for name in models:  # one row per model: BOS off | BOS on
                               f"{name}, natural, BOS {'on' if with_bos else 'off'}",
                               value_title="α_1", domain=(0, 1), width=140, height=220)
               for with_bos in bos_for[name] if (r := by_setting.get((name, "natural", with_bos)))]
-    display(alt.hconcat(*charts))
+    figures.figure(alt.hconcat(*charts),
+               f"α_1 of every head of {name} (rows: layers, columns: heads) on natural text, BOS off and on where "
+               f"its tokenizer has one: the mean over {n_samples} samples of {seq_len} tokens, measured now. A head "
+               f"with α_1 > ε = {epsilon} has a sink on token 1.")
 
 # %% [markdown]
 # ### Explore the attention
@@ -193,10 +196,13 @@ for name, lm in lms.items():
         prof = profiles[f"{name}, {bos}"] = s3.sink_token_profile(lm, ids, epsilon)
         hidden |= {f"token 1, {bos}": prof["hidden_first"], f"other tokens (mean), {bos}": prof["hidden_others"]}
         values |= {f"token 1, {bos}": prof["value_first"], f"other tokens (mean), {bos}": prof["value_others"]}
-    display(alt.hconcat(
+    figures.figure(alt.hconcat(
         figures.lines_by_layer(hidden, "hidden-state L2 norm", f"{name}: hidden states", log_y=True,
                                x_title="layer (0 = embeddings)", width=230, height=200),
-        figures.lines_by_layer(values, "value L2 norm (mean over heads)", f"{name}: values", width=230, height=200)))
+        figures.lines_by_layer(values, "value L2 norm (mean over heads)", f"{name}: values", width=230, height=200)),
+               f"{name}, per layer: the L2 norm of token 1's hidden state against the mean over the other tokens "
+               "(left, log scale), and token 1's mean value norm against the others' (right), BOS off and on; "
+               f"natural text, {n_profile} samples of {seq_len} tokens, measured now.")
 sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
                 "inputs": "natural"})
 
@@ -236,9 +242,11 @@ head = int(alpha_1[layer].argmax())
 ids = make_inputs(lm.tokenizer, "natural", n_samples=1, seq_len=seq_len, bos=with_bos, seed=seed).input_ids
 tr = lm.trace(ids)
 qk = metrics.qk_decomposition(tr.queries[layer][0, head], tr.keys[layer][0, head], tr.visible[0])
-display(figures.qk_heatmaps(qk["product"], qk["cosine"], qk["norm_product"],
+figures.figure(figures.qk_heatmaps(qk["product"], qk["cosine"], qk["norm_product"],
                             f"{name}, layer {layer}, head {head} (alpha_1 = {alpha_1[layer, head]:.2f}), "
-                            f"BOS {'on' if with_bos else 'off'}", size=170))
+                            f"BOS {'on' if with_bos else 'off'}", size=170),
+               f"{name}, layer {layer}, head {head}, one natural-text sample: for each query (rows) and key "
+               "(columns), q·k, the cosine of q and k, and |q||k|: which of the three singles out token 1.")
 col1 = {k: float(np.nanmean(v[1:, 0].numpy())) for k, v in qk.items()}
 rest = {k: float(np.nanmean(v[1:, 1:].numpy())) for k, v in qk.items()}
 display(Markdown("Mean over queries t > 1, key 1 vs the other visible keys: "

@@ -159,7 +159,9 @@ sources.record({"computed_now": True, "settings measured": len(rows),
                what="Table 1's inputs on each model")
 
 # %% tags=["hide-input"]
-display(figures.table1_chart(rows))
+figures.figure(figures.table1_chart(rows),
+               f"Sink_1 (ε = {epsilon}) of each model on the inputs of the paper's Table 1 (natural, random, "
+               f"repeated), BOS off and on, measured now on {n_samples} samples of {seq_len} tokens each.")
 display(figures.Table(rows))
 text_prov = next(s["provenance"] for s in payloads[0]["settings"] if s["inputs"] == "natural")
 sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
@@ -202,7 +204,10 @@ uniform = metrics.uniform_alpha_1(seq_len)
 charts = [ms.xy_chart([c for c in curve if c["inputs"] == i], "epsilon", "Sink_1 (%)", "series", f"{i} inputs",
                       x_title="ε", y_title="Sink_1^ε (%)", rule_x=uniform, width=165, height=170,
                       paper=figures.table1_marks(i, metrics.EPSILON)) for i in INPUTS]
-display(charts[0] | charts[1] | charts[2])
+figures.figure(charts[0] | charts[1] | charts[2],
+               "Sink_1 against ε for each input, model and BOS setting, on the samples of the figure before; the "
+               f"vertical line: the uniform α_1 = H_T/T at T = {seq_len}; hollow diamonds: the paper's Table 1 "
+               "models at ε = 0.3.")
 at = {0.1, 0.2, 0.3, 0.5, 0.7, 0.9}
 table: dict[str, dict] = {}
 for c in curve:
@@ -232,10 +237,13 @@ measured_T = (f"{sum(1 for r in by_T if not r['skipped'])} (model, BOS, T) point
 
 # %% tags=["hide-input"]
 baseline = [{"series": "uniform H_T / T", "T": t, "mean alpha_1": metrics.uniform_alpha_1(t)} for t in seq_lens]
-display(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natural)", x_title="T", log_x=True,
+figures.figure(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natural)", x_title="T", log_x=True,
                     paper=figures.table1_marks("natural", metrics.SEQ_LEN))
         | ms.xy_chart(by_T + baseline, "T", "mean alpha_1", "series", "mean α_1 vs T (natural)", x_title="T",
-                      y_title="mean α_1", log_x=True))
+                      y_title="mean α_1", log_x=True),
+               "Sink_1 (left) and mean α_1 (right) against T on natural text, each model and BOS setting, "
+               f"{t_samples} samples a T, beside the uniform H_T/T; hollow diamonds: the paper's Table 1 models at "
+               "T = 64.")
 display(figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "mean alpha_1", "uniform alpha_1")}
                        for r in by_T if not r["skipped"]]))
 display(Markdown("Computed from this run: " + s3.seq_len_trend(by_T) + f" ({measured_T}). Diamonds: the "
@@ -258,10 +266,13 @@ props = s3.proposition_checks(seq_len=seq_len, seed=seed)
 display(figures.Table(props["rows"]))
 rb = props["rope"]
 h = int(rb["xi"].argmax())
-display(figures.lines_by_layer({f"A[t, 1], head {h}": rb["attention_to_1"][h].numpy(),
+figures.figure(figures.lines_by_layer({f"A[t, 1], head {h}": rb["attention_to_1"][h].numpy(),
                                 "bound e^{2ξ}/(e^{2ξ}+t−1)": rb["bound"][h].numpy()},
                                "A[t, 1]", f"RoPE, one repeated token: the bound holds at every t: "
-                               f"{'yes' if rb['bound_holds'] else 'no'}", log_y=True, x_title="query position t − 1"))
+                               f"{'yes' if rb['bound_holds'] else 'no'}", log_y=True, x_title="query position t − 1"),
+               f"The RoPE proposition checked: the attention of each query t to token 1 in head {h} of a randomly "
+               "initialised RoPE model on a repeated token, under the bound e^(2ξ)/(e^(2ξ)+t−1), which falls as t "
+               "grows.")
 display(Markdown("The pretrained RoPE models on pure repeats (BOS off) in the inputs table above: "
                  + "; ".join(f"`{n}` Sink_1 = {sink[(n, 'repeat', False)]:.2f} %" for n in models
                              if (n, "repeat", False) in sink) + "."))
@@ -356,7 +367,8 @@ for lc_name, lc_bos in long_context_models.items():
         display(Markdown(f"`{lc_name}`: no stored measurement at `{lc_path.name}` yet; produce it with "
                          f"`python -m sinkpaper sink-vs-length --model {lc_name}{' --bos' if lc_bos else ''}`."))
         continue
-    display(figures.sink_vs_length(lc))
+    figures.figure(figures.sink_vs_length(lc),
+               f"{lc_name}: Sink_1 (left) and mean α_1 (right) per T up to its context length, natural text, the column-statistics route, " + ("measured now." if long_context_live else "from the stored measurement (results/long_context/)."))
     display(Markdown(("Measured now: " if long_context_live else "From the stored measurement: ")
                      + long_context.describe(lc) + ("" if lc.get("complete") else " (an incomplete run: "
                                                     "the lengths it reached)")))

@@ -91,7 +91,10 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, cur
 # Every run above has a fixed first token at position 1: the setting in which the text profile's 2-layer model
 # grows a sink. The paper's default run has none (windows cut anywhere in the token stream). What the stored
 # runs without one show is computed below: neither depth nor twice the steps gave the text profile a sink, and
-# the one sink grown without a fixed token needed a wider model and far more tokens on a lent GPU. Recognising
+# the one sink grown without a fixed token needed a wider model and far more tokens on a lent GPU.
+#
+# ````{dropdown} The GPU calibration: its grid, its bar, and how to read the chart
+# Recognising
 # position 1 without a fixed token is thought to take about two blocks before the layer where the sink forms
 # (Peng et al. 2026), but at this scale 4 layers were not enough either. The `gpu` profile is calibrated for that
 # default on a lent GPU (`configs/calibration.yaml`: at least 4 layers, 262M tokens, no BOS, evaluated as the
@@ -100,6 +103,7 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, cur
 # a line, the min-max as a band; the grey dotted line: the bar; the black dashed line: the paper's default run at
 # the end of its training), then the table the Measurements page carries. A point clears the bar only if every
 # seed does: one seed below it decides the point, one above it decides nothing.
+# ````
 
 # %% tags=["hide-input"]
 # what the stored runs without a fixed first token read, at each depth and budget the text profile tried
@@ -126,11 +130,16 @@ display(Markdown(
 grid = calibration.calibration_runs()
 if grid:
     rows = figures.seed_rows(grid, curves.curve_rows)
-    display(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
+    figures.figure(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
                                rule_y=calibration.BAR, paper_level=paper.paper_value("default"),
-                               also=[("alpha_1", "no fixed first token: mean alpha_1")]))
+                               also=[("alpha_1", "no fixed first token: mean alpha_1")]),
+               "Every point of the GPU calibration grid (configs/calibration.yaml: no fixed first token, trained on "
+               "lent GPUs): Sink_1 and mean α_1 against tokens seen, the mean over a point's stored seeds as a "
+               "line, their range as a band; dotted: the bar; dashed: the paper's default run at the end of its "
+               "training.")
     sources.record(sweeps.payloads_provenance(grid, loaded=True))
-display(Markdown(calibration.calibration_markdown()))
+display(figures.folded("Every point of the grid, per seed (the Measurements page's table)",
+                       calibration.calibration_markdown()))
 
 # %% [markdown]
 # ## Live, in miniature: one run, trained now
@@ -157,8 +166,10 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
                         "held-out loss": round(lr_["val_loss"], 3),
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
-display(figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
-                        figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")))
+figures.figure(figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
+                        figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")),
+               f"The live run ({live_label}, trained now) beside the stored seeds of its point: Sink_1 (left) and "
+               "held-out loss (right) over training.")
 sources.record(live_prov)
 if stored_live_point:
     sources.record(sweeps.payloads_provenance(stored_live_point, loaded=True))
@@ -215,11 +226,14 @@ display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε =
 text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
 if text.payloads:
     tp = text.payloads[0]
-    display(tables.points_table(text.payloads, ["text_corpus"], held_out=True))
+    display(figures.Fold("Every point over its seeds",
+                         tables.points_table(text.payloads, ["text_corpus"], held_out=True)))
     text_rows = curves.curve_rows(tp, "text_corpus, seed 0")
-    display(figures.row(figures.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
+    figures.figure(figures.row(figures.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
                         figures.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",
-                                            y_title="alpha_1")))
+                                            y_title="alpha_1")),
+               "The miniature's recipe trained on the real-text corpus (text_corpus, seed 0, stored): Sink_1 and "
+               "mean α_1 over training.")
     tr = tp["result"]
     earlier = [r["Sink_1 %"] for r in text_rows[:-1]]
     synthetic = figures.book_mean(mini.payloads, "recipe", "alpha_1")
@@ -247,7 +261,7 @@ else:
 LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
 CHANGES = {"recipe": "LR 2e-2 x 1500 steps", "lr_x0.3": "LR 6e-3 x 1500", "lr_x3": "LR 6e-2 x 1500",
            "lr_x0.5_steps_x2": "LR 1e-2 x 3000 (same LR x steps)"}
-display(tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES))
+display(figures.Fold("Every point over its seeds", tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES)))
 figures.figure(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"),
                figures.sweep_caption(mini.payloads, LR_ORDER))
 sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
@@ -315,7 +329,10 @@ display(Markdown(
 i = mechanism.pick_sequence(held, n_trig)
 cells = mechanism.trigger_cells(held[i], n_trig)
 amap = mechanism.head_map(model, held[i], 0, copy["head"])
-display(figures.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out sequence {i}"))
+figures.figure(figures.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out sequence {i}"),
+               f"The attention map of the live model's layer 0, head {copy['head']} on held-out sequence {i} (rows: "
+               "queries, columns: keys); red squares: where a copy head must look, from each trigger query to the "
+               "token before the trigger.")
 at_cells = [float(amap[t, j]) for t, j in cells]
 ordinary = [t for t in range(1, amap.shape[0]) if (t, t - 1) not in cells]
 display(Markdown(

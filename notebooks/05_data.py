@@ -94,8 +94,10 @@ POSITION_ORDER = ["no_fixed_token", "fixed_pos1", "fixed_pos2", "fixed_pos3", "r
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, ks=(1, 2, 3), base="fixed_pos1",
                              curves=["fixed_pos1", "no_fixed_token", "fixed_pos2"], maps=["fixed_pos1", "no_fixed_token"])
 if lm.payloads:
-    display(figures.position_profile_chart(lm.payloads, POSITION_ORDER,
-                                           f"Real text ({lm.profile} profile): where the sink sits"))
+    figures.figure(figures.position_profile_chart(lm.payloads, POSITION_ORDER,
+                                           f"Real text ({lm.profile} profile): where the sink sits"),
+               f"Where the sink sits on real text ({lm.profile} profile): Sink_k for k = 1..10 of each position "
+               "point, the mean over its stored seeds.")
 
 # %% [markdown]
 # ### The same positions at 4 layers
@@ -159,10 +161,12 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         "alpha_1": round(lr_["alpha_1_mean"], 3), "held-out loss": round(lr_["val_loss"], 3),
                         "seconds": lr_["provenance"]["wall_seconds"]}]))
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live, (f"Sink_{k_live}", "Sink_1"))
-display(figures.Columns(
+figures.figure(figures.Columns(
     figures.band_chart(rows, f"Sink_{k_live} %", f"{live_point}: Sink_{k_live} (%) over training", y_domain=(0, 100)),
     figures.band_chart([r for r in rows if r["point"] == live_label], "Sink_1 %",
-                       f"{live_point}, live run: Sink_1 (%)", y_domain=(0, 100))))
+                       f"{live_point}, live run: Sink_1 (%)", y_domain=(0, 100))),
+               f"The live run ({live_point}, trained now) beside its point's stored seeds: Sink_{k_live} over "
+               "training (left), and the live run's Sink_1 (right).")
 sources.record(live_prov)
 if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
@@ -199,11 +203,13 @@ CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at po
            "no_fixed_token": "no fixed token (arbitrary offsets)", "random_first_two": "x1, x2 ~ U(V)",
            "random_second": "only x2 ~ U(V)", "fixed_pos3_steps_x2": "fixed token at 3, twice the steps (3000)"}
 # two panels of four series each: the fixed-token points, and the random-token points beside no fixed token
-display(figures.Columns(
+figures.figure(figures.Columns(
     figures.position_profile_chart(mini.payloads, ["recipe", "fixed_pos2", "fixed_pos3", "fixed_pos3_steps_x2"],
                                    "miniature, a fixed token: Sink_k by position"),
     figures.position_profile_chart(mini.payloads, ["no_fixed_token", "random_first", "random_first_two",
-                                                   "random_second"], "miniature, random tokens: Sink_k by position")))
+                                                   "random_second"], "miniature, random tokens: Sink_k by position")),
+               "The stored miniature sweep: Sink_k for k = 1..10, the mean over seeds, for the fixed-token points "
+               "(left) and the random-token points beside no fixed token (right).")
 sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)

@@ -99,8 +99,10 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, ks=
                              curves=["wd_0", BASE, "wd_2", "window_16"], maps=["wd_0", BASE, "wd_2"],
                              table={"points": ORDER, "ks": (1, 2), "paper": PAPER, "uniform": True})
 if any(reading.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
-    display(figures.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
-                                           f"Real text ({lm.profile} profile): Sink_k by position, prefix LM"))
+    figures.figure(figures.position_profile_chart(lm.payloads, [BASE, "prefix_5", "prefix_20"],
+                                           f"Real text ({lm.profile} profile): Sink_k by position, prefix LM"),
+               f"Real text ({lm.profile} profile), prefix LM: Sink_k by position for the base and the prefix_5 and "
+               "prefix_20 points, the mean over their stored seeds.")
 
 # %% [markdown]
 # ## Live, in miniature
@@ -126,8 +128,10 @@ display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": 
                         "excess": round(reading.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
                         "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live)
-display(figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100),
-                           also=[("alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")]))
+figures.figure(figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100),
+                           also=[("alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")]),
+               f"The live run ({live_point}, trained now) beside its point's stored seeds: Sink_1 and mean α_1 over "
+               f"training (α_1's uniform floor at this mask: {live_floor:.3f}).")
 sources.record(live_prov)
 if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
@@ -159,8 +163,9 @@ sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.sha
 
 # %% tags=["hide-input", "full-width"]
 WD = {"wd_0": 0.0, "wd_0.1": 0.1, "recipe": 0.5, "wd_1": 1.0, "wd_2": 2.0, "wd_5": 5.0}
-display(tables.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay {v:g}" for p, v in WD.items()},
-                            paper={p: paper.paper_text("wd_0.5" if p == "recipe" else p) for p in WD}))
+display(figures.Fold("Every point over its seeds",
+                     tables.points_table(mini.payloads, WD_ORDER, changes={p: f"weight decay {v:g}" for p, v in WD.items()},
+                            paper={p: paper.paper_text("wd_0.5" if p == "recipe" else p) for p in WD})))
 figures.figure(figures.Columns(figures.sweep_chart(mini.payloads, WD_ORDER, title="miniature: Sink_1 by weight decay"),
                                figures.sweep_chart(mini.payloads, WD_ORDER, value="alpha_1",
                                                    title="miniature: mean alpha_1 by weight decay")),
@@ -192,8 +197,10 @@ display(Markdown(
 # %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "window_16": "sliding window, 16 keys",
            "window_4": "sliding window, 4 keys"}
-display(tables.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True))
-display(figures.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Sink_k by position (mean over seeds)"))
+display(figures.Fold("Every point over its seeds",
+                     tables.points_table(mini.payloads, MASK_ORDER, ks=(1, 2, 3, 4), changes=CHANGES, uniform=True)))
+figures.figure(figures.position_profile_chart(mini.payloads, MASK_ORDER, "miniature: Sink_k by position (mean over seeds)"),
+               "The stored miniature sweep of attention masks: Sink_k for k = 1..10, the mean over seeds.")
 sources.record(sweeps.payloads_provenance(
     [p for p in mini.payloads if reading.point_of(p) in MASK_ORDER], loaded=True))
 if mini.missing:

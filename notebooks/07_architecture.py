@@ -73,7 +73,8 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points":
 # (open to read).
 
 # %% tags=["hide-input", "hide-output"]
-display(tables.paper_table(POINTS, points.ARCHITECTURE_NOT_RUN))
+display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
+                     tables.paper_table(POINTS, points.ARCHITECTURE_NOT_RUN)))
 display(tables.ClaimsTable(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
                                        "arch_heads_2_4_8"])))
 

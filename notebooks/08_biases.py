@@ -95,7 +95,8 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points":
 # Rows marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
 
 # %% tags=["hide-input"]
-display(tables.paper_table(POINTS, points.BIASES_NOT_RUN))
+display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
+                     tables.paper_table(POINTS, points.BIASES_NOT_RUN)))
 
 # %% [markdown]
 # ## Live, in miniature: a bias next to the BOS
@@ -129,7 +130,9 @@ charts = [figures.band_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", 
 if any(r["Sink* %"] is not None for r in rows):
     charts.insert(0, figures.band_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", x="step",
                                         y_domain=(0, 100)))
-display(figures.Columns(*charts))
+figures.figure(figures.Columns(*charts),
+               f"The live run ({live_point}, trained now) beside its point's stored seeds: Sink* on the bias "
+               "position where it has one, and α_1 on the BOS over training (dotted: ε).")
 sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 # %% [markdown]
@@ -138,7 +141,8 @@ sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 # %% tags=["hide-input", "full-width"]
 if mini.payloads:
-    display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
+    display(figures.Fold("Every point over its seeds",
+                         tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True)))
     figures.figure(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink* (bias position) and Sink_1 (BOS)",
                                        value=("Sink*", "Sink_1"), width=320),
                    figures.sweep_caption(mini.payloads, MINI_ORDER, value=("Sink*", "Sink_1")))

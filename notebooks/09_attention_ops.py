@@ -101,7 +101,10 @@ if lm.payloads:
                     or (p["config"]["model"].get("kernel_z") or "rowsum") != "rowsum"]
     lm_raw = figures.seed_rows(unnormalized, curves.raw_curve_rows)
     if lm_raw:
-        display(figures.raw_weight_bands(lm_raw))
+        figures.figure(figures.raw_weight_bands(lm_raw),
+               "Real text, the operations without normalization: the raw attention weights recorded beside the "
+               "Sink* proxy at every evaluation of the stored runs, the mean over seeds as a line, their range as a "
+               "band.")
 
 # %% [markdown]
 # ### The paper's numbers
@@ -110,7 +113,8 @@ if lm.payloads:
 # marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
 
 # %% tags=["hide-input"]
-display(tables.paper_table(POINTS, points.ATTENTION_NOT_RUN))
+display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
+                     tables.paper_table(POINTS, points.ATTENTION_NOT_RUN)))
 
 # %% [markdown]
 # ### At 1B parameters, as the paper reports it
@@ -163,7 +167,8 @@ same_run = prose.live_vs_stored(live.payload, mini.payloads)
 if same_run:
     display(Markdown(same_run))
 if mini.payloads:
-    display(tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True))
+    display(figures.Fold("Every point over its seeds",
+                         tables.points_table(mini.payloads, POINTS, names=MINI_NAMES, paper=True, held_out=True)))
     figures.figure(figures.sweep_chart(mini.payloads, MINI_ORDER, title="Miniature: Sink_1 (Sink*_1 for sigmoid, elu)"),
                    figures.sweep_caption(mini.payloads, MINI_ORDER))
     sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
@@ -188,7 +193,9 @@ raw = figures.seed_rows([p for p in mini.payloads if reading.point_of(p) in PROX
 if lr_.get("proxy"):
     raw += [{**r, "point": live_label, "seed": live_seed} for r in curves.raw_curve_rows(live.payload, live_label)]
 if raw:
-    display(figures.raw_weight_bands(raw, "Miniature"))
+    figures.figure(figures.raw_weight_bands(raw, "Miniature"),
+               "Miniature, the proxy points: the raw attention weights over training, the stored seeds as a band "
+               "and the live run as its own line; dashed: the paper's Sink*.")
     if lr_.get("proxy"):
         display(Markdown(f"The live run's evaluations ({live_label}):"))
         display(figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else

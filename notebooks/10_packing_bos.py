@@ -118,7 +118,8 @@ PAPER = {"causal": f"Gu et al. default: Sink_1 {paper.paper_value('default'):.2f
          "bos_each_doc_mask": "Barbero et al.: a sink on each document's first token (qualitative)"}
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
 if lm.payloads:
-    display(tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER))
+    display(figures.Fold("Every point over its seeds",
+                         tables.points_table(lm.payloads, ORDER, ks=(1, 2), changes=CHANGES, paper=PAPER)))
     figures.figure(figures.sweep_chart(lm.payloads, ORDER, 1, f"Real text ({lm.profile} profile): Sink_1 per packing"),
                    figures.sweep_caption(lm.payloads, ORDER))
     sources.record(lm.provenance())
@@ -166,8 +167,11 @@ MINI_CHANGES = {"recipe": "fixed BOS at position 1", "no_fixed_token": "no fixed
                 "fixed_pos2": "fixed token at position 2", "fixed_pos3": "fixed token at position 3"}
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_ORDER, seeds=tuple(miniature_seeds))
 if mini.payloads:
-    display(tables.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=MINI_CHANGES))
-    display(figures.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"))
+    display(figures.Fold("Every point over its seeds",
+                         tables.points_table(mini.payloads, MINI_ORDER, ks=(1, 2, 3), changes=MINI_CHANGES)))
+    figures.figure(figures.position_profile_chart(mini.payloads, MINI_ORDER, "miniature: Sink_k by position (mean over seeds)"),
+               "The stored miniature sweep: Sink_k for k = 1..10 with a fixed BOS (the recipe), without one, and "
+               "with the fixed token at 2 or 3, the mean over seeds.")
     sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)
@@ -195,11 +199,13 @@ display(figures.Table([{"run": "live recipe, seed 0", "steps": lr_["step"], "tok
                         "Sink_1 % (trainer's evaluation)": round(lr_["sink_k"]["1"], 1),
                         "alpha_1": round(lr_["alpha_1_mean"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
 display(figures.Table(pb.condition_rows(ablation, "live recipe")))
-display(figures.row(
+figures.figure(figures.row(
     figures.sink_by_position_chart(pb.sink_k_chart_rows(ablation, "miniature"), "live miniature: Sink_k with and without BOS"),
     *[figures.heatmap(c["alpha_1_matrix"], "head", "layer",
                       f"alpha_1 per head, BOS {'on' if c['bos'] else 'off'}", domain=(0, 1), width=160, height=60)
-      for c in ablation["conditions"]]))
+      for c in ablation["conditions"]]),
+               "The live recipe measured with and without its BOS: Sink_k by position (left), and α_1 per head with "
+               "BOS on and off.")
 sources.record(live_prov)
 sources.record(ablation["provenance"])
 a_on, a_off = pb.condition(ablation, True), pb.condition(ablation, False)
@@ -238,8 +244,10 @@ for c in contrasts:
         r["trained with BOS first"] = "yes" if c["prepends_bos"] else "no"
         rows.append(r)
 display(figures.Table(rows))
-display(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
-                                       "pretrained models: Sink_k with and without BOS", paper=True))
+figures.figure(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
+                                       "pretrained models: Sink_k with and without BOS", paper=True),
+               "The offline pretrained models measured now with and without a BOS: Sink_k by position; the paper's "
+               "values where it reports one.")
 for c in contrasts:
     sources.record(pb.short_provenance(c))
 display(Markdown(prose.bos_contrast_lines(contrasts, loss_samples)))

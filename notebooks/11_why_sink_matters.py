@@ -173,7 +173,9 @@ for name in models:
                                                        f"{bin_size}b..{bin_size}b+{bin_size - 1})",
                                    width=520, height=260)
     rule = alt.Chart(alt.Data(values=[{"layer": window / bin_size}])).mark_rule(strokeDash=[4, 4]).encode(x="layer:Q")
-    display(chart + rule)
+    figures.figure(chart + rule,
+               f"{name}: the perplexity of each block of {bin_size} predictions under each cache policy, over "
+               f"{n_tokens} tokens of natural text; dashed: where a window of {window} entries starts evicting.")
 sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n_sink,
                 "bin_size": bin_size})
 

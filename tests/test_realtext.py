@@ -44,11 +44,14 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     PAPER = {p: paper.paper_text(p) for p in ("default", "lr_x2")}   # the registry's numbers, not retyped here
     out = realtext.section(lm, ["lr_x2", "default", "lr_x0.5"], paper=PAPER,
                            curves=["default"], maps=["default", "absent"])
-    recipe = out[0].data
+    fold = out[0]   # the recipe and the per-seed table, folded under a title
+    assert isinstance(fold, figures.Fold) and fold.title.startswith("The runs (text profile)")
+    assert fold._repr_html_().startswith('<details class="spx-fold"><summary>')
+    recipe = fold.items[0].data
     m, d = base["config"]["model"], base["config"]["data"]
     assert f"{m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}" in recipe
     assert f"context {d['context']}" in recipe and "fixed first token" in recipe and f"{base['result']['tokens_seen']:,}" in recipe
-    rows = out[1].rows
+    rows = fold.items[1].rows
     assert [r["point"] for r in rows] == ["lr_x2", "default"]           # lr_x0.5 has no run: left out of the table
     assert rows[1]["Sink_1 %"] == "30.0 [20.0, 40.0]" and rows[1]["held-out loss"] == "5.100 [5.000, 5.200]"
     assert rows[0]["paper"] == PAPER["lr_x2"]

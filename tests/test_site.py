@@ -685,6 +685,34 @@ def test_formulas_are_drawn_as_mathml_by_the_browser(chromium, built_book, brows
     assert not re.search(r"\\(alpha|frac|sum|mathrm)|\$", text), "TeX source shown on the glossary page"
 
 
+CHAPTER_PAGES = [d for d in PAGES if re.fullmatch(r"book/(0[1-9]|1[0-4])_\w+", d)]
+# what a chart may sit in without a numbered caption of its own: a finding card (its claim is its caption), the
+# lead of chapter 4 (its sentences beside it), a widget's pre-rendered views (the widget's own label)
+UNCAPTIONED_OK = ".spx-findings, .spx-lead, .jupyter-widgets, .widget-output"
+CAPTIONS_JS = r"""() => {
+  const out = {loose: [], captions: []};
+  for (const el of __siteTest.charts()) {
+    if (el.closest('%s')) continue;
+    const fig = el.closest('figure.spx-figure');
+    if (!fig) { out.loose.push(el.id || el.className); continue; }
+  }
+  for (const fig of document.querySelectorAll('figure.spx-figure'))
+    out.captions.push((fig.querySelector('figcaption') || {}).textContent || '');
+  return out;
+}""" % UNCAPTIONED_OK
+
+
+@pytest.mark.parametrize("docname", CHAPTER_PAGES)
+def test_every_chart_of_a_chapter_is_a_numbered_figure_with_a_caption(docname, chromium, built_book, browser):
+    """Each chart a chapter draws (outside its finding card) stands in a figure numbered "Figure <chapter>.<n>"
+    whose caption says what it plots; a chart added without one fails here, naming the page."""
+    seen = _seen(browser, built_book.require_page(docname), FIRST_SCREEN, CAPTIONS_JS)
+    assert not seen["loose"], f"{docname}: charts without a numbered caption: {seen['loose']}"
+    chapter = int(docname.split("/")[1][:2])
+    bad = [c for c in seen["captions"] if not re.match(rf"Figure {chapter}\.\d+\. \S.{{20,}}", c.strip())]
+    assert not bad, f"{docname}: captions not numbered 'Figure {chapter}.n.' or too short to say what is plotted: {bad}"
+
+
 def test_folds_are_closed_details_that_open_for_printing(chromium, built_book, browser):
     """The Measurements page keeps its reference in folds: closed <details> (found by the browser's find-in-page),
     each with a title; a print opens every one of them, and they close again after."""

@@ -28,7 +28,7 @@ from ..results.reading import failure_word, point_of, training_failure
 from ..results.sweeps import LMSweep, lm_sweep
 from . import sources
 from .findings import PAPER_COLOR, SCALE_COLORS
-from .figures import (Figure, band_chart, book_values, figure, heatmap, paper_number, row, seed_rows, sweep_caption,
+from .figures import (Figure, Fold, band_chart, book_values, figure, heatmap, paper_number, row, seed_rows, sweep_caption,
                       sweep_chart)
 from .tables import PLATEAU_NOTE, points_table
 
@@ -227,14 +227,17 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
     ps = lm.payloads
     if ps:
         ref = next((p for p in ps if point_of(p) == base), ps[0])
-        out.append(Markdown(f"**The runs ({lm.profile} profile).** `{point_of(ref)}`: {recipe(ref)} Every other "
-                            "point changes one thing of it (its name says what; `configs/` has the exact form). " + PLATEAU_NOTE))
         if paper is not None and (base == "default" or base in DEFAULT_ALIASES) and base in paper \
                 and ref["config"]["data"].get("fixed_token") and ref["config"]["data"].get("fixed_pos") == 1:
             # the paper's base run packs without a fixed token; ours fixes one, as its fixed_pos1 point does
             paper = {**paper, base: f"{paper[base]} (no fixed token); {paper_text('fixed_pos1')} with one at 1"}
-        out.append(table if table is not None else
-                   points_table(ps, order, ks=ks, changes=changes, paper=paper, sink_star=sink_star, held_out=True))
+        # the recipe and the per-seed table, folded: the finding card above and the figures below read them
+        out.append(Fold(f"The runs ({lm.profile} profile): the recipe, and every point over its seeds",
+                        Markdown(f"`{point_of(ref)}`: {recipe(ref)} Every other point changes one thing of it (its "
+                                 "name says what; `configs/` has the exact form). " + PLATEAU_NOTE),
+                        table if table is not None else
+                        points_table(ps, order, ks=ks, changes=changes, paper=paper, sink_star=sink_star,
+                                     held_out=True)))
         shown = [pt for pt in curves if any(point_of(p) == pt for p in ps)]
         if shown:
             rows = curve_rows(ps, shown)

@@ -393,6 +393,29 @@ class Columns:
         return f'<div class="spx-columns" style="display:flex;flex-wrap:wrap;gap:.5em 1.2em">{cells}</div>'
 
 
+class Fold:
+    """Items (tables, charts, Markdown, HTML) shown closed under ``title``: a <details> the browser's find-in-page
+    opens and a print opens (sinkpaper.site.sphinx_ext); in a notebook the same, opened with a click. For what a
+    reader may want and the page should not spell out: a run's recipe, per-seed tables, method."""
+
+    def __init__(self, title: str, *items: Any):
+        if not title.strip():
+            raise ValueError("a fold needs a title that says what it holds")
+        self.title, self.items = title.strip(), [i for i in items if i is not None]
+
+    @staticmethod
+    def _item_html(item: Any) -> str:
+        if isinstance(item, Markdown):
+            from markdown_it import MarkdownIt
+            return MarkdownIt("commonmark").enable("table").render(item.data)
+        return _html_of(item)
+
+    def _repr_html_(self) -> str:
+        body = "".join(self._item_html(i) for i in self.items)
+        return (f'<details class="spx-fold"><summary>{html.escape(self.title)}</summary>'
+                f'<div class="spx-fold-body">{body}</div></details>')
+
+
 def folded(title: str, text: str) -> Markdown:
     """Markdown shown collapsed under ``title`` in the book (a MyST dropdown; a notebook shows it as text): detail
     one click away, such as the runs the store still lacks and the command that makes them."""
