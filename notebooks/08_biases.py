@@ -36,9 +36,11 @@ card = findings.finding_card("08_biases")
 #
 # ````{dropdown} The biases, and what the paper found, in its numbers
 # * a **learnable sink token**: an extra position 0 with a learned embedding, which every query sees;
-# * **KV biases**: a learned key k* and value v* that every query attends to, Softmax(q·[k*, K]) [v*, V];
-# * **K biases** alone (v* = 0); **V biases** alone, the paper's control group: v* added to the output after
-#   the softmax, Softmax(q·K) V + v*, with no extra key, so the attention map is unchanged; a **fixed v*** of
+# * **KV biases**: a learned key $k^*$ and value $v^*$ that every query attends to,
+#   $\mathrm{Softmax}\left(q\,[k^*; K]^\top / \sqrt{d_h}\right) [v^*; V]$;
+# * **K biases** alone ($v^* = 0$); **V biases** alone, the paper's control group: $v^*$ added to the output after
+#   the softmax, $\mathrm{Softmax}\left(q K^\top / \sqrt{d_h}\right) V + v^*$, with no extra key, so the attention
+#   map is unchanged; a **fixed v*** of
 #   growing size; a k* learned in only d_a of the head's dimensions.
 #
 # The metric on the extra position is **Sink\*** (α_0 > 0.3, the mean attention the queries put on it);

@@ -249,3 +249,21 @@ def test_the_summary_counts_add_up_to_the_pages_claims(listing):
     unrun["results"]["real text (CPU)"] = {"values": {}, "verdict": paper.NO_RESULT, "status": paper.NOT_RUN}
     assert findings.summary([run, unrun]) == "2 claims \u2014 real text (CPU): 1 disagrees, 1 not run here."
     assert findings.summary([run]) == "1 claim \u2014 real text (CPU): 1 disagrees."
+
+
+def test_a_finding_card_leads_with_its_decided_claims_and_folds_the_rest():
+    """Claims with a verdict a reader can read a finding in come first; those without one (not comparable here,
+    not run, waiting for runs) fold under one titled line; a card with no verdict yet keeps every row open."""
+    def entry(cid, verdict):
+        e = paper.entry(paper.claim(cid), records={})
+        e["results"]["real text (CPU)"] = {"status": "found", "verdict": verdict, "why": "test", "seeds": [0, 1, 2],
+                                           "seed_values": {}, "values": {}, "measurement": "store test", "note": ""}
+        return e
+
+    agrees, waiting = entry("opt_emergence", paper.AGREES), entry("opt_batch", paper.NOT_COMPARABLE)
+    card = findings.FindingCard("04_optimization", entries=[waiting, agrees])._repr_html_()
+    fold = card.index('<details class="spx-fold spx-undecided">')
+    assert card.index('id="finding-opt_emergence"') < fold < card.index('id="finding-opt_batch"')
+    assert "1 more claim without a verdict here yet" in card
+    undecided = findings.FindingCard("04_optimization", entries=[waiting])._repr_html_()
+    assert "<details" not in undecided and 'id="finding-opt_batch"' in undecided

@@ -515,6 +515,11 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
             f'<div class="spx-plot">{plot}</div></div>')
 
 
+def has_verdict(e: Mapping) -> bool:
+    """Whether a claim reads a verdict a reader can read a finding in (DECIDED) at some scale its card shows."""
+    return any(result_at(e, s).get("verdict") in DECIDED for s in shown_scales(e))
+
+
 class FindingCard:
     """A chapter's finding card: a summary sentence, then one row per claim the chapter holds (the claim, a chip
     per scale with its headline and reason, the chart). ``show()`` displays it with a display id, so a chapter
@@ -530,7 +535,17 @@ class FindingCard:
         # the claims with a number at some scale first (the registry's order otherwise): the first screen shows a
         # finding, not a claim still waiting for its runs
         shown = sorted(self.entries, key=lambda e: not any(has_values(result_at(e, s)) for s in shown_scales(e)))
-        rows = "".join(card_row(e, order) for e in shown)
+        # the claims with a verdict a reader can read a finding in lead; the rest (not run here, waiting for their
+        # runs, not comparable) fold under one line, unless no claim has a verdict yet
+        lead, rest = [e for e in shown if has_verdict(e)], [e for e in shown if not has_verdict(e)]
+        if not lead:
+            lead, rest = shown, []
+        rows = "".join(card_row(e, order) for e in lead)
+        if rest:
+            rows += (f'<details class="spx-fold spx-undecided"><summary>{len(rest)} more claim'
+                     f'{"s" if len(rest) > 1 else ""} without a verdict here yet (not run, waiting for runs, or '
+                     f'not comparable)</summary><div class="spx-fold-body">'
+                     + "".join(card_row(e, order) for e in rest) + "</div></details>")
         return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
                 f' {GLOSSARY_LINK}</div>{rows}</div>')
 
