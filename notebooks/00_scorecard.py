@@ -106,3 +106,15 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # is absent. A disagreement that survives the seeds is a finding, reported as measured.
 # ````
 
+# %% tags=["remove-input"]
+# the thresholds every rule shares, written from the registry's own constants
+from sinkpaper.paper.verdicts import CHANGE, NO_SINK, SINK
+from sinkpaper.results.reading import PLATEAU
+
+display(figures.folded(
+    "The rules' shared thresholds, as formulas",
+    f"A point's value $v$ is its plateau, the mean of its evaluations over the last {PLATEAU:.0%} of its steps, "
+    "and $v_0$ the value of its control:\n\n"
+    rf"$$\text{{sink}}: v \ge {SINK:g}\,\%, \qquad \text{{no sink}}: v < {NO_SINK:g}\,\%, \qquad "
+    rf"\text{{a change}}: |v - v_0| \ge {CHANGE:g}\,|v_0|$$" "\n\n"
+    "Between the two sink thresholds a value is in the grey band; a verdict holds only where every seed reads it."))

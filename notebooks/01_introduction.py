@@ -25,11 +25,14 @@
 # attention operator itself (Sections 4-7). Each chapter reruns one part of it with code from the `sinkpaper`
 # library and says plainly where our numbers come from and how they compare with the paper's.
 #
-# **The measure.** For one head's attention map A over T tokens (a row per query t, a column per key k, causal
-# so t ≥ k), the paper scores key k by the mean attention it gets from the queries that can see it:
-# α_k = (1 / (T − k + 1)) · Σ_{t=k..T} A[t, k]. The head has a sink on token 1 when α_1 > ε, with ε = 0.3. If
-# every query spread its attention evenly, α_1 would be H_T / T (0.074 at T = 64), far below the threshold.
-# Sink_1^ε is the percentage of (layer, head) pairs with a sink, averaged over samples.
+# **The measure.** For one head's attention map $A$ over $T$ tokens (a row per query $t$, a column per key $k$,
+# causal so $t \ge k$), the paper scores key $k$ by the mean attention it gets from the queries that can see it,
+#
+# $$\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}.$$
+#
+# The head has a sink on token 1 when $\alpha_1 > \epsilon$, with $\epsilon = 0.3$. If every query spread its
+# attention evenly, $\alpha_1$ would be $H_T / T$ (0.074 at $T = 64$), far below the threshold.
+# $\mathrm{Sink}_1^{\epsilon}$ is the percentage of (layer, head) pairs with a sink, averaged over samples.
 
 # %% tags=["hide-input"]
 # Colab only: install sinkpaper at the version that built this page; elsewhere this cell does nothing
