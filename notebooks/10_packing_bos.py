@@ -40,7 +40,7 @@ card = findings.finding_card("10_packing_bos")
 # much stronger (Sink_1 18.18 % by default, 74.11 % with a fixed first token). Barbero et al. (2025, "Why do
 # LLMs attend to the first token?") ask what pre-training choices of this kind do to the sink:
 #
-# ````{dropdown} What the paper found, in its numbers
+# ````{dropdown} The three claims this page checks (Barbero et al. 2025)
 # 1. **A fixed BOS** at position 1 of every training window receives the sink;
 # 2. **intra-document masking** (each token attends only within its own document instead of across the
 #    packed window) keeps the sink on the first token that every query of a document sees;
@@ -50,10 +50,7 @@ card = findings.finding_card("10_packing_bos")
 # This page checks the three on our models trained on real text with each packing (`configs/packing.yaml`,
 # read from the results store when they are there), in miniature (the synthetic
 # Bigram-Backcopy task, trained live on the CPU), and on two pretrained models that install offline, measured
-# with and without their BOS.
-#
-# The metric is the paper's: α_k is the mean attention key k receives from the queries that see it, and
-# Sink_k^ε is the percentage of (layer, head) pairs with α_k > ε = 0.3, on T = 64 tokens.
+# with and without their BOS (the metric as in the [glossary](glossary.md): Sink_k^0.3 on T = 64 tokens).
 
 # %%
 from pathlib import Path
