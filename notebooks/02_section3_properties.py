@@ -94,16 +94,13 @@ for label, v in (("n_samples", n_samples), ("n_profile", n_profile), ("explorer_
 run_stamp = provenance.stamp(device, profile=profile)
 sources.record(run_stamp)
 
-# %% [markdown]
-# ## Which BOS setting each verdict uses, and why
-#
-# Every model is measured with BOS on and off (where its tokenizer has a BOS token), and both are shown. The
-# verdicts of this chapter's three claims read one setting, fixed in `sinkpaper.paper`; the other is shown
-# beside it in the table at the end and in the scorecard's note:
-
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
-                       paper.bos_statement(["s3_massive_activation", "s3_small_value_norm", "s3_qk_angle"])))
+                       ("Every model is measured with BOS on and off (where its tokenizer has a BOS token), and "
+                        "both are shown. The verdicts of this chapter's three claims read one setting, fixed in "
+                        "`sinkpaper.paper`; the other is shown beside it in the table at the end and in the "
+                        "scorecard's note" ":\n\n")
+                       + paper.bos_statement(["s3_massive_activation", "s3_small_value_norm", "s3_qk_angle"])))
 
 # %% [markdown]
 # ## Sink rate on natural text, with and without BOS

@@ -126,16 +126,13 @@ for n in models:
 # * **T**: α_1 averages over all T queries, and the uniform baseline itself falls as T grows, so the paper fixes
 #   T = 64 for every comparison. Both dependencies are measured below.
 
-# %% [markdown]
-# ## Which BOS setting each verdict uses, and why
-#
-# Every setting below is measured with BOS on and off (where the tokenizer has a BOS token). Each claim's
-# verdict reads one of them, fixed in `sinkpaper.paper` (`python -m sinkpaper claims --id t1_natural`); the
-# other setting is shown beside it, in the tables here and in the scorecard's note:
-
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
-                       paper.bos_statement(["t1_natural", "t1_random", "t1_repeat", "metric_T"])))
+                       ("Every setting below is measured with BOS on and off (where the tokenizer has a BOS "
+                        "token). Each claim's verdict reads one of them, fixed in `sinkpaper.paper` (`python -m "
+                        "sinkpaper claims --id t1_natural`); the other setting is shown beside it, in the tables"
+                        " here and in the scorecard's note" ":\n\n")
+                       + paper.bos_statement(["t1_natural", "t1_random", "t1_repeat", "metric_T"])))
 
 # %% [markdown]
 # ## Natural, random and repeated inputs, with and without BOS

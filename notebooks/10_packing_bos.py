@@ -77,17 +77,14 @@ run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds, miniature_seeds=minia
 device = parameters.device_of(profile)
 sources.record(run_stamp)
 
-# %% [markdown]
-# ## Which BOS setting each verdict uses, and why
-#
-# In the packing runs the BOS is the intervention itself (`bos` against `causal`), so those verdicts have no
-# BOS choice to make. The inference claim measures pretrained models with and without their BOS, and its
-# verdict reads them this way (from `sinkpaper.paper`); every model is shown with both settings below, and a
-# model whose sink vanishes without BOS shows that number:
-
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
-                       paper.bos_statement(["pack_bos_inference"])))
+                       ("In the packing runs the BOS is the intervention itself (`bos` against `causal`), so "
+                        "those verdicts have no BOS choice to make. The inference claim measures pretrained "
+                        "models with and without their BOS, and its verdict reads them this way (from "
+                        "`sinkpaper.paper`); every model is shown with both settings below, and a model whose "
+                        "sink vanishes without BOS shows that number" ":\n\n")
+                       + paper.bos_statement(["pack_bos_inference"])))
 
 # %% [markdown]
 # ## Real text: models trained with each packing

@@ -110,17 +110,13 @@ sources.record({
 # training data, so its absolute perplexities may be lower than on unseen text; what this page compares is the
 # same text under three caches, which that does not bias. Any long plain-text file works (`-p text_path ...`).
 
-# %% [markdown]
-# ## Which BOS setting the verdicts use, and why
-#
-# Each model reads the text as its tokenizer encodes it by default (`bos = "auto"`: Gemma 3 puts its `<bos>`
-# first, SmolLM2 adds nothing); the line above and every value's label say which. StreamingLLM's claim is about
-# the first tokens of the stream, whatever they are, so the verdicts (fixed in `sinkpaper.paper`) read that
-# default:
-
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
-                       paper.bos_statement(["stream_window", "stream_sink_window"])
+                       ('Each model reads the text as its tokenizer encodes it by default (`bos = "auto"`: Gemma'
+                        " 3 puts its `<bos>` first, SmolLM2 adds nothing); the line above and every value's "
+                        "label say which. StreamingLLM's claim is about the first tokens of the stream, whatever"
+                        " they are, so the verdicts (fixed in `sinkpaper.paper`) read that default" ":\n\n")
+                       + paper.bos_statement(["stream_window", "stream_sink_window"])
                        + "\n\nThe other setting is not run by default (it doubles this page's time); rerun with "
                          "`-p bos True` or `-p bos False` to see it. This run: "
                        + ", ".join(f"`{n}` BOS {'on' if inputs[n][1]['bos'] else 'off'}" for n in models) + "."))
