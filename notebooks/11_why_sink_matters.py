@@ -65,11 +65,13 @@ card = findings.finding_card("11_why_sink_matters")
 # | `window` | the `window` most recent tokens j−window+1..j |
 # | `sink_window` | the first `n_sink` tokens plus the `window − n_sink` most recent ones |
 #
+# ````{dropdown} How the caches are computed
 # As in StreamingLLM, positions are assigned **within the cache** (the oldest cached token is at position 0),
 # so a RoPE model never sees a distance longer than the window, and every token's keys and values are computed
 # once, when it is read, from what the cache held then (`sinkpaper.streaming` explains how this is computed
 # exactly and fast). The first `window` predictions are identical under the three policies; they differ only
 # once eviction begins.
+# ````
 #
 # The second half of the page removes the sink's attention inside the full model: no query may attend to the
 # first token(s), and each head's softmax renormalizes over the other keys.

@@ -30,14 +30,14 @@ card = findings.finding_card("13_after_the_paper")
 # same real text as chapters 4-9 and reads them with the paper's metric (Sink_1 at ε = 0.3):
 #
 # - **Gated attention** (Qiu et al. 2025, arXiv 2505.06708; Qwen3-Next): a query-dependent sigmoid gate on each
-#   head's output before the output projection, Y' = Y ⊙ σ(X W_g), X the layer's normed input. The source
+#   head's output before the output projection, $Y' = Y \odot \sigma(X W_g)$, $X$ the layer's normed input. The source
 #   compares one gate per head dimension (**elementwise**, its recommended form) and one per head
 #   (**head-wise**), and calls the result *attention-sink-free*.
-# - **A learned sink logit per head** (gpt-oss, 2025): one logit b_h joins each softmax's denominator with no
-#   value, so a head can pay no attention to any token: exp(s_ij) / (exp(b_h) + Σ_j exp(s_ij)).
-# - **Softmax plus one** (Miller 2023, "Attention is off by one"): the same with b_h = 0 fixed.
-# - **Softpick** (Zuhri et al. 2025, arXiv 2504.20966): relu(e^s − 1) / Σ|e^s − 1|, whose rows need not sum
-#   to one; its source reports no sink.
+# - **A learned sink logit per head** (gpt-oss, 2025): one logit $b_h$ joins each softmax's denominator with no
+#   value, so a head can pay no attention to any token: $e^{s_{ij}} / \left(e^{b_h} + \sum_{j'} e^{s_{ij'}}\right)$.
+# - **Softmax plus one** (Miller 2023, "Attention is off by one"): the same with $b_h = 0$ fixed.
+# - **Softpick** (Zuhri et al. 2025, arXiv 2504.20966): $\mathrm{relu}(e^{s_{ij}} - 1) / \sum_{j'} |e^{s_{ij'}} - 1|$,
+#   whose rows need not sum to one; its source reports no sink.
 #
 # The paper's Section 7 gives a reading of all four before any run: a sink forms where softmax's rows must sum to
 # one and nothing else can take the excess. A learnable K bias takes the whole sink (Section 7.2); sigmoid without
