@@ -24,16 +24,19 @@
 #
 # 1. **Correctness**, computed now: every operator x mask, the kernel's output, its gradients and
 #    `column_stats`' α_k against fp64 PyTorch references (the same eager operator the models run), and the
-#    Sink_k of small models measured both ways. On a machine without a GPU the kernels run under the
-#    **Triton interpreter** on the CPU (bit-level semantics of the kernel program, at small shapes); on a GPU
-#    they run compiled, at larger shapes. The interpreter cannot see what only the GPU compiler refuses, so
-#    the test suite also compiles every kernel variant to an H100 (sm_90) binary on the CPU
-#    (`python -m sinkpaper.fused.gpu_compile`): the first H100 lent to this project found such a bug (a
-#    global that was not a `tl.constexpr`), now fixed. No GPU run of the kernels is stored yet.
+#    Sink_k of small models measured both ways, under the **Triton interpreter** on a CPU, compiled on a GPU.
 # 2. **Speed and memory**, from `python -m sinkpaper bench kernels` on a GPU: ratios against PyTorch's SDPA
 #    (flash and cuDNN back-ends), FlexAttention and eager attention, all measured in one run on one device.
 #
 # The paper makes no claim about kernels, so this chapter records nothing in the scorecard.
+#
+# ````{dropdown} What the interpreter checks, and what it cannot
+# On a machine without a GPU the kernels run under the Triton interpreter on the CPU (bit-level semantics of the
+# kernel program, at small shapes); on a GPU they run compiled, at larger shapes. The interpreter cannot see what
+# only the GPU compiler refuses, so the test suite also compiles every kernel variant to an H100 (sm_90) binary on
+# the CPU (`python -m sinkpaper.fused.gpu_compile`): the first H100 lent to this project found such a bug (a
+# global that was not a `tl.constexpr`), now fixed. No GPU run of the kernels is stored yet.
+# ````
 
 # %% tags=["parameters"]
 profile = "cpu"  # cpu | gpu | paper: cpu checks the kernels under the Triton interpreter; gpu and paper compile them
