@@ -133,7 +133,8 @@ for r in results:
                  "Sink_1 (%)": round(r["sink_k"]["1"], 2), "Sink_2 (%)": round(r["sink_k"]["2"], 2),
                  "mean alpha_1": round(r["alpha_1_mean"], 3),
                  "token-1 norm ratio (max over layers)": round(max(r["massive_activation_ratio_by_layer"]), 1)})
-display(figures.Table(rows))
+display(figures.Fold("The values, per model, input and BOS setting",
+                     figures.Table(rows)))
 first = results[0]["provenance"]
 sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
                 "epsilon": epsilon,
@@ -277,7 +278,8 @@ for cid, keys in KEYS.items():
         cid, values=values, measurement=f"{', '.join(models)}, {n_profile} natural-text samples, sink heads",
         provenance=record_prov, setting=setting, note=("shown, not judged: " + "; ".join(others)) if others else "")})
 card.refresh()  # the records just written: the card at the top now shows them
-display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales run here
+display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
+                     tables.ClaimsTable(paper.rows([r["id"] for r in table]))))  # the scales run here
 no_sink = [tag for tag, s in sink_natural.items() if s < paper.NO_SINK]
 if no_sink:
     norm = {tag: summaries[tag]["token-1 norm ratio (max over layers)"] for tag in no_sink}

@@ -159,7 +159,8 @@ sources.record({"computed_now": True, "settings measured": len(rows),
 figures.figure(figures.table1_chart(rows),
                f"Sink_1 (ε = {epsilon}) of each model on the inputs of the paper's Table 1 (natural, random, "
                f"repeated), BOS off and on, measured now on {n_samples} samples of {seq_len} tokens each.")
-display(figures.Table(rows))
+display(figures.Fold("The values, per model, input and BOS setting",
+                     figures.Table(rows)))
 text_prov = next(s["provenance"] for s in payloads[0]["settings"] if s["inputs"] == "natural")
 sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
                 "epsilon": epsilon, "seed": seed,
@@ -210,7 +211,8 @@ table: dict[str, dict] = {}
 for c in curve:
     if c["inputs"] == "natural" and c["epsilon"] in at:
         table.setdefault(c["series"], {"natural text": c["series"]})[f"ε = {c['epsilon']}"] = round(c["Sink_1 (%)"], 2)
-display(figures.Table(list(table.values())))
+display(figures.Fold("Sink_1 at six thresholds, per setting",
+                     figures.Table(list(table.values()))))
 sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
                 "uniform_alpha_1": round(uniform, 4)})
 
@@ -241,8 +243,9 @@ figures.figure(ms.xy_chart(by_T, "T", "Sink_1 (%)", "series", "Sink_1 vs T (natu
                "Sink_1 (left) and mean α_1 (right) against T on natural text, each model and BOS setting, "
                f"{t_samples} samples a T, beside the uniform H_T/T; hollow diamonds: the paper's Table 1 models at "
                "T = 64.")
-display(figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "mean alpha_1", "uniform alpha_1")}
-                       for r in by_T if not r["skipped"]]))
+display(figures.Fold("The values per T",
+                     figures.Table([{k: r[k] for k in ("model", "BOS", "T", "Sink_1 (%)", "mean alpha_1", "uniform alpha_1")}
+                       for r in by_T if not r["skipped"]])))
 display(Markdown("Computed from this run: " + s3.seq_len_trend(by_T) + f" ({measured_T}). Diamonds: the "
                  f"paper's Table 1 models at its T = {metrics.SEQ_LEN}."))
 sources.record({**run_stamp, "n_samples": t_samples, "inputs": "natural",
@@ -315,7 +318,8 @@ table.append({"id": "prop_repeat", **paper.record(
     note="a check of the propositions, not a reproduction; pretrained RoPE models on pure repeats: " + ", ".join(
         f"{n} {sink[(n, 'repeat', False)]:.2f} %" for n in models if rope[n] and (n, "repeat", False) in sink))})
 card.refresh()  # the records just written: the card at the top now shows them
-display(tables.ClaimsTable(paper.rows([r["id"] for r in table])))  # the scales run here
+display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
+                     tables.ClaimsTable(paper.rows([r["id"] for r in table]))))  # the scales run here
 display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repeat): " + "; ".join(
     f"{m} " + " / ".join(f"{paper.NUMBERS[f'{m}: {i}'].value:.2f}" for i in INPUTS)
     for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")) + "."))

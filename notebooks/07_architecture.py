@@ -46,7 +46,7 @@ display(sink_against_loss_figure({p: ("configs/architecture.yaml", p) for p in C
 from IPython.display import display
 
 from sinkpaper import paper
-from sinkpaper.book import parameters, points, realtext, sources, tables
+from sinkpaper.book import figures, parameters, points, realtext, sources, tables
 
 FAMILY = "configs/architecture.yaml"
 run_stamp = parameters.check(profile, gpu_seeds=gpu_seeds)

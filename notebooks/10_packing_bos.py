@@ -237,7 +237,8 @@ for c in contrasts:
     for r in pb.condition_rows(c, c["model"]):
         r["trained with BOS first"] = "yes" if c["prepends_bos"] else "no"
         rows.append(r)
-display(figures.Table(rows))
+display(figures.Fold("The values, per model and BOS setting",
+                     figures.Table(rows)))
 figures.figure(figures.sink_by_position_chart([r for c in contrasts for r in pb.sink_k_chart_rows(c, c["model"])],
                                        "pretrained models: Sink_k with and without BOS", paper=True),
                "The offline pretrained models measured now with and without a BOS: Sink_k by position; the paper's "
@@ -296,7 +297,8 @@ paper.record("pack_bos_inference", scale="miniature",
              measurement=f"the live recipe run, {lr_['step']} steps, {live_eval_samples} held-out windows",
              note=f"loss on the same targets {a_on['loss']:.3f} with BOS, {a_off['loss']:.3f} without")
 card.refresh()  # the records just written: the card at the top now shows them
-display(tables.ClaimsTable(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"])))
+display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
+                     tables.ClaimsTable(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"]))))
 
 # %% [markdown]
 # ## Rerun it

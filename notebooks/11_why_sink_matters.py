@@ -298,7 +298,8 @@ paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n 
                                            for k in ("full ppl", "window ppl", "sink+window ppl")},
              measurement=measured, provenance=record_prov, setting=setting)
 card.refresh()  # the records just written: the card at the top now shows them
-display(tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"])))
+display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
+                     tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"]))))
 
 # %% [markdown]
 # ## Rerun it

@@ -64,7 +64,7 @@ for led in ledgers:
                      + (f", on {', '.join(c['machines'])}" if c["machines"] else "") + "."))
     rows = [{"#": i + 1, "what": e["what"] or "—", "provenance": e["line"].replace("*Provenance:* ", "")}
             for i, e in enumerate(led["entries"])]
-    if rows:
-        display(figures.Table(rows))
+    if rows:   # each section's provenance, one fold per chapter (found by the browser's find-in-page)
+        display(figures.Fold(f"The provenance of its {len(rows)} section(s)", figures.Table(rows)))
     for m in led["missing"]:
         display(figures.folded(f"{len(m['runs'])} run(s) not stored yet: {m['what']}", m["text"]))
