@@ -219,3 +219,18 @@ def test_a_band_chart_with_other_metrics_shows_one_at_a_time_and_keeps_the_paper
     assert "show === 'Sink_1 %' ? 1 : 0" in json.dumps(spec)                 # the level hides with alpha_1
     one = figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)).to_dict()
     assert "params" not in json.dumps(one) and "metric" not in json.dumps(one)   # a single view: no button
+
+
+def test_a_fold_holds_tables_and_markdown_under_a_title_in_both_forms():
+    """figures.Fold: a <details> under its title in the book (HTML) and in a notebook's Markdown view, a table's
+    rows inside it in both; a fold without a title is refused."""
+    from IPython.display import Markdown
+
+    fold = figures.Fold("Every point over its seeds", Markdown("the recipe"), figures.Table([{"point": "a", "x": 1}]))
+    page = fold._repr_html_()
+    assert page.startswith('<details class="spx-fold"><summary>Every point over its seeds</summary>')
+    assert "<p>the recipe</p>" in page and ">a</td>" in page and page.endswith("</details>")
+    md = fold._repr_markdown_()
+    assert md.startswith("<details><summary>Every point over its seeds</summary>") and "| a | 1 |" in md
+    with pytest.raises(ValueError, match="title"):
+        figures.Fold("  ", Markdown("x"))

@@ -415,6 +415,18 @@ class Fold:
         return (f'<details class="spx-fold"><summary>{html.escape(self.title)}</summary>'
                 f'<div class="spx-fold-body">{body}</div></details>')
 
+    def _repr_markdown_(self) -> str:
+        """The same fold for a notebook's Markdown view (Colab, nbconvert): the items' own Markdown (a table's
+        rows) inside <details>; an item with no Markdown form as its HTML. The book shows the HTML form."""
+        def md(item: Any) -> str:
+            if isinstance(item, Markdown):
+                return item.data
+            if hasattr(item, "_repr_markdown_"):
+                return item._repr_markdown_()
+            return _html_of(item)
+        body = "\n\n".join(md(i) for i in self.items)
+        return f"<details><summary>{html.escape(self.title)}</summary>\n\n{body}\n\n</details>"
+
 
 def folded(title: str, text: str) -> Markdown:
     """Markdown shown collapsed under ``title`` in the book (a MyST dropdown; a notebook shows it as text): detail
