@@ -260,14 +260,11 @@ class PrefixPair:
 def stored_prefix_pairs(store: str = "results/store", profile: str = "text") -> list[PrefixPair]:
     """Every stored longer run (a point ``X_steps_xN``) beside the stored run of its point ``X`` with the same seed,
     and whether the shorter one is its prefix bit for bit (:func:`prefix_difference`)."""
-    import glob
     import re
-    from pathlib import Path
 
-    from ..train.store import read_entry
+    from ..train.store import entries
     runs: dict[tuple[str, int], list[dict]] = {}
-    for f in sorted(glob.glob(str(Path(store) / "*.json*"))):
-        d = read_entry(f)
+    for _, d in entries(store):
         if "result" in d and d.get("profile") == profile:
             runs.setdefault((d["name"], int(d["config"]["run"]["seed"])), []).append(d)
     out = []
