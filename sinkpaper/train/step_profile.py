@@ -12,7 +12,7 @@ Every operator's self time is put in one phase and one kind:
   (ATen), and framework (the self time of Python-level scopes: dispatch, autograd, compiled-graph glue).
 
 The shares are of the profiled self time; the step's own time is measured apart, without the profiler, and both
-are reported. A second, short pass of one step with ``ONEDNN_VERBOSE=1`` (a subprocess) names the oneDNN
+are reported. A second, short pass of one step with oneDNN's verbose log on (a subprocess) names the oneDNN
 primitives and implementations the step executes, with their time; fp32 products on x86 go to MKL's BLAS, which
 oneDNN does not see (then the list is empty of matmuls, and says so).
 """
@@ -146,9 +146,9 @@ ONEDNN_LINE = re.compile(r"^onednn_verbose,(?:v\d+,)?(?:[^,]*,)?primitive,exec,c
 
 
 def onednn_kernels(config: str, point: str, dtype: str, compiled: bool, profile: str = "text") -> dict:
-    """The oneDNN primitives one step executes (after warm-up), in a subprocess with ONEDNN_VERBOSE=1: by
+    """The oneDNN primitives one step executes (after warm-up), in a subprocess with oneDNN's verbose log on: by
     (primitive, implementation), calls and ms."""
-    code = ("import json,sys; from sinkpaper.train.step_profile import _one_step; "
+    code = ("from sinkpaper.train.step_profile import _one_step; "
             f"_one_step({config!r}, {point!r}, {dtype!r}, {compiled!r}, {profile!r})")
     env = {**os.environ, "ONEDNN_VERBOSE": "0"}
     # verbose from the marker on: the warm-up's calls (compilation, first-call reorders) are not the step's
