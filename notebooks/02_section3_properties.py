@@ -163,25 +163,21 @@ for name in models:  # one row per model: BOS off | BOS on
 # %% [markdown]
 # ### Explore the attention
 #
-# The explorer below holds the first few natural-text samples of each model and BOS setting: pick a layer and
-# a head to see its attention map (hover for the tokens), click the α_1 grid to jump to a head, and move the ε
-# slider to see Sink_1 recomputed over these samples in the page itself. Chapter 3 has a larger one with
-# random and repeated inputs.
+# Every head's attention map on the first natural-text samples, in the page itself (chapter 3 has a larger
+# explorer, with random and repeated inputs).
 
 # %% tags=["hide-input"]
 small = [explorer_payload.collect(lm, name, inputs=("natural",), bos=bos_for[name], n_samples=explorer_samples,
                           n_map_samples=1, seq_len=seq_len, seed=seed, batch_size=batch_size)
          for name, lm in lms.items()]
-display(explorer.render(small, epsilon=epsilon, title="Attention explorer: natural text"))
+display(figures.Fold("Open the explorer: pick a layer and a head, hover for the tokens, move ε",
+                     explorer.render(small, epsilon=epsilon, title="Attention explorer: natural text")))
 
 # %% [markdown]
 # ## Massive activations and small value norms on the sink token
 #
 # The paper finds that the sink token's hidden state has a far larger norm than the other tokens' from an
-# early layer on, while its value vectors are small (so attending to it changes little). Below: per layer,
-# the L2 norm of token 1's hidden state and the mean over the other tokens, on natural text; then per layer the
-# mean value norm of token 1 and of the others (mean over heads). Each (model, BOS) setting is traced once on
-# `n_profile` samples, keeping the queries, keys and values of every head.
+# early layer on, while its value vectors are small (so attending to it changes little).
 
 # %% tags=["hide-input"]
 profiles = {}  # "model, BOS on/off" -> s3.sink_token_profile(...)
@@ -208,27 +204,24 @@ sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
 # ## The first token as a key bias
 #
 # A head that sends most of its attention to token 1 while token 1's value is small is, in effect, adding a
-# learned bias to its keys: the attention goes somewhere harmless (the paper's Section 7.2 replaces the sink
-# by exactly such a bias). Over the sink heads of each setting (α_1 > ε, mean over the traced samples), the
-# table gives medians of: the share of attention on token 1 (queries t > 1); the share of the head's weighted
-# value mass Σ_j A[t, j] |v_j| that token 1 brings; the value- and key-norm ratios of token 1 to the other
-# tokens; and, for the next section, the cosine gap and the norm-product ratio.
+# learned bias to its keys (the paper's Section 7.2 replaces the sink by exactly such a bias). Over the sink
+# heads of each setting (α_1 > ε), the fold gives medians of: the share of attention on token 1; the share of the
+# weighted value mass Σ_j A[t, j] |v_j| that token 1 brings; the value- and key-norm ratios of token 1 to the
+# others; the cosine gap and the norm-product ratio.
 
 # %% tags=["hide-input"]
 summaries = {tag: s3.profile_summary(p) for tag, p in profiles.items()}
-display(figures.Table([{"setting": tag, **s} for tag, s in summaries.items()]))
+display(figures.Fold("Per setting: medians over its sink heads",
+                     figures.Table([{"setting": tag, **s} for tag, s in summaries.items()])))
 sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
                 "epsilon": epsilon, "statistic": "median over sink heads"})
 
 # %% [markdown]
 # ## The sink comes from the angle, not the norms
 #
-# $q_t \cdot k_j = \lVert q_t \rVert \, \lVert k_j \rVert \cos(q_t, k_j)$ after RoPE, for the head with the largest α_1 in a middle layer of
-# the first model, on one natural-text sample. In the paper's figure the sink column (key 1) stands out in the
-# product and in the cosine, not in the norm product (the sink's key is not longer than the others'); whether
-# it does here is read from the maps and from the means printed under them. Over every sink head, the table
-# above gives the same two quantities: the cosine gap cos(q, k_1) − cos(q, k_j) and the norm-product ratio
-# |q||k_1| / |q||k_j|.
+# $q_t \cdot k_j = \lVert q_t \rVert \, \lVert k_j \rVert \cos(q_t, k_j)$ after RoPE. In the paper's figure the sink
+# column (key 1) stands out in the product and in the cosine, not in the norm product; here, for the head with
+# the largest α_1 in a middle layer of the first model, on one natural-text sample:
 
 # %% tags=["hide-input"]
 name = models[0]
@@ -240,15 +233,16 @@ head = int(alpha_1[layer].argmax())
 ids = make_inputs(lm.tokenizer, "natural", n_samples=1, seq_len=seq_len, bos=with_bos, seed=seed).input_ids
 tr = lm.trace(ids)
 qk = metrics.qk_decomposition(tr.queries[layer][0, head], tr.keys[layer][0, head], tr.visible[0])
-figures.figure(figures.qk_heatmaps(qk["product"], qk["cosine"], qk["norm_product"],
-                            f"{name}, layer {layer}, head {head} (alpha_1 = {alpha_1[layer, head]:.2f}), "
-                            f"BOS {'on' if with_bos else 'off'}", size=170),
-               f"{name}, layer {layer}, head {head}, one natural-text sample: for each query (rows) and key "
-               "(columns), q·k, the cosine of q and k, and |q||k|: which of the three singles out token 1.")
 col1 = {k: float(np.nanmean(v[1:, 0].numpy())) for k, v in qk.items()}
 rest = {k: float(np.nanmean(v[1:, 1:].numpy())) for k, v in qk.items()}
 display(Markdown("Mean over queries t > 1, key 1 vs the other visible keys: "
                  + "; ".join(f"{k}: {col1[k]:.3g} vs {rest[k]:.3g}" for k in qk)))
+display(figures.Fold("The three maps: q·k, the cosine and |q||k|", figures.Figure(
+    figures.qk_heatmaps(qk["product"], qk["cosine"], qk["norm_product"],
+                        f"{name}, layer {layer}, head {head} (alpha_1 = {alpha_1[layer, head]:.2f}), "
+                        f"BOS {'on' if with_bos else 'off'}", size=170),
+    f"{name}, layer {layer}, head {head}, one natural-text sample: for each query (rows) and key (columns), q·k, "
+    "the cosine of q and k, and |q||k|: which of the three singles out token 1.")))
 
 # %% [markdown]
 # ## Paper vs this run
@@ -278,8 +272,7 @@ for cid, keys in KEYS.items():
         cid, values=values, measurement=f"{', '.join(models)}, {n_profile} natural-text samples, sink heads",
         provenance=record_prov, setting=setting, note=("shown, not judged: " + "; ".join(others)) if others else "")})
 card.refresh()  # the records just written: the card at the top now shows them
-display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
-                     tables.ClaimsTable(paper.rows([r["id"] for r in table]))))  # the scales run here
+display(tables.claims_fold([r["id"] for r in table]))  # the scales run here
 no_sink = [tag for tag, s in sink_natural.items() if s < paper.NO_SINK]
 if no_sink:
     norm = {tag: summaries[tag]["token-1 norm ratio (max over layers)"] for tag in no_sink}
@@ -290,10 +283,10 @@ if no_sink:
            if together else "")))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 02_section3_properties -p model gpt2-xl -p bos both
 # python -m sinkpaper.site run --only 02_section3_properties -p inputs natural,random,repeat
 # python -m sinkpaper sink --model smollm2-135m --inputs natural --no-bos --json
 # ```
+# ````

@@ -50,15 +50,7 @@ card = findings.finding_card("03_section3_measuring")
 # %% [markdown]
 # Gu et al. (2025) turn "a head attends to the first token" into a number, Sink_k^ε, and measure it on open
 # language models (their Table 1). This chapter measures it the same way on the pretrained models that install
-# offline (SmolLM2-135M and Gemma-3-270M) and on any Hugging Face id passed as the `model` parameter:
-#
-# * what the metric is, and how it depends on its two knobs, the threshold ε and the sequence length T;
-# * natural text, random tokens and one repeated token, each with and without a BOS token at position 1;
-# * the paper's propositions for repeated tokens, checked numerically;
-# * the paper's Table 1 next to ours, with a stated rule for what "agrees" means.
-#
-# An attention explorer lets you open every head of every setting measured here; it works in the static page,
-# with no Python running.
+# offline (SmolLM2-135M and Gemma-3-270M), or on any Hugging Face id passed as the `model` parameter.
 
 # %%
 from IPython.display import Markdown, display
@@ -101,7 +93,8 @@ sources.record({**run_stamp, "models": ", ".join(models),
 
 # %% tags=["hide-input", "full-width"]
 cards = [s3.model_card(lm) for lm in lms.values()]
-display(figures.Table(cards))
+display(figures.Fold(", ".join(lm_name for lm_name in lms) + ": size, layers, heads, positions and BOS",
+                     figures.Table(cards)))
 rope = {n: s3.is_rope(lm) for n, lm in lms.items()}
 has_bos = {n: lm.bos_token_id is not None for n, lm in lms.items()}
 bos_for = {n: [b for b in bos_choices if not b or has_bos[n]] for n in models}  # BOS on needs a BOS token
@@ -121,10 +114,8 @@ for n in models:
 # (layer, head) pairs with a sink at $k$, thresholded per sample and averaged over samples
 # ([glossary](glossary.md)). Two knobs set what counts as a sink:
 #
-# * **ε**: the paper uses 0.3. Uniform causal attention gives $\alpha_1 = H_T / T$, the harmonic number over
-#   $T$ divided by $T$ (0.0742 at $T = 64$), so $\epsilon = 0.3$ asks for about four times the uniform share.
-# * **T**: α_1 averages over all T queries, and the uniform baseline itself falls as T grows, so the paper fixes
-#   T = 64 for every comparison. Both dependencies are measured below.
+# * **ε**: the paper uses 0.3, about four times the uniform share $\alpha_1 = H_T / T$ (0.0742 at $T = 64$);
+# * **T**: the uniform share falls as T grows, so the paper fixes T = 64. Both are measured below.
 
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
@@ -170,23 +161,18 @@ sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
 # %% [markdown]
 # ## Explore the attention
 #
-# Pick a model, an input kind, BOS on or off, a sample, a layer and a head. First panel: that head's attention
-# map (rows are queries, columns keys; hover for the tokens). Second panel: α_1 of every layer and head of the
-# sample (click a cell to open its map); heads above ε are outlined. The readout recomputes Sink_1^ε over all samples
-# of the setting as the ε slider moves. Everything runs in the page: the α_1 values are embedded exactly, the
-# maps of the first samples as 8-bit images.
+# Every setting measured here, head by head, in the page itself: the α_1 values embedded exactly, the maps of
+# the first samples as 8-bit images.
 
 # %% tags=["hide-input"]
-display(explorer.render(payloads, epsilon=epsilon, title="Attention explorer: Section 3 settings"))
+display(figures.Fold("Open the explorer: pick a model, an input, BOS, a sample, a layer and a head; move ε",
+                     explorer.render(payloads, epsilon=epsilon, title="Attention explorer: Section 3 settings")))
 
 # %% [markdown]
 # ## Sink_1 depends on ε
 #
-# Sink_1 from the same α_1 values at every threshold from 0.05 to 0.95. The dashed line is the uniform
-# baseline H_T / T: below it, almost every head would count. A plateau would mean that the sink heads sit far
-# from the threshold, so that any ε gives the same rate; a steady fall means their α_1 spread over the whole
-# range, and the rate at ε = 0.3 is one point of a curve. That is why a comparison of sink rates only holds at
-# a fixed ε.
+# Sink_1 from the same α_1 values at every ε from 0.05 to 0.95. A steady fall means the sink heads' α_1 spread
+# over the whole range, so a rate at ε = 0.3 is one point of a curve: sink rates compare only at one ε.
 
 # %% tags=["hide-input"]
 EPSILONS = [round(0.05 * i, 2) for i in range(1, 20)]
@@ -219,10 +205,8 @@ sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
 # %% [markdown]
 # ## Sink_1 depends on T
 #
-# Natural text at several lengths T (BOS included in T), ε fixed. Left: Sink_1; right: the mean α_1 next to
-# the uniform baseline H_T / T. α_1 averages the attention to token 1 over all T queries, and the uniform share
-# itself falls as 1/T (up to a log), so the same head can pass ε at one length and miss it at another. This is
-# why every comparison in the paper, and in this book, uses T = 64.
+# Natural text at several lengths T (BOS included in T), ε fixed. The uniform share H_T / T falls as T grows,
+# so the same head can pass ε at one length and miss it at another: every comparison here uses T = 64.
 
 # %%
 by_T = [r for name, lm in lms.items() for b in bos_for[name]
@@ -254,25 +238,27 @@ sources.record({**run_stamp, "n_samples": t_samples, "inputs": "natural",
 # %% [markdown]
 # ## The propositions for repeated tokens, checked numerically
 #
-# When every token is the same, every first-layer hidden state is the same vector, so only positions can make
-# token 1 special. The paper shows: with no positional encoding (NoPE) attention is exactly uniform, 1/t; with
-# relative positions or ALiBi the scores depend only on the distance t − j, so token 1 is not singled out; with
-# RoPE the attention to token 1 is at most e^{2ξ} / (e^{2ξ} + t − 1), ξ = |q| |k| / √d_h, which vanishes as t
-# grows. Learned absolute positions (GPT-2) obey no such rule, and the paper's GPT2-XL keeps a sink on repeats.
-# Each check runs a small randomly initialised model built with `sinkpaper.models` (d = 32, 2 layers, 4 heads).
+# When every token is the same, only positions can make token 1 special. The paper shows: with no positional
+# encoding attention is exactly uniform, 1/t; with relative positions or ALiBi token 1 is not singled out; with
+# RoPE the attention to token 1 is at most $e^{2\xi} / (e^{2\xi} + t - 1)$, $\xi = |q|\,|k| / \sqrt{d_h}$, which
+# vanishes as t grows. Each check runs a randomly initialised `sinkpaper.models` model (d = 32, 2 layers, 4 heads).
 
 # %% tags=["hide-input"]
 props = s3.proposition_checks(seq_len=seq_len, seed=seed)
-display(figures.Table(props["rows"]))
 rb = props["rope"]
 h = int(rb["xi"].argmax())
-figures.figure(figures.lines_by_layer({f"A[t, 1], head {h}": rb["attention_to_1"][h].numpy(),
-                                "bound e^{2ξ}/(e^{2ξ}+t−1)": rb["bound"][h].numpy()},
-                               "A[t, 1]", f"RoPE, one repeated token: the bound holds at every t: "
-                               f"{'yes' if rb['bound_holds'] else 'no'}", log_y=True, x_title="query position t − 1"),
-               f"The RoPE proposition checked: the attention of each query t to token 1 in head {h} of a randomly "
-               "initialised RoPE model on a repeated token, under the bound e^(2ξ)/(e^(2ξ)+t−1), which falls as t "
-               "grows.")
+n_hold = sum(r["holds"] == "yes" for r in props["rows"])
+n_checked = sum(r["holds"] != "n/a" for r in props["rows"])
+display(figures.Fold(f"The checks: {n_hold} of {n_checked} hold, and the RoPE bound at every t",
+                     figures.Table(props["rows"]),
+                     figures.Figure(figures.lines_by_layer(
+                         {f"A[t, 1], head {h}": rb["attention_to_1"][h].numpy(),
+                          "bound e^{2ξ}/(e^{2ξ}+t−1)": rb["bound"][h].numpy()},
+                         "A[t, 1]", f"RoPE, one repeated token: the bound holds at every t: "
+                         f"{'yes' if rb['bound_holds'] else 'no'}", log_y=True, x_title="query position t − 1"),
+                         f"The RoPE proposition checked: the attention of each query t to token 1 in head {h} of a "
+                         "randomly initialised RoPE model on a repeated token, under the bound e^(2ξ)/(e^(2ξ)+t−1), "
+                         "which falls as t grows.")))
 display(Markdown("The pretrained RoPE models on pure repeats (BOS off) in the inputs table above: "
                  + "; ".join(f"`{n}` Sink_1 = {sink[(n, 'repeat', False)]:.2f} %" for n in models
                              if (n, "repeat", False) in sink) + "."))
@@ -282,12 +268,12 @@ sources.record({**run_stamp, "models": "randomly initialised sinkpaper.models "
 # %% [markdown]
 # ## Paper vs this run
 #
-# The paper's Table 1 measured GPT2-XL and three 7B-scale RoPE models (Mistral-7B, LLaMA2-7B, LLaMA3-8B), with
-# the BOS their tokenizers add (LLaMA and Mistral: yes; GPT-2: no). The offline models have 135M and 270M
-# parameters (25-60 times fewer), are dequantized from 4-bit files, and SmolLM2 is the instruction-tuned release.
-# So we compare the **direction**.
+# The offline models have 25-60 times fewer parameters than the paper's (GPT2-XL and three 7B-scale RoPE
+# models), so we compare the **direction**.
 #
 # ````{dropdown} How these claims are read
+# The paper's models ran with the BOS their tokenizers add (LLaMA and Mistral: yes; GPT-2: no); ours are
+# dequantized from 4-bit files, and SmolLM2 is the instruction-tuned release.
 # The rule of each claim is in its row (from `sinkpaper.paper`, the one place
 # rules and the paper's numbers live). A model without RoPE is shown for the repeat claim, not judged: the
 # paper's GPT2-XL (learned positions) keeps a sink there. The propositions are a check of the identities on
@@ -310,42 +296,40 @@ for cid, vals in values.items():
         measurement=(f"{', '.join(models)}, {n_samples} samples x T = {seq_len}" if cid != "metric_T"
                      else f"{', '.join(models)}, {t_samples} samples at T = {', '.join(map(str, seq_lens))}"),
         note=("other BOS setting: " + "; ".join(other[cid])) if other[cid] else "")})
-n_hold = sum(r["holds"] == "yes" for r in props["rows"])
-n_checked = sum(r["holds"] != "n/a" for r in props["rows"])
 table.append({"id": "prop_repeat", **paper.record(
     "prop_repeat", values={"checks that hold": n_hold, "checks": n_checked}, provenance=record_prov,
     measurement="randomly initialised sinkpaper.models (2 layers, 4 heads)", setting=props["summary"],
     note="a check of the propositions, not a reproduction; pretrained RoPE models on pure repeats: " + ", ".join(
         f"{n} {sink[(n, 'repeat', False)]:.2f} %" for n in models if rope[n] and (n, "repeat", False) in sink))})
 card.refresh()  # the records just written: the card at the top now shows them
-display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
-                     tables.ClaimsTable(paper.rows([r["id"] for r in table]))))  # the scales run here
+display(tables.claims_fold([r["id"] for r in table]))  # the scales run here
 display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repeat): " + "; ".join(
     f"{m} " + " / ".join(f"{paper.NUMBERS[f'{m}: {i}'].value:.2f}" for i in INPUTS)
     for m in ("GPT2-XL", "Mistral-7B", "LLaMA2-7B Base", "LLaMA3-8B Base")) + "."))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 03_section3_measuring -p model gpt2-xl -p bos false
 # python -m sinkpaper.site run --only 03_section3_measuring -p n_samples 100 -p seq_lens "[64, 512, 1024]"
 # python -m sinkpaper sink --model gemma3-270m --inputs repeat --bos --json
 # ```
+# ````
 
 # %% [markdown]
 # ## The sink at the length models are used at
 #
-# The paper fixes T = 64 because the metric falls as T grows, and the curve above stops at a few hundred
-# tokens. The models are used at thousands: SmolLM2-135M takes 8192 tokens, Gemma-3-270M 32768, with
-# sliding-window layers (512 keys) between its global ones. Measuring there needs no T x T map: the
-# column-statistics route (`method="stats"`, `sinkpaper.fused.column_stats`; on a CPU the blocked route, memory
-# linear in T) gives each layer's α_k directly, with each layer's own mask. In a sliding-window layer only the
-# first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the queries that see the key).
-# The numbers below are **loaded from the store** (`results/long_context/`, written by
-# `python -m sinkpaper sink-vs-length`), because the longest T takes many minutes on a CPU; set the
-# parameter `long_context_live` to `True` to measure them now. Natural text as above (standard-library
-# docstrings, windows at random offsets, so a long window spans several docstrings).
+# The paper fixes T = 64; the models are used at thousands of tokens (SmolLM2-135M 8192, Gemma-3-270M 32768).
+# The numbers below are **loaded from the store** (`results/long_context/`); `long_context_live = True` measures
+# them now.
+#
+# ````{dropdown} How, without a T x T map
+# The column-statistics route (`method="stats"`, `sinkpaper.fused.column_stats`; on a CPU the blocked route,
+# memory linear in T) gives each layer's α_k directly, with each layer's own mask. In Gemma's sliding-window
+# layers (512 keys) only the first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the
+# queries that see the key). Natural text as above (standard-library docstrings, windows at random offsets, so a
+# long window spans several docstrings); `python -m sinkpaper sink-vs-length` writes the store.
+# ````
 
 # %%
 from sinkpaper import long_context
@@ -368,11 +352,15 @@ for lc_name, lc_bos in long_context_models.items():
         display(Markdown(f"`{lc_name}`: no stored measurement at `{lc_path.name}` yet; produce it with "
                          f"`python -m sinkpaper sink-vs-length --model {lc_name}{' --bos' if lc_bos else ''}`."))
         continue
-    figures.figure(figures.sink_vs_length(lc),
-               f"{lc_name}: Sink_1 (left) and mean α_1 (right) per T up to its context length, natural text, the column-statistics route, " + ("measured now." if long_context_live else "from the stored measurement (results/long_context/)."))
-    display(Markdown(("Measured now: " if long_context_live else "From the stored measurement: ")
-                     + long_context.describe(lc) + ("" if lc.get("complete") else " (an incomplete run: "
-                                                    "the lengths it reached)")))
+    display(figures.Fold(
+        f"{lc_name}: Sink_1 and mean α_1 up to T = {max(p['T'] for p in lc['points']):,}",
+        figures.Figure(figures.sink_vs_length(lc),
+                       f"{lc_name}: Sink_1 (left) and mean α_1 (right) per T up to its context length, natural text, "
+                       "the column-statistics route, " + ("measured now." if long_context_live else
+                                                          "from the stored measurement (results/long_context/).")),
+        Markdown(("Measured now: " if long_context_live else "From the stored measurement: ")
+                 + long_context.describe(lc) + ("" if lc.get("complete") else " (an incomplete run: "
+                                                "the lengths it reached)"))))
     sources.record({k: lc_prov.get(k) for k in (
         "model", "code_version", "hardware", "torch", "python", "computed_now", "loaded_from", "computed_at")}
         | {"method": lc["method"], "BOS": lc["bos"], "T": ", ".join(str(p["T"]) for p in lc["points"]),

@@ -45,11 +45,6 @@ sources.record(lead.provenance, "the paper's default packing: the CPU runs and t
 #    4e-4 × 20k → 18.18 %, 2e-4 × 40k → 16.81 %, 1e-4 × 80k → 6.29 %.
 # 4. **Batch size matters little**: 0.25M / 0.5M / 1M / 2M tokens per step → 16.45 / 17.19 / 18.18 / 16.19 %.
 # ````
-#
-# This page shows each of these two ways: the real-text runs of `configs/optimization.yaml` (read from the
-# results store when they are there) and the same directions *in miniature*, on a synthetic task small enough
-# to train in minutes on a CPU (each run prints its wall time and its Sink_1). It ends with the mechanism: what
-# the heads of the miniature do, measured.
 
 # %%
 from IPython.display import Markdown, display
@@ -71,12 +66,9 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the optimization sweep
 #
-# `configs/optimization.yaml` holds the paper's points as scale factors on the base run: LR × 0.25 … × 2,
-# steps × 0.5 … × 4 and batch × 0.25 … × 2, plus `dtype_fp32` (our bf16 trainer against fp32: a check of
-# our speed-up, not a point of the paper). At the `cpu` profile this page trains none of them: it reads the
-# real-text runs of the `text` profile (CPU scale; `scripts/sweep_text.sh`) from the results store,
-# and lists the ones still missing. At `gpu` or `paper` it reads that profile's stored runs (a lent GPU trains
-# them: `scripts/lease.sh gpu`).
+# `configs/optimization.yaml`: the paper's points as scale factors on the base run (LR × 0.25 … × 2, steps
+# × 0.5 … × 4, batch × 0.25 … × 2) and `dtype_fp32` (a check of our bf16 trainer, not a point of the paper),
+# read from the results store (`scripts/sweep_text.sh` trains them).
 
 # %% tags=["hide-input"]
 ORDER = ["lr_x2_steps_x0.5", "lr_x2", "default", "lr_x0.5", "lr_x0.5_steps_x2", "lr_x0.25", "lr_x0.25_steps_x4",
@@ -88,22 +80,8 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, cur
 # %% [markdown]
 # ## The paper's default packing, on a GPU
 #
-# Every run above has a fixed first token at position 1: the setting in which the text profile's 2-layer model
-# grows a sink. The paper's default run has none (windows cut anywhere in the token stream). What the stored
-# runs without one show is computed below: neither depth nor twice the steps gave the text profile a sink, and
-# the one sink grown without a fixed token needed a wider model and far more tokens on a lent GPU.
-#
-# ````{dropdown} The GPU calibration: its grid, its bar, and how to read the chart
-# Recognising
-# position 1 without a fixed token is thought to take about two blocks before the layer where the sink forms
-# (Peng et al. 2026), but at this scale 4 layers were not enough either. The `gpu` profile is calibrated for that
-# default on a lent GPU (`configs/calibration.yaml`: at least 4 layers, 262M tokens, no BOS, evaluated as the
-# paper does). Its bar was fixed with the grid, before any run: Sink_1 at least 20 % on the plateau in each of 3
-# seeds. Below, every point of the grid: its Sink_1 and mean alpha_1 over the tokens seen (the mean over seeds as
-# a line, the min-max as a band; the grey dotted line: the bar; the black dashed line: the paper's default run at
-# the end of its training), then the table the Measurements page carries. A point clears the bar only if every
-# seed does: one seed below it decides the point, one above it decides nothing.
-# ````
+# Every run above has a fixed first token at position 1; the paper's default has none (windows cut anywhere in
+# the token stream). What the stored runs without one show:
 
 # %% tags=["hide-input"]
 # what the stored runs without a fixed first token read, at each depth and budget the text profile tried
@@ -130,27 +108,40 @@ display(Markdown(
 grid = calibration.calibration_runs()
 if grid:
     rows = figures.seed_rows(grid, curves.curve_rows)
-    figures.figure(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
-                               rule_y=calibration.BAR, paper_level=paper.paper_value("default"),
-                               also=[("alpha_1", "no fixed first token: mean alpha_1")]),
-               "Every point of the GPU calibration grid (configs/calibration.yaml: no fixed first token, trained on "
-               "lent GPUs): Sink_1 and mean α_1 against tokens seen, the mean over a point's stored seeds as a "
-               "line, their range as a band; dotted: the bar; dashed: the paper's default run at the end of its "
-               "training.")
+    display(figures.Fold(
+        "The GPU calibration grid: every point over the tokens it saw, and per seed",
+        Markdown("Recognising position 1 without a fixed token is thought to take about two blocks before the "
+                 "layer where the sink forms (Peng et al. 2026), but at this scale 4 layers were not enough either. "
+                 "The `gpu` profile is calibrated for that default on a lent GPU (`configs/calibration.yaml`: at "
+                 "least 4 layers, 262M tokens, no BOS, evaluated as the paper does). Its bar was fixed with the "
+                 "grid, before any run: Sink_1 at least 20 % on the plateau in each of 3 seeds; a point clears it "
+                 "only if every seed does."),
+        figures.Figure(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
+                                          rule_y=calibration.BAR, paper_level=paper.paper_value("default"),
+                                          also=[("alpha_1", "no fixed first token: mean alpha_1")]),
+                       "Every point of the GPU calibration grid (configs/calibration.yaml: no fixed first token, "
+                       "trained on lent GPUs): Sink_1 and mean α_1 against tokens seen, the mean over a point's "
+                       "stored seeds as a line, their range as a band; dotted: the bar; dashed: the paper's default "
+                       "run at the end of its training."),
+        Markdown(calibration.calibration_markdown())))
     sources.record(sweeps.payloads_provenance(grid, loaded=True))
-display(figures.folded("Every point of the grid, per seed (the Measurements page's table)",
-                       calibration.calibration_markdown()))
+else:
+    display(figures.folded("Every point of the grid, per seed (the Measurements page's table)",
+                           calibration.calibration_markdown()))
 
 # %% [markdown]
 # ## Live, in miniature: one run, trained now
 #
-# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task
-# of Guo et al. (2024), as in `configs/miniature.yaml`. Sequences are 64 tokens after a fixed BOS; tokens
-# follow a fixed bigram table (rows drawn from Dirichlet(0.3)), except that after one of 3 *trigger* tokens
-# the next token copies the token just before the trigger. A 1-layer, 4-head, d = 64 model is trained for
-# 1500 steps of 64 sequences (LR 2e-2, weight decay 0.5). The metric is the paper's, on 100 held-out sequences.
+# The synthetic analogue of the real runs, not a replacement: the live run (trained now, from scratch) beside
+# the three stored seeds of its point.
 #
-# Below, the live run (trained now, from scratch) and the three stored seeds of the same point.
+# ````{dropdown} The miniature: the Bigram-Backcopy task
+# The **Bigram-Backcopy** task of Guo et al. (2024), as in `configs/miniature.yaml`. Sequences are 64 tokens
+# after a fixed BOS; tokens follow a fixed bigram table (rows drawn from Dirichlet(0.3)), except that after one of
+# 3 *trigger* tokens the next token copies the token just before the trigger. A 1-layer, 4-head, d = 64 model is
+# trained for 1500 steps of 64 sequences (LR 2e-2, weight decay 0.5). The metric is the paper's, on 100 held-out
+# sequences.
+# ````
 
 # %% tags=["hide-input"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
@@ -162,10 +153,11 @@ live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 he
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=list(LIVE_POINTS), seeds=tuple(miniature_seeds))
 stored_live_point = mini.by_point().get(live_point, [])
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live_point)
-display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
-                        "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
-                        "held-out loss": round(lr_["val_loss"], 3),
-                        "seconds": lr_["provenance"]["wall_seconds"]}]))
+display(figures.Fold("The live run's numbers",
+                     figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
+                                     "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
+                                     "held-out loss": round(lr_["val_loss"], 3),
+                                     "seconds": lr_["provenance"]["wall_seconds"]}])))
 figures.figure(figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
                         figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")),
                f"The live run ({live_label}, trained now) beside the stored seeds of its point: Sink_1 (left) and "
@@ -181,7 +173,7 @@ emerge_rows.append({"point": live_point, "seed": f"{live_seed} (live)", "k": 1,
                     "first step with Sink_k >= 50 %": e_live["step"] if e_live else f"not within {lr_['step']}",
                     "tokens seen then": e_live["tokens"] if e_live else None,
                     "final Sink_k %": round(lr_["sink_k"]["1"], 1)})
-display(figures.Table(emerge_rows))
+display(figures.Fold("When Sink_1 first reached 50 %, per seed", figures.Table(emerge_rows)))
 first = [c for c in live.payload["curve"] if "sink_k" in c][0]
 display(Markdown(
     f"Measured in the live run: at the first evaluation (step {first['step']}) Sink_1 was "
@@ -214,30 +206,25 @@ display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε =
                     if turned else "none")
                  + f" ({len(turned)} of {n_heads} heads)."))
 
-# %% [markdown]
-# ### The same recipe on real text
-#
-# The stored point `text_corpus` trains the miniature's recipe (same model, LR, weight decay, fixed BOS and
-# number of tokens) on the offline text corpus (BPE, 8192 tokens); the 8192-way output layer makes it much
-# slower than the synthetic recipe (its stored wall time is below). It is reported whether or not a sink forms.
-# One seed.
-
 # %% tags=["hide-input", "full-width"]
+# the same recipe on real text: the stored point `text_corpus` trains the miniature's recipe (same model, LR, weight
+# decay, fixed BOS and tokens) on the offline text corpus (BPE, 8192 tokens), one seed
 text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
 if text.payloads:
     tp = text.payloads[0]
-    display(figures.Fold("Every point over its seeds",
-                         tables.points_table(text.payloads, ["text_corpus"], held_out=True)))
     text_rows = curves.curve_rows(tp, "text_corpus, seed 0")
-    figures.figure(figures.row(figures.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
-                        figures.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",
-                                            y_title="alpha_1")),
-               "The miniature's recipe trained on the real-text corpus (text_corpus, seed 0, stored): Sink_1 and "
-               "mean α_1 over training.")
     tr = tp["result"]
     earlier = [r["Sink_1 %"] for r in text_rows[:-1]]
     synthetic = figures.book_mean(mini.payloads, "recipe", "alpha_1")
-    display(Markdown(
+    display(figures.Fold(
+        f"The same recipe on real text (text_corpus, seed 0): Sink_1 {tr['sink_k']['1']:.1f} % after "
+        f"{tr['tokens_seen']:,} tokens",
+        figures.Figure(figures.row(figures.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
+                                   figures.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",
+                                                       y_title="alpha_1")),
+                       "The miniature's recipe trained on the real-text corpus (text_corpus, seed 0, stored): Sink_1 "
+                       "and mean α_1 over training."),
+        tables.points_table(text.payloads, ["text_corpus"], held_out=True), Markdown(
         f"On real text the recipe ends, after {tr['step']} steps ({tr['tokens_seen']:,} tokens), at Sink_1 "
         f"{tr['sink_k']['1']:.1f} % and mean α_1 {tr['alpha_1_mean']:.3f} (uniform: "
         f"{metrics.uniform_alpha(64)[0]:.3f}; the synthetic recipe, mean of its stored seeds: "
@@ -245,7 +232,7 @@ if text.payloads:
         f"Mean α_1 went from {text_rows[0]['alpha_1']:.3f} at step {text_rows[0]['step']} to {tr['alpha_1_mean']:.3f}; "
         f"Sink_1 was at most {max(earlier, default=float('nan')):.1f} % at the earlier evaluations. Held-out loss "
         f"{tr['val_loss']:.2f} nats per token. Stored wall time: {tr['provenance'].get('wall_seconds', float('nan')) / 60:.0f} "
-        f"min ({tr['provenance'].get('hardware', 'CPU')}; the machine may have been shared)."))
+        f"min ({tr['provenance'].get('hardware', 'CPU')}; the machine may have been shared).")))
     sources.record(sweeps.payloads_provenance(text.payloads, loaded=True))
 else:
     sources.missing(text)
@@ -253,9 +240,7 @@ else:
 # %% [markdown]
 # ## Learning rate × steps, in miniature
 #
-# Three stored points change the optimization of the recipe (LR 2e-2, 1500 steps): LR × 0.3, LR × 3, and
-# LR × 0.5 with twice the steps (the same LR × steps as the recipe). Each has three seeds; the table shows
-# Sink_1 as mean [min, max] over seeds, the chart each seed as a dot and the mean as a black tick.
+# LR × 0.3, LR × 3, and LR × 0.5 with twice the steps (the recipe's LR × steps), three stored seeds each.
 
 # %% tags=["hide-input", "full-width"]
 LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
@@ -282,12 +267,8 @@ display(Markdown(
 # %% [markdown]
 # ## Why it forms: what the heads of the live model do
 #
-# Guo et al. (2024) explain the miniature's sink by *active* and *dormant* heads: a head that copies the
-# token before a trigger has nothing to do at every other position, and parks its attention on BOS, whose
-# value is small, so parking changes nothing. `sinkpaper.mechanism.trigger_attention` measures this on the
-# live model, on held-out sequences packed exactly like those the sink metric uses. A *trigger query* is a
-# position holding a trigger token (the next token must copy the one before it); the other queries are
-# ordinary positions.
+# Guo et al. (2024): a head that copies the token before a *trigger* has nothing to do elsewhere, and parks its
+# attention on BOS, whose value is small. Measured on the live model (`sinkpaper.mechanism`).
 
 # %% tags=["hide-input"]
 run = open_run(live.run_dir)
@@ -295,7 +276,8 @@ n_trig = run.config.data.n_triggers
 model = run.model()
 held = run.heldout_inputs(mechanism_samples)
 mech = mechanism.head_rows(model, held, n_trig)
-display(figures.Table(mech))
+display(figures.Fold("Per head: attention from trigger and ordinary queries, and BOS's value norm",
+                     figures.Table(mech)))
 n_queries = held.shape[0] * (held.shape[1] - 1)
 n_trigger_queries = int((held[:, 1:] < n_trig).sum())
 sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1],
@@ -321,33 +303,27 @@ display(Markdown(
     + ("" if min(park) > eps else " Not every head parks on BOS in this run (see the table): the sink has not "
        "fully formed after these steps.")))
 
-# %% [markdown]
-# The map of that head on one held-out sequence: each row is a query, each column a key. Red squares mark,
-# for each trigger query, the token just before the trigger, which the next token must copy.
-
 # %% tags=["hide-input"]
 i = mechanism.pick_sequence(held, n_trig)
 cells = mechanism.trigger_cells(held[i], n_trig)
 amap = mechanism.head_map(model, held[i], 0, copy["head"])
-figures.figure(figures.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out sequence {i}"),
-               f"The attention map of the live model's layer 0, head {copy['head']} on held-out sequence {i} (rows: "
-               "queries, columns: keys); red squares: where a copy head must look, from each trigger query to the "
-               "token before the trigger.")
 at_cells = [float(amap[t, j]) for t, j in cells]
 ordinary = [t for t in range(1, amap.shape[0]) if (t, t - 1) not in cells]
-display(Markdown(
+display(figures.Fold(
+    f"Head {copy['head']}'s map on one held-out sequence",
+    figures.Figure(figures.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out "
+                                                            f"sequence {i}"),
+                   f"The attention map of the live model's layer 0, head {copy['head']} on held-out sequence {i} "
+                   "(rows: queries, columns: keys); red squares: where a copy head must look, from each trigger "
+                   "query to the token before the trigger."),
+    Markdown(
     f"On this sequence ({len(cells)} trigger queries): at the trigger queries the head puts "
     f"{', '.join(f'{a:.2f}' for a in at_cells)} on the token to copy and "
     f"{', '.join(f'{float(amap[t, 0]):.2f}' for t, _ in cells)} on BOS; at the other {len(ordinary)} queries it "
-    f"puts on average {sum(float(amap[t, 0]) for t in ordinary) / len(ordinary):.2f} on BOS."))
+    f"puts on average {sum(float(amap[t, 0]) for t in ordinary) / len(ordinary):.2f} on BOS.")))
 
 # %% [markdown]
-# ## Paper vs this run
-#
-# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
-# to read; the cards at the top lead with the same verdicts).
-#
-# ````{dropdown} How these claims are read
+# ````{dropdown} Paper vs this run: how these claims are read
 #
 # One row per claim, from `sinkpaper.paper` (`python -m sinkpaper claims`): the paper's numbers, the rule in
 # one sentence, and our numbers with the rule's verdict at each scale (real-text runs at CPU scale and the miniature,
@@ -360,14 +336,14 @@ display(Markdown(
 # counts heads and cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
 # ````
 
-# %% tags=["hide-input", "hide-output"]
-display(tables.ClaimsTable(paper.rows(["opt_emergence", "opt_lr", "opt_lr_steps", "opt_batch"])))
+# %% tags=["hide-input"]
+display(tables.claims_fold(["opt_emergence", "opt_lr", "opt_lr_steps", "opt_batch"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 04_optimization -p live_point lr_x3 -p live_seed 1
 # python -m sinkpaper sweep --config configs/optimization.yaml --profile gpu --seeds 0 --out runs/optimization
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 --points recipe lr_x0.3 lr_x3 lr_x0.5_steps_x2 --out runs/miniature
 # ```
+# ````

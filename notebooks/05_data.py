@@ -126,7 +126,7 @@ if deep.payloads:
     deep_figure, deep_table = realtext.own_position(deep.payloads, DEEP, "The text profile at 4 layers",
                                                     diverged=deep.diverged)
     display(deep_figure)
-    display(figures.Table(deep_table))
+    display(figures.Fold("The 4-layer runs, per seed", figures.Table(deep_table)))
     sources.record(sweeps.payloads_provenance(deep.payloads, loaded=True), what="the 4-layer position runs")
 else:
     display(Markdown("*No 4-layer run of these points is stored in fp32 yet; they are queued (`configs/data.yaml`), "
@@ -172,14 +172,15 @@ if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
 
 # %% [markdown]
-# Where the heads of the live model park: the mean attention that ordinary queries (not on a trigger, so with
-# nothing to copy) put on each of the first five positions, over the held-out sequences the metric uses.
+# Where the heads of the live model park: the attention ordinary queries (not on a trigger, so with nothing to
+# copy) put on each of the first five positions, over the held-out sequences the metric uses.
 
 # %% tags=["hide-input"]
 run = open_run(live.run_dir)
 model, cfg, held = run.model(), run.config, run.heldout_inputs()
 parking = mechanism.attention_by_key(model, held, cfg.data.n_triggers)
-display(figures.Table(parking))
+display(figures.Fold("Per head: the attention ordinary queries put on each of the first five positions",
+                     figures.Table(parking)))
 pos_cols = [c for c in parking[0] if c.startswith("to position")]
 means = {c: sum(r[c] for r in parking) / len(parking) for c in pos_cols}
 top = max(means, key=means.get)
@@ -239,12 +240,7 @@ display(Markdown(
 # table, so there is no "amount of data" to vary in the paper's sense. That claim rests on the real-text
 # sweep alone.
 #
-# ## Paper vs this run
-#
-# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
-# to read; the cards at the top lead with the same verdicts).
-#
-# ````{dropdown} How these claims are read
+# ````{dropdown} Paper vs this run: how these claims are read
 #
 # One row per claim, from `sinkpaper.paper`. Each stored run is read on its plateau (the mean of its evaluations
 # over the last 20 % of its steps), and a verdict holds only when every seed reads it; otherwise the row says
@@ -258,14 +254,14 @@ display(Markdown(
 # amount of data, and the stored `unique_*` runs keep the base's fixed first token, which grows one by itself.
 # ````
 
-# %% tags=["hide-input", "hide-output"]
-display(tables.ClaimsTable(paper.rows(["data_unique", "data_random_first", "data_fixed_pos", "data_no_fixed_token",
-                                  "data_random_x1", "data_random_x2"])))
+# %% tags=["hide-input"]
+display(tables.claims_fold(["data_unique", "data_random_first", "data_fixed_pos", "data_no_fixed_token",
+                             "data_random_x1", "data_random_x2"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 05_data -p live_point fixed_pos3 -p live_steps 3000
 # python -m sinkpaper sweep --config configs/data.yaml --profile gpu --seeds 0 --out runs/data
 # ```
+# ````

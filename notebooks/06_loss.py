@@ -67,9 +67,8 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## The metric's floor under each mask
 #
-# α_1 and α_2 of a head that attends uniformly to every key it may see, at T = 64 (computed with the same
-# masks and the same α as the metric, `sinkpaper.metrics.uniform_alpha`). Where the floor is above ε = 0.3, Sink_k is
-# 100 % without any sink.
+# Where a uniform head's α_1 is above ε = 0.3 (a window of 4 keys: 0.52), Sink_1 reads 100 % without any sink
+# (`sinkpaper.metrics.uniform_alpha`, the metric's own masks and α).
 
 # %% tags=["hide-input"]
 EPSILON = 0.3
@@ -80,15 +79,13 @@ for label, mask in (("causal", {}), ("prefix 4", {"prefix": 4}), ("prefix 5", {"
     u = metrics.uniform_alpha(64, **mask)
     floors.append({"mask": label, "uniform alpha_1": round(float(u[0]), 3), "uniform alpha_2": round(float(u[1]), 3),
                    "floor above epsilon": bool(u[0] > EPSILON)})
-display(figures.Table(floors))
+display(figures.Fold("The floor under each mask: α_1 and α_2 of a uniform head at T = 64", figures.Table(floors)))
 
 # %% [markdown]
 # ## Real text: the loss sweep
 #
-# `configs/loss.yaml`: weight decay 0 … 5 (the base run uses 0.1), prefix LM with p = 5 and 20, sliding
-# windows of 4, 16 and 64 keys. At the `cpu` profile the real-text runs at CPU scale (the `text`
-# profile, whose base run uses weight decay 0.5: `wd_0.5` is the base run there) are read from the store, and
-# the missing ones listed; at `gpu` or `paper` they are trained.
+# `configs/loss.yaml`: weight decay 0 … 5 (the text profile's base run uses 0.5), prefix LM with p = 5 and 20,
+# sliding windows of 4, 16 and 64 keys, read from the results store.
 
 # %% tags=["hide-input", "full-width"]
 ORDER = ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5", "prefix_5", "prefix_20", "window_4",
@@ -107,10 +104,8 @@ if any(reading.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
 # %% [markdown]
 # ## Live, in miniature
 #
-# The synthetic analogue (Bigram-Backcopy, Guo et al. 2024: a 1-layer, 4-head model with a fixed BOS trained
-# in minutes; see the optimization chapter). The recipe uses weight decay 0.5 and full causal attention;
-# each point changes one thing. The live run trains one point now; the stored three seeds of every point
-# follow.
+# The synthetic analogue (Bigram-Backcopy; see the optimization chapter): the live run trains one point now,
+# beside the stored seeds of every point. The recipe uses weight decay 0.5 and full causal attention.
 
 # %% tags=["hide-input"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
@@ -122,11 +117,11 @@ live_mask = reading.mask_of(live.payload["config"])
 live_floor = reading.uniform_floor(live.payload["config"])
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=MINI_POINTS, seeds=tuple(miniature_seeds))
 stored_live = mini.by_point().get(live_point, [])
-display(figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
+display(figures.Fold("The live run's numbers", figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
                         "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
                         "uniform alpha_1": round(live_floor, 3),
                         "excess": round(reading.metric_of(live.payload, "excess alpha_1"), 3) + 0.0,
-                        "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
+                        "held-out loss": round(lr_["val_loss"], 3), "seconds": lr_["provenance"]["wall_seconds"]}])))
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live)
 figures.figure(figures.band_chart(rows, "Sink_1 %", f"{live_point}: Sink_1 (%) over training", y_domain=(0, 100),
                            also=[("alpha_1", f"{live_point}: mean alpha_1 (uniform floor {live_floor:.3f})")]),
@@ -137,15 +132,15 @@ if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
 
 # %% [markdown]
-# Where the heads of the live model park: mean attention that ordinary queries (not on a trigger) put on
-# each of the first five positions, over the queries that come after that position. Under a window of w
-# keys, queries past position w cannot see those positions at all and count as 0 here.
+# Where the heads of the live model park (queries past a window of w keys cannot see the first positions and
+# count as 0).
 
 # %% tags=["hide-input"]
 run = open_run(live.run_dir)
 model, cfg, held = run.model(), run.config, run.heldout_inputs()
 parking = mechanism.attention_by_key(model, held, cfg.data.n_triggers)
-display(figures.Table(parking))
+display(figures.Fold("Per head: the attention ordinary queries put on each of the first five positions",
+                     figures.Table(parking)))
 if live_mask["window"]:
     w = live_mask["window"]
     near = mechanism.attention_by_key(model, held[:, :w], cfg.data.n_triggers, n_keys=1)
@@ -158,8 +153,7 @@ sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.sha
 # %% [markdown]
 # ## Weight decay, in miniature
 #
-# Three seeds per point. Sink_1 counts heads, so in a 4-head model it can read 100 % at several points; the
-# second chart shows the mean α_1, which can still tell them apart.
+# Sink_1 counts heads, so a 4-head model reads 100 % at several points; the mean α_1 still tells them apart.
 
 # %% tags=["hide-input", "full-width"]
 WD = {"wd_0": 0.0, "wd_0.1": 0.1, "recipe": 0.5, "wd_1": 1.0, "wd_2": 2.0, "wd_5": 5.0}
@@ -190,9 +184,8 @@ display(Markdown(
 # %% [markdown]
 # ## Prefix LM and sliding windows, in miniature
 #
-# `prefix_4`: the first 4 positions (BOS and 3 tokens) see each other and carry no loss. `window_16` /
-# `window_4`: each query sees its last 16 / 4 keys. The uniform floor and the excess over it are computed
-# per point with its own mask.
+# `prefix_4`: the first 4 positions see each other and carry no loss; `window_16` / `window_4`: each query sees its
+# last 16 / 4 keys. The floor and the excess over it use each point's own mask.
 
 # %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "window_16": "sliding window, 16 keys",
@@ -221,8 +214,7 @@ if top_k is not None:
 display(Markdown("Measured:\n" + "\n".join(lines)))
 
 # %% [markdown]
-# ## Paper vs this run
-#
+# ````{dropdown} Paper vs this run: how these claims are read
 # One row per claim, from `sinkpaper.paper`, and what each rule reads:
 # - *weight decay* reads Sink_1, as the paper reports it: the peak at WD 0.5 or 1, at least 25 % above WD 0, a
 #   sink at both (the paper: 41.08 % and 37.71 %), and none at WD 5. A run where WD 1 removes the sink does not
@@ -233,15 +225,17 @@ display(Markdown("Measured:\n" + "\n".join(lines)))
 # - *sliding window*: the smallest window's excess α_1 at least 25 % below the full-attention run's (the
 #   registry's one threshold).
 #
-# the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
+# The appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change
+# since, with its reason.
+# ````
 
 # %% tags=["hide-input"]
-display(tables.ClaimsTable(paper.rows(["loss_wd", "loss_prefix", "loss_window"])))
+display(tables.claims_fold(["loss_wd", "loss_prefix", "loss_window"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 06_loss -p live_point wd_5
 # python -m sinkpaper sweep --config configs/loss.yaml --profile gpu --seeds 0 --out runs/loss
 # ```
+# ````

@@ -72,17 +72,17 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points":
 # Sink_1^0.3 in % of the paper's 60M models (Section 7.1), then one row per claim with its rule and our verdict
 # (open to read).
 
-# %% tags=["hide-input", "hide-output"]
+# %% tags=["hide-input"]
 display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
                      tables.paper_table(POINTS, points.ARCHITECTURE_NOT_RUN)))
-display(tables.ClaimsTable(paper.rows(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
-                                       "arch_heads_2_4_8"])))
+display(tables.claims_fold(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "arch_ffn_swish_reglu",
+                             "arch_heads_2_4_8"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 07_architecture            # reads the stored runs
 # python -m sinkpaper claims --id arch_pe
 # python -m sinkpaper train --config configs/architecture.yaml --profile cpu --sweep pos_alibi --out runs/alibi
 # ```
+# ````

@@ -49,9 +49,6 @@ card = findings.finding_card("08_biases")
 # fixed v* (20 v') drives it back to token 1 (Sink* 1.51 %, Sink_1 25.88 %); even a 1-dimensional k* takes most
 # of it (Sink* 32.18 %, Sink_1 4.74 %).
 # ````
-#
-# This page shows the real-text runs of `configs/biases.yaml` (read from the results store when they are
-# there) and the same biases **in miniature**, where one run takes minutes.
 
 # %%
 from IPython.display import Markdown, display
@@ -76,25 +73,20 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the biases sweep
 #
-# Each point of `configs/biases.yaml` adds one bias to the base run. At the `cpu` profile this page trains none
-# of them; it reads the family's real-text runs at CPU scale from the results store, and says so when there are
-# none. At `gpu` or `paper` it trains whatever the store lacks. In our sweep `k_bias_fixed_v` is the paper's
-# v' = [1, 0, …, 0] row, `k_bias_fixed_5v1` / `k_bias_fixed_20v1` its 5 v' / 20 v' rows (at 20 v' the paper's
-# sink returns to token 1), `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v'' rows, and `k_bias_dims_1` …
-# `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32 dimensions). The paper gives no
-# exact form for a k* in d_a dimensions; ours is one reading of it: k* is learned in the head's first d_a
-# dimensions and the others stay 0 (`model.k_bias_dims`).
+# Each point of `configs/biases.yaml` adds one bias to the base run, read from the results store.
+#
+# ````{dropdown} Which point is which of the paper's rows
+# `k_bias_fixed_v` is the paper's v' = [1, 0, …, 0] row, `k_bias_fixed_5v1` / `k_bias_fixed_20v1` its 5 v' /
+# 20 v' rows (at 20 v' the paper's sink returns to token 1), `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v''
+# rows, and `k_bias_dims_1` … `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32
+# dimensions). The paper gives no exact form for a k* in d_a dimensions; ours is one reading of it: k* is learned
+# in the head's first d_a dimensions and the others stay 0 (`model.k_bias_dims`).
+# ````
 
 # %% tags=["hide-input", "full-width"]
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="none",
                              curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"],
-                             sweep_title="Sink* and Sink_1", value=("Sink*", "Sink_1"), width=320)
-
-# %% [markdown]
-# ### The paper's numbers
-#
-# Sink* (on the bias position) and Sink_1 in % of the paper's 60M models (Section 7.2), from `sinkpaper.paper`.
-# Rows marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
+                             sweep_title="Sink* and Sink_1", value=("Sink*", "Sink_1"), card=card)
 
 # %% tags=["hide-input"]
 display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
@@ -103,12 +95,8 @@ display(figures.Fold("The paper's numbers for every point of the family, ours an
 # %% [markdown]
 # ## Live, in miniature: a bias next to the BOS
 #
-# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task of Guo
-# et al. (2024), `configs/miniature.yaml`. Sequences are a fixed BOS then 64 tokens following a fixed bigram table,
-# except that after one of 3 *trigger* tokens the next token copies the token before the trigger. A 1-layer, 4-head,
-# d = 64 model trains for 1500 steps (the live run prints its time); with nothing added (the `recipe` point) the BOS
-# is the one fixed token its heads can park on, and the stored table below gives its Sink_1. The bias points add the
-# paper's biases to that recipe. One point is trained now, from scratch; the table and chart after it are the stored
+# The synthetic analogue (Bigram-Backcopy; see the optimization chapter), whose recipe starts every sequence
+# with a fixed BOS; the bias points add the paper's biases to it. One point is trained now, beside the stored
 # runs of every bias point over three seeds.
 
 # %% tags=["hide-input"]
@@ -138,8 +126,7 @@ figures.figure(figures.Columns(*charts),
 sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 # %% [markdown]
-# The stored miniature sweep: every bias point of `configs/miniature.yaml`, three seeds each (mean [min, max]
-# over seeds). The `paper` column is the paper's number (its 60M model) for the same bias, for orientation.
+# The stored miniature sweep: every bias point, three seeds each.
 
 # %% tags=["hide-input", "full-width"]
 if mini.payloads:
@@ -155,17 +142,16 @@ if mini.missing:
 # %% [markdown]
 # ### A fixed BOS next to a learnable sink token
 #
-# The paper's runs have no BOS: their windows start at an arbitrary token, so a learnable sink token has no
-# rival. The miniature has one, because its recipe starts every sequence with a fixed BOS; whether it grows a
-# sink without one is its `no_fixed_token` point (the recipe without the BOS), shown first below. The numbers,
-# computed from the stored runs, show what happens when a bias meets a fixed BOS.
+# The paper's runs have no BOS, so a learnable sink token has no rival; the miniature's has one. What happens
+# when a bias meets a fixed BOS, from the stored runs:
 
 # %% tags=["hide-input"]
 mp = mini.payloads + ([live.payload] if not stored_live else [])
 M = {pt: {key: figures.book_mean(mp, pt, key) for key in KEYS} for pt in MINI_ORDER}
-display(figures.Table([{"point": pt, "Sink* % (bias position)": fmt(M[pt]["Sink*"], 1, ""),
-                        "Sink_1 % (BOS)": fmt(M[pt]["Sink_1"], 1, ""), "α_1 (BOS, mean)": fmt(M[pt]["alpha_1"], 3, "")}
-                       for pt in MINI_ORDER if M[pt]["Sink_1"] is not None]))
+bias_bos = figures.Table([{"point": pt, "Sink* % (bias position)": fmt(M[pt]["Sink*"], 1, ""),
+                           "Sink_1 % (BOS)": fmt(M[pt]["Sink_1"], 1, ""),
+                           "α_1 (BOS, mean)": fmt(M[pt]["alpha_1"], 3, "")}
+                          for pt in MINI_ORDER if M[pt]["Sink_1"] is not None])
 no_bos = sweeps.stored_sweep(MINIATURE, "cpu", points=["no_fixed_token", "sink_token_no_bos", "k_bias_no_bos"],
                              seeds=tuple(miniature_seeds))
 NB = {pt: {key: figures.book_mean(no_bos.payloads, pt, key) for key in KEYS}
@@ -173,16 +159,11 @@ NB = {pt: {key: figures.book_mean(no_bos.payloads, pt, key) for key in KEYS}
 lines = prose.miniature_bias_lines(M, NB, len(no_bos.by_point().get("no_fixed_token", [])))
 display(Markdown("\n".join(lines) if lines else "The stored miniature runs needed here are missing (see above)."))
 reading = prose.sink_token_reading(M, NB)
-if reading:
-    display(Markdown(reading))
+display(figures.Fold("Every bias point beside the BOS, and one reading of the contrast", bias_bos,
+                     Markdown(reading) if reading else None))
 
 # %% [markdown]
-# ## Paper vs this run
-#
-# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
-# to read; the cards at the top lead with the same verdicts).
-#
-# ````{dropdown} How these claims are read
+# ````{dropdown} Paper vs this run: how these claims are read
 #
 # One row per claim, from `sinkpaper.paper`: a bias takes the sink when Sink* >= 10 % and Sink_1 < 5 % (the
 # paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps
@@ -197,15 +178,15 @@ if reading:
 # (open the claim). In the miniature the default is the `recipe` point, which has a fixed BOS.
 # ````
 
-# %% tags=["hide-input", "hide-output"]
-display(tables.ClaimsTable(paper.rows(["bias_sink_token", "bias_kv", "bias_k", "bias_v", "bias_fixed_v",
-                                  "bias_low_dim", "bias_fixed_v_large", "bias_shared", "bias_low_dim_more"])))
+# %% tags=["hide-input"]
+display(tables.claims_fold(["bias_sink_token", "bias_kv", "bias_k", "bias_v", "bias_fixed_v",
+                             "bias_low_dim", "bias_fixed_v_large", "bias_shared", "bias_low_dim_more"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 08_biases -p live_point sink_token
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 \
 #     --points sink_token kv_bias k_bias v_bias --out runs/miniature
 # ```
+# ````

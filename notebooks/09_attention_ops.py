@@ -55,12 +55,6 @@ card = findings.finding_card("09_attention_ops")
 # Without normalization the weights are not a distribution, so the paper scores the **proxy**
 # $|w_{t,j}| / \sum_i |w_{t,i}|$ per row and marks such numbers with * (Sink*). We add **softpick** (Zuhri et al. 2025, not this paper), a
 # rectified softmax that can give every key exactly zero, reported to remove the sink.
-#
-# This page shows the real-text runs of `configs/attention.yaml` (read from the results store when they are
-# there), the paper's numbers (1B included, as the paper reports them) and the operations **in miniature**.
-# There, the proxy of an operation without normalization can show an early burst of sink that then vanishes
-# (the stored runs below say in which seeds); the raw weights, recorded next to the proxy at every evaluation,
-# say what that transient is.
 
 # %%
 from IPython.display import Markdown, display
@@ -85,15 +79,13 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the attention-operation sweep
 #
-# Each point of `configs/attention.yaml` changes the operation of the base run. At the `cpu` profile this page
-# trains none of them; it reads the family's real-text runs at CPU scale from the results store, and says so when
-# there are none. At `gpu` or `paper` it trains whatever the store lacks. Numbers marked * are the proxy
-# (Sink*_1).
+# Each point of `configs/attention.yaml` changes the operation of the base run, read from the results store;
+# numbers marked * are the proxy (Sink*_1).
 
 # %% tags=["hide-input", "full-width"]
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="softmax",
                              curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"],
-                             sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)")
+                             sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)", card=card)
 if lm.payloads:
     # operators without normalization: the raw weights behind the proxy, over training (seeds as bands). The elu+1
     # kernel divided by its row sum (kernel_elu, Z = rowsum) is a distribution, its proxy its plain alpha: left out
@@ -101,55 +93,39 @@ if lm.payloads:
                     or (p["config"]["model"].get("kernel_z") or "rowsum") != "rowsum"]
     lm_raw = figures.seed_rows(unnormalized, curves.raw_curve_rows)
     if lm_raw:
-        figures.figure(figures.raw_weight_bands(lm_raw),
-               "Real text, the operations without normalization: the raw attention weights recorded beside the "
-               "Sink* proxy at every evaluation of the stored runs, the mean over seeds as a line, their range as a "
-               "band.")
-
-# %% [markdown]
-# ### The paper's numbers
-#
-# Sink_1 in % (* = Sink*_1, the proxy) of the paper's 60M models (Section 7.3), from `sinkpaper.paper`. Rows
-# marked *no* are not in our sweep; the scorecard lists them as claims that read *no result (not run)*.
+        display(figures.Fold(
+            "What the proxy is made of: the raw weights of the operations without normalization",
+            figures.Figure(figures.raw_weight_bands(lm_raw),
+                           "Real text, the operations without normalization: the raw attention weights recorded "
+                           "beside the Sink* proxy at every evaluation of the stored runs, the mean over seeds as a "
+                           "line, their range as a band.")))
 
 # %% tags=["hide-input"]
 display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
                      tables.paper_table(POINTS, points.ATTENTION_NOT_RUN)))
 
-# %% [markdown]
-# ### At 1B parameters, as the paper reports it
-#
-# **These are the paper's numbers, not ours**: this book trains no 1B model. The paper pre-trains two 1B
-# models (d = 2048, 22 layers, 16 heads, FFN 5632, 40k steps) with softmax and with sigmoid attention without
-# normalization.
-
 # %% tags=["hide-input"]
-display(figures.Table([
+display(figures.Fold("At 1B parameters, as the paper reports it (the paper's numbers, not ours)", Markdown(
+    "This book trains no 1B model. The paper pre-trains two (d = 2048, 22 layers, 16 heads, FFN 5632, 40k steps), "
+    "with softmax and with sigmoid attention without normalization."), figures.Table([
     {"model (the paper's, 1B)": "softmax attention",
      "the paper's number": f"Sink_1 {paper.paper_value('softmax_1b'):.2f} % (valid loss "
                            f"{paper.paper_value('softmax_1b: loss'):.2f})"},
     {"model (the paper's, 1B)": "sigmoid attention, no normalization",
      "the paper's number": f"Sink*_1 ~{paper.paper_value('sigmoid_1b'):.2f} % (valid loss "
                            f"{paper.paper_value('sigmoid_1b: loss'):.2f})"},
-]))
-display(Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.paper`, not computed here. In the "
+]), Markdown("*Source:* Gu et al. (2025), Section 7.3, read from `sinkpaper.paper`, not computed here. In the "
                  f"paper's numbers the softmax model's sink is larger at 1B than at 60M "
                  f"({paper.paper_value('softmax_1b'):.2f} % against {paper.paper_value('softmax'):.2f} %), while "
                  f"sigmoid without normalization stays at ~{paper.paper_value('sigmoid_1b'):.2f} %* with a valid loss "
                  f"close to softmax's ({paper.paper_value('sigmoid_1b: loss'):.2f} against "
-                 f"{paper.paper_value('softmax_1b: loss'):.2f})."))
+                 f"{paper.paper_value('softmax_1b: loss'):.2f}).")))
 
 # %% [markdown]
 # ## Live, in miniature: change the operation
 #
-# The miniature is the synthetic analogue of the real runs, not a replacement: the **Bigram-Backcopy** task of Guo
-# et al. (2024), `configs/miniature.yaml` — a fixed BOS then 64 tokens that follow a fixed bigram table, except that
-# after one of 3 *trigger* tokens the next token copies the token before the trigger. A 1-layer, 4-head, d = 64
-# model trains for 1500 steps (the live run prints its time); with softmax (the `recipe` point) the BOS is the one
-# fixed token its heads can park on, and the `recipe` row below gives its Sink_1. One point is trained now, from
-# scratch; the table and chart after it are the stored runs of every operation point over three seeds (mean [min,
-# max] over seeds; the `paper` column is the paper's number (its 60M model) for the same operation, for
-# orientation).
+# The synthetic analogue (Bigram-Backcopy; see the optimization chapter): one operation is trained now, beside the
+# stored runs of every operation point over three seeds.
 
 # %% tags=["hide-input", "full-width"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
@@ -178,11 +154,9 @@ if mini.missing:
 # %% [markdown]
 # ## The proxy over training, next to the raw weights
 #
-# For sigmoid (and elu + 1) without normalization the trainer records, at every evaluation, the proxy the
-# paper scores and what the proxy is made of: the mean **raw** weight σ(q·k) on token 1 (from the queries after
-# it), the mean raw weight on the other visible keys, and the mean row sum. The proxy α_1 is the share of a
-# row's |w| that goes to token 1, so it can be high when every weight is tiny; the raw weights say whether the
-# heads really attend to token 1. Below: the live run and the stored runs of the proxy points, over training.
+# The proxy α_1 is the share of a row's |w| that goes to token 1, so it can be high when every weight is tiny:
+# the raw weights σ(q·k) on token 1 and on the other keys, recorded at every evaluation, say whether the heads
+# really attend to token 1.
 
 # %% tags=["hide-input"]
 proxy_runs = [(live_label, live.payload)] if lr_.get("proxy") else []
@@ -196,18 +170,22 @@ if raw:
     figures.figure(figures.raw_weight_bands(raw, "Miniature"),
                "Miniature, the proxy points: the raw attention weights over training, the stored seeds as a band "
                "and the live run as its own line; dashed: the paper's Sink*.")
-    if lr_.get("proxy"):
-        display(Markdown(f"The live run's evaluations ({live_label}):"))
-        display(figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else
-                                    float(f"{v:.3g}") if isinstance(v, float) else v)
-                                for k, v in r.items() if k != "run"}
-                               for r in curves.raw_curve_rows(live.payload, live_label)]))
-        sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
-    display(Markdown("Every run with raw weights, at three moments (raw weights are means over heads and queries; "
-                     "*others* = the other visible keys):"))
-    display(tables.transient_table(proxy_runs))
     label, longest = max(proxy_runs, key=lambda lp: len(curves.raw_curve_rows(lp[1])))  # the live run if full
     display(Markdown("Read in words, for one run: " + (prose.transient_text(longest, label) or "")))
+    live_evals = None
+    if lr_.get("proxy"):
+        live_evals = figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else
+                                         float(f"{v:.3g}") if isinstance(v, float) else v)
+                                     for k, v in r.items() if k != "run"}
+                                    for r in curves.raw_curve_rows(live.payload, live_label)])
+        sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
+    display(figures.Fold(
+        "Every run with raw weights, at three moments, and the live run's evaluations",
+        Markdown("Raw weights are means over heads and queries; *others* = the other visible keys. At "
+                 "initialization σ(q·k) ≈ σ(0) = 0.5 for every key, so the proxy reads uniform attention (α_1 ≈ "
+                 "H_64 / 64 ≈ 0.074) and the row sum is about (T + 1) / 4 ≈ 16."),
+        tables.transient_table(proxy_runs),
+        Markdown(f"The live run's evaluations ({live_label}):") if live_evals is not None else None, live_evals))
     stored_proxy = [p for label, p in proxy_runs if p is not live.payload]
     if stored_proxy:
         sources.record(sweeps.payloads_provenance(stored_proxy, loaded=True))
@@ -216,18 +194,7 @@ else:
                      f"(the live point `{live_point}` is normalized, and no stored sigmoid or elu run was found)."))
 
 # %% [markdown]
-# How to read it: at initialization σ(q·k) ≈ σ(0) = 0.5 for every key, so the proxy reads uniform attention
-# (α_1 ≈ H_64 / 64 ≈ 0.074) and the row sum is about (T + 1) / 4 ≈ 16. Whether the later burst of Sink*_1 is a
-# real sink — raw weight near 1 on the BOS, near 0 elsewhere — or only a ratio of tiny weights is decided by the
-# numbers above, per run.
-
-# %% [markdown]
-# ## Paper vs this run
-#
-# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
-# to read; the cards at the top lead with the same verdicts).
-#
-# ````{dropdown} How these claims are read
+# ````{dropdown} Paper vs this run: how these claims are read
 #
 # One row per claim, from `sinkpaper.paper`. A point has a sink when its Sink_1 (Sink*_1 for operations without
 # normalization, as the paper scores them) is >= 10 % and none below 5 % (in between: not comparable). The elu
@@ -239,19 +206,19 @@ else:
 # scorecard; the proxy's early transient is below.
 # ````
 
-# %% tags=["hide-input", "hide-output"]
-display(tables.ClaimsTable(paper.rows(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
-                                  "ops_p_norm", "ops_scaled_more", "ops_kernels", "ops_1b"])))
+# %% tags=["hide-input"]
+display(tables.claims_fold(["ops_scaled", "ops_sigmoid", "ops_sigmoid_norm", "ops_elu", "ops_softpick",
+                             "ops_p_norm", "ops_scaled_more", "ops_kernels", "ops_1b"]))
 transients = {pt: prose.transient_note(mini.by_point().get(pt, [])) for pt in PROXY_POINTS}
 display(Markdown("The proxy over training, in the stored miniature runs: " + "; ".join(
     f"{pt}: {t}" for pt, t in transients.items() if t) + "." if any(transients.values()) else
     "No stored miniature run of a proxy point has raw weights recorded."))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 09_attention_ops -p live_point sigmoid_norm
 # python -m sinkpaper sweep --config configs/miniature.yaml --seeds 0 1 2 \
 #     --points sigmoid sigmoid_norm elu elu_norm softpick --out runs/miniature
 # ```
+# ````

@@ -47,10 +47,8 @@ card = findings.finding_card("10_packing_bos")
 # 3. a model **trained with a BOS depends on it**: run without it at inference, its sink changes.
 # ````
 #
-# This page checks the three on our models trained on real text with each packing (`configs/packing.yaml`,
-# read from the results store when they are there), in miniature (the synthetic
-# Bigram-Backcopy task, trained live on the CPU), and on two pretrained models that install offline, measured
-# with and without their BOS (the metric as in the [glossary](glossary.md): Sink_k^0.3 on T = 64 tokens).
+# This page checks the three on our real-text models, in miniature, and on two pretrained models with and
+# without their BOS.
 
 # %%
 from pathlib import Path
@@ -89,14 +87,9 @@ display(figures.folded("Which BOS setting each verdict reads, and why",
 # %% [markdown]
 # ## Real text: models trained with each packing
 #
-# `configs/packing.yaml` has four points on top of the family's base run: `causal` (the paper's packing:
-# windows cut at arbitrary offsets, no BOS, attention across the documents of a window), `doc_mask`
-# (intra-document masking: a token sees only the earlier tokens of its own document), `bos` (a fixed BOS
-# at position 1 of every window) and `bos_doc_mask` (both); `bos_each_doc_mask` packs as intra-document masking
-# is done in practice, a BOS before every document of the window, and its sink is read at each query's own
-# document start (Sink_first: each query's attention on its document's first token, as Sink_1 reads position 1;
-# under a plain causal mask the two are equal). At the `cpu` profile the real-text runs at CPU scale are read
-# from the store (the page lists the ones still missing); at `gpu` or `paper` they are trained.
+# `configs/packing.yaml`, read from the results store: `causal` (the paper's packing), `doc_mask` (a token sees
+# only its own document), `bos` (a fixed BOS at position 1), `bos_doc_mask` (both) and `bos_each_doc_mask` (a BOS
+# before every document, read at each query's own document start: Sink_first).
 
 # %% tags=["hide-input", "full-width"]
 FOUR = ["causal", "doc_mask", "bos", "bos_doc_mask"]
@@ -189,10 +182,12 @@ live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, steps=live
 lr_ = live.payload["result"]
 live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 heads, d 64", "point": "recipe"}
 ablation = pb.run_bos_ablation(live.run_dir, n_samples=live_eval_samples, epsilon=epsilon)
-display(figures.Table([{"run": "live recipe, seed 0", "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
-                        "Sink_1 % (trainer's evaluation)": round(lr_["sink_k"]["1"], 1),
-                        "alpha_1": round(lr_["alpha_1_mean"], 3), "seconds": lr_["provenance"]["wall_seconds"]}]))
-display(figures.Table(pb.condition_rows(ablation, "live recipe")))
+display(figures.Fold("The live run, and each condition's numbers",
+                     figures.Table([{"run": "live recipe, seed 0", "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
+                                     "Sink_1 % (trainer's evaluation)": round(lr_["sink_k"]["1"], 1),
+                                     "alpha_1": round(lr_["alpha_1_mean"], 3),
+                                     "seconds": lr_["provenance"]["wall_seconds"]}]),
+                     figures.Table(pb.condition_rows(ablation, "live recipe"))))
 figures.figure(figures.row(
     figures.sink_by_position_chart(pb.sink_k_chart_rows(ablation, "miniature"), "live miniature: Sink_k with and without BOS"),
     *[figures.heatmap(c["alpha_1_matrix"], "head", "layer",
@@ -261,7 +256,7 @@ audit = pb.load_bos_audit()
 if audit is None:
     display(Markdown("No stored BOS audit: `python -m sinkpaper bos-audit --out results/bos/audit.json` makes one."))
 else:
-    display(figures.Table(pb.bos_audit_rows(audit)))
+    display(figures.Fold("Every model and BOS policy", figures.Table(pb.bos_audit_rows(audit))))
     for m in audit["models"]:
         sources.record({**m["provenance"], "computed_now": False, "loaded_from": str(pb.BOS_AUDIT)},
                        what=f"BOS audit of {m['model']}")
@@ -297,13 +292,12 @@ paper.record("pack_bos_inference", scale="miniature",
              measurement=f"the live recipe run, {lr_['step']} steps, {live_eval_samples} held-out windows",
              note=f"loss on the same targets {a_on['loss']:.3f} with BOS, {a_off['loss']:.3f} without")
 card.refresh()  # the records just written: the card at the top now shows them
-display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
-                     tables.ClaimsTable(paper.rows(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"]))))
+display(tables.claims_fold(["pack_fixed_bos", "pack_doc_mask", "pack_bos_inference"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 10_packing_bos -p model gpt2-xl -p n_samples 100
 # python -m sinkpaper sink --model gemma3-270m --inputs natural --no-bos
 # ```
+# ````

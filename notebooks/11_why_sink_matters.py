@@ -298,16 +298,15 @@ paper.record("stream_sink_window", values={f"{label[n]}: {k}": past[n][k] for n 
                                            for k in ("full ppl", "window ppl", "sink+window ppl")},
              measurement=measured, provenance=record_prov, setting=setting)
 card.refresh()  # the records just written: the card at the top now shows them
-display(figures.Fold("Every claim: its rule, the paper's numbers and ours at every scale",
-                     tables.ClaimsTable(paper.rows(["stream_window", "stream_sink_window"]))))
+display(tables.claims_fold(["stream_window", "stream_sink_window"]))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 11_why_sink_matters -p model gemma3-270m -p n_tokens 2048 -p window 256
 # python -m sinkpaper.site run --only 11_why_sink_matters --profile gpu -p model meta-llama/Llama-2-7b-hf
 # ```
+# ````
 #
 # ```python
 # from sinkpaper.lms import load_lm

@@ -20,15 +20,9 @@
 # and backward, under causal, full, sliding-window, prefix-LM and intra-document masks, plus `column_stats`,
 # which returns the metric's α_k without ever building the map.
 #
-# This page shows two things, each with where it came from:
-#
-# 1. **Correctness**, computed now: every operator x mask, the kernel's output, its gradients and
-#    `column_stats`' α_k against fp64 PyTorch references (the same eager operator the models run), and the
-#    Sink_k of small models measured both ways, under the **Triton interpreter** on a CPU, compiled on a GPU.
-# 2. **Speed and memory**, from `python -m sinkpaper bench kernels` on a GPU: ratios against PyTorch's SDPA
-#    (flash and cuDNN back-ends), FlexAttention and eager attention, all measured in one run on one device.
-#
-# The paper makes no claim about kernels, so this chapter records nothing in the scorecard.
+# This page shows their **correctness**, computed now against fp64 PyTorch (under the Triton interpreter on a
+# CPU, compiled on a GPU), and their **speed and memory** against SDPA, FlexAttention and eager attention, from
+# `python -m sinkpaper bench kernels` on a GPU. The paper makes no claim about kernels: nothing here is scored.
 #
 # ````{dropdown} What the interpreter checks, and what it cannot
 # On a machine without a GPU the kernels run under the Triton interpreter on the CPU (bit-level semantics of the
@@ -90,6 +84,7 @@ display(Markdown(f"The kernels run on **{kt.backend(device)}**"
 # %% [markdown]
 # ## Correctness: every operator x mask against fp64
 #
+# ````{dropdown} How each case is compared
 # Random fp32 inputs (and, for the sink rows, a per-head KV bias or sink logit) go through the Triton kernel,
 # forward and backward; the same inputs in fp64 go through the reference (`sinkpaper.fused.reference_attention`,
 # which materializes the attention map with the eager operator the models use). Each entry is
@@ -99,6 +94,7 @@ display(Markdown(f"The kernels run on **{kt.backend(device)}**"
 # attention on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document`
 # = three documents per row. The comparison is `sinkpaper.fused.testing.compare`, the one
 # `tests/test_fused.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
+# ````
 
 # %% tags=["hide-input", "full-width"]
 t0 = time.perf_counter()
@@ -106,9 +102,9 @@ errors = kt.error_table(op_list, mask_list, ("none",), shape=shape, seed=seed, d
 if sink_list:
     errors += kt.error_table(op_list, ["causal"], sink_list, shape=shape, seed=seed + 1000, device=device)
 check_seconds = time.perf_counter() - t0
-display(figures.Table(kc.format_errors(errors)))
 worst = max(errors, key=lambda r: r["worst"])
 n_ok = sum(r["within tolerance"] for r in errors)
+display(figures.Fold(f"Every case: {n_ok} of {len(errors)} within tolerance", figures.Table(kc.format_errors(errors))))
 display(Markdown(
     f"Measured now: **{n_ok} of {len(errors)}** cases within {kt.TOLERANCE:g} on every tensor; the largest "
     f"relative error is {worst['worst']:.1e} ({worst['op']}, {worst['mask']} mask, sink {worst['sink']}). "
@@ -126,7 +122,7 @@ sources.record({**run_stamp, "shape [B, H, T, D]": list(shape), "dtype": "fp32 v
 
 # %% tags=["hide-input"]
 agreement = kc.metric_agreement(seed=seed, device=device)
-display(figures.Table(agreement))
+display(figures.Fold("Every model variant, both routes", figures.Table(agreement)))
 display(Markdown(f"{sum(r['Sink_k equal (eps 0.05, 0.3)'] for r in agreement)} of {len(agreement)} model variants "
                  "give identical Sink_k from both routes."))
 sources.record({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 heads, T 36"})
@@ -134,19 +130,22 @@ sources.record({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 head
 # %% [markdown]
 # ## The benchmark
 #
+# Speed ratios are competitor time / our time (> 1: ours faster); time, memory and error ratios are ours /
+# competitor (< 1: ours smaller). Goals are reported, not asserted.
+#
+# ````{dropdown} What the benchmark times
 # `python -m sinkpaper bench kernels --json results/bench/kernels-<device>.json` times, on one GPU in one run,
 # our causal softmax kernel against PyTorch SDPA (flash and cuDNN), FlexAttention (compiled) and eager
 # attention, forward and forward + backward, on FlashAttention's grid (batch x T = 16k tokens, H x D = 2048);
 # our sigmoid / elu / softpick kernels against our softmax and their eager references; `column_stats`
 # against one forward pass and the eager maps (time and peak memory, T up to 32k); and bf16 error against
-# fp64, ours next to SDPA's. Speed ratios are competitor time / our time (> 1: ours faster); time, memory
-# and error ratios are ours / competitor (< 1: ours smaller). Goals are reported, not asserted.
+# fp64, ours next to SDPA's.
+# ````
 
 # %% tags=["hide-input"]
 stored = kc.stored_benchmarks()
 for path, result in stored:
-    display(Markdown(f"### Stored: `{path}`"))
-    figures.show_benchmark(result, path)
+    display(figures.Fold(f"Stored: {path}", *figures.benchmark_items(result, path)))
 if not stored:
     display(Markdown(
         f"**No stored benchmark**: `{kc.BENCH_DIR}/` holds no result. No GPU has run the benchmark for this "
@@ -157,11 +156,10 @@ if not stored:
 # %% [markdown]
 # ### Run now
 #
-# On a GPU (`gpu` / `paper` profile) the full benchmark runs here and, with `save_benchmark`, is written to
-# `results/bench/kernels-<device>.json` for later builds. On the CPU the selected sections run in their `--smoke`
-# form under the interpreter, to show the code path end to end: **these timings are not performance
-# numbers** (the interpreter executes the kernel program in Python), and the bf16 error under the
-# interpreter is slightly larger than on a GPU because its fp32 → bf16 cast truncates instead of rounding.
+# On a GPU (`gpu` / `paper` profile) the full benchmark runs here (`save_benchmark` writes it to
+# `results/bench/`). On the CPU the selected sections run in their `--smoke` form under the interpreter: **these
+# timings are not performance numbers**, and its bf16 error is slightly larger than a GPU's (its fp32 → bf16
+# cast truncates instead of rounding).
 
 # %% tags=["hide-input"]
 if device == "cuda" and profile != "cpu" and run_benchmark:
@@ -173,19 +171,18 @@ if device == "cuda" and profile != "cpu" and run_benchmark:
 elif device == "cpu" and section_list:
     live_bench = bench.run_kernel_bench("cpu", smoke=True, sections=tuple(section_list),
                                         argv=["bench", "kernels", "--smoke", "--only", *section_list])
-    display(Markdown(f"Smoke run of section(s) {', '.join(section_list)} under the Triton interpreter — a code-path "
-                     "check, **not a performance number**."))
-    figures.show_benchmark(live_bench)
+    display(figures.Fold(f"Smoke run of section(s) {', '.join(section_list)} under the Triton interpreter: a "
+                         "code-path check, not a performance number", *figures.benchmark_items(live_bench)))
 else:
     display(Markdown("Nothing run now: " + ("the `cpu` profile on a GPU machine does not benchmark (use "
                                             "profile `gpu`)." if device == "cuda" else "`smoke_sections` is empty.")))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
 # mkdir -p results/bench && python -m sinkpaper bench kernels --json results/bench/kernels-h100.json   # on a GPU
 # TRITON_INTERPRET=1 python -m pytest tests/test_fused.py   # the full correctness suite on the CPU
 # python -m sinkpaper.fused.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
 # ```
+# ````

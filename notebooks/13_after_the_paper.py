@@ -112,7 +112,7 @@ figures.figure(figures.sweep_chart(shown, order, value=("Sink_1", "Sink*"),
 # so each rule was checked on the shape its source states, and on a result with no effect, before any run.
 
 # %% tags=["hide-input"]
-display(tables.ClaimsTable(paper.rows(CLAIMS)))
+display(tables.claims_fold(CLAIMS))
 results = {c: paper.result(paper.claim(c), "real text (CPU)") for c in CLAIMS}
 display(Markdown(prose.after_paper_reading(results)))
 
@@ -120,24 +120,28 @@ display(Markdown(prose.after_paper_reading(results)))
 # ## Massive activations, loss spikes and held-out loss
 #
 # Gu et al. tie the sink to a massive activation on token 1 (Section 3), and the gated-attention source reports
-# that gating removes it and the loss spikes of training. Below: token 1's hidden-state norm over the other tokens'
-# mean after each layer (layer 0: the embeddings), at each run's last evaluation; then the loss spikes among the
-# logged steps, a logged loss more than 0.5 nats above the median of the 10 logged before it (a margin fixed
-# before any run was counted; the trainer logs one batch in 20, so a spike between logged steps is not seen).
+# that gating removes it and the loss spikes of training.
 
 # %% tags=["hide-input"]
 massive, without = curves.massive_rows(lm.payloads, WITH_BOS)
-display(figures.Table(massive) if massive else Markdown("No stored run of these designs recorded the ratio yet."))
-if without:
-    display(Markdown("Runs of " + ", ".join(f"`{p}`" for p in without) + " were stored before evaluations recorded "
-                     "the ratio; a rerun records it."))
-display(figures.Table(curves.spike_rows(lm.payloads, WITH_BOS)))
+display(figures.Fold(
+    "Token 1's hidden-state norm over the other tokens' mean, after each layer, per run",
+    Markdown("At each run's last evaluation; layer 0: the embeddings."),
+    figures.Table(massive) if massive else Markdown("No stored run of these designs recorded the ratio yet."),
+    Markdown("Runs of " + ", ".join(f"`{p}`" for p in without) + " were stored before evaluations recorded the "
+             "ratio; a rerun records it.") if without else None))
+display(figures.Fold(
+    "Loss spikes and held-out loss, per run",
+    Markdown("A spike: a logged loss more than 0.5 nats above the median of the 10 logged before it (a margin fixed "
+             "before any run was counted; the trainer logs one batch in 20, so a spike between logged steps is not "
+             "seen)."),
+    figures.Table(curves.spike_rows(lm.payloads, WITH_BOS))))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper sweep --config configs/after_paper.yaml --profile text --seeds 0 1 2 --out runs/text
 # python -m sinkpaper claims --id after_gate
 # python -m sinkpaper.site run --only 13_after_the_paper -p profile gpu
 # ```
+# ````

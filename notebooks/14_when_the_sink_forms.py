@@ -159,9 +159,6 @@ else:
 # %% [markdown]
 # ## The verdicts
 #
-# One row per claim: the paper's numbers, the rule, ours at every scale and the verdict (open
-# to read; the cards at the top lead with the same verdicts).
-#
 # ````{dropdown} How these claims are read
 #
 # Each order the literature reports, judged as every claim of the book is: onsets per seed, the seeds deciding
@@ -169,14 +166,14 @@ else:
 # count for the claim: at the miniature, whose 150 steps grow no sink, the sink's claims read *not comparable*.
 # ````
 
-# %% tags=["hide-input", "hide-output"]
-display(tables.ClaimsTable(paper.rows(CLAIMS)))
+# %% tags=["hide-input"]
+display(tables.claims_fold(CLAIMS))
 
 # %% [markdown]
-# ## Rerun it
-#
+# ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper sweep --config configs/onsets.yaml --profile text --seeds 0 1 2 --out runs/text
 # python -m sinkpaper claims --id onset_sink_after_induction
 # python -m sinkpaper.site run --only 14_when_the_sink_forms
 # ```
+# ````

@@ -17,17 +17,23 @@ import sys
 from pathlib import Path
 
 from sinkpaper.book import figures
-from sinkpaper.site import toc
+from sinkpaper.site import pages, toc
 
 REPO = Path(__file__).resolve().parents[1]
-WIDE = {"width": 1280, "height": 900}
+WIDE = pages.SCREEN
 PHONE = {"width": 390, "height": 800}
-TEXT_JS = "() => { const m = document.querySelector('main article') || document.querySelector('main') || document.body;" \
-          " return m.innerText; }"
-HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+TEXT_JS, HEIGHT_JS = pages.MAIN_TEXT_JS, pages.PAGE_HEIGHT_JS
+# the blocks a page's height is made of: every child of a section that is not itself a section, with its height
+BLOCKS_JS = """() => { const m = document.querySelector('main article') || document.querySelector('main');
+  const out = []; const walk = (el) => { for (const c of el.children) {
+    if (c.tagName === 'SECTION') { walk(c); continue; }
+    const h = c.getBoundingClientRect().height; if (h < 1) continue;
+    out.push({px: Math.round(h), what: (c.className || c.tagName).toString().slice(0, 40),
+              text: c.innerText.replace(/\\s+/g, ' ').slice(0, 70)}); } };
+  walk(m); return out; }"""
 
 
-def audit(html_dir: Path, out: Path, pages: list[str]) -> list[dict]:
+def audit(html_dir: Path, out: Path, pages: list[str], blocks: int = 0) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -49,6 +55,8 @@ def audit(html_dir: Path, out: Path, pages: list[str]) -> list[dict]:
                 page.wait_for_timeout(2500)  # charts draw after load
                 if name == "wide":
                     row["words"] = len(page.evaluate(TEXT_JS).split())
+                    if blocks:
+                        row["blocks"] = sorted(page.evaluate(BLOCKS_JS), key=lambda b: -b["px"])[:blocks]
                 row[f"screens_{name}"] = round(page.evaluate(HEIGHT_JS) / vp["height"], 1)
                 page.screenshot(path=str(out / f"{doc.replace('/', '_')}-{name}.png"))
                 page.close()
@@ -62,9 +70,11 @@ def main(argv=None) -> int:
     ap.add_argument("html_dir", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--pages", nargs="+", default=None, help="docnames (default: every page of _toc.yml)")
+    ap.add_argument("--blocks", type=int, default=0, metavar="N",
+                    help="also list each page's N tallest blocks at 1280 px: where its screens go")
     a = ap.parse_args(argv)
     pages = a.pages or toc.docnames(REPO / "_toc.yml")
-    rows = audit(a.html_dir.resolve(), a.out, pages)   # a file URI needs an absolute path
+    rows = audit(a.html_dir.resolve(), a.out, pages, a.blocks)   # a file URI needs an absolute path
     (a.out / "audit.json").write_text(json.dumps(rows, indent=1))
     print(f"{'page':28} {'words':>6} {'scr1280':>7} {'scr390':>6} {'charts':>6} {'paper':>5}")
     for r in rows:
@@ -73,6 +83,8 @@ def main(argv=None) -> int:
             continue
         print(f"{r['page']:28} {r['words']:6d} {r['screens_wide']:7.1f} {r['screens_phone']:6.1f} {r['charts']:6d} "
               f"{r['paper_charts']:5d}")
+        for b in r.get("blocks", []):
+            print(f"    {b['px']:6d} px  {b['what'][:24]:24} {b['text']}")
     built = [r for r in rows if not r.get("missing")]
     n, k = sum(r["charts"] for r in built), sum(r["paper_charts"] for r in built)
     print(f"{'all':28} {sum(r['words'] for r in built):6d} {sum(r['screens_wide'] for r in built):7.1f} "

@@ -267,3 +267,52 @@ def test_a_finding_card_leads_with_its_decided_claims_and_folds_the_rest():
     assert "1 more claim without a verdict here yet" in card
     undecided = findings.FindingCard("04_optimization", entries=[waiting])._repr_html_()
     assert "<details" not in undecided and 'id="finding-opt_batch"' in undecided
+
+
+def test_the_grid_is_as_long_as_what_is_measured_and_an_agreement_says_no_more_than_its_chip():
+    """A scale where no claim reads a verdict takes no column (it is named under the grid); a claim without a
+    verdict at any scale folds below it; an *agrees* chip keeps its rule in the tooltip, not under its headline."""
+    first, last = paper.SCALES[0], paper.SCALES[-1]
+
+    def entry(cid, verdict, values):
+        results = {s: {"verdict": "no result", "values": {}, "status": "missing", "measurement": "store"}
+                   for s in paper.SCALES}
+        results[first] = {"verdict": verdict, "values": values, "status": "found", "measurement": "m"}
+        return {"id": cid, "chapter": "04_optimization", "claim": f"claim {cid}", "kind": "reproduction",
+                "rule": "k >= 10 %", "paper": {"source": "Table 1", "values": {"k": 1.0}}, "results": results}
+
+    read, waiting = entry("read", "agrees", {"k": 2.0}), entry("waiting", "no result", {})
+    card = scorecard.Scorecard([read, waiting])
+    page = card._repr_html_()
+    assert card.scales == [first] and last in card.waiting_scales
+    assert f"<th>{last}</th>" not in page and "No verdict yet at" in page and last in page
+    grid, _, fold = page.partition('<details class="spx-fold">')
+    assert 'id="claim-read"' in grid and 'id="claim-waiting"' not in grid and 'id="claim-waiting"' in fold
+    cell = re.search(r'<td data-scale="[^"]+">(.*?)</td>', grid, re.S).group(1)
+    assert 'class="spx-why"' not in cell and "meets the rule: k &gt;= 10 %" in cell    # in the title only
+    # a disagreement keeps its reason in view
+    worse = entry("read", "disagrees", {"k": 0.0})
+    assert 'class="spx-why">fails the rule' in scorecard.Scorecard([worse])._repr_html_()
+
+
+def test_a_card_that_shares_one_chart_draws_it_once_and_a_line_of_chips_per_claim():
+    """A family whose claims read one chart (each point beside the paper's value) draws it once at the top of its
+    card; its claims keep their chips and headlines but no chart of their own; a chart without a caption is
+    refused."""
+    import altair as alt
+
+    e = paper.entry(paper.claim("opt_emergence"), records={})
+    e["results"]["real text (CPU)"] = {"status": "found", "verdict": paper.AGREES, "why": "", "seeds": [0],
+                                       "seed_values": {"default": [30.0]}, "values": {"default": 30.0},
+                                       "measurement": "store test", "note": ""}
+    card = findings.FindingCard("04_optimization", entries=[e])
+    alone = card._repr_html_()
+    assert alone.count('class="spx-plot"') == 1 and 'class="spx-key"' in alone
+    chart = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q")
+    with pytest.raises(ValueError, match="caption"):
+        card.share(chart, " ")
+    card.share(chart, "every point beside the paper's value")
+    shared = card._repr_html_()
+    assert 'class="spx-plot"' not in shared and shared.count("vega-embed") >= 1
+    assert "every point beside the paper&#x27;s value" in shared or "every point beside the paper's value" in shared
+    assert 'id="finding-opt_emergence"' in shared and '>agrees</span>' in shared and "paper 18.2" in shared

@@ -41,7 +41,7 @@ import pytest
 
 from sinkpaper import paper as registry
 from sinkpaper.book import figures
-from sinkpaper.site import machine_paths, runner, toc
+from sinkpaper.site import machine_paths, pages, runner, toc
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SINKPAPER_CHROMIUM", "/usr/bin/chromium")
@@ -322,6 +322,9 @@ def _check_explorers(page, report: PageReport, timeouts: dict) -> None:
         label = f"attention explorer {i + 1}"
         page.evaluate("""([sel, i]) => __siteTest.outermost(Array.from(document.querySelectorAll(sel)))[i]
                                           .setAttribute('data-site-test', 'explorer-' + i)""", [EXPLORER_ROOTS, i])
+        # an explorer in a fold is used as a reader uses it: the fold opened first
+        page.evaluate("""(i) => { let d = document.querySelector('[data-site-test="explorer-' + i + '"]').closest('details');
+                                  for (; d; d = d.parentElement.closest('details')) d.open = true; }""", i)
         root = page.locator(f'[data-site-test="explorer-{i}"]')
         root.scroll_into_view_if_needed()
         readout_js = ("""(i) => { const r = document.querySelector('[data-site-test="explorer-' + i + '"]');
@@ -901,3 +904,61 @@ def test_checker_flags_every_problem_of_a_broken_page(synthetic_site, browser):
     }
     missed = [kind for kind, needle in expected.items() if needle not in text]
     assert not missed, f"not reported: {missed}\n{text}"
+
+
+# ---------------------------------------------------------------------------------------------- the length budget
+def _length(browser, html: Path) -> tuple[float, int]:
+    """(screens at pages.SCREEN, words of main text) of a built page, as a reader meets it (folds closed)."""
+    page = browser.new_page()
+    try:
+        page.set_viewport_size(pages.SCREEN)
+        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
+        page.evaluate(JS_HELPERS)
+        _wait(page, "() => __siteTest.charts().every(e => __siteTest.chartState(e) !== 'empty')", None,
+              RENDER_TIMEOUT_MS)
+        return (page.evaluate(pages.PAGE_HEIGHT_JS) / pages.SCREEN["height"],
+                len(page.evaluate(pages.MAIN_TEXT_JS).split()))
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_every_page_fits_its_screen_budget(docname, chromium, built_book, browser):
+    """The front page and every chapter in at most pages.MAX_CHAPTER_SCREENS screens of 1280 x 900, any other page
+    in at most MAX_OTHER_SCREENS: what leaves the page goes into a fold, not away."""
+    screens, _ = _length(browser, built_book.require_page(docname))
+    budget = pages.MAX_CHAPTER_SCREENS if docname in CLAIM_PAGES or docname in CHAPTER_PAGES else pages.MAX_OTHER_SCREENS
+    assert screens <= budget, f"{docname}: {screens:.1f} screens at 1280 x 900, over its budget of {budget}"
+
+
+def test_the_book_is_within_its_word_budget(chromium, built_book, browser):
+    """Every page's main text together (folds closed), at most pages.BOOK_WORDS words; needs every page built."""
+    skipped = [d for d in PAGES if built_book.page_skip_reason(d)]
+    if skipped:
+        pytest.skip(f"{len(skipped)} pages not built this session: the book's words need every page")
+    words = {d: _length(browser, built_book.require_page(d))[1] for d in PAGES}
+    total = sum(words.values())
+    longest = ", ".join(f"{d} {n:,}" for d, n in sorted(words.items(), key=lambda kv: -kv[1])[:5])
+    assert total <= pages.BOOK_WORDS, f"the book has {total:,} words, over {pages.BOOK_WORDS:,}; longest: {longest}"
+
+
+FOLDED_CHARTS_JS = r"""async () => {
+  const folds = Array.from(document.querySelectorAll('main details:not([open])'))
+    .filter(d => d.querySelector('.vega-embed'));
+  for (const d of folds) d.open = true;
+  await new Promise(r => setTimeout(r, 1500));
+  return folds.flatMap(d => Array.from(d.querySelectorAll('.vega-embed')).map(e => {
+    const drawn = e.querySelector('svg, canvas'), body = d.getBoundingClientRect().width;
+    return {summary: d.querySelector('summary').textContent.trim().slice(0, 60),
+            width: drawn ? drawn.getBoundingClientRect().width : 0, body};
+  }));
+}"""
+
+
+@pytest.mark.parametrize("docname", CHAPTER_PAGES)
+def test_a_folded_chart_draws_when_its_fold_is_opened(docname, chromium, built_book, browser):
+    """A chart folded when the page loads (a chart as wide as the column measured nothing then) is drawn at a
+    readable width once a reader opens its fold (sinkpaper.site.sphinx_ext: FOLD_RESIZE_JS)."""
+    charts = _seen(browser, built_book.require_page(docname), FIRST_SCREEN, FOLDED_CHARTS_JS)
+    narrow = [c for c in charts if c["width"] < min(150, 0.3 * c["body"])]
+    assert not narrow, f"{docname}: charts drawn too narrow once their fold opened: {narrow}"

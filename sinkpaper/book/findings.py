@@ -46,8 +46,10 @@ WAITING_CHARS = 70   # a waiting row's claim: one line at 1280 px, so the first 
 WAITING_REASON_CHARS = 50   # ... and each chip's reason, beside its verdict word and scale name
 GRID_REASON_CHARS = 70  # ... and in a scorecard cell
 CLAIM_CHARS = 90
+CARD_ROW_PX = 9   # a card chart's sub-row: one scale's seeds of one label
 # the book's glossary page, next to every chapter page (book/glossary.md): the terms a card uses, defined once
 GLOSSARY_LINK = '<a class="spx-terms" href="glossary.html">Terms: glossary</a>'
+NO_PAPER_NUMBER = "the paper gives no number"
 
 
 def _e(text: Any) -> str:
@@ -277,12 +279,25 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
     return f"{paper_txt} / ours {onset_text(res.get('seed_values') or {}, label) or _value(o, pct)} ({human_label(label)})"
 
 
+def shown_reason(word: str, why: str, terse: bool = False) -> str:
+    """The part of a reason a chip shows under its headline (the whole reason stays in the tooltip): an *agrees*
+    says no more than its chip unless it carries a caveat ("meets the rule: ..." is the rule, in the tooltip);
+    ``terse`` (the scorecard's cells): a *no result* or a *check* says nothing either, so a row is as tall as its
+    findings, not its waiting cells."""
+    if terse and word in (registry.NO_RESULT, "check"):
+        return ""
+    if word == registry.AGREES:
+        return "; ".join(c for c in why.split("; ") if not c.startswith("meets the rule"))
+    return why
+
+
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
-         late_rule: str | None = None, compact: bool = False) -> str:
-    """The verdict as HTML: a coloured word (with the scale's name), the headline, and the one-line reason; the
-    whole reason and the rule in the tooltip. ``late_rule`` ("2 of 3"): the rule in force was set after that many
-    of the runs it judges, marked with a dagger (:func:`rules_set_after_runs`). ``compact``: the headline only in
-    the tooltip where the paper gives no number (the claim's source line says so; the reason says what ours is)."""
+         late_rule: str | None = None, compact: bool = False, terse: bool = False) -> str:
+    """The verdict as HTML: a coloured word (with the scale's name), the headline, and the one-line reason
+    (:func:`shown_reason`; ``terse`` for the scorecard's cells); the whole reason and the rule in the tooltip.
+    ``late_rule`` ("2 of 3"): the rule in force was set after that many of the runs it judges, marked with a
+    dagger (:func:`rules_set_after_runs`). ``compact``: the headline only in the tooltip where the paper gives no
+    number (the claim's source line says so; the reason says what ours is)."""
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
     why = reason(e, res, scale)
@@ -295,10 +310,13 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
                  f'judges (appendix: when each verdict rule was fixed)">\u2020</span>')
     where = f'<span class="spx-scale" style="color:{scale_color(scale)}">{_e(scale)}</span>' if scale else ""
     line = headline(e, res, scale)
+    if terse:   # the grid's claim cell says the paper gives none; the cell keeps ours
+        line = line.removeprefix(NO_PAPER_NUMBER + " / ")
     tip += f"\n{line}" if compact and not e["paper"]["values"] else ""
     body = "" if compact and not e["paper"]["values"] else f'<span class="spx-headline">{_e(line)}</span>'
+    said = shown_reason(word, why, terse)
     return (f'<div class="spx-verdict" title="{_e(tip)}">{head}{where}{body}'
-            f'<span class="spx-why">{_e(_cut(why, limit))}</span></div>')
+            + (f'<span class="spx-why">{_e(_cut(said, limit))}</span>' if said else "") + "</div>")
 
 
 # ---------------------------------------------------------------------------------------------- the chart
@@ -344,11 +362,12 @@ def chart_rows(e: Mapping, scales: Sequence[str]) -> list[dict]:
 
 
 def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | str = "container",
-                row_px: int = 11) -> alt.TopLevelMixin | None:
+                row_px: int = 11, legend: bool = True) -> alt.TopLevelMixin | None:
     """One claim's dot plot: a row per label (the paper's and ours), the value across; the paper's value a hollow
     black circle, each of our seeds a dot and the mean a tick, in the scale's colour, one sub-row per scale.
     Labels of another unit than % (excess alpha_1, a prefix length) get their own panel. None when there is
-    nothing to draw (no paper value and no result)."""
+    nothing to draw (no paper value and no result). ``legend=False``: the finding card draws one key for all its
+    charts (:func:`card_key`)."""
     scales = [s for s in (scales or registry.SCALES) if has_values(result_at(e, s))]
     rows = chart_rows(e, scales)
     if not rows or e.get("kind") == "check":
@@ -367,7 +386,7 @@ def claim_chart(e: Mapping, scales: Sequence[str] | None = None, width: int | st
         y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=170))
         offset = alt.YOffset("who:N", scale=alt.Scale(domain=who))
         color = alt.Color("who:N", scale=alt.Scale(domain=who, range=colors), title=None,
-                          legend=alt.Legend(orient="bottom", direction="horizontal"))
+                          legend=alt.Legend(orient="bottom", direction="horizontal") if legend else None)
         tip = [alt.Tooltip("label:N", title="point"), alt.Tooltip("key:N", title="config key"),
                alt.Tooltip("who:N", title="source"),
                alt.Tooltip("kind:N", title="value"), alt.Tooltip("seed:N"),
@@ -450,6 +469,15 @@ CSS = """
 .spx-headline{display:block;font-variant-numeric:tabular-nums}
 .spx-why{display:block;color:#57606a;font-size:.95em}
 .spx-why-inline{color:#57606a;margin-right:.5em}
+.spx-key{font-size:.8em;color:#57606a;margin:-.3em 0 .3em 0}
+.spx-finding.spx-row{grid-template-columns:minmax(0,1fr);padding:.3em 0}
+.spx-row .spx-chips{display:grid;grid-template-columns:repeat(auto-fit,minmax(15em,1fr));column-gap:1.2em}
+.spx-shared{margin:.2em 0 .4em 0}
+.spx-shared .vega-embed{width:100%}
+.spx-shared-cap{font-size:.8em;color:#57606a}
+.spx-key-item{margin-right:1em;white-space:nowrap}
+.spx-dot{display:inline-block;width:.7em;height:.7em;border-radius:50%;margin-right:.3em;vertical-align:middle}
+.spx-dot.spx-paper{border:2px solid black;background:none;width:.6em;height:.6em}
 @media (max-width:700px){.spx-finding{grid-template-columns:minmax(0,1fr)}}
 """
 
@@ -483,15 +511,16 @@ def pending_line(e: Mapping, scales: Sequence[str]) -> str:
             f'{" ".join(parts)}</div>')
 
 
-def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
-    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
+def card_row(e: Mapping, scales: Sequence[str] | None = None, with_chart: bool = True) -> str:
+    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart;
+    ``with_chart=False``: no chart of its own (the card draws one for the family: :meth:`FindingCard.share`)."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
-    chart = claim_chart(e, shown)
+    chart = claim_chart(e, shown, row_px=CARD_ROW_PX, legend=False) if with_chart else None
     decided = any(result_at(e, s).get("verdict") in DECIDED for s in shown)
     # a claim still waiting for its runs, or with nothing to set beside ours (no paper number) and no verdict yet:
     # one compact row, so the first screen keeps room for what is measured
     waiting = e.get("kind") != "check" and (
-        (chart is None and not any(has_values(result_at(e, s)) for s in shown))
+        (not any(has_values(result_at(e, s)) for s in shown) and (chart is None or not with_chart))
         or (not e["paper"]["values"] and not decided))
     # a scale with no result yet (not stored, too few seeds, its chapter not run) takes no chip of its own: one line
     # names them all, so a claim run at many scales keeps its row short; each one's reason is in the tooltip
@@ -509,10 +538,25 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     if waiting:
         return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
                 f'<div class="spx-chips">{chips}</div></div></div>')
+    if not with_chart:
+        return (f'<div class="spx-finding spx-row" id="finding-{_e(e["id"])}"><div>{claim}'
+                f'<div class="spx-chips">{chips}</div></div></div>')
     why_none = "a check, not a measurement" if e.get("kind") == "check" else "no number yet"
     plot = chart_html(chart) if chart is not None else f'<div class="spx-nochart">nothing to draw: {why_none}</div>'
     return (f'<div class="spx-finding" id="finding-{_e(e["id"])}"><div>{claim}{chips}</div>'
             f'<div class="spx-plot">{plot}</div></div>')
+
+
+def card_key(entries: Sequence[Mapping]) -> str:
+    """The one key of a card's charts (they draw none of their own): the paper's hollow circle, then a dot per
+    scale that has values on the card, in its colour; the mean is the tick."""
+    scales = [s for s in scale_order(entries) if any(has_values(result_at(e, s)) for e in entries)]
+    if not scales:
+        return ""
+    dots = "".join(f'<span class="spx-key-item"><span class="spx-dot" style="background:{scale_color(s)}"></span>'
+                   f"{_e(s)}</span>" for s in scales)
+    return (f'<div class="spx-key"><span class="spx-key-item"><span class="spx-dot spx-paper"></span>paper</span>'
+            f'{dots}<span class="spx-key-item">dots: seeds, tick: their mean</span></div>')
 
 
 def has_verdict(e: Mapping) -> bool:
@@ -529,6 +573,17 @@ class FindingCard:
         self.chapter = chapter
         self.entries = list(entries) if entries is not None else chapter_entries(chapter)
         self._handle = None
+        self.shared: tuple[Any, str] | None = None   # (chart, caption): one chart for the family's claims
+
+    def share(self, chart: Any, caption: str) -> None:
+        """Draw ``chart`` once, at the top of the card, for every claim of the family (each point beside the
+        paper's value), instead of a chart per claim: the claims then take a line of chips each. The chart's
+        ``caption`` says what it plots. Redraws the card where it was first shown."""
+        if not caption.strip():
+            raise ValueError("a shared chart needs a caption that says what it plots")
+        self.shared = (chart, caption.strip())
+        if self._handle is not None:
+            self._handle.update(self)
 
     def _repr_html_(self) -> str:
         order = scale_order(self.entries)
@@ -540,14 +595,20 @@ class FindingCard:
         lead, rest = [e for e in shown if has_verdict(e)], [e for e in shown if not has_verdict(e)]
         if not lead:
             lead, rest = shown, []
-        rows = "".join(card_row(e, order) for e in lead)
+        own = self.shared is None
+        rows = "".join(card_row(e, order, with_chart=own) for e in lead)
         if rest:
             rows += (f'<details class="spx-fold spx-undecided"><summary>{len(rest)} more claim'
                      f'{"s" if len(rest) > 1 else ""} without a verdict here yet (not run, waiting for runs, or '
                      f'not comparable)</summary><div class="spx-fold-body">'
-                     + "".join(card_row(e, order) for e in rest) + "</div></details>")
+                     + "".join(card_row(e, order, with_chart=own) for e in rest) + "</div></details>")
+        top = card_key(self.entries)
+        if self.shared is not None:
+            chart, caption = self.shared
+            top = (f'<div class="spx-shared">{chart_html(chart)}<div class="spx-shared-cap">{_e(caption)}</div>'
+                   "</div>")
         return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
-                f' {GLOSSARY_LINK}</div>{rows}</div>')
+                f' {GLOSSARY_LINK}</div>{top}{rows}</div>')
 
     def show(self) -> "FindingCard":
         from IPython.display import display

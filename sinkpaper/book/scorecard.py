@@ -13,8 +13,8 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from .. import paper as registry
-from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, _cut, _e, chip, result_at, scale_order,
-                       shown_scales, summary)
+from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, NO_PAPER_NUMBER, _cut, _e, chip, result_at, scale_order,
+                       shown_scales, summary, verdict_word)
 
 GRID_CSS = """
 .spx-grid{width:100%;font-size:.8em}
@@ -42,15 +42,27 @@ def counts(entries: Iterable[Mapping]) -> dict[str, Counter]:
             for s in registry.SCALES}
 
 
+def read_at(entries: Sequence[Mapping], scale: str) -> bool:
+    """Whether some claim reads more than *no result* at a scale: a scale still waiting for its runs takes no
+    column of the grid (a line under it names it)."""
+    return any(verdict_word(e, result_at(e, scale)) != registry.NO_RESULT
+               for e in entries if scale in shown_scales(e))
+
+
 class Scorecard:
-    """The scorecard grid as notebook output (HTML): a summary sentence, then one row per claim (those with a number
-    of the paper's first), one column per scale; a cell the book does not run is a dash."""
+    """The scorecard grid as notebook output (HTML): a summary sentence, then one row per claim with a verdict at
+    some scale (those with a number of the paper's first), one column per scale that reads any; a cell the book
+    does not run is a dash. The claims without a verdict anywhere yet fold under one line below the grid, and the
+    scales without one are named there: the grid is as long as what is measured."""
 
     def __init__(self, entries: Sequence[Mapping], href: str = "{chapter}.html",
                  late_rules: Mapping[tuple[str, str], str] | None = None):
         self.entries = list(entries)
         self.href = href
-        self.scales = scale_order(self.entries)
+        order = scale_order(self.entries)
+        self.scales = [s for s in order if read_at(self.entries, s)] or order
+        self.waiting_scales = [s for s in order if s not in self.scales and any(
+            s in shown_scales(e) for e in self.entries)]
         self.late_rules = dict(late_rules or {})   # (claim, scale) -> "n of m" (findings.rules_set_after_runs)
 
     def counts(self) -> dict[str, Counter]:
@@ -65,11 +77,12 @@ class Scorecard:
 
     def _row(self, e: Mapping) -> str:
         cells = [f'<td><div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
-                 f'<div class="spx-src">{_e(e["paper"]["source"])}{self._link(e)}</div></td>']
+                 f'<div class="spx-src">{_e(e["paper"]["source"])}{self._link(e)}'
+                 + ("" if e["paper"]["values"] else f" \u00b7 {NO_PAPER_NUMBER}") + "</div></td>"]
         for s in self.scales:
             res = result_at(e, s)
             cells.append(f'<td data-scale="{_e(s)}">' + (
-                chip(e, res, limit=GRID_REASON_CHARS, late_rule=self.late_rules.get((e["id"], s)))
+                chip(e, res, limit=GRID_REASON_CHARS, late_rule=self.late_rules.get((e["id"], s)), terse=True)
                 if s in shown_scales(e) else
                 '<span class="spx-none" title="not run at this scale">\u2013</span>') + "</td>")
         return f'<tr id="claim-{_e(e["id"])}">' + "".join(cells) + "</tr>"
@@ -80,8 +93,21 @@ class Scorecard:
             f'<col style="width:{w}%">' * len(self.scales)) + "</colgroup>"
         head = "<thead><tr><th>claim</th>" + "".join(f"<th>{_e(s)}</th>" for s in self.scales) + "</tr></thead>"
         # claims with a number of the paper's first (each group in the registry's order): the comparison first
-        body = "".join(self._row(e) for e in sorted(self.entries, key=lambda e: not e["paper"]["values"]))
+        ordered = sorted(self.entries, key=lambda e: not e["paper"]["values"])
+        read = [e for e in ordered if any(verdict_word(e, result_at(e, s)) != registry.NO_RESULT
+                                          for s in self.scales if s in shown_scales(e))]
+        waiting = [e for e in ordered if e not in read]
+        table = f"<table>{cols}{head}<tbody>{''.join(self._row(e) for e in read)}</tbody></table>"
+        after = ""
+        if waiting:
+            after += (f'<details class="spx-fold"><summary>{len(waiting)} claim{"s" if len(waiting) != 1 else ""} '
+                      f'without a verdict at any scale yet (not run, or waiting for runs)</summary>'
+                      f'<div class="spx-fold-body"><table>{cols}{head}<tbody>'
+                      f"{''.join(self._row(e) for e in waiting)}</tbody></table></div></details>")
+        if self.waiting_scales:
+            after += ('<div class="spx-sum">No verdict yet at ' + ", ".join(map(_e, self.waiting_scales))
+                      + ": their runs are training or not stored (each claim's chapter says how far).</div>")
         late = (' <span class="spx-late">\u2020</span>: the rule in force was set after some of the runs it judges '
                 '(hover for how many).' if self.late_rules else "")
         return (f'<div class="spx-grid"><style>{CSS}{GRID_CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
-                f"{late} {GLOSSARY_LINK}</div><table>{cols}{head}<tbody>{body}</tbody></table></div>")
+                f"{late} {GLOSSARY_LINK}</div>{table}{after}</div>")

@@ -13,7 +13,7 @@ from ..results.curves import first_reaching, transient
 from ..results.numbers import MISSING, fmt_spread
 from ..results.reading import point_of, uniform_floor
 from ..results.sweeps import values_of
-from .figures import Table, book_values
+from .figures import Fold, Table, book_values
 
 # how the tables and dot charts read a run, said once where a chapter shows them
 PLATEAU_NOTE = (f"Sink and alpha_1 are each run's plateau, the mean of its evaluations over the last "
@@ -174,4 +174,14 @@ class ClaimsTable(Table):
             body.append("<tr>" + "".join(cells) + "</tr>")
         return (f'<table class="sinkpaper-table sinkpaper-claims">{cols}<thead>{head}</thead>'
                 f'<tbody>{"".join(body)}</tbody></table>')
+
+
+CLAIMS_FOLD = "Every claim: its rule, the paper's numbers and ours at every scale"
+
+
+def claims_fold(ids: Sequence[str]) -> Any:
+    """A chapter's claims table (:class:`ClaimsTable`) in a fold under the finding card's verdicts: the card at the
+    top leads with the same verdicts, so the table with every rule and note is one click away, not a second copy
+    on the page."""
+    return Fold(CLAIMS_FOLD, ClaimsTable(registry.rows(list(ids))))
 

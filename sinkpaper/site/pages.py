@@ -12,6 +12,20 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 
+# How long a page is, measured the way a reader meets it in Chromium (scripts/page_audit.py and the site tests
+# read the same): the text of the page's main column as it is drawn (a closed fold's content is not drawn, so it
+# does not count), and the page's height in screens of the window below.
+SCREEN = {"width": 1280, "height": 900}
+MAIN_TEXT_JS = ("() => { const m = document.querySelector('main article') || document.querySelector('main') "
+                "|| document.body; return m.innerText; }")
+PAGE_HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+# The book's length budget: a chapter (and the front page) in at most this many screens of SCREEN, every other
+# page in at most MAX_OTHER_SCREENS, and the whole site in at most BOOK_WORDS words of main text.
+MAX_CHAPTER_SCREENS = 8
+MAX_OTHER_SCREENS = 10
+BOOK_WORDS = 35_000
+
+
 def _cells(source: Path):
     """The cells of a chapter's Jupytext source."""
     import jupytext

@@ -191,10 +191,17 @@ PRINT_FOLDS_JS = ("window.addEventListener('beforeprint',()=>{document.querySele
                   "window.addEventListener('afterprint',()=>{document.querySelectorAll('details[data-spx-printed]')"
                   ".forEach(d=>{d.open=false;delete d.dataset.spxPrinted;});});")
 
+# A chart as wide as its container measures the container once, when the page draws it, and again on a window
+# resize: inside a closed fold it measured nothing, so opening a fold (a `toggle`, which does not bubble: caught
+# on the way down) tells the charts to measure again.
+FOLD_RESIZE_JS = ("document.addEventListener('toggle',e=>{if(e.target.open)"
+                  "window.dispatchEvent(new Event('resize'));},true);")
+
 
 def setup(app):
     app.add_directive("sinkpaper-chart", ChartDirective)
     app.add_js_file(None, body=PRINT_FOLDS_JS)
+    app.add_js_file(None, body=FOLD_RESIZE_JS)
     app.connect("doctree-read", link_glossary_terms)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("html-page-context", dedupe_scripts)
