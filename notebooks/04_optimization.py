@@ -32,9 +32,7 @@ card = findings.finding_card("04_optimization", before=lead.show)
 sources.record(lead.provenance, "the paper's default packing: the CPU runs and the GPU seed")
 
 # %% [markdown]
-# Gu et al. (2025), Section 4, pre-train their 60M LLaMA-style model from scratch and measure Sink_1^0.3
-# (the share of heads whose first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences) as
-# training goes. Their findings:
+# Gu et al. (2025), Section 4, pre-train their 60M model from scratch and measure Sink_1^0.3 as training goes:
 #
 # ````{dropdown} What the paper found, in its numbers
 # 1. **The sink emerges** during training: in the default run (LR 4e-4, 20k steps of 1M tokens) it appears
@@ -66,9 +64,7 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the optimization sweep
 #
-# `configs/optimization.yaml`: the paper's points as scale factors on the base run (LR × 0.25 … × 2, steps
-# × 0.5 … × 4, batch × 0.25 … × 2) and `dtype_fp32` (a check of our bf16 trainer, not a point of the paper),
-# read from the results store (`scripts/sweep_text.sh` trains them).
+# `configs/optimization.yaml`: the paper's points as scale factors on the base run, read from the results store.
 
 # %% tags=["hide-input"]
 ORDER = ["lr_x2_steps_x0.5", "lr_x2", "default", "lr_x0.5", "lr_x0.5_steps_x2", "lr_x0.25", "lr_x0.25_steps_x4",
@@ -80,8 +76,7 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, cur
 # %% [markdown]
 # ## The paper's default packing, on a GPU
 #
-# Every run above has a fixed first token at position 1; the paper's default has none (windows cut anywhere in
-# the token stream). What the stored runs without one show:
+# Every run above has a fixed first token at position 1; the paper's default has none.
 
 # %% tags=["hide-input"]
 # what the stored runs without a fixed first token read, at each depth and budget the text profile tried
@@ -98,18 +93,19 @@ for pt in NO_FIXED:
 gpu_sink = [(reading.point_of(p), p["result"]["tokens_seen"], figures.book_values([p], reading.point_of(p), "Sink_1")[0])
             for p in calibration.calibration_runs()]
 gpu_best = max(((pt, t, v[0][1]) for pt, t, v in gpu_sink if v), key=lambda r: r[2], default=None)
-display(Markdown(
-    "**Without a fixed first token, on real text (text profile, read from the store):** "
-    + ("; ".join(said) + "." if said else "no stored run yet.")
-    + (f" The largest Sink_1 any stored run without one reached is {sig(gpu_best[2])} %, by "
-       f"`calibration/{gpu_best[0]}` ({gpu_best[1] / 1e6:.0f}M tokens, a lent GPU; below)." if gpu_best else "")))
+nofix_text = Markdown("**Without a fixed first token, on real text (text profile, read from the store):** "
+                      + ("; ".join(said) + "." if said else "no stored run yet."))
+if gpu_best:
+    display(Markdown(f"The largest Sink_1 any stored run without one reached is {sig(gpu_best[2])} %, by "
+                     f"`calibration/{gpu_best[0]}` ({gpu_best[1] / 1e6:.0f}M tokens, a lent GPU; in the fold)."))
 
-# %% tags=["hide-input", "full-width"]
 grid = calibration.calibration_runs()
 if grid:
     rows = figures.seed_rows(grid, curves.curve_rows)
     display(figures.Fold(
-        "The GPU calibration grid: every point over the tokens it saw, and per seed",
+        "The CPU runs without a fixed first token, and the GPU calibration grid: every point over the tokens it "
+        "saw, and per seed",
+        nofix_text,
         Markdown("Recognising position 1 without a fixed token is thought to take about two blocks before the "
                  "layer where the sink forms (Peng et al. 2026), but at this scale 4 layers were not enough either. "
                  "The `gpu` profile is calibrated for that default on a lent GPU (`configs/calibration.yaml`: at "
@@ -126,6 +122,7 @@ if grid:
         Markdown(calibration.calibration_markdown())))
     sources.record(sweeps.payloads_provenance(grid, loaded=True))
 else:
+    display(nofix_text)
     display(figures.folded("Every point of the grid, per seed (the Measurements page's table)",
                            calibration.calibration_markdown()))
 
@@ -166,7 +163,6 @@ sources.record(live_prov)
 if stored_live_point:
     sources.record(sweeps.payloads_provenance(stored_live_point, loaded=True))
 
-# %% tags=["hide-input"]
 emerge_rows = tables.emergence_table(stored_live_point, [live_point]).rows
 e_live = curves.first_reaching(live.payload["curve"])
 emerge_rows.append({"point": live_point, "seed": f"{live_seed} (live)", "k": 1,
@@ -177,8 +173,8 @@ display(figures.Fold("When Sink_1 first reached 50 %, per seed", figures.Table(e
 first = [c for c in live.payload["curve"] if "sink_k" in c][0]
 display(Markdown(
     f"Measured in the live run: at the first evaluation (step {first['step']}) Sink_1 was "
-    f"{first['sink_k']['1']:.0f} % and the mean α_1 {first['alpha_1_mean']:.3f} (a uniform head over 64 "
-    f"tokens gives {metrics.uniform_alpha(64)[0]:.3f}); at the end (step {lr_['step']}) Sink_1 is "
+    f"{first['sink_k']['1']:.0f} % and the mean α_1 {first['alpha_1_mean']:.3f} (uniform over 64 "
+    f"tokens: {metrics.uniform_alpha(64)[0]:.3f}); at the end (step {lr_['step']}) Sink_1 is "
     f"{lr_['sink_k']['1']:.0f} % and α_1 {lr_['alpha_1_mean']:.3f}. "
     + (f"Sink_1 first reached 50 % at step {e_live['step']} ({e_live['tokens']:,} tokens). " if e_live else
        "Sink_1 never reached 50 % in this run. ")
@@ -186,8 +182,7 @@ display(Markdown(
       f"({lr_['val_loss'] - first['val_loss']:+.3f} nats per token)."))
 
 # %% [markdown]
-# Move the slider to see the 1 × 4 grid of α_1 (one cell per head, mean over the 100 held-out sequences) at
-# each evaluation of the live run.
+# α_1 of each head at each evaluation of the live run (move the slider):
 
 # %% tags=["hide-input"]
 grid_labels, grid_charts = figures.alpha_grid_steps(live.payload["curve"], "live run: alpha_1 per head")
@@ -206,7 +201,6 @@ display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε =
                     if turned else "none")
                  + f" ({len(turned)} of {n_heads} heads)."))
 
-# %% tags=["hide-input", "full-width"]
 # the same recipe on real text: the stored point `text_corpus` trains the miniature's recipe (same model, LR, weight
 # decay, fixed BOS and tokens) on the offline text corpus (BPE, 8192 tokens), one seed
 text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
@@ -303,7 +297,6 @@ display(Markdown(
     + ("" if min(park) > eps else " Not every head parks on BOS in this run (see the table): the sink has not "
        "fully formed after these steps.")))
 
-# %% tags=["hide-input"]
 i = mechanism.pick_sequence(held, n_trig)
 cells = mechanism.trigger_cells(held[i], n_trig)
 amap = mechanism.head_map(model, held[i], 0, copy["head"])

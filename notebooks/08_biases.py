@@ -86,7 +86,7 @@ sources.record(run_stamp)
 # %% tags=["hide-input", "full-width"]
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="none",
                              curves=["none", "sink_token", "k_bias", "v_bias"], maps=["none", "k_bias", "v_bias"],
-                             sweep_title="Sink* and Sink_1", value=("Sink*", "Sink_1"), card=card)
+                             sweep_title="Sink* and Sink_1", value=("Sink*", "Sink_1"), width=320)
 
 # %% tags=["hide-input"]
 display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
@@ -120,9 +120,10 @@ charts = [figures.band_chart(rows, "alpha_1", f"{live_point}: α_1 on the BOS", 
 if any(r["Sink* %"] is not None for r in rows):
     charts.insert(0, figures.band_chart(rows, "Sink* %", f"{live_point}: Sink* on the bias position", x="step",
                                         y_domain=(0, 100)))
-figures.figure(figures.Columns(*charts),
-               f"The live run ({live_point}, trained now) beside its point's stored seeds: Sink* on the bias "
-               "position where it has one, and α_1 on the BOS over training (dotted: ε).")
+display(figures.Fold("The live run over training, beside its point's stored seeds", figures.Figure(
+    figures.Columns(*charts),
+    f"The live run ({live_point}, trained now) beside its point's stored seeds: Sink* on the bias position where it "
+    "has one, and α_1 on the BOS over training (dotted: ε).")))
 sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 # %% [markdown]

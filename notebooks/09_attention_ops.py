@@ -85,7 +85,7 @@ sources.record(run_stamp)
 # %% tags=["hide-input", "full-width"]
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="softmax",
                              curves=["softmax", "sigmoid", "sigmoid_norm", "elu"], maps=["softmax", "sigmoid_norm"],
-                             sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)", card=card)
+                             sweep_title="Sink_1 (Sink*_1 for sigmoid, elu, kernel)")
 if lm.payloads:
     # operators without normalization: the raw weights behind the proxy, over training (seeds as bands). The elu+1
     # kernel divided by its row sum (kernel_elu, Z = rowsum) is a distribution, its proxy its plain alpha: left out

@@ -295,24 +295,18 @@ def test_the_grid_is_as_long_as_what_is_measured_and_an_agreement_says_no_more_t
     assert 'class="spx-why">fails the rule' in scorecard.Scorecard([worse])._repr_html_()
 
 
-def test_a_card_that_shares_one_chart_draws_it_once_and_a_line_of_chips_per_claim():
-    """A family whose claims read one chart (each point beside the paper's value) draws it once at the top of its
-    card; its claims keep their chips and headlines but no chart of their own; a chart without a caption is
-    refused."""
-    import altair as alt
-
+def test_a_cards_key_sits_under_the_charts_it_explains_and_only_where_a_row_drew_one():
+    """The card's one key (the charts draw none of their own) comes after its rows, so the first screen keeps its
+    room for a finding; a card whose rows drew no chart has no key."""
     e = paper.entry(paper.claim("opt_emergence"), records={})
     e["results"]["real text (CPU)"] = {"status": "found", "verdict": paper.AGREES, "why": "", "seeds": [0],
                                        "seed_values": {"default": [30.0]}, "values": {"default": 30.0},
                                        "measurement": "store test", "note": ""}
-    card = findings.FindingCard("04_optimization", entries=[e])
-    alone = card._repr_html_()
-    assert alone.count('class="spx-plot"') == 1 and 'class="spx-key"' in alone
-    chart = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q")
-    with pytest.raises(ValueError, match="caption"):
-        card.share(chart, " ")
-    card.share(chart, "every point beside the paper's value")
-    shared = card._repr_html_()
-    assert 'class="spx-plot"' not in shared and shared.count("vega-embed") >= 1
-    assert "every point beside the paper&#x27;s value" in shared or "every point beside the paper's value" in shared
-    assert 'id="finding-opt_emergence"' in shared and '>agrees</span>' in shared and "paper 18.2" in shared
+    drawn = findings.FindingCard("04_optimization", entries=[e])._repr_html_()
+    assert drawn.count('class="spx-plot"') == 1 and 'class="spx-key"' in drawn
+    assert drawn.index('class="spx-plot"') < drawn.index('class="spx-key"')
+    assert "real text (CPU)</span>" in drawn[drawn.index('class="spx-key"'):]
+    waiting = paper.entry(paper.claim("opt_batch"), records={})
+    waiting["paper"]["values"], waiting["results"] = {}, {}    # nothing to draw: no number of the paper's, none of ours
+    undrawn = findings.FindingCard("04_optimization", entries=[waiting])._repr_html_()
+    assert 'class="spx-plot"' not in undrawn and 'class="spx-key"' not in undrawn

@@ -469,12 +469,7 @@ CSS = """
 .spx-headline{display:block;font-variant-numeric:tabular-nums}
 .spx-why{display:block;color:#57606a;font-size:.95em}
 .spx-why-inline{color:#57606a;margin-right:.5em}
-.spx-key{font-size:.8em;color:#57606a;margin:-.3em 0 .3em 0}
-.spx-finding.spx-row{grid-template-columns:minmax(0,1fr);padding:.3em 0}
-.spx-row .spx-chips{display:grid;grid-template-columns:repeat(auto-fit,minmax(15em,1fr));column-gap:1.2em}
-.spx-shared{margin:.2em 0 .4em 0}
-.spx-shared .vega-embed{width:100%}
-.spx-shared-cap{font-size:.8em;color:#57606a}
+.spx-key{font-size:.8em;color:#57606a;margin:.2em 0 .3em 0}
 .spx-key-item{margin-right:1em;white-space:nowrap}
 .spx-dot{display:inline-block;width:.7em;height:.7em;border-radius:50%;margin-right:.3em;vertical-align:middle}
 .spx-dot.spx-paper{border:2px solid black;background:none;width:.6em;height:.6em}
@@ -511,16 +506,15 @@ def pending_line(e: Mapping, scales: Sequence[str]) -> str:
             f'{" ".join(parts)}</div>')
 
 
-def card_row(e: Mapping, scales: Sequence[str] | None = None, with_chart: bool = True) -> str:
-    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart;
-    ``with_chart=False``: no chart of its own (the card draws one for the family: :meth:`FindingCard.share`)."""
+def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
+    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
-    chart = claim_chart(e, shown, row_px=CARD_ROW_PX, legend=False) if with_chart else None
+    chart = claim_chart(e, shown, row_px=CARD_ROW_PX, legend=False)
     decided = any(result_at(e, s).get("verdict") in DECIDED for s in shown)
     # a claim still waiting for its runs, or with nothing to set beside ours (no paper number) and no verdict yet:
     # one compact row, so the first screen keeps room for what is measured
     waiting = e.get("kind") != "check" and (
-        (not any(has_values(result_at(e, s)) for s in shown) and (chart is None or not with_chart))
+        (chart is None and not any(has_values(result_at(e, s)) for s in shown))
         or (not e["paper"]["values"] and not decided))
     # a scale with no result yet (not stored, too few seeds, its chapter not run) takes no chip of its own: one line
     # names them all, so a claim run at many scales keeps its row short; each one's reason is in the tooltip
@@ -537,9 +531,6 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None, with_chart: bool =
              f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')
     if waiting:
         return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
-                f'<div class="spx-chips">{chips}</div></div></div>')
-    if not with_chart:
-        return (f'<div class="spx-finding spx-row" id="finding-{_e(e["id"])}"><div>{claim}'
                 f'<div class="spx-chips">{chips}</div></div></div>')
     why_none = "a check, not a measurement" if e.get("kind") == "check" else "no number yet"
     plot = chart_html(chart) if chart is not None else f'<div class="spx-nochart">nothing to draw: {why_none}</div>'
@@ -573,17 +564,6 @@ class FindingCard:
         self.chapter = chapter
         self.entries = list(entries) if entries is not None else chapter_entries(chapter)
         self._handle = None
-        self.shared: tuple[Any, str] | None = None   # (chart, caption): one chart for the family's claims
-
-    def share(self, chart: Any, caption: str) -> None:
-        """Draw ``chart`` once, at the top of the card, for every claim of the family (each point beside the
-        paper's value), instead of a chart per claim: the claims then take a line of chips each. The chart's
-        ``caption`` says what it plots. Redraws the card where it was first shown."""
-        if not caption.strip():
-            raise ValueError("a shared chart needs a caption that says what it plots")
-        self.shared = (chart, caption.strip())
-        if self._handle is not None:
-            self._handle.update(self)
 
     def _repr_html_(self) -> str:
         order = scale_order(self.entries)
@@ -595,20 +575,16 @@ class FindingCard:
         lead, rest = [e for e in shown if has_verdict(e)], [e for e in shown if not has_verdict(e)]
         if not lead:
             lead, rest = shown, []
-        own = self.shared is None
-        rows = "".join(card_row(e, order, with_chart=own) for e in lead)
+        rows = "".join(card_row(e, order) for e in lead)
         if rest:
             rows += (f'<details class="spx-fold spx-undecided"><summary>{len(rest)} more claim'
                      f'{"s" if len(rest) > 1 else ""} without a verdict here yet (not run, waiting for runs, or '
                      f'not comparable)</summary><div class="spx-fold-body">'
-                     + "".join(card_row(e, order, with_chart=own) for e in rest) + "</div></details>")
-        top = card_key(self.entries)
-        if self.shared is not None:
-            chart, caption = self.shared
-            top = (f'<div class="spx-shared">{chart_html(chart)}<div class="spx-shared-cap">{_e(caption)}</div>'
-                   "</div>")
+                     + "".join(card_row(e, order) for e in rest) + "</div></details>")
+        # the key of the rows' charts under them, where a row drew one: the first screen keeps its room for a finding
+        key = card_key(self.entries) if 'class="spx-plot"' in rows else ""
         return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'
-                f' {GLOSSARY_LINK}</div>{top}{rows}</div>')
+                f' {GLOSSARY_LINK}</div>{rows}{key}</div>')
 
     def show(self) -> "FindingCard":
         from IPython.display import display

@@ -271,24 +271,19 @@ def show(lm: LMSweep, *args, **kwargs) -> None:
 
 def family_section(family: str, profile: str, gpu_seeds: Sequence[int], order: Sequence[str], *,
                    table: Mapping[str, Any] | None = None, sweep_title: str | None = None,
-                   value: str | Sequence[str] = "sink", width: int | str = "container", card: Any = None,
-                   **show_kwargs: Any) -> LMSweep:
+                   value: str | Sequence[str] = "sink", width: int | str = "container", **show_kwargs: Any) -> LMSweep:
     """The real-text section every training chapter (4-9) leads with, written once: its ``family``'s stored runs
     (:func:`sinkpaper.results.sweeps.lm_sweep`, never trained at ``cpu``) shown by :func:`show` (``show_kwargs``:
     its curves, maps, base, paper), with ``table`` the arguments of :func:`.tables.points_table` for its table of
     the runs (``points`` and the rest; held-out loss always shown), then, with ``sweep_title``, the sweep's
-    dot-and-tick figure over ``order`` with the caption that states which points keep a sink; given the chapter's
-    finding ``card``, that figure is the card's one chart for the family (:meth:`.findings.FindingCard.share`),
-    drawn at the top instead of here. Returns the sweep for what the chapter adds after it."""
+    dot-and-tick figure over ``order`` with the caption that states which points keep a sink. Returns the sweep
+    for what the chapter adds after it."""
     lm = lm_sweep(family, profile, gpu_seeds)
     if table is not None:
         show_kwargs["table"] = points_table(lm.payloads, **{**table, "held_out": True})
     show(lm, order, **show_kwargs)
     if lm.payloads and sweep_title is not None:
-        chart = sweep_chart(lm.payloads, order, title=f"Real text ({lm.profile} profile): {sweep_title}", value=value,
-                            width=width)
-        if card is not None:
-            card.share(chart, sweep_caption(lm.payloads, order, value=value))
-        else:
-            figure(chart, sweep_caption(lm.payloads, order, value=value))
+        figure(sweep_chart(lm.payloads, order, title=f"Real text ({lm.profile} profile): {sweep_title}", value=value,
+                           width=width),
+               sweep_caption(lm.payloads, order, value=value))
     return lm
