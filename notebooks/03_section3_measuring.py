@@ -128,13 +128,8 @@ display(figures.folded("Which BOS setting each verdict reads, and why",
 # %% [markdown]
 # ## Natural, random and repeated inputs, with and without BOS
 #
-# *Natural* is windows of the Python standard library's docstrings (English prose every machine has offline;
-# its hash is in the provenance). *Random* is T tokens drawn uniformly from the non-special vocabulary.
-# *Repeat* is one random token repeated (a different token per sample). With BOS on, position 1 holds the
-# tokenizer's BOS and the other T − 1 positions are content, so "repeat" is then BOS followed by repeats.
-#
-# Every setting is run once: the explorer's `collect` keeps α_1 of every sample, layer and head, and Sink_1 at
-# any ε is recomputed from those values (the same numbers `sinkpaper.lms.measure_sink` gives).
+# *Natural*: windows of the Python standard library's docstrings; *random*: T tokens drawn uniformly from the
+# vocabulary; *repeat*: one random token repeated. With BOS on, position 1 holds the tokenizer's BOS.
 
 # %%
 payloads = [explorer_payload.collect(lm, name, inputs=INPUTS, bos=bos_for[name], n_samples=n_samples,

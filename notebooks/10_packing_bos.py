@@ -34,11 +34,9 @@ from sinkpaper.book import findings
 card = findings.finding_card("10_packing_bos")
 
 # %% [markdown]
-# Gu et al. (2025) pack their training data the simple way: documents are joined with EOS and cut into
-# fixed-length windows that start at an arbitrary token, so position 1 of a window is usually the middle of
-# some sentence and there is no BOS. Their Section 5 shows that a *fixed* token at position 1 makes the sink
-# much stronger (Sink_1 18.18 % by default, 74.11 % with a fixed first token). Barbero et al. (2025, "Why do
-# LLMs attend to the first token?") ask what pre-training choices of this kind do to the sink:
+# Gu et al. (2025) cut their training text into windows that start anywhere, with no BOS; a *fixed* token at
+# position 1 makes the sink much stronger (Sink_1 18.18 % by default, 74.11 % with one). Barbero et al. (2025,
+# "Why do LLMs attend to the first token?") ask what such pre-training choices do to the sink:
 #
 # ````{dropdown} The three claims this page checks (Barbero et al. 2025)
 # 1. **A fixed BOS** at position 1 of every training window receives the sink;
