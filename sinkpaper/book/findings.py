@@ -263,15 +263,15 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
         o = (res.get("values") or {}).get(label)
         pct = _is_percent(label, e)
         metric = f": {_metric(label)}" if ": " in label else ""
-        paper_txt = f"paper {_value(p, pct)} (its default{metric})" if p is not None else "the paper gives no number"
+        paper_txt = f"paper {_value(p, pct)} (its default{metric})" if p is not None else NO_PAPER_NUMBER
         return paper_txt if o is None else f"{paper_txt} / ours {_value(o, pct)} ({ours_name}{metric})"
     if label is None:
-        return "the paper gives no number"
+        return NO_PAPER_NUMBER
     pct = _is_percent(label, e)
     twin = paper_counterpart(e, label)
     p = (e["paper"]["values"] or {}).get(twin) if twin else None
     o = (res.get("values") or {}).get(label)
-    paper_txt = f"paper {_value(p, pct)}" if p is not None else "the paper gives no number"
+    paper_txt = f"paper {_value(p, pct)}" if p is not None else NO_PAPER_NUMBER
     if o is None:     # the chip already says "no result"
         return paper_txt + (f" ({human_label(label)})" if p is not None else "")
     if twin is not None and twin != label:    # another model on the same input: each number named
@@ -523,7 +523,7 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=limit) for s in shown if s not in pending)
     chips += pending_line(e, pending)
     chips = chips or '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>'
-    no_number = "" if e["paper"]["values"] else " \u00b7 the paper gives no number"
+    no_number = "" if e["paper"]["values"] else f" \u00b7 {NO_PAPER_NUMBER}"
     if (depth := depth_note(e)):
         chips += f'<div class="spx-verdict spx-depth">{_e(depth)}</div>'
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">'
