@@ -450,7 +450,7 @@ def test_scorecard_fits_a_1280_pixel_window(chromium, built_book, browser):
 
 # the scorecard (the root) and every chapter that holds a claim of the registry
 CLAIM_PAGES = [*PAGES[:1], *sorted({f"book/{c.chapter}" for c in registry.CLAIMS} & set(PAGES))]
-FIRST_SCREEN = {"width": 1280, "height": 900}
+FIRST_SCREEN = pages.SCREEN
 PHONE = {"width": 390, "height": 800}
 MAX_WIDE_PAGES_ON_A_PHONE = 2
 FIRST_SCREEN_JS = r"""() => {
@@ -907,19 +907,13 @@ def test_checker_flags_every_problem_of_a_broken_page(synthetic_site, browser):
 
 
 # ---------------------------------------------------------------------------------------------- the length budget
+LENGTH_JS = f"() => [({pages.PAGE_HEIGHT_JS})(), ({pages.MAIN_TEXT_JS})()]"
+
+
 def _length(browser, html: Path) -> tuple[float, int]:
     """(screens at pages.SCREEN, words of main text) of a built page, as a reader meets it (folds closed)."""
-    page = browser.new_page()
-    try:
-        page.set_viewport_size(pages.SCREEN)
-        page.goto(html.as_uri(), wait_until="load", timeout=60_000)
-        page.evaluate(JS_HELPERS)
-        _wait(page, "() => __siteTest.charts().every(e => __siteTest.chartState(e) !== 'empty')", None,
-              RENDER_TIMEOUT_MS)
-        return (page.evaluate(pages.PAGE_HEIGHT_JS) / pages.SCREEN["height"],
-                len(page.evaluate(pages.MAIN_TEXT_JS).split()))
-    finally:
-        page.close()
+    height, text = _seen(browser, html, pages.SCREEN, LENGTH_JS)
+    return height / pages.SCREEN["height"], len(text.split())
 
 
 @pytest.mark.parametrize("docname", PAGES)

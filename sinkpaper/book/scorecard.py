@@ -13,8 +13,8 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from .. import paper as registry
-from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, NO_PAPER_NUMBER, _cut, _e, chip, result_at, scale_order,
-                       shown_scales, summary, verdict_word)
+from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, NO_PAPER_NUMBER, _cut, _e, chip,
+                       result_at, scale_order, shown_scales, summary, verdict_word)
 
 GRID_CSS = """
 .spx-grid{width:100%;font-size:.8em}
@@ -42,11 +42,15 @@ def counts(entries: Iterable[Mapping]) -> dict[str, Counter]:
             for s in registry.SCALES}
 
 
+def reads(e: Mapping, scale: str) -> bool:
+    """Whether a claim reads more than *no result* at a scale the book runs it at."""
+    return scale in shown_scales(e) and verdict_word(e, result_at(e, scale)) != registry.NO_RESULT
+
+
 def read_at(entries: Sequence[Mapping], scale: str) -> bool:
     """Whether some claim reads more than *no result* at a scale: a scale still waiting for its runs takes no
     column of the grid (a line under it names it)."""
-    return any(verdict_word(e, result_at(e, scale)) != registry.NO_RESULT
-               for e in entries if scale in shown_scales(e))
+    return any(reads(e, scale) for e in entries)
 
 
 class Scorecard:
@@ -94,9 +98,8 @@ class Scorecard:
         head = "<thead><tr><th>claim</th>" + "".join(f"<th>{_e(s)}</th>" for s in self.scales) + "</tr></thead>"
         # claims with a number of the paper's first (each group in the registry's order): the comparison first
         ordered = sorted(self.entries, key=lambda e: not e["paper"]["values"])
-        read = [e for e in ordered if any(verdict_word(e, result_at(e, s)) != registry.NO_RESULT
-                                          for s in self.scales if s in shown_scales(e))]
-        waiting = [e for e in ordered if e not in read]
+        read = [e for e in ordered if any(reads(e, s) for s in self.scales)]
+        waiting = [e for e in ordered if not any(reads(e, s) for s in self.scales)]
         table = f"<table>{cols}{head}<tbody>{''.join(self._row(e) for e in read)}</tbody></table>"
         after = ""
         if waiting:

@@ -179,9 +179,8 @@ class ClaimsTable(Table):
 CLAIMS_FOLD = "Every claim: its rule, the paper's numbers and ours at every scale"
 
 
-def claims_fold(ids: Sequence[str]) -> Any:
+def claims_fold(ids: Sequence[str]) -> Fold:
     """A chapter's claims table (:class:`ClaimsTable`) in a fold under the finding card's verdicts: the card at the
     top leads with the same verdicts, so the table with every rule and note is one click away, not a second copy
     on the page."""
     return Fold(CLAIMS_FOLD, ClaimsTable(registry.rows(list(ids))))
-
