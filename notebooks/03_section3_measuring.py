@@ -339,10 +339,8 @@ for lc_name, lc_bos in long_context_models.items():
                                               if t <= (lc_lm.context_length or 8192)]
         lc = long_context.measure_vs_length(lc_lm, lc_lengths, bos=lc_bos, epsilon=epsilon, seed=seed,
                                             command="notebook 03 (long_context_live)")
-        lc_prov = {**lc["provenance"], "computed_now": True}
     elif lc_path.exists():
         lc = long_context.load(lc_path)
-        lc_prov = {**lc["provenance"], "computed_now": False}
     else:
         display(Markdown(f"`{lc_name}`: no stored measurement at `{lc_path.name}` yet; produce it with "
                          f"`python -m sinkpaper sink-vs-length --model {lc_name}{' --bos' if lc_bos else ''}`."))
@@ -356,11 +354,7 @@ for lc_name, lc_bos in long_context_models.items():
         Markdown(("Measured now: " if long_context_live else "From the stored measurement: ")
                  + long_context.describe(lc) + ("" if lc.get("complete") else " (an incomplete run: "
                                                 "the lengths it reached)"))))
-    sources.record({k: lc_prov.get(k) for k in (
-        "model", "code_version", "hardware", "torch", "python", "computed_now", "loaded_from", "computed_at")}
-        | {"method": lc["method"], "BOS": lc["bos"], "T": ", ".join(str(p["T"]) for p in lc["points"]),
-           "samples per T": ", ".join(str(p["n_samples"]) for p in lc["points"]),
-           "seconds": lc_prov.get("total_seconds")})
+    sources.record(long_context.provenance_row(lc, computed_now=long_context_live))
 
 # %% [markdown]
 # ```bash

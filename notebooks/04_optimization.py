@@ -49,7 +49,7 @@ from IPython.display import Markdown, display
 
 from sinkpaper import mechanism, metrics, paper
 from sinkpaper.book import experiments, figures, parameters, realtext, sources, tables, widgets
-from sinkpaper.results import calibration, curves, reading, sweeps
+from sinkpaper.results import curves, sweeps
 from sinkpaper.results.numbers import sig, span
 from sinkpaper.train import open_run
 
@@ -79,52 +79,12 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, paper=PAPER, cur
 # Every run above has a fixed first token at position 1; the paper's default has none.
 
 # %% tags=["hide-input"]
-# what the stored runs without a fixed first token read, at each depth and budget the text profile tried
-NO_FIXED = ["no_fixed_token", "no_fixed_token_steps_x2", "no_fixed_token_layers_4"]
-nofix = sweeps.stored_sweep("configs/data.yaml", "text", points=NO_FIXED, seeds=(0, 1, 2))
-said = []
-for pt in NO_FIXED:
-    vals = [v for _, v in figures.book_values(nofix.payloads, pt, "Sink_1")[0]]
-    runs_of = [p for p in nofix.payloads if reading.point_of(p) == pt]
-    if vals:
-        cfg = runs_of[0]["config"]
-        said.append(f"`{pt}` ({cfg['model']['n_layers']} layers, {runs_of[0]['result']['tokens_seen'] / 1e6:.0f}M "
-                    f"tokens): Sink_1 {span(vals)} % over {len(vals)} seed(s)")
-gpu_sink = [(reading.point_of(p), p["result"]["tokens_seen"], figures.book_values([p], reading.point_of(p), "Sink_1")[0])
-            for p in calibration.calibration_runs()]
-gpu_best = max(((pt, t, v[0][1]) for pt, t, v in gpu_sink if v), key=lambda r: r[2], default=None)
-nofix_text = Markdown("**Without a fixed first token, on real text (text profile, read from the store):** "
-                      + ("; ".join(said) + "." if said else "no stored run yet."))
-if gpu_best:
-    display(Markdown(f"The largest Sink_1 any stored run without one reached is {sig(gpu_best[2])} %, by "
-                     f"`calibration/{gpu_best[0]}` ({gpu_best[1] / 1e6:.0f}M tokens, a lent GPU; in the fold)."))
-
-grid = calibration.calibration_runs()
-if grid:
-    rows = figures.seed_rows(grid, curves.curve_rows)
-    display(figures.Fold(
-        "The CPU runs without a fixed first token, and the GPU calibration grid: every point over the tokens it "
-        "saw, and per seed",
-        nofix_text,
-        Markdown("Recognising position 1 without a fixed token is thought to take about two blocks before the "
-                 "layer where the sink forms (Peng et al. 2026), but at this scale 4 layers were not enough either. "
-                 "The `gpu` profile is calibrated for that default on a lent GPU (`configs/calibration.yaml`: at "
-                 "least 4 layers, 262M tokens, no BOS, evaluated as the paper does). Its bar was fixed with the "
-                 "grid, before any run: Sink_1 at least 20 % on the plateau in each of 3 seeds; a point clears it "
-                 "only if every seed does."),
-        figures.Figure(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
-                                          rule_y=calibration.BAR, paper_level=paper.paper_value("default"),
-                                          also=[("alpha_1", "no fixed first token: mean alpha_1")]),
-                       "Every point of the GPU calibration grid (configs/calibration.yaml: no fixed first token, "
-                       "trained on lent GPUs): Sink_1 and mean α_1 against tokens seen, the mean over a point's "
-                       "stored seeds as a line, their range as a band; dotted: the bar; dashed: the paper's default "
-                       "run at the end of its training."),
-        Markdown(calibration.calibration_markdown())))
-    sources.record(sweeps.payloads_provenance(grid, loaded=True))
-else:
-    display(nofix_text)
-    display(figures.folded("Every point of the grid, per seed (the Measurements page's table)",
-                           calibration.calibration_markdown()))
+# every stored run without a fixed first token: the text profile's depths and budgets, and the GPU calibration grid
+nofix_items, nofix_prov = default_lead.runs_fold()
+for item in nofix_items:
+    display(item)
+if nofix_prov:
+    sources.record(nofix_prov)
 
 # %% [markdown]
 # ## Live, in miniature: one run, trained now
@@ -163,6 +123,8 @@ sources.record(live_prov)
 if stored_live_point:
     sources.record(sweeps.payloads_provenance(stored_live_point, loaded=True))
 
+
+# %% tags=["hide-input"]
 emerge_rows = tables.emergence_table(stored_live_point, [live_point]).rows
 e_live = curves.first_reaching(live.payload["curve"])
 emerge_rows.append({"point": live_point, "seed": f"{live_seed} (live)", "k": 1,
@@ -201,6 +163,8 @@ display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε =
                     if turned else "none")
                  + f" ({len(turned)} of {n_heads} heads)."))
 
+
+# %% tags=["hide-input"]
 # the same recipe on real text: the stored point `text_corpus` trains the miniature's recipe (same model, LR, weight
 # decay, fixed BOS and tokens) on the offline text corpus (BPE, 8192 tokens), one seed
 text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
@@ -297,6 +261,8 @@ display(Markdown(
     + ("" if min(park) > eps else " Not every head parks on BOS in this run (see the table): the sink has not "
        "fully formed after these steps.")))
 
+
+# %% tags=["hide-input"]
 i = mechanism.pick_sequence(held, n_trig)
 cells = mechanism.trigger_cells(held[i], n_trig)
 amap = mechanism.head_map(model, held[i], 0, copy["head"])

@@ -174,10 +174,7 @@ if raw:
     display(Markdown("Read in words, for one run: " + (prose.transient_text(longest, label) or "")))
     live_evals = None
     if lr_.get("proxy"):
-        live_evals = figures.Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else
-                                         float(f"{v:.3g}") if isinstance(v, float) else v)
-                                     for k, v in r.items() if k != "run"}
-                                    for r in curves.raw_curve_rows(live.payload, live_label)])
+        live_evals = tables.raw_evals_table(live.payload, live_label)
         sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
     display(figures.Fold(
         "Every run with raw weights, at three moments, and the live run's evaluations",

@@ -158,6 +158,17 @@ def describe(payload: dict, epsilon_heads: float = 0.3) -> str:
     return " ".join(out)
 
 
+def provenance_row(payload: dict, computed_now: bool) -> dict:
+    """What a chapter's sources ledger records for one measurement: where and how it was computed, and its lengths."""
+    prov = {**payload["provenance"], "computed_now": computed_now}
+    return ({k: prov.get(k) for k in ("model", "code_version", "hardware", "torch", "python", "computed_now",
+                                      "loaded_from", "computed_at")}
+            | {"method": payload["method"], "BOS": payload["bos"],
+               "T": ", ".join(str(p["T"]) for p in payload["points"]),
+               "samples per T": ", ".join(str(p["n_samples"]) for p in payload["points"]),
+               "seconds": prov.get("total_seconds")})
+
+
 def compare_routes(lm, seq_len: int, *, n_samples: int = 1, bos: bool = False, seed: int = 0) -> dict:
     """The column-statistics route against the eager maps on the same natural-text inputs: the largest
     |alpha_k difference| over samples, layers, heads and keys, and Sink_k both ways (the maps route must fit)."""

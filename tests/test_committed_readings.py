@@ -201,10 +201,10 @@ def test_a_seed_not_stored_holds_the_text_verdict_back(tmp_path):
 
 
 def test_a_card_leads_with_the_norm_ratio_not_the_sink_it_is_read_under():
-    from sinkpaper.book import findings
+    from sinkpaper.book import findings, labels
 
     e = {"id": "s3_massive_activation", "paper": {"values": {}}}
     res = {"values": {"default: token-1 norm ratio": 6.9, "default: Sink_1": 38.0}}
     assert paper.claim("s3_massive_activation").rule.premises() == ["default: Sink_1"]
-    assert findings.key_label(e, res) == "default: token-1 norm ratio"
-    assert findings.key_label({**e, "id": "opt_emergence"}, res) == "default: Sink_1"   # a sink rate first elsewhere
+    assert labels.key_label(e, res) == "default: token-1 norm ratio"
+    assert labels.key_label({**e, "id": "opt_emergence"}, res) == "default: Sink_1"   # a sink rate first elsewhere

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("altair")
 
 from sinkpaper import paper  # noqa: E402
-from sinkpaper.book import findings, scorecard  # noqa: E402
+from sinkpaper.book import findings, labels, scorecard  # noqa: E402
 
 LISTING = Path(__file__).parent / "data" / "claims_listing.json"
 
@@ -106,7 +106,7 @@ def test_a_scale_the_registry_adds_is_drawn_and_one_without_results_is_not(listi
 def test_the_headline_compares_the_claims_own_point_not_the_control(listing):
     e = _entry(listing, "data_random_first")
     res = next(findings.result_at(e, s) for s in paper.SCALES if findings.has_values(findings.result_at(e, s)))
-    label = findings.key_label(e, res)
+    label = labels.key_label(e, res)
     assert not label.startswith("default"), label
     text = findings.headline(e, res)
     assert f"paper {paper.NUMBERS[label].value:.3g}" in text or f"paper {e['paper']['values'][label]:.3g}" in text
@@ -161,13 +161,13 @@ def test_a_rule_set_after_its_runs_is_marked_in_its_cell_only(listing):
 
 
 def test_config_keys_read_as_words_and_stay_in_the_tooltip(listing):
-    assert findings.human_label("lr_x2_steps_x0.5") == "LR \u00d7 2, steps \u00d7 0.5"
-    assert findings.human_label("fixed_pos2: Sink_2") == "fixed token at 2: Sink_2"
-    assert findings.human_label("pos_rope") == "pos_rope"          # no pattern: kept as it is
+    assert labels.human_label("lr_x2_steps_x0.5") == "LR \u00d7 2, steps \u00d7 0.5"
+    assert labels.human_label("fixed_pos2: Sink_2") == "fixed token at 2: Sink_2"
+    assert labels.human_label("pos_rope") == "pos_rope"          # no pattern: kept as it is
     e = _entry(listing, "opt_batch", seeded="real text (CPU)")
     rows = findings.chart_rows(e, ["real text (CPU)"])
     assert {r["key"] for r in rows} == set(e["paper"]["values"])
-    assert {r["label"] for r in rows} == {findings.human_label(k) for k in e["paper"]["values"]}
+    assert {r["label"] for r in rows} == {labels.human_label(k) for k in e["paper"]["values"]}
 
 
 def test_our_models_are_compared_with_the_papers_on_the_same_input(listing):

@@ -58,7 +58,11 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     # the paper's base run packs without a fixed token; ours fixes one: the row says both numbers
     assert rows[1]["paper"] == f"{PAPER['default']} (no fixed token); {paper.paper_text('fixed_pos1')} with one at 1"
     # the curves: the seeds of a point as one mean line and a min-max band, the paper's final number dashed
-    emergence, maps = [o for o in out if isinstance(o, figures.Figure)]   # numbered figures with captions
+    [emergence] = [o for o in out if isinstance(o, figures.Figure)]   # numbered figures with captions
+    # where the sink sits, head by head: folded, one click away
+    [maps_fold] = [o for o in out if isinstance(o, figures.Fold) and o.title.startswith("Where the sink sits")]
+    [maps] = maps_fold.items
+    assert isinstance(maps, figures.Figure)
     chart = emergence.content.to_dict()   # Sink_1 and mean alpha_1 in one frame, one at a time
     band = [v for v in figures.chart_values(chart) if v.get("metric") == "Sink_1 %"]
     assert {v["group"] for v in band} == {"default"} and all(v["n"] == 2 for v in band)

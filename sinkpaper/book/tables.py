@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import paper as registry
 from ..metrics import excess_alpha
-from ..results.curves import first_reaching, transient
+from ..results.curves import first_reaching, raw_curve_rows, transient
 from ..results.numbers import MISSING, fmt_spread
 from ..results.reading import point_of, uniform_floor
 from ..results.sweeps import values_of
@@ -117,6 +117,13 @@ def paper_table(points: Sequence[Any], not_run: Sequence[Any] = ()) -> Table:
     rows = [{"point": p.name, "what changes": p.what, "the paper (%)": p.paper, "in our sweep": "yes"} for p in points]
     rows += [{"point": p.name, "what changes": p.what, "the paper (%)": p.paper, "in our sweep": "no"} for p in not_run]
     return Table(rows)
+
+
+def raw_evals_table(payload: Mapping, label: str) -> Table:
+    """One run's evaluations with raw weights, one row each: tokens, the proxy's Sink*_1 and the raw weights."""
+    return Table([{k: (f"{v:,}" if k == "tokens" else round(v, 4) if k.startswith("proxy") else
+                       float(f"{v:.3g}") if isinstance(v, float) else v)
+                   for k, v in r.items() if k != "run"} for r in raw_curve_rows(payload, label)])
 
 
 def transient_table(runs: Sequence[tuple[str, Mapping]]) -> Table:
