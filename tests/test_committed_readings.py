@@ -201,7 +201,7 @@ def test_a_seed_not_stored_holds_the_text_verdict_back(tmp_path):
 
 
 def test_a_card_leads_with_the_norm_ratio_not_the_sink_it_is_read_under():
-    from sinkpaper.book import findings, labels
+    from sinkpaper.book import labels
 
     e = {"id": "s3_massive_activation", "paper": {"values": {}}}
     res = {"values": {"default: token-1 norm ratio": 6.9, "default: Sink_1": 38.0}}
