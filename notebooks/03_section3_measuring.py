@@ -142,9 +142,10 @@ sources.record({"computed_now": True, "settings measured": len(rows),
                what="Table 1's inputs on each model")
 
 # %% tags=["hide-input"]
-figures.figure(figures.table1_chart(rows),
+table1_fig = figures.Figure(figures.table1_chart(rows),
                f"Sink_1 (ε = {epsilon}) of each model on the inputs of the paper's Table 1 (natural, random, "
                f"repeated), BOS off and on, measured now on {n_samples} samples of {seq_len} tokens each.")
+display(table1_fig)
 display(figures.Fold("The values, per model, input and BOS setting",
                      figures.Table(rows)))
 text_prov = next(s["provenance"] for s in payloads[0]["settings"] if s["inputs"] == "natural")
@@ -184,7 +185,7 @@ charts = [ms.xy_chart([c for c in curve if c["inputs"] == i], "epsilon", "Sink_1
                       x_title="ε", y_title="Sink_1^ε (%)", rule_x=uniform, width=165, height=170,
                       paper=figures.table1_marks(i, metrics.EPSILON)) for i in INPUTS]
 figures.figure(charts[0] | charts[1] | charts[2],
-               "Sink_1 against ε for each input, model and BOS setting, on the samples of the figure before; the "
+               f"Sink_1 against ε for each input, model and BOS setting, on the samples of Figure {table1_fig.number}; the "
                f"vertical line: the uniform α_1 = H_T/T at T = {seq_len}; hollow diamonds: the paper's Table 1 "
                "models at ε = 0.3.")
 at = {0.1, 0.2, 0.3, 0.5, 0.7, 0.9}

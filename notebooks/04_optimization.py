@@ -47,10 +47,10 @@ sources.record(lead.provenance, "the paper's default packing: the CPU runs and t
 # %%
 from IPython.display import Markdown, display
 
-from sinkpaper import mechanism, metrics, paper
-from sinkpaper.book import experiments, figures, parameters, realtext, sources, tables, widgets
-from sinkpaper.results import curves, sweeps
-from sinkpaper.results.numbers import sig, span
+from sinkpaper import mechanism, paper
+from sinkpaper.book import experiments, figures, live_story, parameters, realtext, sources, tables, widgets
+from sinkpaper.results import sweeps
+from sinkpaper.results.numbers import sig
 from sinkpaper.train import open_run
 
 FAMILY = "configs/optimization.yaml"
@@ -110,38 +110,18 @@ live_prov = {**lr_["provenance"], "computed_now": True, "model": "1 layer x 4 he
 mini = sweeps.stored_sweep(MINIATURE, "cpu", points=list(LIVE_POINTS), seeds=tuple(miniature_seeds))
 stored_live_point = mini.by_point().get(live_point, [])
 rows = figures.live_and_stored_rows(live.payload, live_label, stored_live_point)
-display(figures.Fold("The live run's numbers",
-                     figures.Table([{"run": live_label, "steps": lr_["step"], "tokens seen": lr_["tokens_seen"],
-                                     "Sink_1 %": round(lr_["sink_k"]["1"], 1), "alpha_1": round(lr_["alpha_1_mean"], 3),
-                                     "held-out loss": round(lr_["val_loss"], 3),
-                                     "seconds": lr_["provenance"]["wall_seconds"]}])))
-figures.figure(figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
-                        figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")),
-               f"The live run ({live_label}, trained now) beside the stored seeds of its point: Sink_1 (left) and "
-               "held-out loss (right) over training.")
+live_fig = figures.Figure(
+    figures.Columns(figures.band_chart(rows, "Sink_1 %", "Sink_1 (%) over training", y_domain=(0, 100)),
+                    figures.band_chart(rows, "val_loss", "held-out loss over training", y_title="loss")),
+    f"The live run ({live_label}, trained now) beside the stored seeds of its point: Sink_1 (left) and "
+    "held-out loss (right) over training.")
+display(live_fig)
 sources.record(live_prov)
 if stored_live_point:
     sources.record(sweeps.payloads_provenance(stored_live_point, loaded=True))
 
-
-# %% tags=["hide-input"]
-emerge_rows = tables.emergence_table(stored_live_point, [live_point]).rows
-e_live = curves.first_reaching(live.payload["curve"])
-emerge_rows.append({"point": live_point, "seed": f"{live_seed} (live)", "k": 1,
-                    "first step with Sink_k >= 50 %": e_live["step"] if e_live else f"not within {lr_['step']}",
-                    "tokens seen then": e_live["tokens"] if e_live else None,
-                    "final Sink_k %": round(lr_["sink_k"]["1"], 1)})
-display(figures.Fold("When Sink_1 first reached 50 %, per seed", figures.Table(emerge_rows)))
-first = [c for c in live.payload["curve"] if "sink_k" in c][0]
-display(Markdown(
-    f"Measured in the live run: at the first evaluation (step {first['step']}) Sink_1 was "
-    f"{first['sink_k']['1']:.0f} % and the mean α_1 {first['alpha_1_mean']:.3f} (uniform over 64 "
-    f"tokens: {metrics.uniform_alpha(64)[0]:.3f}); at the end (step {lr_['step']}) Sink_1 is "
-    f"{lr_['sink_k']['1']:.0f} % and α_1 {lr_['alpha_1_mean']:.3f}. "
-    + (f"Sink_1 first reached 50 % at step {e_live['step']} ({e_live['tokens']:,} tokens). " if e_live else
-       "Sink_1 never reached 50 % in this run. ")
-    + f"Over the same steps the held-out loss went from {first['val_loss']:.3f} to {lr_['val_loss']:.3f} "
-      f"({lr_['val_loss'] - first['val_loss']:+.3f} nats per token)."))
+display(live_story.numbers_fold(live.payload, live_label, live_point, live_seed, stored_live_point))
+display(Markdown(live_story.run_text(live.payload, live_fig.ref)))
 
 # %% [markdown]
 # α_1 of each head at each evaluation of the live run (move the slider):
@@ -149,48 +129,14 @@ display(Markdown(
 # %% tags=["hide-input"]
 grid_labels, grid_charts = figures.alpha_grid_steps(live.payload["curve"], "live run: alpha_1 per head")
 display(widgets.slider_stack("evaluation", grid_labels, grid_charts, value_index=len(grid_labels) - 1))
-evals = [c for c in live.payload["curve"] if "alpha_1_matrix" in c]
-eps = live.payload["config"]["eval"]["epsilon"]
-turned = {}  # (layer, head) -> first evaluated step with mean alpha_1 above epsilon
-for c in evals:
-    for li, row in enumerate(c["alpha_1_matrix"]):
-        for hi, a in enumerate(row):
-            if a > eps:
-                turned.setdefault((li, hi), c["step"])
-n_heads = sum(len(row) for row in evals[-1]["alpha_1_matrix"])
-display(Markdown(f"First evaluated step at which a head's mean α_1 exceeds ε = {eps:g}: "
-                 + (", ".join(f"head {h} (layer {li}): step {s}" for (li, h), s in sorted(turned.items()))
-                    if turned else "none")
-                 + f" ({len(turned)} of {n_heads} heads)."))
+display(Markdown(live_story.heads_turned_text(live.payload)))
 
 
-# %% tags=["hide-input"]
 # the same recipe on real text: the stored point `text_corpus` trains the miniature's recipe (same model, LR, weight
 # decay, fixed BOS and tokens) on the offline text corpus (BPE, 8192 tokens), one seed
 text = sweeps.stored_sweep(MINIATURE, "cpu", points=["text_corpus"], seeds=(0,))
 if text.payloads:
-    tp = text.payloads[0]
-    text_rows = curves.curve_rows(tp, "text_corpus, seed 0")
-    tr = tp["result"]
-    earlier = [r["Sink_1 %"] for r in text_rows[:-1]]
-    synthetic = figures.book_mean(mini.payloads, "recipe", "alpha_1")
-    display(figures.Fold(
-        f"The same recipe on real text (text_corpus, seed 0): Sink_1 {tr['sink_k']['1']:.1f} % after "
-        f"{tr['tokens_seen']:,} tokens",
-        figures.Figure(figures.row(figures.curve_chart(text_rows, "Sink_1 %", "recipe on real text: Sink_1 (%)"),
-                                   figures.curve_chart(text_rows, "alpha_1", "recipe on real text: mean alpha_1",
-                                                       y_title="alpha_1")),
-                       "The miniature's recipe trained on the real-text corpus (text_corpus, seed 0, stored): Sink_1 "
-                       "and mean α_1 over training."),
-        tables.points_table(text.payloads, ["text_corpus"], held_out=True), Markdown(
-        f"On real text the recipe ends, after {tr['step']} steps ({tr['tokens_seen']:,} tokens), at Sink_1 "
-        f"{tr['sink_k']['1']:.1f} % and mean α_1 {tr['alpha_1_mean']:.3f} (uniform: "
-        f"{metrics.uniform_alpha(64)[0]:.3f}; the synthetic recipe, mean of its stored seeds: "
-        f"{sig(synthetic)}). "
-        f"Mean α_1 went from {text_rows[0]['alpha_1']:.3f} at step {text_rows[0]['step']} to {tr['alpha_1_mean']:.3f}; "
-        f"Sink_1 was at most {max(earlier, default=float('nan')):.1f} % at the earlier evaluations. Held-out loss "
-        f"{tr['val_loss']:.2f} nats per token. Stored wall time: {tr['provenance'].get('wall_seconds', float('nan')) / 60:.0f} "
-        f"min ({tr['provenance'].get('hardware', 'CPU')}; the machine may have been shared).")))
+    display(live_story.text_corpus_fold(text.payloads[0], figures.book_mean(mini.payloads, "recipe", "alpha_1")))
     sources.record(sweeps.payloads_provenance(text.payloads, loaded=True))
 else:
     sources.missing(text)
@@ -205,15 +151,16 @@ LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
 CHANGES = {"recipe": "LR 2e-2 x 1500 steps", "lr_x0.3": "LR 6e-3 x 1500", "lr_x3": "LR 6e-2 x 1500",
            "lr_x0.5_steps_x2": "LR 1e-2 x 3000 (same LR x steps)"}
 display(figures.Fold("Every point over its seeds", tables.points_table(mini.payloads, LR_ORDER, changes=CHANGES)))
-figures.figure(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"),
-               figures.sweep_caption(mini.payloads, LR_ORDER))
+lr_fig = figures.Figure(figures.sweep_chart(mini.payloads, LR_ORDER, title="miniature: Sink_1 by learning rate and steps"),
+                        figures.sweep_caption(mini.payloads, LR_ORDER))
+display(lr_fig)
 sources.record(sweeps.payloads_provenance(mini.payloads, loaded=True))
 if mini.missing:
     sources.missing(mini)
 m_sink = {p: figures.book_mean(mini.payloads, p) for p in LR_ORDER}
 m_alpha = {p: figures.book_mean(mini.payloads, p, "alpha_1") for p in LR_ORDER}
 display(Markdown(
-    f"Measured: LR × 0.3 → Sink_1 {sig(m_sink['lr_x0.3'])} % (α_1 {sig(m_alpha['lr_x0.3'])}), "
+    f"Measured ({lr_fig.ref}): LR × 0.3 → Sink_1 {sig(m_sink['lr_x0.3'])} % (α_1 {sig(m_alpha['lr_x0.3'])}), "
     f"the recipe → {sig(m_sink['recipe'])} % (α_1 {sig(m_alpha['recipe'])}), LR × 3 → "
     f"{sig(m_sink['lr_x3'])} % (α_1 {sig(m_alpha['lr_x3'])}). Half the LR for twice the steps "
     f"→ {sig(m_sink['lr_x0.5_steps_x2'])} % (α_1 {sig(m_alpha['lr_x0.5_steps_x2'])})"
@@ -241,45 +188,9 @@ n_trigger_queries = int((held[:, 1:] < n_trig).sum())
 sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.shape[1],
                 "trigger queries": f"{n_trigger_queries} of {n_queries}"})
 
-copy = max(mech, key=lambda r: r["to previous token from trigger queries"])
-park = [r["to BOS from other queries"] for r in mech]
-prev_t = [r["to previous token from trigger queries"] for r in mech]
-prev_o = [r["to previous token from other queries"] for r in mech]
-vn = [r["BOS value norm / others'"] for r in mech]
-bos_t, bos_o = copy["to BOS from trigger queries"], copy["to BOS from other queries"]
-display(Markdown(
-    f"What the numbers show. From ordinary queries the heads put {span(park)} of their attention on BOS "
-    f"(a uniform head: {metrics.uniform_alpha(64)[0]:.2f} on average). From trigger queries they put "
-    f"{span(prev_t)} on the previous token (the one to copy), against {span(prev_o)} from ordinary "
-    f"queries. Head {copy['head']} copies most: {copy['to previous token from trigger queries']:.2f} on the "
-    f"previous token after a trigger; its attention to BOS is {bos_o:.2f} from ordinary queries and {bos_t:.2f} "
-    f"from trigger queries{': it leaves the sink when it has something to copy' if bos_t < bos_o - 0.1 else ''}. "
-    f"BOS's value vector has "
-    f"{span(vn)} times the mean norm of the other tokens' values"
-    + (", so the attention parked on it adds little to the output." if max(vn) < 0.25 else
-       ": not small (yet), so parking on BOS still moves the output.")
-    + ("" if min(park) > eps else " Not every head parks on BOS in this run (see the table): the sink has not "
-       "fully formed after these steps.")))
-
-
-# %% tags=["hide-input"]
-i = mechanism.pick_sequence(held, n_trig)
-cells = mechanism.trigger_cells(held[i], n_trig)
-amap = mechanism.head_map(model, held[i], 0, copy["head"])
-at_cells = [float(amap[t, j]) for t, j in cells]
-ordinary = [t for t in range(1, amap.shape[0]) if (t, t - 1) not in cells]
-display(figures.Fold(
-    f"Head {copy['head']}'s map on one held-out sequence",
-    figures.Figure(figures.attention_map_chart(amap, cells, f"live model, layer 0, head {copy['head']}: held-out "
-                                                            f"sequence {i}"),
-                   f"The attention map of the live model's layer 0, head {copy['head']} on held-out sequence {i} "
-                   "(rows: queries, columns: keys); red squares: where a copy head must look, from each trigger "
-                   "query to the token before the trigger."),
-    Markdown(
-    f"On this sequence ({len(cells)} trigger queries): at the trigger queries the head puts "
-    f"{', '.join(f'{a:.2f}' for a in at_cells)} on the token to copy and "
-    f"{', '.join(f'{float(amap[t, 0]):.2f}' for t, _ in cells)} on BOS; at the other {len(ordinary)} queries it "
-    f"puts on average {sum(float(amap[t, 0]) for t in ordinary) / len(ordinary):.2f} on BOS.")))
+copy = live_story.copy_head(mech)
+display(Markdown(live_story.mechanism_text(mech, live.payload["config"]["eval"]["epsilon"])))
+display(live_story.map_fold(model, held, n_trig, copy["head"]))
 
 # %% [markdown]
 # ````{dropdown} Paper vs this run: how these claims are read

@@ -38,9 +38,9 @@ display(sink_against_loss_figure({p: ("configs/architecture.yaml", p) for p in C
 # Section 7.1 of the paper changes one part of its 60M model at a time (positional embedding, norm placement, FFN,
 # heads) and finds a sink with every one: the sink is not a product of RoPE, pre-norm or SwiGLU. Here each change
 # is a real-text point of `configs/architecture.yaml` (read from the results store; the miniature has no
-# architecture points). The figure above shows, for each change that reads "no sink" at 2,500 steps, whether its
-# runs reached the loss at which the base's own sink formed: a change whose runs stop short reads *not yet*, not a
-# refutation; its 10,000-step runs (`configs/budget.yaml`) decide.
+# architecture points). <a class="spx-figref" href="#fig-7-1">Figure 7.1</a> shows, for each change that reads
+# "no sink" at 2,500 steps, whether its runs reached the loss at which the base's own sink formed: a change whose
+# runs stop short reads *not yet*, not a refutation; its 10,000-step runs (`configs/budget.yaml`) decide.
 
 # %%
 from IPython.display import display

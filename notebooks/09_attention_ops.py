@@ -167,11 +167,12 @@ raw = figures.seed_rows([p for p in mini.payloads if reading.point_of(p) in PROX
 if lr_.get("proxy"):
     raw += [{**r, "point": live_label, "seed": live_seed} for r in curves.raw_curve_rows(live.payload, live_label)]
 if raw:
-    figures.figure(figures.raw_weight_bands(raw, "Miniature"),
-               "Miniature, the proxy points: the raw attention weights over training, the stored seeds as a band "
-               "and the live run as its own line; dashed: the paper's Sink*.")
+    raw_fig = figures.Figure(figures.raw_weight_bands(raw, "Miniature"),
+                             "Miniature, the proxy points: the raw attention weights over training, the stored seeds "
+                             "as a band and the live run as its own line; dashed: the paper's Sink*.")
+    display(raw_fig)
     label, longest = max(proxy_runs, key=lambda lp: len(curves.raw_curve_rows(lp[1])))  # the live run if full
-    display(Markdown("Read in words, for one run: " + (prose.transient_text(longest, label) or "")))
+    display(Markdown(f"{raw_fig.ref}, read in words for one run: " + (prose.transient_text(longest, label) or "")))
     live_evals = None
     if lr_.get("proxy"):
         live_evals = tables.raw_evals_table(live.payload, live_label)

@@ -86,9 +86,9 @@ display(Markdown(f"A uniform causal head scores {uniform_induction_score(64, 32)
                  "threshold of 0.3."))
 
 # %% [markdown]
-# ## Reading the first figure
+# ## Reading the onsets
 #
-# One row per seed, one mark per quantity at the step it formed; a faint mark is one that formed and was below
+# <a class="spx-figref" href="#fig-14-1">Figure 14.1</a>: one row per seed, one mark per quantity at the step it formed; a faint mark is one that formed and was below
 # its threshold again at the run's end (it did not last: a sink that flickered during a loss spike, or the early
 # previous-token heads), a hollow mark at the run's end is a quantity that never formed there, a run named "did
 # not learn" is drawn but counted by no verdict, the grey tick is the run's last step, and the shaded band the steps at which the paper's

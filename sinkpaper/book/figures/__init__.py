@@ -19,7 +19,8 @@ from __future__ import annotations
 from .core import (  # noqa: F401
     WIDTH, HEIGHT, _num, heatmap, lines_by_layer, qk_heatmaps, PAGE_WIDTH, LEGEND_WIDTH, row, no_data_chart,
     curve_chart, long_rows, STORED_SEEDS, alpha_grid_steps, attention_map_chart, benchmark_items, show_benchmark,
-    chart_html, start_chapter, Figure, figure, Columns, Fold, folded, VARIANT_PALETTE, _variant_index, variant_colors,
+    chart_html, start_chapter, Figure, figure, fig_ref, Columns, Fold, folded, VARIANT_PALETTE, _variant_index,
+    variant_colors,
 )
 from .html_tables import (  # noqa: F401
     provenance_line, COLUMNS, Table, ComparisonTable, paper_vs_ours,

@@ -365,14 +365,25 @@ class Figure:
     def anchor(self) -> str:
         return "fig-" + self.number.replace(".", "-")
 
+    @property
+    def ref(self) -> str:
+        """How text cites it: "Figure 4.2", linked to the figure (HTML, so Markdown and MyST keep it as it is)."""
+        return fig_ref(self.number)
+
     def _repr_html_(self) -> str:
         return (f'<figure class="spx-figure" id="{self.anchor}">{_html_of(self.content)}'
                 f'<figcaption><span class="spx-fignum">Figure {self.number}.</span> '
                 f'{html.escape(self.caption)}</figcaption></figure>')
 
 
+def fig_ref(number: str) -> str:
+    """A citation of figure ``number`` ("7.1") that links to it; the site tests check that it lands on a figure."""
+    return f'<a class="spx-figref" href="#fig-{number.replace(".", "-")}">Figure {number}</a>'
+
+
 def figure(content: Any, caption: str) -> None:
-    """Display ``content`` as the chapter's next numbered :class:`Figure` with ``caption``."""
+    """Display ``content`` as the chapter's next numbered :class:`Figure` with ``caption`` (text that cites it
+    builds the :class:`Figure` and displays it, to read its ``ref``)."""
     display(Figure(content, caption))
 
 
