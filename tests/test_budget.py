@@ -140,8 +140,8 @@ def test_ripeness_is_read_at_the_window_start(store):
 
 def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     pytest.importorskip("altair")
+    from sinkpaper.book import figures
     from sinkpaper.book.figures import budget as fig
-    from sinkpaper.book.figures.specs import chart_values   # noqa: F401  (the charts' reader exists)
 
     data = budget.sink_against_loss({"pos_nope": ("configs/architecture.yaml", "pos_nope"),
                                      "pos_relative": ("configs/architecture.yaml", "pos_relative")},
@@ -154,11 +154,13 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
                                            "pos_relative": ("configs/architecture.yaml", "pos_relative")},
                                           ("configs/optimization.yaml", "default"), "2 layers", store=str(store))
     assert f"{data['onset'].loss:.3f}" in figure.caption and "Not stored yet: pos_relative." in figure.caption
-    spec = figure.content.to_dict()
-    kinds = {v["kind"] for v in spec["data"]["values"]}
-    assert kinds == {"eval", "band", "paper"}
-    assert max(v["loss"] for v in spec["data"]["values"] if v["kind"] == "eval") <= \
-        max(data["onset"].per_seed.values()) + fig.ZOOM
+    [panel] = figure.content.charts        # one panel per change stored: pos_nope's
+    band, line, ends, level = panel.to_dict()["layer"]
+    evals = line["data"]["values"]
+    assert {v["change"] for v in evals} == {"pos_nope"} and ends["data"] == line["data"]
+    assert max(v["loss"] for v in evals) <= max(data["onset"].per_seed.values()) + fig.ZOOM
+    assert band["mark"]["type"] == "rect" and band["data"]["values"][0]["hi"] == max(data["onset"].per_seed.values())
+    assert figures.draws_the_paper(panel.to_dict()) and level["mark"]["type"] == "rule"
 
 
 def test_a_shorter_run_is_the_prefix_of_a_longer_one_bit_for_bit(tmp_path):

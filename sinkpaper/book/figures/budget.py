@@ -8,52 +8,59 @@ from typing import Mapping
 
 import altair as alt
 
-from .core import no_data_chart
+from .core import Columns, no_data_chart
 
 ZOOM = 0.3   # nats above the base's onset losses shown: the runs' approach to the loss at which the sink forms
 
 
-def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = None, columns: int = 3,
-                            width: int = 170, height: int = 130) -> alt.Chart:
+def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = None, per_row: int = 3,
+                            height: int = 130) -> "Columns | alt.Chart":
     """One small panel per change (``data`` from :func:`sinkpaper.paper.budget.sink_against_loss`): Sink_1 against
     the smoothed held-out loss, the axis reversed so that training runs left to right; base seeds grey, the
     change's seeds coloured, a dot where each run stopped, the base's onset losses (one per seed) as a band, the
-    paper's Sink_1 for the change dashed."""
+    paper's Sink_1 for the change dashed. The panels share their axes and sit ``per_row`` to a row, each as wide as
+    its share of the page (one to a row on a phone: :class:`.core.Columns`)."""
     rows = list(data["rows"])
     if not rows:
         return no_data_chart("Sink_1 against held-out loss", "no stored run of these changes", 320, height)
     onset = data["onset"]
     losses = [v for v in (onset.per_seed or {}).values() if v is not None]
-    band = ([{"change": c, "lo": min(losses), "hi": max(losses)} for c in dict.fromkeys(r["change"] for r in rows)]
-            if losses else [])
-    levels = [{"change": c, "paper": v} for c, v in (paper or {}).items() if c in {r["change"] for r in rows}]
+    changes = list(dict.fromkeys(r["change"] for r in rows))
     # the stretch of training where the sink forms: from ZOOM nats above the base's onset losses to the lowest loss
     # any run reached (the early, fast fall from the unigram level says nothing about the sink)
     if losses:
         rows = [r for r in rows if r["loss"] <= max(losses) + ZOOM]
     domain = [max(r["loss"] for r in rows), min(r["loss"] for r in rows)] if rows else None
-    values = ([{**r, "kind": "eval"} for r in rows] + [{**b, "kind": "band"} for b in band]
-              + [{**v, "kind": "paper"} for v in levels])
     x = alt.X("loss:Q", title="held-out loss, falling \u2192",
               scale=alt.Scale(domain=domain, zero=False, nice=False))
     y = alt.Y("sink_1:Q", title="Sink_1 %", scale=alt.Scale(domain=[0, 100]))
     color = alt.Color("role:N", scale=alt.Scale(domain=["base", "change"], range=["#bab0ac", "#e45756"]),
-                      legend=alt.Legend(orient="bottom", title=None))
+                      legend=None)   # the caption names the colours: a legend per panel would repeat it
     tip = [alt.Tooltip("run:N"), alt.Tooltip("step:Q", format=","), alt.Tooltip("loss:Q", format=".3f"),
            alt.Tooltip("sink_1:Q", format=".1f", title="Sink_1 %")]
-    evals = alt.Chart().transform_filter(alt.datum.kind == "eval")
-    layers = [alt.Chart().transform_filter(alt.datum.kind == "band").mark_rect(opacity=0.15, color="#0969da").encode(
-                  x="lo:Q", x2="hi:Q", tooltip=[alt.Tooltip("lo:Q", format=".3f", title="base onset loss, lowest seed"),
-                                                alt.Tooltip("hi:Q", format=".3f", title="highest seed")]),
-              evals.mark_line(strokeWidth=1.2).encode(x=x, y=y, color=color, detail="run:N", order="step:Q",
-                                                       tooltip=tip),
-              evals.transform_filter(alt.datum.last).mark_point(filled=True, size=30).encode(
-                  x=x, y=y, color=color, tooltip=tip),
-              alt.Chart().transform_filter(alt.datum.kind == "paper").mark_rule(strokeDash=[4, 3], color="#333")
-              .encode(y="paper:Q", tooltip=[alt.Tooltip("paper:Q", format=".2f", title="the paper's Sink_1 %")])]
-    return alt.layer(*layers, data=alt.Data(values=values)).properties(width=width, height=height).facet(
-        facet=alt.Facet("change:N", title=None, sort=list(dict.fromkeys(r["change"] for r in rows))), columns=columns
-    )
+
+    def panel(change: str) -> alt.Chart:
+        # each layer its own data (no shared table filtered by kind): a chart reader sees each mark's own rows
+        evals = alt.Chart(alt.Data(values=[r for r in rows if r["change"] == change]))
+        layers = [evals.mark_line(strokeWidth=1.2).encode(x=x, y=y, color=color, detail="run:N", order="step:Q",
+                                                          tooltip=tip),
+                  evals.transform_filter(alt.datum.last).mark_point(filled=True, size=30).encode(
+                      x=x, y=y, color=color, tooltip=tip)]
+        if losses:
+            layers.insert(0, alt.Chart(alt.Data(values=[{"lo": min(losses), "hi": max(losses)}]))
+                          .mark_rect(opacity=0.15, color="#0969da")
+                          .encode(x="lo:Q", x2="hi:Q",
+                                  tooltip=[alt.Tooltip("lo:Q", format=".3f", title="base onset loss, lowest seed"),
+                                           alt.Tooltip("hi:Q", format=".3f", title="highest seed")]))
+        if paper and change in paper:
+            layers.append(alt.Chart(alt.Data(values=[{"who": "paper", "paper": paper[change]}]))
+                          .mark_rule(strokeDash=[4, 3], color="#333")
+                          .encode(y="paper:Q", tooltip=[alt.Tooltip("paper:Q", format=".2f",
+                                                                    title="the paper's Sink_1 %")]))
+        return alt.layer(*layers).properties(width="container", height=height,
+                                             title=alt.TitleParams(change, fontSize=11))
+
+    return Columns(*(panel(c) for c in changes), per_row=per_row)
 
 
 def sink_against_loss_figure(changes: Mapping[str, tuple[str, str]], base: tuple[str, str], scale: str,
