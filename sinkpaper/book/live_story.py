@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..metrics import uniform_alpha_1
-from ..results.curves import first_reaching
-from ..results.numbers import span
-from .figures import Fold, Table
-from .tables import emergence_table
+from ..results.curves import curve_rows, first_reaching
+from ..results.numbers import sig, span
+from .figures import Figure, Fold, Table, attention_map_chart, curve_chart, row
+from .tables import emergence_table, points_table
 
 UNIFORM_64 = uniform_alpha_1(64)   # the miniature's sequences: 64 tokens after BOS
 
@@ -102,11 +102,6 @@ def text_corpus_fold(tp: Mapping, synthetic_alpha: float | None) -> Fold:
     its stored seeds, for comparison."""
     from IPython.display import Markdown
 
-    from ..results.curves import curve_rows
-    from ..results.numbers import sig
-    from .figures import Figure, curve_chart, row
-    from .tables import points_table
-
     rows = curve_rows(tp, "text_corpus, seed 0")
     r, prov = tp["result"], tp["result"].get("provenance", {})
     earlier = [x["Sink_1 %"] for x in rows[:-1]]
@@ -132,8 +127,7 @@ def map_fold(model, held, n_trig: int, head: int) -> Fold:
     """``head``'s attention map (layer 0) on one held-out sequence with triggers, and what it puts where."""
     from IPython.display import Markdown
 
-    from .. import mechanism
-    from .figures import Figure, attention_map_chart
+    from .. import mechanism   # torch: only where a model is read
 
     i = mechanism.pick_sequence(held, n_trig)
     cells = mechanism.trigger_cells(held[i], n_trig)
