@@ -13,18 +13,21 @@ def add_parsers(sub) -> None:
     """`store`, `report` and `claims`: the results store, the blocks quoted from it, the paper's claims."""
     r = sub.add_parser("store", help="the results store: list stale runs or runs that did not learn, rename runs "
                                      "to the current key scheme, or replace runs by reruns that reproduce them")
-    r.add_argument("action", choices=["stale", "migrate", "untrained", "replace", "recheck", "keep", "restore"],
+    r.add_argument("action", choices=["stale", "migrate", "untrained", "replace", "recheck", "keep", "park", "restore"],
                    help="stale: list stored runs whose key is not the one their config has today (rerun them); "
                         "migrate: rename every run to its key under the definitions it ran with (compressed); "
                         "untrained: list the runs that did not learn, which no verdict counts; replace: replace "
                         "each stored run that a rerun in --rerun reproduces (every stored value the same, timings "
                         "aside), so it gains what the evaluation records today; recheck: the runs that trained the "
                         "reference softmax in bf16, per point: retrained, judged by their seed-0 rerun in "
-                        "results/recheck (sinkpaper.train.recheck), or waiting for it; keep: copy the latest "
+                        "results/recheck (sinkpaper.train.recheck), or waiting for it; keep: pack the latest "
                         "checkpoint of every unfinished run under --runs into results/inflight (the end of a "
-                        "sitting); restore: copy them back into --runs (the start of the next)")
+                        "sitting); park: keep, then commit the kept copies to git and take them off the tracked "
+                        "tree in a second commit (the machine does not outlive the sitting); restore: read them "
+                        "back (from git where results/inflight is empty) into --runs (the start of the next; a "
+                        "sweep does it for each run it trains)")
     r.add_argument("--runs", default="runs", help="with keep / restore: the runs folder (default runs)")
-    r.add_argument("--only", metavar="GLOB", help="with keep: only the runs whose path under --runs matches")
+    r.add_argument("--only", metavar="GLOB", help="with keep / park: only the runs whose path under --runs matches")
     r.add_argument("--store", default=None, help="results store (default results/store)")
     r.add_argument("--rerun", metavar="DIR", help="with replace: the store folder the reruns were written to "
                                                   "(train --store DIR)")
@@ -51,11 +54,16 @@ def add_parsers(sub) -> None:
 def run_store(a) -> int:
     from .train import store as S
     root = a.store or S.DEFAULT_STORE
-    if a.action in ("keep", "restore"):
+    if a.action in ("keep", "park", "restore"):
         from .train import inflight
-        done = (inflight.keep(a.runs, store=root, only=a.only) if a.action == "keep"
-                else inflight.restore(a.runs, store=root))
-        print(f"{len(done)} run(s) {'kept in' if a.action == 'keep' else 'restored from'} {inflight.INFLIGHT}")
+        if a.action == "restore":
+            done = inflight.restore(a.runs, store=root)
+            print(f"{len(done)} run(s) restored from {inflight.INFLIGHT}")
+            return 0
+        done = inflight.keep(a.runs, store=root, only=a.only)
+        print(f"{len(done)} run(s) kept in {inflight.INFLIGHT}")
+        if a.action == "park":
+            inflight.park()
         return 0
     if a.action == "untrained":
         from .results.reading import training_failure

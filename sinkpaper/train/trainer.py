@@ -287,8 +287,8 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
                                   fused=True)   # one kernel for all of AdamW, on the CPU too
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     ckpt = latest_checkpoint(out) if resume else None
-    step, tokens, wall, cpu, routes = (_restore(ckpt, model, optimizer, scheduler, device) if ckpt is not None
-                                       else (0, 0, 0.0, 0.0, []))
+    step, tokens, wall, cpu, routes, compact = (_restore(ckpt, model, optimizer, scheduler, device)
+                                                if ckpt is not None else (0, 0, 0.0, 0.0, [], None))
     lost = _lost_sitting(store, cfg, step) if rank == 0 else None   # an earlier sitting got further, its checkpoint gone
     # past the step it starts from (0 without a checkpoint: an attempt cut off before its first one) the log's
     # lines are written again
@@ -299,8 +299,9 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, resume: bool = False, progre
     route = _unwrap(model).training_route(cfg.data.context, device, dtype, compiled)   # for the provenance
     # every route the run trained under, from the step it started at (a run resumed on another machine or code)
     here = {**route, "code": provenance.code_version(), "from_step": step,
-            **({"earlier_sitting_reached": lost} if lost else {})}
-    if not routes or {k: v for k, v in routes[-1].items() if k != "from_step"} != {
+            **({"earlier_sitting_reached": lost} if lost else {}),
+            **({"resumed_from_packed": compact} if compact else {})}   # its moments rounded (sinkpaper.train.compact)
+    if compact or not routes or {k: v for k, v in routes[-1].items() if k != "from_step"} != {
             k: v for k, v in here.items() if k != "from_step"}:
         routes = [*routes, here]
     if world > 1:
@@ -539,9 +540,10 @@ def _processes(cfg: TrainConfig) -> tuple[torch.device, int, int]:
     return device, rank, world
 
 
-def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float, float | None, list]:
+def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int, float, float | None, list, dict | None]:
     """Load a checkpoint into the model, optimizer, scheduler and the random state; (step, tokens, wall seconds,
-    CPU seconds or None where the checkpoint kept none, the routes it trained under: [] where it kept none)."""
+    CPU seconds or None where the checkpoint kept none, the routes it trained under: [] where it kept none, what
+    was rounded where it was unpacked from a packed copy: None otherwise)."""
     _unwrap(model).load_state_dict(checkpoint_weights(ckpt, device), strict=False)
     st = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
     optimizer.load_state_dict(st["optimizer"])
@@ -549,7 +551,8 @@ def _restore(ckpt: Path, model, optimizer, scheduler, device) -> tuple[int, int,
     torch.set_rng_state(st["rng_torch"])
     if st.get("rng_cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(st["rng_cuda"])
-    return st["step"], st["tokens"], st["wall_seconds"], st.get("cpu_seconds"), list(st.get("routes") or [])
+    return (st["step"], st["tokens"], st["wall_seconds"], st.get("cpu_seconds"), list(st.get("routes") or []),
+            st.get("compact"))
 
 
 def _progress_bar(cfg: TrainConfig, step: int):
