@@ -203,6 +203,35 @@ def test_a_rerun_replaces_a_stored_run_only_if_it_reproduces_every_stored_value(
     assert got["name"] == cfg.name and "stored_as" not in got                # the name it was stored under
 
 
+def test_a_curve_is_stored_at_the_precision_it_was_computed_in_and_a_rerun_at_full_precision_still_reproduces_it(
+        tmp_path):
+    """Every float of a stored curve reads back as the very fp32 value the trainer computed (the float64 digits
+    beyond it are noise), integers and names untouched; the file is smaller; a stored run kept at full precision
+    is reproduced by its rerun stored at fp32 precision, and a real difference (one fp32 step) is still one."""
+    import numpy as np
+    cfg = build(TINY)
+    rng = np.random.default_rng(0)
+    computed = [float(np.float32(v)) for v in rng.random(400)]                 # fp32 numbers, as float64 reprs
+    curve = [{"step": i, "tokens": 2**40 + i, "loss": 6.0 + computed[i], "sink_k": {"1": 100 * computed[i + 100]},
+              "alpha_1_matrix": [[computed[i + 200], computed[i + 300]]], "route": "SDPA", "spike": None,
+              "huge": 1e300} for i in range(100)]
+    path = S.write_result(tmp_path / "a", cfg, {"val_loss": 1.0 / 3.0}, curve=curve)
+    got = S.read_entry(path)
+    for a, b in zip(curve, got["curve"]):
+        assert b["step"] == a["step"] and b["tokens"] == a["tokens"] and b["route"] == "SDPA" and b["spike"] is None
+        assert np.float32(b["loss"]) == np.float32(a["loss"]) and np.float32(b["sink_k"]["1"]) == np.float32(
+            a["sink_k"]["1"])
+        assert np.float32(b["alpha_1_matrix"][0][1]) == np.float32(a["alpha_1_matrix"][0][1])
+        assert b["huge"] == 1e300                                                 # outside fp32: kept as it was
+    assert len(repr(got["curve"][5]["alpha_1_matrix"][0][0])) <= 12 < len(repr(curve[5]["alpha_1_matrix"][0][0]))
+    assert got["result"]["val_loss"] == 1.0 / 3.0                                # the result is kept whole
+    full = {**got, "curve": curve}                                                # stored before, at full precision
+    assert S.rerun_difference(full, got) is None
+    off = [dict(r) for r in got["curve"]]
+    off[7]["loss"] = float(np.nextafter(np.float32(off[7]["loss"]), np.float32(9)))
+    assert "curve[step 7].loss" in S.rerun_difference(full, {**got, "curve": off})
+
+
 def test_migrate_refuses_two_files_of_one_config_with_different_results(tmp_path):
     (path, payload), = _committed()[:1]
     a = dict(payload, hash="a" * 16)

@@ -14,6 +14,10 @@ written under an older key scheme (`python -m sinkpaper store migrate` renames i
 listed by `stale_results` / `python -m sinkpaper store stale`, and never returned as current by the readers
 (`read_result`, `list_results`). `get` is the one lookup of a config's run: found, stale or missing.
 
+The curve keeps each number at the precision the trainer computes it in, fp32: the shortest decimal that reads
+back as the same fp32 value (`at_fp32`), not the ten further digits of noise a float64 repr carries. A run with the
+circuits' per-head evaluations costs ~40 kB instead of ~66 kB; every reading is the same number.
+
 A stored run gains what the evaluation records today (a measurement added after it ran) only through a rerun
 that reproduces it: `replace_with_reruns` checks that every value the stored run holds is the rerun's, timings
 aside, before it replaces the file (on the CPU, one thread, a rerun of the same config is bit for bit the same).
@@ -23,8 +27,11 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ..files import atomic_open
 from .config import identity, identity_hash
@@ -49,6 +56,18 @@ def read_entry(path: str | Path) -> dict:
     path = Path(path)
     raw = path.read_bytes()
     return json.loads(gzip.decompress(raw) if path.name.endswith(SUFFIX) else raw)
+
+
+def at_fp32(x):
+    """``x`` with every float (in lists and mappings too) as the shortest decimal that reads back as the same fp32
+    value; ints, strings, bools and None as they are, and a float outside fp32's range unchanged."""
+    if isinstance(x, float):
+        return float(str(np.float32(x))) if math.isfinite(x) and abs(x) < 3.0e38 else x
+    if isinstance(x, list):
+        return [at_fp32(v) for v in x]
+    if isinstance(x, dict):
+        return {k: at_fp32(v) for k, v in x.items()}
+    return x
 
 
 def write_entry(path: str | Path, payload: dict) -> Path:
@@ -112,7 +131,7 @@ def write_partial(store: str | Path, cfg, curve: list[dict], progress: dict) -> 
     path = partial_path(store, cfg.hash())
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_entry(path, {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": cfg.to_dict(),
-                              "unfinished": True, "progress": progress, "curve": curve})
+                              "unfinished": True, "progress": progress, "curve": at_fp32(curve)})
 
 
 def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None = None) -> Path:
@@ -126,7 +145,7 @@ def write_result(store: str | Path, cfg, result: dict, curve: list[dict] | None 
         if stored_identity(old) != cfg.identity():
             raise ValueError(f"{path} holds a different config with the same hash; refusing to overwrite it")
     payload = {"hash": cfg.hash(), "name": cfg.name, "profile": cfg.profile, "config": config,
-               "revisions": cfg.revisions(), "result": result, "curve": curve or []}
+               "revisions": cfg.revisions(), "result": result, "curve": at_fp32(curve or [])}
     write_entry(path, payload)
     if legacy.exists():
         legacy.unlink()       # the same run, now compressed
@@ -157,6 +176,8 @@ def _first_difference(old, new, where: str) -> str | None:
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return next((d for i, (a, b) in enumerate(zip(old, new)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
                     None)
+    if isinstance(old, float) and isinstance(new, float):   # a curve is stored at fp32 precision (at_fp32)
+        return None if at_fp32(old) == at_fp32(new) else f"{where}: {old!r} stored, {new!r} in the rerun"
     return None if old == new else f"{where}: {old!r} stored, {new!r} in the rerun"
 
 
