@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("altair")
 
 from sinkpaper import paper  # noqa: E402
-from sinkpaper.book import findings, labels, scorecard  # noqa: E402
+from sinkpaper.book import families, findings, labels, scorecard  # noqa: E402
 
 LISTING = Path(__file__).parent / "data" / "claims_listing.json"
 
@@ -310,3 +310,52 @@ def test_a_cards_key_sits_under_the_charts_it_explains_and_only_where_a_row_drew
     waiting["paper"]["values"], waiting["results"] = {}, {}    # nothing to draw: no number of the paper's, none of ours
     undrawn = findings.FindingCard("04_optimization", entries=[waiting])._repr_html_()
     assert 'class="spx-plot"' not in undrawn and 'class="spx-key"' not in undrawn
+
+
+def test_a_family_of_claims_is_one_row_with_one_chart_of_all_their_points_and_each_claims_own_verdict():
+    """Claims that share their reference point (Claim.chart_with) are one row: each claim keeps its id, its text
+    and its chips; one chart draws every label of both, the shared one once, each value as the claim's own."""
+    def entry(cid, verdict, seeds):
+        e = paper.entry(paper.claim(cid), records={})
+        e["results"]["real text (CPU)"] = {"status": "found", "verdict": verdict, "why": "test", "seeds": [0, 1],
+                                           "seed_values": seeds, "measurement": "store test", "note": "",
+                                           "values": {k: sum(v) / len(v) for k, v in seeds.items()}}
+        return e
+
+    ffn = entry("arch_ffn", paper.AGREES, {"ffn_relu": [40.0, 44.0], "ffn_swiglu": [30.0, 36.0]})
+    more = entry("arch_ffn_swish_reglu", paper.NOT_YET, {"ffn_swish": [0.0, 1.0], "ffn_swiglu": [30.0, 36.0]})
+    heads = entry("arch_heads", paper.AGREES, {"heads_1": [20.0, 22.0]})
+    assert more["chart_with"] == "arch_ffn" and ffn["chart_with"] is None
+    # the follower joins its lead wherever it stands; a claim whose lead is not on the page stands alone
+    assert [[e["id"] for e in g] for g in families.families([more, heads, ffn])] == [
+        ["arch_ffn", "arch_ffn_swish_reglu"], ["arch_heads"]]
+    assert [[e["id"] for e in g] for g in families.families([more, heads])] == [["arch_ffn_swish_reglu"],
+                                                                                  ["arch_heads"]]
+    union = families.joined([ffn, more])
+    res = union["results"]["real text (CPU)"]
+    assert res["seed_values"] == {"ffn_relu": [40.0, 44.0], "ffn_swiglu": [30.0, 36.0], "ffn_swish": [0.0, 1.0]}
+    assert set(union["paper"]["values"]) == set(ffn["paper"]["values"]) | set(more["paper"]["values"])
+    rows = findings.chart_rows(union, ["real text (CPU)"])
+    assert sum(r["key"] == "ffn_swiglu" and r["kind"] == "seed" for r in rows) == 2       # the shared label once
+    assert {(r["key"], r["value"]) for r in rows if r["kind"] == "paper"} == {
+        (k, v) for k, v in union["paper"]["values"].items()}
+    card = findings.FindingCard("07_architecture", entries=[ffn, more, heads])._repr_html_()
+    row = card[card.index('class="spx-finding spx-family"'):card.index('id="finding-arch_heads"')]
+    assert row.count('class="spx-plot"') == 1 and row.count('class="spx-claim"') == 2
+    assert 'id="finding-arch_ffn"' in row and 'id="finding-arch_ffn_swish_reglu"' in row
+    assert ">agrees<" in row and ">not yet<" in row
+    assert card.count('class="spx-plot"') == 2                          # the family's chart and arch_heads' own
+    # a member without a verdict stays under the fold, alone: its points are not on the lead's chart
+    more["results"]["real text (CPU)"]["verdict"] = paper.NO_RESULT
+    card = findings.FindingCard("07_architecture", entries=[ffn, more, heads])._repr_html_()
+    fold = card.index('<details class="spx-fold spx-undecided">')
+    assert 'spx-family' not in card.replace(".spx-family", "") and card.index('id="finding-arch_ffn_swish_reglu"') > fold
+
+
+def test_every_claim_a_family_names_is_a_claim_of_its_own_page():
+    by_id = {c.id: c for c in paper.CLAIMS}
+    named = [c for c in paper.CLAIMS if c.chart_with]
+    assert named, "no family of claims: the cards draw a chart per claim again"
+    for c in named:
+        assert c.chart_with in by_id, f"{c.id}: chart_with={c.chart_with!r} is no claim"
+        assert by_id[c.chart_with].chapter == c.chapter and not by_id[c.chart_with].chart_with, c.id

@@ -19,7 +19,7 @@ from sinkpaper.train import store as S
 
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = {"id", "section", "chapter", "claim", "kind", "paper", "rule", "no_effect_means", "bos", "bos_why",
-          "results", "rule_check", "note"}
+          "results", "rule_check", "note", "chart_with"}
 
 
 @pytest.fixture(scope="module")

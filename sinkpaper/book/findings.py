@@ -10,7 +10,8 @@ paper values are empty is drawn without a paper mark and says "the paper gives n
   :data:`sinkpaper.paper.SCALES`, whatever they are);
 * :func:`chip` / :func:`reason`: the verdict as a coloured chip with one line saying why, for every verdict word;
 * :func:`headline`: the one number to compare in a cell, "paper X / ours Y" (the claim's own point, named);
-* :class:`FindingCard`: a chapter's claims, one row each (claim, chips, chart) under a one-sentence summary.
+* :class:`FindingCard`: a chapter's claims, one row each (claim, chips, chart) under a one-sentence summary; a
+  family of claims read on one chart (:mod:`.families`) shares one row.
 
 The scorecard (:mod:`.scorecard`) draws every claim with the same chips.
 """
@@ -31,6 +32,7 @@ from ..paper.rules import Contrast
 from ..results.numbers import sig
 from ..train.store import DEFAULT_STORE
 from . import sources
+from .families import families, joined
 from .figures import chart_html, start_chapter
 from .labels import _is_percent, _metric, _point, _value, human_label, key_label, paper_counterpart
 
@@ -379,6 +381,7 @@ CSS = """
 .spx-finding .spx-plot{min-width:0;width:100%}
 .spx-finding .spx-plot .vega-embed{width:100%}
 .spx-nochart{font-size:.85em;color:#57606a;font-style:italic}
+.spx-family .spx-member+.spx-member{margin-top:.45em;padding-top:.35em;border-top:1px dashed #d0d7de}
 .spx-finding.spx-waiting{grid-template-columns:minmax(0,1fr);padding:.3em 0}
 .spx-waiting .spx-claim{margin-bottom:0}
 .spx-waiting .spx-verdict{margin:0}
@@ -428,15 +431,16 @@ def pending_line(e: Mapping, scales: Sequence[str]) -> str:
             f'{" ".join(parts)}</div>')
 
 
-def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
-    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
+def _row(e: Mapping, scales: Sequence[str] | None, chart=True) -> tuple[str, str, object, bool]:
+    """A claim's row, in parts: its claim and source, its chips (one per scale it is run at), its chart (None
+    when ``chart`` is False or there is nothing to draw) and whether it is still waiting for its runs."""
     shown = [s for s in (scales or registry.SCALES) if s in shown_scales(e)]
-    chart = claim_chart(e, shown, row_px=CARD_ROW_PX, legend=False)
+    plot = claim_chart(e, shown, row_px=CARD_ROW_PX, legend=False) if chart else None
     decided = any(result_at(e, s).get("verdict") in DECIDED for s in shown)
     # a claim still waiting for its runs, or with nothing to set beside ours (no paper number) and no verdict yet:
     # one compact row, so the first screen keeps room for what is measured
     waiting = e.get("kind") != "check" and (
-        (chart is None and not any(has_values(result_at(e, s)) for s in shown))
+        (plot is None and not any(has_values(result_at(e, s)) for s in shown))
         or (not e["paper"]["values"] and not decided))
     # a scale with no result yet (not stored, too few seeds, its chapter not run) takes no chip of its own: one line
     # names them all, so a claim run at many scales keeps its row short; each one's reason is in the tooltip
@@ -451,6 +455,12 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">'
              f'{_e(_cut(e["claim"], WAITING_CHARS if waiting else CLAIM_CHARS))}</div>'
              f'<div class="spx-src">{_e(e["paper"]["source"])}{no_number}</div>')
+    return claim, chips, plot, waiting
+
+
+def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
+    """One claim of a finding card: the claim and its source, one chip per scale it is run at, and its chart."""
+    claim, chips, chart, waiting = _row(e, scales)
     if waiting:
         return (f'<div class="spx-finding spx-waiting" id="finding-{_e(e["id"])}"><div>{claim}'
                 f'<div class="spx-chips">{chips}</div></div></div>')
@@ -458,6 +468,19 @@ def card_row(e: Mapping, scales: Sequence[str] | None = None) -> str:
     plot = chart_html(chart) if chart is not None else f'<div class="spx-nochart">nothing to draw: {why_none}</div>'
     return (f'<div class="spx-finding" id="finding-{_e(e["id"])}"><div>{claim}{chips}</div>'
             f'<div class="spx-plot">{plot}</div></div>')
+
+
+def card_family(group: Sequence[Mapping], scales: Sequence[str] | None = None) -> str:
+    """A family of claims (:mod:`.families`) as one row: each claim with its own chips, one chart of all their
+    points; a family with nothing to draw, or a claim alone, is its claims' own rows."""
+    shown = [s for s in (scales or registry.SCALES) if any(s in shown_scales(e) for e in group)]
+    chart = claim_chart(joined(group), shown, row_px=CARD_ROW_PX, legend=False) if len(group) > 1 else None
+    if chart is None:
+        return "".join(card_row(e, scales) for e in group)
+    members = "".join(f'<div class="spx-member" id="finding-{_e(e["id"])}">{claim}{chips}</div>'
+                      for e in group for claim, chips, _, _ in [_row(e, scales, chart=False)])
+    return (f'<div class="spx-finding spx-family">'
+            f'<div>{members}</div><div class="spx-plot">{chart_html(chart)}</div></div>')
 
 
 def card_key(entries: Sequence[Mapping]) -> str:
@@ -497,12 +520,14 @@ class FindingCard:
         lead, rest = [e for e in shown if has_verdict(e)], [e for e in shown if not has_verdict(e)]
         if not lead:
             lead, rest = shown, []
-        rows = "".join(card_row(e, order) for e in lead)
+        # a family of claims read on one chart (:mod:`.families`) is one row on each side of the fold: a member
+        # without a verdict stays folded, its points off the lead's chart
+        rows = "".join(card_family(g, order) for g in families(lead))
         if rest:
             rows += (f'<details class="spx-fold spx-undecided"><summary>{len(rest)} more claim'
                      f'{"s" if len(rest) > 1 else ""} without a verdict here yet (not run, waiting for runs, or '
                      f'not comparable)</summary><div class="spx-fold-body">'
-                     + "".join(card_row(e, order) for e in rest) + "</div></details>")
+                     + "".join(card_family(g, order) for g in families(rest)) + "</div></details>")
         # the key of the rows' charts under them, where a row drew one: the first screen keeps its room for a finding
         key = card_key(self.entries) if 'class="spx-plot"' in rows else ""
         return (f'<div class="spx-findings"><style>{CSS}</style><div class="spx-sum">{_e(summary(self.entries))}'

@@ -76,6 +76,7 @@ class Claim:
     figure: Mapping[str, float] = field(default_factory=dict)   # see below
     kind: str = "reproduction"                  # or "check" (of the propositions: no reproduction)
     note: str = ""
+    chart_with: str = ""                        # the claim whose chart this one's points join (one family, one chart)
 
     # ``figure``: for a claim the paper shows only in a figure or text, the shape it describes, written as
     # values ONLY to check that the rule reads that shape as "agrees". Not numbers the paper reports; never

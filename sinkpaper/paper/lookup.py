@@ -549,7 +549,7 @@ def entry(c: Claim, records: Mapping | None = None, store: str = DEFAULT_STORE) 
             "no_effect_means": c.rule.null_sentence if c.rule else None,
             "bos": c.bos, "bos_why": c.bos_why or None,
             "results": {s: result(c, s, records, store) for s in SCALES},
-            "rule_check": rule_check(c), "note": c.note}
+            "rule_check": rule_check(c), "note": c.note, "chart_with": c.chart_with or None}
 
 
 def listing(directory: str | os.PathLike | None = None, store: str = DEFAULT_STORE) -> list[dict]:
