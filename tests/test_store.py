@@ -230,6 +230,10 @@ def test_a_curve_is_stored_at_the_precision_it_was_computed_in_and_a_rerun_at_fu
     off = [dict(r) for r in got["curve"]]
     off[7]["loss"] = float(np.nextafter(np.float32(off[7]["loss"]), np.float32(9)))
     assert "curve[step 7].loss" in S.rerun_difference(full, {**got, "curve": off})
+    # a run stored before, at full precision, is rewritten at fp32 precision by migrate, the rest of it as it was
+    S.write_entry(path, full)
+    assert S.read_entry(path)["curve"] == curve
+    assert S.migrate(tmp_path / "a") == [] and S.read_entry(path) == got
 
 
 def test_migrate_refuses_two_files_of_one_config_with_different_results(tmp_path):

@@ -351,7 +351,7 @@ def list_results(store: str | Path, name_prefix: str = "") -> list[dict]:
 
 def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
     """Rename every stored run to its key under the definitions it ran with (and record those revisions in it),
-    compressed (a plain `.json` entry is rewritten as `<key>.json.gz`).
+    compressed (a plain `.json` entry is rewritten as `<key>.json.gz`), its curve at fp32 precision (`at_fp32`).
 
     Runs stored before revisions were recorded ran under first definitions. No run is deleted: a run whose
     definition changed since gets a key today's configs do not produce, so it stays on disk, stale (only an
@@ -385,7 +385,8 @@ def migrate(store: str | Path = DEFAULT_STORE) -> list[tuple[str, str]]:
             raise ValueError(f"{target} exists and holds another run; cannot rename {p.name} to it")
     renamed = []
     for p, payload, key in plan:
-        updated = {**payload, "hash": key, "revisions": recorded_revisions(payload)}
+        updated = {**payload, "hash": key, "revisions": recorded_revisions(payload),
+                   **({"curve": at_fp32(payload["curve"])} if "curve" in payload else {})}
         order = ["hash", "name", "profile", "config", "revisions"]  # the layout write_result uses
         updated = {k: updated[k] for k in order if k in updated} | {k: v for k, v in updated.items() if k not in order}
         target = p.with_name(f"{key}{SUFFIX}")
