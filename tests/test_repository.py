@@ -10,8 +10,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DEVICE_CALL_LIMIT = 64 * 2**20   # what the device tool sends to a lent GPU machine per call: the whole checkout
-# the tracked tree stays this far under it: 6 MiB of room, about 100 more runs with the circuits' evaluations (~60 KB
-# each); the store outgrows a lent GPU's call before long, so the next step is a device call that leaves it behind
+# the tracked tree stays this far under it: 6 MiB of room for the store and what a call carries; a run with the
+# circuits' evaluations costs ~40 KB at fp32 precision (sinkpaper.train.store.at_fp32). Checkpoints a sitting keeps
+# for the next live in git history, off the tree (sinkpaper.train.inflight.park)
 TREE_BUDGET = 58 * 2**20
 # the first or last line of a conflict git leaves: 7 of < or > and a label ("<<<<<<< HEAD", ">>>>>>> branch");
 # "=======" alone is also a setext heading's underline, so it is not looked for
