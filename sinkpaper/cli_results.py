@@ -27,7 +27,9 @@ def add_parsers(sub) -> None:
                         "back (from git where results/inflight is empty) into --runs (the start of the next; a "
                         "sweep does it for each run it trains)")
     r.add_argument("--runs", default="runs", help="with keep / restore: the runs folder (default runs)")
-    r.add_argument("--only", metavar="GLOB", help="with keep / park: only the runs whose path under --runs matches")
+    r.add_argument("--only", metavar="GLOB", action="append", help="with keep / park: only the runs whose path under "
+                   "--runs matches (repeat for several, e.g. --only 'default_cpu/*' --only 'text/*'; a chapter's live "
+                   "runs under runs/book are throwaway)")
     r.add_argument("--store", default=None, help="results store (default results/store)")
     r.add_argument("--rerun", metavar="DIR", help="with replace: the store folder the reruns were written to "
                                                   "(train --store DIR)")

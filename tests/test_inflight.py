@@ -79,6 +79,9 @@ def test_keep_only_the_runs_asked_for(tmp_path):
     _run(runs, "text/point/seed-0-b", config_hash="b")
     assert inflight.keep(runs, kept, store, say=lambda _: None, only="default_cpu/*") == [
         kept / "default_cpu/point/seed-0-a"]
+    _run(runs, "book/04/miniature/recipe-seed0-c/pid1", config_hash="c")   # a chapter's throwaway live run
+    assert inflight.keep(runs, kept, store, say=lambda _: None, only=["default_cpu/*", "text/*"]) == [
+        kept / "text/point/seed-0-b"]                                     # default_cpu's copy is there already
 
 
 def test_a_sweep_restores_the_kept_copy_of_the_run_it_is_about_to_train(tmp_path):

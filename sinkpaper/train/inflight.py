@@ -81,12 +81,13 @@ def _finished(run: Path, store: Path) -> bool:
 
 
 def keep(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str | Path = S.DEFAULT_STORE,
-         say=print, only: str | None = None) -> list[Path]:
+         say=print, only: str | list[str] | None = None) -> list[Path]:
     """Copy the latest checkpoint of every unfinished run under ``runs`` (``only``: those whose path under it
-    matches this glob, e.g. "default_cpu/*") into ``inflight``; drop finished ones."""
+    matches this glob, or one of these globs, e.g. "default_cpu/*") into ``inflight``; drop finished ones."""
     runs, inflight, kept = Path(runs), Path(inflight), []
+    globs = [only] if isinstance(only, str) else list(only or [])
     for run in _run_dirs(runs):
-        if only and not fnmatch.fnmatch(str(run.relative_to(runs)), only):
+        if globs and not any(fnmatch.fnmatch(str(run.relative_to(runs)), g) for g in globs):
             continue
         ckpt = latest_checkpoint(run)
         target = inflight / run.relative_to(runs)
