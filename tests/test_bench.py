@@ -91,6 +91,26 @@ def test_a_cpu_benchmark_under_load_says_so():
     assert quiet_machine(torch.device("cuda"), [9.0], cpus=2)["quiet"] is True
 
 
+def test_a_benchmark_is_quiet_by_what_others_used_during_it_not_by_the_minute_before():
+    """Workers paused just before a run leave a load average above the cores for a minute; the CPU time other
+    processes used during the run (every core's busy time from /proc/stat less this process's) is what decides."""
+    import torch
+
+    from sinkpaper.train.bench import OTHERS_QUIET, cpu_clock, others_busy, quiet_machine
+    cpu = torch.device("cpu")
+    # 100 s of wall clock; the machine busy for 103 core-seconds, of which 100 this process's: others used 0.03 cores
+    before, after = (0.0, 5000.0, 40.0), (100.0, 5103.0, 140.0)
+    assert others_busy(before, after) == 0.03
+    calm = quiet_machine(cpu, [2.77, 1.1], cpus=1, others=others_busy(before, after))
+    assert calm == {"quiet": True, "why": f"other processes kept 0.03 cores busy on average during the run (<= "
+                                          f"{OTHERS_QUIET})"}
+    shared = quiet_machine(cpu, [0.5, 0.5], cpus=1, others=others_busy(before, (100.0, 5190.0, 140.0)))
+    assert shared["quiet"] is False and shared["why"].startswith("other processes kept 0.90 cores busy")
+    assert others_busy(None, after) is None and others_busy(after, after) is None
+    reading = cpu_clock()
+    assert reading is not None and len(reading) == 3 and all(isinstance(x, float) for x in reading)
+
+
 def test_the_cli_offers_every_section_of_the_benchmark():
     """The CLI writes the sections out (importing sinkpaper.fused before the device is chosen would fix whether the
     kernels interpret); they are the benchmark's own."""

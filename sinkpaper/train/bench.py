@@ -219,7 +219,7 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     T, micro = cfg.data.context, cfg.optim.batch_size // cfg.optim.grad_accum
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (micro, T + 1), generator=g).to(dev)
-    load_before = os.getloadavg()
+    load_before, clock = os.getloadavg(), cpu_clock()
     bf16_ok, bf16_why = accel.bf16_support(dev)
     skipped = []
     if dev.type == "cuda":      # the config's dtype, eager and compiled
@@ -290,7 +290,7 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
         result["ratio_profile_dtype_vs_transformers"] = at_profile[0]["tokens_per_s"] / at_profile[1]["tokens_per_s"]
     # the route of the fastest row (the attention route depends on the dtype and on compiling)
     result["route"] = ours[0].model.training_route(T, dev, rows[best_i]["dtype"], rows[best_i]["compiled"])
-    result["quiet"] = quiet_machine(dev, [load_before[0], os.getloadavg()[0]])
+    result["quiet"] = quiet_machine(dev, [load_before[0], os.getloadavg()[0]], others=others_busy(clock, cpu_clock()))
     if json_path:
         atomic_write_text(json_path, json.dumps(result, indent=1))
     return result
@@ -314,13 +314,44 @@ def finish_cpu_script(result: dict, load_before: float, steps: int, script: str,
     return result
 
 
-def quiet_machine(dev, loads: list[float], cpus: int | None = None) -> dict:
-    """Whether a CPU benchmark ran on a quiet machine: the 1-minute load average at its start and end at most the
-    number of cores (above it, other work shared the cores and every ratio is a reading under load). A GPU's
+OTHERS_QUIET = 0.25   # cores other processes may keep busy, on average over a benchmark, for it to count as quiet
+
+
+def cpu_clock() -> tuple[float, float, float] | None:
+    """(a monotonic wall clock, every core's busy seconds from /proc/stat, this process's and its waited children's
+    CPU seconds); None without /proc/stat. Two readings around a benchmark give how many cores other processes kept
+    busy meanwhile (:func:`others_busy`): unlike the load average, no minute of what came before is in it."""
+    try:
+        with open("/proc/stat") as f:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    except (OSError, ValueError):
+        return None
+    t = os.times()
+    return (time.monotonic(), (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK"),
+            t.user + t.system + t.children_user + t.children_system)
+
+
+def others_busy(before, after) -> float | None:
+    """Cores other processes kept busy on average between two :func:`cpu_clock` readings (None where either is)."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    return max(0.0, ((after[1] - before[1]) - (after[2] - before[2])) / (after[0] - before[0]))
+
+
+def quiet_machine(dev, loads: list[float], cpus: int | None = None, others: float | None = None) -> dict:
+    """Whether a CPU benchmark ran on a quiet machine. With ``others`` (:func:`others_busy` over the run): other
+    processes kept at most :data:`OTHERS_QUIET` cores busy on average. Without it: the 1-minute load average at its
+    start and end at most the number of cores, which still carries the minute before a run (workers paused just
+    before it read as load). Not quiet: other work shared the cores and every ratio is a reading under load. A GPU's
     timings do not depend on the host's load in the same way: always quiet there, said so."""
     cpus = cpus or os.cpu_count() or 1
     if dev.type == "cuda":
         return {"quiet": True, "why": "GPU timings"}
+    if others is not None:
+        ok = others <= OTHERS_QUIET
+        return {"quiet": ok, "why": f"other processes kept {others:.2f} cores busy on average during the run "
+                                    f"({'<=' if ok else '>'} {OTHERS_QUIET})"
+                + ("" if ok else ": other work shared the cores; the ratios are readings under load")}
     worst = max(loads)
     return {"quiet": worst <= cpus,
             "why": f"load average {worst:.2f} {'<=' if worst <= cpus else '>'} {cpus} cores"

@@ -199,7 +199,8 @@ def run_step_profile(steps: int = 3, warmup: int = 2, json_path: str | None = No
     accel.set_threads(1)
     dev = torch.device("cpu")
     bf16_ok, bf16_why = accel.bf16_support(dev)
-    load_before = os.getloadavg()[0]
+    from .bench import cpu_clock, others_busy, quiet_machine
+    load_before, clock = os.getloadavg()[0], cpu_clock()
     rows, skipped = [], [] if bf16_ok else [f"bf16: {bf16_why}"]
     for config, point, profile, label in cases:
         for dtype in ("fp32", "bf16") if bf16_ok else ("fp32",):
@@ -209,9 +210,9 @@ def run_step_profile(steps: int = 3, warmup: int = 2, json_path: str | None = No
                 r["label"] = label
                 r["onednn"] = onednn_kernels(config, point, dtype, compiled, profile)
                 rows.append(r)
-    from .bench import quiet_machine
+    quiet = quiet_machine(dev, [load_before, os.getloadavg()[0]], cpus=1, others=others_busy(clock, cpu_clock()))
     result = {"benchmark": "step profile", "cpu_model": accel.cpu_model(), "threads": 1, "cases": rows,
-              "skipped": skipped, "quiet": quiet_machine(dev, [load_before, os.getloadavg()[0]], cpus=1),
+              "skipped": skipped, "quiet": quiet,
               "provenance": provenance.stamp(dev, steps=steps, warmup=warmup, threads=1, cpus=os.cpu_count(),
                                              cpu_model=accel.cpu_model(), source_of_numbers="computed now",
                                              command=argv or ["bench", "profile"])}
