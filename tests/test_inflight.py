@@ -141,18 +141,10 @@ def test_a_run_resumed_from_a_packed_checkpoint_follows_the_run_that_never_stopp
     from sinkpaper.train import build
     from sinkpaper.train.compact import pack, unpack
     from sinkpaper.train.trainer import read_log, train
-    from test_train import TINY
+    from test_train import TINY, train_until
     cfg = build(TINY, "cpu", {})
     full = train(cfg, tmp_path / "full", progress=False)
-
-    class Stop(Exception):
-        pass
-
-    def stop_at_13(step, _model):
-        if step == 13:
-            raise Stop()
-    with pytest.raises(Stop):
-        train(cfg, tmp_path / "cut", progress=False, on_step=stop_at_13)
+    train_until(cfg, tmp_path / "cut", 13)
     ckpts = tmp_path / "cut" / "checkpoints"
     ckpt = latest_checkpoint(tmp_path / "cut")
     assert ckpt.name == "step-00000012"

@@ -211,6 +211,19 @@ def test_open_run_gives_back_the_config_model_and_heldout_inputs_of_a_trained_ru
         open_run(bad).model()
 
 
+class Cut(Exception):
+    """What :func:`train_until` raises from inside the loop: a run stopped as a killed process would be."""
+
+
+def train_until(cfg, out, step: int, **kw) -> None:
+    """Train ``cfg`` into ``out`` and stop it just after step ``step`` (the checkpoints written before it stay)."""
+    def cut(at, _model):
+        if at == step:
+            raise Cut()
+    with pytest.raises(Cut):
+        train(cfg, out, progress=False, on_step=cut, **kw)
+
+
 def _params(run_dir):
     from safetensors.torch import load_file
     return load_file(str(latest_checkpoint(Path(run_dir)) / "model.safetensors"))
@@ -223,16 +236,8 @@ def test_a_run_that_outlives_a_sitting_keeps_its_partial_curve_and_its_routes(tm
     from sinkpaper.train.store import partial_path, read_entry
     cfg = build(TINY, "cpu", {"run.partial": True})
     assert cfg.hash() == build(TINY, "cpu").hash()          # bookkeeping: the same run
-
-    class Crash(Exception):
-        pass
-
-    def crash_at_14(step, _model):
-        if step == 14:
-            raise Crash()
     store = tmp_path / "store"
-    with pytest.raises(Crash):
-        train(cfg, tmp_path / "run", progress=False, store=store, on_step=crash_at_14)
+    train_until(cfg, tmp_path / "run", 14, store=store)
     part = read_entry(partial_path(store, cfg.hash()))
     assert part["unfinished"] and part["progress"]["step"] == 12 and max(r["step"] for r in part["curve"]) == 12
     assert part["progress"]["projected_seconds_left"] > 0
@@ -252,15 +257,7 @@ def test_a_run_that_outlives_a_sitting_keeps_its_partial_curve_and_its_routes(tm
 def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_path, monkeypatch):
     cfg = build(TINY, "cpu", {"data.random_span": [2, 3]})
     full = train(cfg, tmp_path / "full", progress=False)
-
-    class Crash(Exception):
-        pass
-
-    def crash_at_14(step, _model):
-        if step == 14:
-            raise Crash()
-    with pytest.raises(Crash):
-        train(cfg, tmp_path / "cut", progress=False, on_step=crash_at_14)
+    train_until(cfg, tmp_path / "cut", 14)
     assert latest_checkpoint(tmp_path / "cut").name == "step-00000012"
 
     # a crash while writing the step-18 checkpoint leaves step 12 as the last good one
@@ -302,8 +299,7 @@ def test_resume_is_bit_identical_and_survives_a_crash_during_a_checkpoint(tmp_pa
     assert pv["eval_cpu_share"] == pytest.approx(sum(cpu_took) / pv["cpu_seconds"], abs=1e-4 + 0.005 / pv["cpu_seconds"])
 
     # cut off before its first checkpoint: the rerun starts from step 0 and its log holds each step once
-    with pytest.raises(Crash):
-        train(cfg, tmp_path / "early", progress=False, on_step=lambda step, _m: step == 4 and (_ for _ in ()).throw(Crash()))
+    train_until(cfg, tmp_path / "early", 4)
     assert latest_checkpoint(tmp_path / "early") is None and read_log(tmp_path / "early" / "log.jsonl")
     train(cfg, tmp_path / "early", resume=True, progress=False)
     assert [r["step"] for r in read_log(tmp_path / "early" / "log.jsonl")] == log_steps
