@@ -31,9 +31,7 @@ ROUNDED = {"moments": "bf16", "weights": "fp32 (exact)"}   # what `unpack` recor
 
 def _planes(t: torch.Tensor) -> bytes:
     """The tensor's bytes, byte 0 of every value first, then byte 1, ... (little-endian)."""
-    a = t.detach().contiguous().cpu().view(torch.uint8).numpy() if t.dtype == torch.bfloat16 else \
-        t.detach().contiguous().cpu().numpy().view(np.uint8)
-    return a.reshape(-1, t.element_size()).T.tobytes()
+    return t.detach().contiguous().cpu().view(torch.uint8).numpy().reshape(-1, t.element_size()).T.tobytes()
 
 
 def _from_planes(buf: bytes, dtype: str, shape: list[int]) -> torch.Tensor:

@@ -76,6 +76,13 @@ def _kept_step(kept: Path) -> int:
     return -1 if path is None else _step(path.parent)
 
 
+def _copy_run_files(src: Path, dst: Path) -> None:
+    """A run's config and log (what travels with its checkpoint), where it has them."""
+    for name in ("config.json", "log.jsonl"):
+        if (src / name).exists():
+            shutil.copy2(src / name, dst / name)
+
+
 def _finished(run: Path, store: Path) -> bool:
     return S.result_path(store, json.loads((run / "config.json").read_text())["hash"]).exists()
 
@@ -99,9 +106,7 @@ def keep(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str 
         if ckpt is None or _kept_step(target) >= _step(ckpt):
             continue
         def fill(tmp: Path, run=run, ckpt=ckpt) -> None:
-            for name in ("config.json", "log.jsonl"):
-                if (run / name).exists():
-                    shutil.copy2(run / name, tmp / name)
+            _copy_run_files(run, tmp)
             (tmp / "checkpoints" / ckpt.name).mkdir(parents=True)
             pack(ckpt, tmp / "checkpoints" / ckpt.name / PACKED)
             (tmp / "checkpoints" / "latest").write_text(ckpt.name)
@@ -117,22 +122,20 @@ def keep(runs: str | Path = "runs", inflight: str | Path = INFLIGHT, store: str 
 
 def _restore_into(target: Path, kept: Path, say, say_when_behind: bool = True) -> bool:
     """Put the kept copy ``kept`` of a run at ``target`` when it is further along than any checkpoint there."""
-    packed = _kept(kept)
+    packed, step = _kept(kept), _kept_step(kept)
     here = latest_checkpoint(target) if target.exists() else None
-    if _kept_step(kept) <= _step(here):
+    if step <= _step(here):
         if here is not None and say_when_behind:
-            say(f"{target} is at step {_step(here):,} already (kept: {_kept_step(kept):,})")
+            say(f"{target} is at step {_step(here):,} already (kept: {step:,})")
         return False
 
     def fill(tmp: Path) -> None:
-        for name in ("config.json", "log.jsonl"):
-            if (kept / name).exists():
-                shutil.copy2(kept / name, tmp / name)
+        _copy_run_files(kept, tmp)
         (tmp / "checkpoints").mkdir()
         unpack(packed, tmp / "checkpoints" / packed.parent.name)
         (tmp / "checkpoints" / "latest").write_text(packed.parent.name)
     _replace_dir(target, fill)
-    say(f"restored {target} at step {_kept_step(kept):,} from the checkpoint an earlier sitting kept ({kept}; "
+    say(f"restored {target} at step {step:,} from the checkpoint an earlier sitting kept ({kept}; "
         "AdamW's moments were rounded to bf16)")
     return True
 
