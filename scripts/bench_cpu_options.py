@@ -10,7 +10,6 @@ half its fp32 rate). The JSON says whether the machine was quiet.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 
@@ -19,7 +18,7 @@ import torch
 from sinkpaper.models import SinkModel
 from sinkpaper.models import model as M
 from sinkpaper.train import accel
-from sinkpaper.train.bench import bench_config, finish_cpu_script
+from sinkpaper.train.bench import bench_config, finish_cpu_script, quiet_watch
 
 OPTIONS = {"trainer's setting": {}, "fused projections": {}, "cpp_wrapper": {"cpp_wrapper": True},
            "max_autotune": {"max_autotune": True}}
@@ -93,13 +92,13 @@ def main() -> None:
     a = ap.parse_args()
     accel.set_threads(1)
     torch._dynamo.config.recompile_limit = 16
-    load_before = os.getloadavg()[0]
+    watch = quiet_watch()
     cfg = bench_config("configs/optimization.yaml", "text")
     result = {"benchmark": "cpu-options", "steps": step_rows(a.steps),
               "gemm": gemm_rows(cfg.optim.batch_size * cfg.data.context, int(cfg.model["d_model"]),
                                 int(cfg.model.get("vocab_size", 8192))),
               "adopted": {"FUSED_PROJECTIONS": M.FUSED_PROJECTIONS, "inductor options": "defaults"}}
-    finish_cpu_script(result, load_before, a.steps, "scripts/bench_cpu_options.py", a.json)
+    finish_cpu_script(result, watch, a.steps, "scripts/bench_cpu_options.py", a.json)
 
 if __name__ == "__main__":
     main()

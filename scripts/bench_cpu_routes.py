@@ -11,7 +11,6 @@ rows timed in turn; the JSON says whether the machine was quiet.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 
@@ -23,7 +22,7 @@ from sinkpaper.attention.masks import visible_mask
 from sinkpaper.models import SinkModel
 from sinkpaper.models import model as M
 from sinkpaper.train import accel
-from sinkpaper.train.bench import bench_config, finish_cpu_script
+from sinkpaper.train.bench import bench_config, finish_cpu_script, quiet_watch
 
 
 def attention_rows(reps: int) -> list[dict]:
@@ -153,11 +152,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=15)
     a = ap.parse_args()
     accel.set_threads(1)
-    load_before = os.getloadavg()[0]
+    watch = quiet_watch()
     result = {"benchmark": "cpu-routes", "profile_steps": profile_step_rows(a.steps),
               "attention": attention_rows(a.steps), "loss_chunks": loss_chunk_rows(a.steps),
               "chosen": {"CPU_REFERENCE_MAX_T": M.CPU_REFERENCE_MAX_T, "CPU_LOSS_CHUNK_BYTES": M.CPU_LOSS_CHUNK_BYTES}}
-    finish_cpu_script(result, load_before, a.steps, "scripts/bench_cpu_routes.py", a.json)
+    finish_cpu_script(result, watch, a.steps, "scripts/bench_cpu_routes.py", a.json)
 
 if __name__ == "__main__":
     main()

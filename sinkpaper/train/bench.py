@@ -219,7 +219,7 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
     T, micro = cfg.data.context, cfg.optim.batch_size // cfg.optim.grad_accum
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (micro, T + 1), generator=g).to(dev)
-    load_before, clock = os.getloadavg(), cpu_clock()
+    watch = quiet_watch()
     bf16_ok, bf16_why = accel.bf16_support(dev)
     skipped = []
     if dev.type == "cuda":      # the config's dtype, eager and compiled
@@ -280,7 +280,6 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
         "ratio_best_vs_transformers": pair[0]["tokens_per_s"] / pair[1]["tokens_per_s"],
         "skipped": skipped,
         "provenance": provenance.stamp(dev, steps=steps, warmup=warmup, threads=torch.get_num_threads(),
-                                       load_average_1min=[round(load_before[0], 2), round(os.getloadavg()[0], 2)],
                                        cpus=os.cpu_count(), cpu_model=accel.cpu_model(), source_of_numbers="computed now",
                                        command=argv if argv is not None else ["bench", "training", "--profile", profile]),
     }
@@ -290,23 +289,22 @@ def run_training_bench(config: str = "configs/optimization.yaml", profile: str =
         result["ratio_profile_dtype_vs_transformers"] = at_profile[0]["tokens_per_s"] / at_profile[1]["tokens_per_s"]
     # the route of the fastest row (the attention route depends on the dtype and on compiling)
     result["route"] = ours[0].model.training_route(T, dev, rows[best_i]["dtype"], rows[best_i]["compiled"])
-    result["quiet"] = quiet_machine(dev, [load_before[0], os.getloadavg()[0]], others=others_busy(clock, cpu_clock()))
+    result["quiet"], result["provenance"]["load_average_1min"] = quiet_verdict(dev, watch)
     if json_path:
         atomic_write_text(json_path, json.dumps(result, indent=1))
     return result
 
 
-def finish_cpu_script(result: dict, load_before: float, steps: int, script: str, json_path: str | None) -> dict:
-    """The end of a one-thread CPU measurement script (scripts/bench_cpu_*.py): whether the machine was quiet from
-    ``load_before`` to now, the provenance, the quiet line printed, and ``result`` written atomically to
-    ``json_path`` when given."""
+def finish_cpu_script(result: dict, watch: tuple, steps: int, script: str, json_path: str | None) -> dict:
+    """The end of a one-thread CPU measurement script (scripts/bench_cpu_*.py): whether the machine was quiet since
+    ``watch`` began (:func:`quiet_watch`), the provenance, the quiet line printed, and ``result`` written atomically
+    to ``json_path`` when given."""
     from .. import provenance
     from ..files import atomic_write_text
     cpu = torch.device("cpu")
-    loads = [load_before, os.getloadavg()[0]]
-    result["quiet"] = quiet_machine(cpu, loads)
+    result["quiet"], loads = quiet_verdict(cpu, watch, cpus=1)
     result["provenance"] = provenance.stamp(cpu, threads=1, steps=steps, cpu_model=accel.cpu_model(),
-                                            load_average_1min=[round(x, 2) for x in loads], cpus=os.cpu_count(),
+                                            load_average_1min=loads, cpus=os.cpu_count(),
                                             source_of_numbers="computed now", command=["python", script])
     print(result["quiet"]["why"])
     if json_path:
@@ -336,6 +334,20 @@ def others_busy(before, after) -> float | None:
     if before is None or after is None or after[0] <= before[0]:
         return None
     return max(0.0, ((after[1] - before[1]) - (after[2] - before[2])) / (after[0] - before[0]))
+
+
+def quiet_watch() -> tuple:
+    """What :func:`quiet_verdict` needs from a benchmark's start: the 1-minute load average and a :func:`cpu_clock`
+    reading."""
+    return os.getloadavg()[0], cpu_clock()
+
+
+def quiet_verdict(dev, watch: tuple, cpus: int | None = None) -> tuple[dict, list[float]]:
+    """Whether the machine stayed quiet since ``watch`` (:func:`quiet_machine`, by other processes' CPU time where
+    /proc/stat is readable), and the load averages at the start and now, rounded, for the provenance."""
+    loads = [watch[0], os.getloadavg()[0]]
+    return (quiet_machine(dev, loads, cpus=cpus, others=others_busy(watch[1], cpu_clock())),
+            [round(x, 2) for x in loads])
 
 
 def quiet_machine(dev, loads: list[float], cpus: int | None = None, others: float | None = None) -> dict:

@@ -199,8 +199,8 @@ def run_step_profile(steps: int = 3, warmup: int = 2, json_path: str | None = No
     accel.set_threads(1)
     dev = torch.device("cpu")
     bf16_ok, bf16_why = accel.bf16_support(dev)
-    from .bench import cpu_clock, others_busy, quiet_machine
-    load_before, clock = os.getloadavg()[0], cpu_clock()
+    from .bench import quiet_verdict, quiet_watch
+    watch = quiet_watch()
     rows, skipped = [], [] if bf16_ok else [f"bf16: {bf16_why}"]
     for config, point, profile, label in cases:
         for dtype in ("fp32", "bf16") if bf16_ok else ("fp32",):
@@ -210,12 +210,12 @@ def run_step_profile(steps: int = 3, warmup: int = 2, json_path: str | None = No
                 r["label"] = label
                 r["onednn"] = onednn_kernels(config, point, dtype, compiled, profile)
                 rows.append(r)
-    quiet = quiet_machine(dev, [load_before, os.getloadavg()[0]], cpus=1, others=others_busy(clock, cpu_clock()))
+    quiet, loads = quiet_verdict(dev, watch, cpus=1)
     result = {"benchmark": "step profile", "cpu_model": accel.cpu_model(), "threads": 1, "cases": rows,
               "skipped": skipped, "quiet": quiet,
               "provenance": provenance.stamp(dev, steps=steps, warmup=warmup, threads=1, cpus=os.cpu_count(),
-                                             cpu_model=accel.cpu_model(), source_of_numbers="computed now",
-                                             command=argv or ["bench", "profile"])}
+                                             load_average_1min=loads, cpu_model=accel.cpu_model(),
+                                             source_of_numbers="computed now", command=argv or ["bench", "profile"])}
     if json_path:
         atomic_write_text(json_path, json.dumps(result, indent=1))
     return result
