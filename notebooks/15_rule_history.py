@@ -79,13 +79,11 @@ if changes is not None:
 # %% [markdown]
 # ## Every change, newest first
 #
-# The rule classes, the functions that judge (the seed spread, the plateau) and the thresholds they share
-# (`SINK`, `NO_SINK`, `CHANGE`, `PLATEAU`, ...) are listed under their own names: a change there changes every
-# rule that uses them. The subject is the commit's first line; `git show <commit>` has the whole message.
+# One row per commit, with what it changed: a claim's rule or measure, a rule class, a judging function (the seed
+# spread, the plateau) or a shared threshold (`SINK`, `NO_SINK`, `CHANGE`, `PLATEAU`, ...), which changes every
+# rule that uses it. The subject is the commit's first line; `git show <commit>` has the whole message.
 
 # %% tags=["hide-input", "hide-output"]
 if changes is not None:
-    shown = [c for c in changes if c.kind != "set"]
-    display(figures.Table([{"time": c.time, "commit": c.commit, "what": c.name, "change": c.kind,
-                            "why (the commit's subject)": c.subject if len(c.subject) <= 160
-                            else c.subject[:157] + "..."} for c in reversed(shown)]))
+    display(figures.Table([{k: (v if len(v) <= 160 or k == "what" else v[:157] + "...") for k, v in r.items()}
+                           for r in history.by_commit(changes)]))

@@ -112,3 +112,17 @@ def test_a_shallow_clone_is_deepened_from_its_origin(tmp_path):
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(lonely)], check=True)
     subprocess.run(["git", "-C", str(lonely), "remote", "remove", "origin"], check=True)
     assert history.unshallow(lonely) is False and history.is_shallow(lonely)
+
+
+def test_the_changes_are_listed_once_per_commit_newest_first():
+    C = history.Change
+    changes = [C("a: rule", "set", "c1", "2026-01-01 10:00 UTC", "first"),
+               C("a: rule", "changed", "c2", "2026-01-02 10:00 UTC", "two things"),
+               C("SINK", "changed", "c2", "2026-01-02 10:00 UTC", "two things"),
+               C("b: measure", "removed", "c2", "2026-01-02 10:00 UTC", "two things"),
+               C("a: measure", "changed", "c3", "2026-01-03 10:00 UTC", "third")]
+    assert history.by_commit(changes) == [
+        {"time": "2026-01-03 10:00 UTC", "commit": "c3", "what": "changed: a: measure",
+         "why (the commit's subject)": "third"},
+        {"time": "2026-01-02 10:00 UTC", "commit": "c2", "what": "changed: a: rule, SINK; removed: b: measure",
+         "why (the commit's subject)": "two things"}]

@@ -215,3 +215,21 @@ def by_claim(changes: list[Change], entries: list[dict],
                 row[col] = f"{sum(t < rule[-1].time for t in done)} of {len(done)}"
         rows.append(row)
     return rows
+
+
+def by_commit(changes: list[Change]) -> list[dict]:
+    """One row per commit that changed or removed something the verdicts read (first appearances aside), newest
+    first: its time, its subject once, and what it changed, grouped by kind ("changed: a: rule, b: measure")."""
+    groups: dict[str, list[Change]] = {}
+    for c in changes:
+        if c.kind != "set":
+            groups.setdefault(c.commit, []).append(c)
+    rows = []
+    for commit, cs in groups.items():
+        kinds: dict[str, list[str]] = {}
+        for c in cs:
+            kinds.setdefault(c.kind, []).append(c.name)
+        rows.append({"time": cs[0].time, "commit": commit,
+                     "what": "; ".join(f"{k}: {', '.join(names)}" for k, names in kinds.items()),
+                     "why (the commit's subject)": cs[0].subject})
+    return rows[::-1]
