@@ -268,3 +268,20 @@ def test_lm_sweep_at_gpu_reads_the_store_and_trains_nothing(tmp_path, monkeypatc
     lm = sweeps.lm_sweep(str(REPO / "configs/data.yaml"), "gpu", (0,), points=["no_fixed_token"])
     assert [(p["name"], p["hash"]) for p in lm.payloads] == [("data/no_fixed_token", "58e6dc504de4b0e9")]
     assert not lm.computed_now
+
+
+def test_a_claims_table_prints_a_note_that_several_claims_share_once():
+    from sinkpaper.book import tables
+
+    family = "real text: each half is read where it can fail"
+    rows = [{"claim": f"claim {i}", "paper": "1 %", "rule": "r", "notes": [family, f"only {i}"],
+             "ours (miniature)": "not run: no point", "verdict (miniature)": "no result (not run)"} for i in (1, 2)]
+    rows.append({"claim": "claim 3", "paper": "2 %", "rule": "r", "note": "its own"})
+    html = tables.ClaimsTable(rows)._repr_html_()
+    assert html.count(family) == 1 and "<ol><li>" + family in html
+    assert html.count("shared note 1 (under the table)") == 2
+    assert "only 1" in html and "only 2" in html and "its own" in html and "shared note" not in html.split("claim 3")[1]
+    # the chip says "not run" once; the cell keeps the reason
+    assert html.count("not run") == 2 and html.count(">no point<") == 2
+    alone = tables.ClaimsTable(rows[2:])._repr_html_()
+    assert "Shared notes" not in alone and "its own" in alone

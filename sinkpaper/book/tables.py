@@ -149,12 +149,19 @@ def transient_table(runs: Sequence[tuple[str, Mapping]]) -> Table:
 class ClaimsTable(Table):
     """A chapter's claims (rows of :func:`sinkpaper.paper.rows`) in a table that fits the text column: the claim,
     the paper's numbers, and per scale our values with the verdict (an inconclusive verdict with its reason);
-    the rule and the notes one click away, under the claim. Fixed layout at 100 % of the column, every cell
-    wrapped, so it never scrolls sideways."""
+    the rule and the notes one click away, under the claim. A note that several claims share (a family's
+    reading, a scale's setup) is printed once under the table and named by its number in each row. Fixed layout
+    at 100 % of the column, every cell wrapped, so it never scrolls sideways."""
 
     def __init__(self, rows: list[dict[str, Any]]):
         super().__init__(rows)
         self.scales = [c[len("verdict ("):-1] for c in self.columns if c.startswith("verdict (")]
+        parts = [n for r in rows for n in dict.fromkeys(self._notes(r))]
+        self.shared = [n for n in dict.fromkeys(parts) if parts.count(n) > 1]
+
+    @staticmethod
+    def _notes(r: dict[str, Any]) -> list[str]:
+        return list(r.get("notes") or ([r["note"]] if r.get("note") else []))
 
     def _repr_html_(self) -> str:
         import html
@@ -167,20 +174,28 @@ class ClaimsTable(Table):
             f"<th>ours: {e(s)}</th>" for s in self.scales) + "</tr>"
         body = []
         for r in self.rows:
-            detail = f"<b>Rule:</b> {e(str(r.get('rule', '')))}" + (
-                f"<br><b>Notes:</b> {e(str(r['note']))}" if r.get("note") else "")
+            own = [e(n) for n in self._notes(r) if n not in self.shared]
+            refs = sorted({self.shared.index(n) + 1 for n in self._notes(r) if n in self.shared})
+            notes = "; ".join(own + ([f"shared note{'s' if len(refs) > 1 else ''} {', '.join(map(str, refs))} "
+                                      "(under the table)"] if refs else []))
+            detail = f"<b>Rule:</b> {e(str(r.get('rule', '')))}" + (f"<br><b>Notes:</b> {notes}" if notes else "")
             cells = [f"<td><details><summary>{e(str(r['claim']))}</summary><div>{detail}</div></details></td>",
                      f'<td data-label="paper">{e(str(r.get("paper", "")))}</td>']
             for s in self.scales:
                 verdict = str(r.get(f"verdict ({s})", ""))
                 word, _, why = verdict.partition(": ")
                 cls = word.split(" (")[0].replace(" ", "-")
+                ours = str(r.get(f"ours ({s})", ""))
+                if "(not run)" in word:           # the chip says it once; the cell keeps only the reason
+                    ours = ours.removeprefix("not run: ")
                 cells.append(f'<td data-label="ours: {e(s)}"><span class="v {e(cls)}">{e(word)}</span>'
                              + (f'<span class="why">{e(why)}</span>' if why else "")
-                             + f'<span class="n">{e(str(r.get(f"ours ({s})", "")))}</span></td>')
+                             + f'<span class="n">{e(ours)}</span></td>')
             body.append("<tr>" + "".join(cells) + "</tr>")
+        shared = ("" if not self.shared else '<div class="sinkpaper-shared-notes"><b>Shared notes</b><ol>'
+                  + "".join(f"<li>{e(n)}</li>" for n in self.shared) + "</ol></div>")
         return (f'<table class="sinkpaper-table sinkpaper-claims">{cols}<thead>{head}</thead>'
-                f'<tbody>{"".join(body)}</tbody></table>')
+                f'<tbody>{"".join(body)}</tbody></table>{shared}')
 
 
 CLAIMS_FOLD = "Every claim: its rule, the paper's numbers and ours at every scale"

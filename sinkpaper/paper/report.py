@@ -107,7 +107,8 @@ def row_of(e: Mapping) -> dict:
                            and r.get("status") not in (NOT_RUN,)]
     if e["bos"] is not None:
         notes.insert(0, f"BOS {'on' if e['bos'] else 'off'}: {e['bos_why']}")
-    out["note"] = "; ".join(n for n in notes if n)
+    out["notes"] = [n for n in notes if n]      # each part alone, so a table can print a shared part once
+    out["note"] = "; ".join(out["notes"])
     return out
 
 
