@@ -62,9 +62,8 @@ for led in ledgers:
     display(Markdown(f"### {title_of(led['stem'])}\n\n"
                      + f"{c['stored']} stored runs, {c['computed']} computed now, {c['versions']} code versions"
                      + (f", on {', '.join(c['machines'])}" if c["machines"] else "") + "."))
-    rows = [{"#": i + 1, "what": e["what"] or "—", "provenance": e["line"].replace("*Provenance:* ", "")}
-            for i, e in enumerate(led["entries"])]
+    rows = sources.table_rows(led)
     if rows:   # each section's provenance, one fold per chapter (found by the browser's find-in-page)
-        display(figures.Fold(f"The provenance of its {len(rows)} section(s)", figures.Table(rows)))
+        display(figures.Fold(f"The provenance of its {len(led['entries'])} section(s)", figures.Table(rows)))
     for m in led["missing"]:
         display(figures.folded(f"{len(m['runs'])} run(s) not stored yet: {m['what']}", m["text"]))

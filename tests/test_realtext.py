@@ -196,3 +196,15 @@ def test_a_stored_sweep_names_diverged_runs_and_reads_extra_seeds_only_where_sto
     assert "--seeds 2 " in text and text.endswith(
         "**Diverged** (stored as divergence records, the paper's \"-\", not shown): fixed_pos3_layers_4_steps_x2 "
         "seed 1: non-finite loss (first at step 155).")
+
+
+def test_the_sources_appendix_lists_a_provenance_shared_by_several_sections_once():
+    from sinkpaper.book import sources
+
+    led = {"entries": [{"what": "", "line": "*Provenance:* the chapter's own run"},
+                       {"what": "the sweep", "line": "*Provenance:* stored runs"},
+                       {"what": "a table", "line": "*Provenance:* the chapter's own run"},
+                       {"what": "a chart", "line": "*Provenance:* the chapter's own run"}]}
+    assert sources.table_rows(led) == [
+        {"#": "1, 3, 4", "what": "a table; a chart", "provenance": "the chapter's own run"},
+        {"#": "2", "what": "the sweep", "provenance": "stored runs"}]

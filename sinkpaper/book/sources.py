@@ -62,6 +62,20 @@ def missing(sweep, what: str = "") -> None:
     _refresh()
 
 
+def table_rows(ledger: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A chapter's sections as the appendix lists them: one row per distinct provenance, numbering the sections
+    that share it ("1, 3") and naming what each shows, so a chapter's own run, recorded by several sections,
+    is printed once."""
+    by_line: dict[str, dict[str, Any]] = {}
+    for i, e in enumerate(ledger["entries"], 1):
+        row = by_line.setdefault(e["line"], {"#": [], "what": []})
+        row["#"].append(str(i))
+        if e["what"] and e["what"] not in row["what"]:
+            row["what"].append(e["what"])
+    return [{"#": ", ".join(r["#"]), "what": "; ".join(r["what"]) or "\u2014",
+             "provenance": line.replace("*Provenance:* ", "")} for line, r in by_line.items()]
+
+
 def _counts() -> dict[str, Any]:
     runs = computed = 0
     versions, machines = set(), set()
