@@ -99,9 +99,7 @@ def test_training_bench_block(tmp_path):
     assert "load average (1 min) 3.0 before and 1.0 after" in text
     assert "fp32 1 GFLOP/s, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text
     assert "(2,800 vs 2,000 tokens/s): **1.40x**" in text
-    # MFU of the best row against the bf16 peak: 3000 tokens/s x 4e5 FLOP / 4e9 = 30 % (>= 15 %); 3x < 4x; 1.4x >= 1.3x
-    assert ("MFU **30 %** of the bf16 GEMM peak at bf16 (target 75 %: not reached); 3.00x fp32 eager (target 4x: not "
-            "reached); 1.40x transformers (target 1.3x: reached)") in text
+    assert "fp32 eager: **3.00x**" in text and "target" not in text   # the ratios, no goals typed beside them
     head = "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |"
     assert lines[lines.index(head) - 1] == ""          # a table needs an empty line above it
     assert "min** of training" not in text             # which profile's run it times is not stored: no run time
@@ -111,7 +109,6 @@ def test_training_bench_block(tmp_path):
                                        "micro_batch": 64, "context": 64})
     text = "\n".join(training_bench_lines(root=tmp_path))
     assert "(2,500 steps of 64 x 64 tokens): **56.9 min** of training" in text
-    assert "the text profile's base run in 56.9 min (target 15 min: not reached)" in text
     # the benchmark's record of what its runs train at (a --set that makes them fp32, at other steps) decides the
     # row and the budget, not the profile's config
     fp32 = max(x["tokens_per_s"] for x in doc["rows"] if x["model"] == "ours" and x["dtype"] == "fp32")
