@@ -124,7 +124,7 @@ def test_training_bench_block(tmp_path):
 
 def test_training_bench_block_where_fp32_is_the_faster_dtype_reads_the_profile_s_dtype_too(tmp_path):
     """On a CPU without AMX the best row can be fp32: the ratio at the profile's own dtype (bf16) stands beside
-    it with its own target, the MFU target reads the fastest bf16 row, and the route and the quiet check show."""
+    it, and the route and the quiet check show."""
     from sinkpaper.results.measured import TRAINING_BENCH, training_bench_lines
     rows = [_bench_row("ours", "fp32", False, 1000.0, 0.5), _bench_row("ours", "fp32", True, 4000.0, 0.6),
             _bench_row("ours", "bf16", True, 2000.0, 0.2), _bench_row("transformers", "fp32", True, 2800.0, 0.4),
@@ -139,10 +139,7 @@ def test_training_bench_block_where_fp32_is_the_faster_dtype_reads_the_profile_s
     text = "\n".join(training_bench_lines(root=tmp_path))
     assert "(3,900 vs 2,800 tokens/s): **1.39x**" in text                       # beside transformers' fp32 row
     assert "At the profile's own dtype (bf16, compiled), side by side (1,995 vs 1,900 tokens/s): **1.05x**" in text
-    # 2000 tokens/s x 4e5 FLOP / 4e9 = 20 %
-    assert ("MFU **20 %** of the bf16 GEMM peak at bf16 (target 75 %: not reached); 4.00x fp32 eager (target 4x: "
-            "reached); 1.39x transformers (target 1.3x: reached); 1.05x transformers at the profile's dtype "
-            "(target 1.3x: not reached)") in text
+    assert "fp32 eager: **4.00x**" in text and "target" not in text
     assert "Our route at this shape: attention reference, loss chunked by 128 tokens." in text
     assert "Quiet machine: load average 1.00 <= 2 cores." in text
 
@@ -202,7 +199,7 @@ def test_training_bench_block_from_a_gpu(tmp_path):
     text = "\n".join(training_bench_lines(TRAINING_BENCH_GPU, root=tmp_path))
     assert "NVIDIA Test GPU (host: Host CPU), 16 threads" in text and "no AMX" not in text
     assert "Best (" not in text and "fp32 eager" not in text
-    assert "(2,900 vs 2,000 tokens/s): **1.45x**" in text and "1.45x transformers (target 1.3x: reached)" in text
+    assert "(2,900 vs 2,000 tokens/s): **1.45x**" in text and "target" not in text
     assert "Skipped: ours bf16 compiled: InductorError: no" in text
     # where the device wrote it is not a path of this repository (nor of the reader's machine)
     assert "from `python -m sinkpaper bench training --profile gpu`" in text and "/root" not in text
