@@ -64,46 +64,31 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 #
 # ````{dropdown} The method
 #
-# Everything on this page comes from one listing,
-# `sinkpaper.paper` (also `python -m sinkpaper claims`): the paper's numbers are typed there once, each
-# claim's rule is stated there in one sentence, and our numbers are read from the records the chapters wrote
-# when they ran (the book runner executes this page last) and from the results store. Nothing else decides a
-# verdict.
+# One listing decides every verdict: `sinkpaper.paper` (also `python -m sinkpaper claims`) types the paper's
+# numbers once and states each claim's rule in one sentence; our numbers come from the records the chapters wrote
+# when they ran (this page runs last) and from the results store.
 #
-# The scales of results:
+# The scales ({ref}`defined in the glossary <glossary-profiles>`):
 #
-# * **real LMs**: the offline pretrained models (SmolLM2-135M, Gemma-3-270M, or any model id passed to a
-#   chapter), measured when the chapter ran (Sections 3, 10 and 11). The Sections 4-7 experiments at the
-#   paper's scale (60M parameters, ~21B tokens) are not run: those rows read *no result (not run)*.
-# * **real text (CPU)**: the Sections 4-7 sweeps on the offline text corpus at a scale a CPU can train (the
-#   `text` profile of `configs/`: 2 layers, a fixed first token), read from the results store. Rows without a
-#   stored run read *no result*. Many stored runs were trained with that same recipe on a GPU lent to the
-#   project (their seeds agree with the CPU-trained ones; the book's Measurements page shows the check); each
-#   run's provenance, shown when you hover a cell, names the machine it trained on.
-# * **real text, 4 layers (CPU)**: the same recipe at 4 layers in fp32, for the position family, the base and the
-#   changes that keep no sink at 2 layers (`configs/layers_4.yaml`, its claims and rules registered before its
-#   runs): is a missing sink a depth effect?
-# * **real text, paper's default (CPU)**: the paper's own packing (no fixed first token, no BOS) at 4 layers and
-#   context 256 over hundreds of millions of tokens (`configs/default_cpu.yaml`, planned before its run).
-# * **GPU (paper's default)**: the calibrated 4-layer model in the paper's packing, trained on a lent GPU.
-# * **miniature**: the synthetic analogue (the Bigram-Backcopy task, a one-layer model trained in minutes
-#   on a CPU), read from the results store. It is an analogue at a tiny scale, shown beside the other two; it
-#   replaces neither.
+# * **real LMs**: the offline pretrained models, measured when the chapter ran (Sections 3, 10, 11).
+# * **real text (CPU)**: the Sections 4-7 sweeps at a scale a CPU trains (2 layers, a fixed first token), read
+#   from the store; some of its runs trained on a lent GPU with the same recipe, as each run's provenance says.
+# * **real text, 4 layers (CPU)**: the same recipe at 4 layers in fp32, for the changes that keep no sink at 2.
+# * **real text, paper's default (CPU)** and **GPU (paper's default)**: the paper's own packing (no fixed first
+#   token), planned before its runs.
+# * **miniature**: the Bigram-Backcopy analogue, beside the others, replacing none.
 #
-# Each stored run is read on its **plateau**, the mean of its evaluations over the last 20 % of its training steps
-# (late in a run Sink_1 still moves by ~5 points from one evaluation to the next), and a run that did not learn
-# (its loss no better than the unigram frequencies of its data) is left out and named in the row's notes.
-# The verdicts are *agrees*, *disagrees*, *inconclusive*, *not yet*, *not comparable* and *no result*. A verdict on stored
-# runs holds only when **every seed** reads it: a threshold with every seed on the same side, a comparison with
-# the paired differences of one sign and the points' seed ranges apart. Otherwise the row reads *inconclusive*
-# with the reason under it: the difference is inside the seed spread, not a finding. A value in the grey band
-# between the sink thresholds (5-10 %) reads *inconclusive*; *not comparable* is a control with nothing to
-# compare, or an order between two events one of which never forms; *not yet* is a "no sink" whose runs never
-# reached the held-out loss at which the base's own sink formed (a sink they could still grow would make the claim
-# agree: the budget, not the change, is what they show); *no result* is not run, not
-# stored, or stored under an older definition of a variant or earlier settings of a point (*stale, rerun*).
-# Each rule was checked to read *agrees* on the paper's own numbers and not on a result where the claimed effect
-# is absent. A disagreement that survives the seeds is a finding, reported as measured.
+# The paper's own 60M-parameter runs of Sections 4-7 are not run: those rows read *no result (not run)*.
+#
+# Each stored run is read on its **plateau** (the mean over the last 20 % of its steps); a run that did not learn
+# (its loss no better than its data's unigram frequencies) is left out and named. A verdict holds only when
+# **every seed** reads it: a threshold with every seed on the same side, a comparison with paired differences of
+# one sign and the seed ranges apart; otherwise *inconclusive*, with the reason. A value between the sink
+# thresholds (5-10 %) is *inconclusive*; *not comparable* is a control with nothing to compare, or an order
+# between two events one of which never forms; *not yet* is a "no sink" whose runs never reached the held-out
+# loss at which the base's own sink formed; *no result* is not run, not stored, or stored under an older
+# definition (*stale, rerun*). Each rule reads *agrees* on the paper's numbers and not where the claimed effect is
+# absent. A disagreement that survives the seeds is a finding.
 # ````
 
 # %% tags=["remove-input"]
