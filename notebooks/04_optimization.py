@@ -32,7 +32,7 @@ card = findings.finding_card("04_optimization", before=lead.show)
 sources.record(lead.provenance, "the paper's default packing: the CPU runs and the GPU seed")
 
 # %% [markdown]
-# Gu et al. (2025), Section 4, pre-train their 60M model from scratch and measure Sink_1^0.3 as training goes:
+# Gu et al. (2025), Section 4, pre-train their 60M model and measure Sink_1^0.3 as training goes:
 #
 # ````{dropdown} What the paper found, in its numbers
 # 1. **The sink emerges** during training: in the default run (LR 4e-4, 20k steps of 1M tokens) it appears
@@ -64,7 +64,7 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the optimization sweep
 #
-# `configs/optimization.yaml`: the paper's points as scale factors on the base run, read from the results store.
+# The paper's points as scale factors on the base run (`configs/optimization.yaml`).
 
 # %% tags=["hide-input"]
 ORDER = ["lr_x2_steps_x0.5", "lr_x2", "default", "lr_x0.5", "lr_x0.5_steps_x2", "lr_x0.25", "lr_x0.25_steps_x4",
@@ -88,9 +88,6 @@ if nofix_prov:
 
 # %% [markdown]
 # ## Live, in miniature: one run, trained now
-#
-# The synthetic analogue of the real runs, not a replacement: the live run (trained now, from scratch) beside
-# the three stored seeds of its point.
 #
 # ````{dropdown} The miniature: the Bigram-Backcopy task
 # The **Bigram-Backcopy** task of Guo et al. (2024), as in `configs/miniature.yaml`. Sequences are 64 tokens
@@ -144,7 +141,7 @@ else:
 # %% [markdown]
 # ## Learning rate × steps, in miniature
 #
-# LR × 0.3, LR × 3, and LR × 0.5 with twice the steps (the recipe's LR × steps), three stored seeds each.
+# LR × 0.5 with twice the steps keeps the recipe's LR × steps.
 
 # %% tags=["hide-input", "full-width"]
 LR_ORDER = ["lr_x0.3", "lr_x0.5_steps_x2", "recipe", "lr_x3"]
@@ -172,8 +169,8 @@ display(Markdown(
 # %% [markdown]
 # ## Why it forms: what the heads of the live model do
 #
-# Guo et al. (2024): a head that copies the token before a *trigger* has nothing to do elsewhere, and parks its
-# attention on BOS, whose value is small. Measured on the live model (`sinkpaper.mechanism`).
+# Guo et al. (2024): a head that copies the token before a *trigger* has nothing to do elsewhere and parks its
+# attention on BOS, whose value is small.
 
 # %% tags=["hide-input"]
 run = open_run(live.run_dir)
@@ -195,15 +192,9 @@ display(live_story.map_fold(model, held, n_trig, copy["head"]))
 # %% [markdown]
 # ````{dropdown} Paper vs this run: how these claims are read
 #
-# One row per claim, from `sinkpaper.paper` (`python -m sinkpaper claims`): the paper's numbers, the rule in
-# one sentence, and our numbers with the rule's verdict at each scale (real-text runs at CPU scale and the miniature,
-# both read from the results store; the live run above is not scored). Each rule is checked to read *agrees* on
-# the paper's own numbers and not on a result where nothing changes. For the real-text runs the rules came first:
-# every run these claims read was computed after its rule. For the miniature they did not: its runs were
-# committed before the rules that score them, and the emergence rule was lowered after them (on those runs both
-# the old and the new bar read *agrees*). The appendix [When each verdict rule was fixed](15_rule_history)
-# counts, claim by claim and scale by scale, the runs older than the rule in force. The miniature's Sink_1
-# counts heads and cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
+# The live run is not scored. The miniature's runs predate the rules that score them (the real-text runs do not);
+# [When each verdict rule was fixed](15_rule_history) counts them, claim by claim. The miniature's Sink_1 counts heads
+# and cannot exceed 100 %: where the recipe's LR already gives 100 %, a larger LR cannot show more.
 # ````
 
 # %% tags=["hide-input"]

@@ -28,8 +28,7 @@ from sinkpaper.book import findings
 card = findings.finding_card("05_data")
 
 # %% [markdown]
-# Gu et al. (2025), Section 5, change what the model is trained on and watch Sink_k^0.3 (the share of heads
-# whose importance α_k of position k exceeds 0.3, on 100 held-out 64-token sequences):
+# Gu et al. (2025), Section 5, change what the model is trained on and watch Sink_k^0.3:
 #
 # ````{dropdown} What the paper found, in its numbers
 # 1. **Amount of unique data.** With only 50M or 100M unique tokens (repeated to the same 21B tokens seen) the
@@ -39,11 +38,8 @@ card = findings.finding_card("05_data")
 #    only x2 random → Sink_1 20.99 %.
 # 3. **A fixed token at position k** moves the sink to k: Sink_1 74.11 % / Sink_2 69.03 % / Sink_3 69.64 %
 #    for a fixed token at position 1 / 2 / 3, and ~0 at the other positions. The default run (windows cut at
-#    arbitrary offsets, so position 1 holds an arbitrary token) ends at Sink_1 18.18 %.
+#    arbitrary offsets) ends at Sink_1 18.18 %.
 # ````
-#
-# As in the other Sections 4-7 chapters: the real-text runs of `configs/data.yaml` (read from the results
-# store when they are there) and the same interventions in miniature, one of them trained live.
 
 # %%
 from IPython.display import Markdown, display
@@ -67,22 +63,16 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the data sweep
 #
-# `configs/data.yaml`: `unique_f` samples training windows from only the first fraction f of the token
-# stream (the paper's amount of unique data); `fixed_posK` replaces the input at position K with one fixed
-# token (the BOS id); `random_first` draws position 1 uniformly from the vocabulary (the paper's x1 ~ U(V)),
-# `random_first_two` positions 1 and 2, `random_second` only position 2; they add nothing. At the `cpu`
-# profile the real-text runs at CPU scale (the `text` profile) are read from the store, and the missing
-# ones listed; at `gpu` or `paper` they are trained. The
-# `text` profile's base run fixes the first token, so there `fixed_pos1` *is* the base run and
-# `no_fixed_token` is the paper's default packing.
+# `configs/data.yaml`: `unique_f` samples training windows from only the first fraction f of the token stream
+# (the paper's amount of unique data); `fixed_posK` puts one fixed token (the BOS id) at position K;
+# `random_first` draws position 1 uniformly from the vocabulary (the paper's x1 ~ U(V)), `random_first_two`
+# positions 1 and 2, `random_second` only position 2. The `text` profile's base run fixes the first token, so
+# there `fixed_pos1` *is* the base run and `no_fixed_token` is the paper's default packing.
 #
 # ````{dropdown} Two choices of ours, and how the authors evaluated
-# Two choices of ours, at both scales (the miniature below uses the same packing code). A target that is an
-# inserted token, the fixed token or a random one, carries no loss (`sinkpaper/data/packing.py`): the model
-# is never trained to predict it. And every run is evaluated on held-out windows packed the same way, so the
-# random-token runs are measured with their random tokens in place, on the distribution they were trained on.
-# The authors' released evaluation script (`pretrain/eval_sink_pretrain.py` in sail-sg/Attention-Sink, called
-# in its `base` mode by the random-token script) measured those runs on natural documents
+# An inserted token (fixed or random) carries no loss as a target, and held-out windows are packed the same way, so
+# the random-token runs are measured with their random tokens in place. The authors' released evaluation script
+# (`pretrain/eval_sink_pretrain.py` in sail-sg/Attention-Sink, `base` mode) measured those runs on natural documents
 # (`datasets/probe_valid.jsonl`), with no random token inserted.
 # ````
 
@@ -103,17 +93,13 @@ if lm.payloads:
 # ### The same positions at 4 layers
 #
 # The 2-layer text model keeps its sink heads in its second layer only, so its Sink_1 cannot pass about half the
-# heads. The stored 4-layer runs of the same positions (`*_layers_4`, text profile, 3 seeds each, read from the
-# store at every profile) show whether depth changes where the sink goes: each point read at its own fixed
-# position k, Sink_k and the mean α_k over training, beside the paper's number at that position.
+# heads. The stored 4-layer runs (`*_layers_4`, 3 seeds each) show whether depth changes where the sink goes: each
+# point read at its own fixed position k, beside the paper's number at that position.
 #
 # ````{dropdown} How the 4-layer rows are read
-# The onset is the
-# first evaluation at which Sink_k reaches the registry's "has a sink" level. The `_steps_x2` runs train the
-# positions 2 and 3 twice as long (5000 steps): the budget rerun of `data_fixed_pos`, shown beside its verdict.
-# Runs that spiked, diverged or did not learn are named in their rows and left out of the values. The 4-layer
-# points train in fp32: at this depth bf16 leaves the trajectory two exact fp32 runs share (the routes check,
-# Measurements page), so their bf16 runs are not read and a row reads no result until its fp32 run lands.
+# The `_steps_x2` runs train positions 2 and 3 twice as long (5000 steps): the budget rerun of `data_fixed_pos`,
+# shown beside its verdict. Runs that spiked, diverged or did not learn are named and left out. Only fp32 runs are
+# read: at this depth bf16 leaves the trajectory two exact fp32 runs share (the routes check, Measurements page).
 # ````
 
 # %% tags=["hide-input", "full-width"]
@@ -136,14 +122,9 @@ sources.missing(deep, what="the 4-layer position runs")
 # %% [markdown]
 # ## Live, in miniature: move the fixed token
 #
-# The synthetic analogue (Bigram-Backcopy, Guo et al. 2024; a 1-layer, 4-head model trained in minutes; see
-# the optimization chapter for the task). The recipe puts a fixed BOS at position 1; its Sink_1 is the
-# baseline the other points are read against.
-# Here the fixed token moves: `fixed_pos2` / `fixed_pos3` put it at position 2 / 3 (position 1 then holds an
-# ordinary token cut at an arbitrary offset), `random_first` draws position 1 uniformly from the
-# vocabulary (`random_first_two` positions 1 and 2, `random_second` only 2: stored below), and `no_fixed_token` has none at all (the paper's default packing; the control that
-# `random_first` is judged against).
-# The live run trains one of them now.
+# The miniature's recipe ([Bigram-Backcopy](04_optimization.ipynb), Guo et al. 2024) puts a fixed BOS at position 1:
+# the baseline the other points are read against. The points are named as on real text; `no_fixed_token` is the
+# control for `random_first`. The live run trains one of them now.
 
 # %% tags=["hide-input"]
 LIVE_K = {"recipe": 1, "fixed_pos2": 2, "fixed_pos3": 3, "random_first": 1, "no_fixed_token": 1,
@@ -172,8 +153,8 @@ if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
 
 # %% [markdown]
-# Where the heads of the live model park: the attention ordinary queries (not on a trigger, so with nothing to
-# copy) put on each of the first five positions, over the held-out sequences the metric uses.
+# Where the heads of the live model park: the attention of ordinary queries (not on a trigger, so with nothing to
+# copy) on each of the first five positions.
 
 # %% tags=["hide-input"]
 run = open_run(live.run_dir)
@@ -195,8 +176,8 @@ sources.record({**live_prov, "sequences": held.shape[0], "tokens each": held.sha
 # %% [markdown]
 # ## The stored miniature sweep: every position, three seeds
 #
-# Where the sink sits: Sink_k for k = 1..10, mean over three seeds. Below them, folded: Sink_1-3 as mean [min, max]
-# over the seeds, and per seed the step at which the sink at the point's own position first reached 50 %.
+# The folds give Sink_1-3 per point over the seeds, and per seed the step at which the sink at the point's own
+# position first reached 50 %.
 
 # %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "fixed BOS at position 1", "fixed_pos2": "fixed token at position 2",
@@ -236,22 +217,17 @@ display(Markdown(
     "position 1-10)."))
 
 # %% [markdown]
-# The miniature has no unique-data point: its stream of 2M synthetic tokens is drawn from one fixed bigram
-# table, so there is no "amount of data" to vary in the paper's sense. That claim rests on the real-text
-# sweep alone.
+# The miniature has no unique-data point: its tokens come from one fixed bigram table.
 #
 # ````{dropdown} Paper vs this run: how these claims are read
 #
-# One row per claim, from `sinkpaper.paper`. Each stored run is read on its plateau (the mean of its evaluations
-# over the last 20 % of its steps), and a verdict holds only when every seed reads it; otherwise the row says
-# *inconclusive* and why. The paper's random-first-token claim (x1 and x2 random: the sink on token 1 nearly
-# vanishes) is scored on `random_first_two` against the no-intervention control, `no_fixed_token`, at both scales
-# (the `text` profile's base run fixes the first token, so it is not that control); a control without a sink on
-# token 1 has nothing to weaken, and reads *not comparable*. So do `random_first` (x1 only) and `random_second`
-# (x2 only), whose claim is that the sink stays on token 1: there is no sink to stay where the control has none.
-# The fixed-token-at-1 comparison is scored once, by `data_no_fixed_token`. The unique-data claim is not scored
-# on real text: the paper's claim is about its default packing, in which no text-profile run grows a sink on any
-# amount of data, and the stored `unique_*` runs keep the base's fixed first token, which grows one by itself.
+# The random-first-token claim (x1 and x2 random: the sink on token 1 nearly vanishes) is scored on
+# `random_first_two` against the no-intervention control `no_fixed_token`; a control without a sink on token 1 has
+# nothing to weaken and reads *not comparable*, as do `random_first` and `random_second`, whose claim is that the
+# sink stays on token 1. The fixed-token-at-1 comparison is scored once, by `data_no_fixed_token`. The unique-data
+# claim is not scored on real text: the paper's claim is about its default packing, in which no text-profile run
+# grows a sink on any amount of data, and the `unique_*` runs keep the base's fixed first token, which grows one by
+# itself.
 # ````
 
 # %% tags=["hide-input"]

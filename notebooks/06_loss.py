@@ -28,8 +28,7 @@ from sinkpaper.book import findings
 card = findings.finding_card("06_loss")
 
 # %% [markdown]
-# Gu et al. (2025), Section 6, change the training objective and watch Sink_1^0.3 (the share of heads whose
-# first-token importance α_1 exceeds 0.3, on 100 held-out 64-token sequences):
+# Gu et al. (2025), Section 6, change the training objective and watch Sink_1^0.3:
 #
 # ````{dropdown} What the paper found, in its numbers
 # 1. **Weight decay** increases the sink up to about 0.5, then removes it: WD 0 / 0.001 / 0.01 / 0.1 / 0.5 /
@@ -40,10 +39,9 @@ card = findings.finding_card("06_loss")
 #    (a figure).
 # ````
 #
-# The metric needs care under the last two masks. α_k averages the attention that position k gets over the
-# queries that *can see* it; with a window of w keys only w queries see token 1, so even a head that spreads
-# its attention uniformly gets α_1 = H_w / w, which is 0.52 for w = 4: above ε = 0.3. This page therefore
-# shows, next to Sink_1, the uniform floor of α_1 under each point's mask and the *excess* of α_1 over it.
+# Under a window of w keys only w queries see token 1, so even a uniform head gets α_1 = H_w / w: 0.52 for w = 4,
+# above ε = 0.3. So this page shows, next to Sink_1, the uniform floor of α_1 under each point's mask and the
+# *excess* of α_1 over it.
 
 # %%
 from IPython.display import Markdown, display
@@ -67,8 +65,7 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## The metric's floor under each mask
 #
-# Where a uniform head's α_1 is above ε = 0.3 (a window of 4 keys: 0.52), Sink_1 reads 100 % without any sink
-# (`sinkpaper.metrics.uniform_alpha`, the metric's own masks and α).
+# Where the floor is above ε = 0.3, Sink_1 reads 100 % without any sink.
 
 # %% tags=["hide-input"]
 EPSILON = 0.3
@@ -85,7 +82,7 @@ display(figures.Fold("The floor under each mask: α_1 and α_2 of a uniform head
 # ## Real text: the loss sweep
 #
 # `configs/loss.yaml`: weight decay 0 … 5 (the text profile's base run uses 0.5), prefix LM with p = 5 and 20,
-# sliding windows of 4, 16 and 64 keys, read from the results store.
+# sliding windows of 4, 16 and 64 keys.
 
 # %% tags=["hide-input", "full-width"]
 ORDER = ["wd_0", "wd_0.01", "wd_0.1", "wd_0.5", "wd_1", "wd_2", "wd_5", "prefix_5", "prefix_20", "window_4",
@@ -104,8 +101,8 @@ if any(reading.point_of(p) in ("prefix_5", "prefix_20") for p in lm.payloads):
 # %% [markdown]
 # ## Live, in miniature
 #
-# The synthetic analogue (Bigram-Backcopy; see the optimization chapter): the live run trains one point now,
-# beside the stored seeds of every point. The recipe uses weight decay 0.5 and full causal attention.
+# The miniature ([Bigram-Backcopy](04_optimization.ipynb)) uses weight decay 0.5 and full causal attention; one
+# point is trained now.
 
 # %% tags=["hide-input"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps,
@@ -132,8 +129,7 @@ if stored_live:
     sources.record(sweeps.payloads_provenance(stored_live, loaded=True))
 
 # %% [markdown]
-# Where the heads of the live model park (queries past a window of w keys cannot see the first positions and
-# count as 0).
+# Where the heads of the live model park (queries that cannot see a position count as 0 there).
 
 # %% tags=["hide-input"]
 run = open_run(live.run_dir)
@@ -184,8 +180,7 @@ display(Markdown(
 # %% [markdown]
 # ## Prefix LM and sliding windows, in miniature
 #
-# `prefix_4`: the first 4 positions see each other and carry no loss; `window_16` / `window_4`: each query sees its
-# last 16 / 4 keys. The floor and the excess over it use each point's own mask.
+# The floor and the excess use each point's own mask.
 
 # %% tags=["hide-input", "full-width"]
 CHANGES = {"recipe": "full causal attention", "prefix_4": "prefix LM, p = 4", "window_16": "sliding window, 16 keys",
@@ -215,18 +210,13 @@ display(Markdown("Measured:\n" + "\n".join(lines)))
 
 # %% [markdown]
 # ````{dropdown} Paper vs this run: how these claims are read
-# One row per claim, from `sinkpaper.paper`, and what each rule reads:
 # - *weight decay* reads Sink_1, as the paper reports it: the peak at WD 0.5 or 1, at least 25 % above WD 0, a
-#   sink at both (the paper: 41.08 % and 37.71 %), and none at WD 5. A run where WD 1 removes the sink does not
-#   agree.
-# - *prefix LM*: the claim is that the sink moves onto a prefix position, so the rule asks for the largest
-#   Sink_k on a prefix position other than the first; a sink on token 1 reads *not comparable* (an ordinary
-#   sink looks the same).
-# - *sliding window*: the smallest window's excess α_1 at least 25 % below the full-attention run's (the
-#   registry's one threshold).
+#   sink at both, and none at WD 5.
+# - *prefix LM*: the rule asks for the largest Sink_k on a prefix position other than the first; a sink on token 1
+#   reads *not comparable* (an ordinary sink looks the same).
+# - *sliding window*: the smallest window's excess α_1 at least 25 % below the full-attention run's.
 #
-# The appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change
-# since, with its reason.
+# Rule history: [When each verdict rule was fixed](15_rule_history).
 # ````
 
 # %% tags=["hide-input"]

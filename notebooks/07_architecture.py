@@ -36,11 +36,11 @@ display(sink_against_loss_figure({p: ("configs/architecture.yaml", p) for p in C
 
 # %% [markdown]
 # Section 7.1 of the paper changes one part of its 60M model at a time (positional embedding, norm placement, FFN,
-# heads) and finds a sink with every one: the sink is not a product of RoPE, pre-norm or SwiGLU. Here each change
-# is a real-text point of `configs/architecture.yaml` (read from the results store; the miniature has no
-# architecture points). <a class="spx-figref" href="#fig-7-1">Figure 7.1</a> shows, for each change that reads
-# "no sink" at 2,500 steps, whether its runs reached the loss at which the base's own sink formed: a change whose
-# runs stop short reads *not yet*, not a refutation; its 10,000-step runs (`configs/budget.yaml`) decide.
+# heads) and finds a sink with every one: the sink is not a product of RoPE, pre-norm or SwiGLU. Here each change is
+# a real-text point of `configs/architecture.yaml` (the miniature has no architecture points).
+# <a class="spx-figref" href="#fig-7-1">Figure 7.1</a> shows, for each change that reads "no sink" at 2,500 steps,
+# whether its runs reached the loss at which the base's own sink formed: one that stops short reads *not yet*, not a
+# refutation; its 10,000-step runs (`configs/budget.yaml`) decide.
 
 # %%
 from IPython.display import display
@@ -58,9 +58,9 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the architecture sweep
 #
-# Each point changes one thing against the base run (RoPE, RMSNorm pre-norm, SwiGLU, 4 heads concatenated).
-# `heads_add` is our reading of the paper's "heads added instead of concatenated", for which it gives no exact
-# form: each head's values are d_model wide and the heads' outputs are summed (`model.head_combine: add`).
+# Each point changes one thing of the base run (RoPE, RMSNorm pre-norm, SwiGLU, 4 heads concatenated). `heads_add` is
+# our reading of the paper's "heads added instead of concatenated", which it gives no exact form for: each head's
+# values are d_model wide and the heads' outputs are summed.
 
 # %% tags=["hide-input", "full-width"]
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base=ORDER[0], curves=ORDER[:4],
@@ -68,9 +68,6 @@ lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points":
 
 # %% [markdown]
 # ### The paper's numbers, and every claim beside ours
-#
-# Sink_1^0.3 in % of the paper's 60M models (Section 7.1), then one row per claim with its rule and our verdict
-# (open to read).
 
 # %% tags=["hide-input"]
 display(figures.Fold("The paper's numbers for every point of the family, ours and the rest",
@@ -82,7 +79,6 @@ display(tables.claims_fold(["arch_pe", "arch_norm", "arch_ffn", "arch_heads", "a
 # ````{dropdown} Rerun it: the commands
 # ```bash
 # python -m sinkpaper.site run --only 07_architecture            # reads the stored runs
-# python -m sinkpaper claims --id arch_pe
 # python -m sinkpaper train --config configs/architecture.yaml --profile cpu --sweep pos_alibi --out runs/alibi
 # ```
 # ````

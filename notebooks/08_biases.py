@@ -28,10 +28,9 @@ from sinkpaper.book import findings
 card = findings.finding_card("08_biases")
 
 # %% [markdown]
-# Gu et al. (2025), Section 7.2, argue that the first token acts as a **key bias**: a head that has nothing
-# to do parks its attention on a key that every query sees, and that key's value adds (almost) nothing. If so,
-# a model given an explicit bias should put its sink there instead of on token 1. They pre-train their 60M
-# model with one of these additions (per head, unless said otherwise), and measure **Sink\*** on the extra
+# Gu et al. (2025), Section 7.2, argue that the first token acts as a **key bias**: a key every query sees, whose
+# value adds (almost) nothing. If so, a model given an explicit bias should put its sink there instead. They pre-train
+# their 60M model with one of these additions (per head, unless said otherwise) and measure **Sink\*** on the extra
 # position (α_0 > 0.3) beside Sink_1 on the first real token.
 #
 # ````{dropdown} The biases, and what the paper found, in its numbers
@@ -40,14 +39,11 @@ card = findings.finding_card("08_biases")
 #   $\mathrm{Softmax}\left(q\,[k^*; K]^\top / \sqrt{d_h}\right) [v^*; V]$;
 # * **K biases** alone ($v^* = 0$); **V biases** alone, the paper's control group: $v^*$ added to the output after
 #   the softmax, $\mathrm{Softmax}\left(q K^\top / \sqrt{d_h}\right) V + v^*$, with no extra key, so the attention
-#   map is unchanged; a **fixed v*** of
-#   growing size; a k* learned in only d_a of the head's dimensions.
+#   map is unchanged; a **fixed v*** of growing size; a k* learned in only d_a of the head's dimensions.
 #
-# The metric on the extra position is **Sink\*** (α_0 > 0.3, the mean attention the queries put on it);
-# Sink_1 stays the metric on the first real token. The paper's findings: the sink token, KV biases and K
-# biases take the sink (Sink* 72-74 %, Sink_1 ≤ 0.04 %); V biases alone leave it on token 1 (17.53 %); a large
-# fixed v* (20 v') drives it back to token 1 (Sink* 1.51 %, Sink_1 25.88 %); even a 1-dimensional k* takes most
-# of it (Sink* 32.18 %, Sink_1 4.74 %).
+# The paper's findings: the sink token, KV biases and K biases take the sink (Sink* 72-74 %, Sink_1 ≤ 0.04 %); V
+# biases alone leave it on token 1 (17.53 %); a large fixed v* (20 v') drives it back to token 1 (Sink* 1.51 %,
+# Sink_1 25.88 %); even a 1-dimensional k* takes most of it (Sink* 32.18 %, Sink_1 4.74 %).
 # ````
 
 # %%
@@ -73,14 +69,13 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the biases sweep
 #
-# Each point of `configs/biases.yaml` adds one bias to the base run, read from the results store.
+# Each point of `configs/biases.yaml` adds one bias to the base run.
 #
 # ````{dropdown} Which point is which of the paper's rows
 # `k_bias_fixed_v` is the paper's v' = [1, 0, …, 0] row, `k_bias_fixed_5v1` / `k_bias_fixed_20v1` its 5 v' /
-# 20 v' rows (at 20 v' the paper's sink returns to token 1), `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v''
-# rows, and `k_bias_dims_1` … `k_bias_dims_16` its d_a rows up to 16 (the `text` profile's heads have 32
-# dimensions). The paper gives no exact form for a k* in d_a dimensions; ours is one reading of it: k* is learned
-# in the head's first d_a dimensions and the others stay 0 (`model.k_bias_dims`).
+# 20 v' rows, `k_bias_fixed_v2` … `k_bias_fixed_20v2` its v'' rows, and `k_bias_dims_1` … `k_bias_dims_16` its d_a
+# rows up to 16 (the `text` profile's heads have 32 dimensions). The paper gives no exact form for a k* in d_a
+# dimensions; ours learns k* in the head's first d_a dimensions, the others 0.
 # ````
 
 # %% tags=["hide-input", "full-width"]
@@ -95,9 +90,8 @@ display(figures.Fold("The paper's numbers for every point of the family, ours an
 # %% [markdown]
 # ## Live, in miniature: a bias next to the BOS
 #
-# The synthetic analogue (Bigram-Backcopy; see the optimization chapter), whose recipe starts every sequence
-# with a fixed BOS; the bias points add the paper's biases to it. One point is trained now, beside the stored
-# runs of every bias point over three seeds.
+# The miniature's sequences ([Bigram-Backcopy](04_optimization.ipynb)) start with a fixed BOS; its bias points add
+# the paper's biases to it, one trained now.
 
 # %% tags=["hide-input"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
@@ -127,7 +121,7 @@ display(figures.Fold("The live run over training, beside its point's stored seed
 sources.record(sweeps.payloads_provenance([live.payload], loaded=False))
 
 # %% [markdown]
-# The stored miniature sweep: every bias point, three seeds each.
+# The stored miniature sweep, every bias point:
 
 # %% tags=["hide-input", "full-width"]
 if mini.payloads:
@@ -143,8 +137,7 @@ if mini.missing:
 # %% [markdown]
 # ### A fixed BOS next to a learnable sink token
 #
-# The paper's runs have no BOS, so a learnable sink token has no rival; the miniature's has one. What happens
-# when a bias meets a fixed BOS, from the stored runs:
+# The paper's runs have no BOS, so a learnable sink token has no rival; in the miniature it meets a fixed BOS:
 
 # %% tags=["hide-input"]
 mp = mini.payloads + ([live.payload] if not stored_live else [])
@@ -166,17 +159,13 @@ display(figures.Fold("Every bias point beside the BOS, and one reading of the co
 # %% [markdown]
 # ````{dropdown} Paper vs this run: how these claims are read
 #
-# One row per claim, from `sinkpaper.paper`: a bias takes the sink when Sink* >= 10 % and Sink_1 < 5 % (the
-# paper: Sink* 32-74 %, Sink_1 <= 4.74 %); *V biases alone leave the sink on token 1* when `v_bias` keeps
-# Sink_1 >= 10 %. The fixed-v* claim reads v' (the paper: Sink* 70.03, Sink_1 0.06), judged as "the bias takes
-# the sink"; the paper's claim that a large v* (20 v') sends the sink back to token 1 is a row of its own,
-# `bias_fixed_v_large`. Each stored run is read on its plateau (the mean over the last 20 % of its steps), and a
-# verdict holds only when every seed reads it: otherwise it is *inconclusive*, with the reason under it.
+# A bias takes the sink when Sink* >= 10 % and Sink_1 < 5 %; *V biases alone leave the sink on token 1* when `v_bias`
+# keeps Sink_1 >= 10 %. The fixed-v* claim reads v' (the paper: Sink* 70.03, Sink_1 0.06) as "the bias takes the
+# sink"; that a large v* (20 v') sends the sink back to token 1 is a row of its own, `bias_fixed_v_large`.
 #
-# On real text the sink-token, K-bias, KV-bias and fixed-v* claims are judged on the runs **without** a fixed
-# first token (`..._no_bos`), as the paper ran them: its windows start anywhere, so nothing competes with the
-# bias. The text profile's runs with a fixed BOS at position 1 are the second reading, shown in each row's notes
-# (open the claim). In the miniature the default is the `recipe` point, which has a fixed BOS.
+# On real text the sink-token, K-bias, KV-bias and fixed-v* claims are judged on the runs **without** a fixed first
+# token (`..._no_bos`), as the paper ran them; the runs with a fixed BOS at position 1 are the second reading, in
+# each row's notes. In the miniature the base point is `recipe`, which has a fixed BOS.
 # ````
 
 # %% tags=["hide-input"]

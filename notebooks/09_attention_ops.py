@@ -28,17 +28,15 @@ from sinkpaper.book import findings
 card = findings.finding_card("09_attention_ops")
 
 # %% [markdown]
-# Softmax makes each query's attention weights sum to one. A head that has nothing useful to read at some
-# position must still put that unit of attention somewhere; the paper's explanation of the sink is that heads
-# learn to put it on a key whose value changes little (the first token). Gu et al. (2025), Section 7.3, test
-# this by changing the operation and re-training their 60M model. Every operation below is one choice of the
-# similarity and of the normalizer in
+# Softmax's weights sum to one, so a head with nothing to read must put its attention somewhere: on a key whose value
+# changes little, the first token, in the paper's explanation. Gu et al. (2025), Section 7.3, test this by changing
+# the operation and re-training their 60M model. Each operation chooses the similarity and normalizer in
 #
 # $$o_t = \frac{1}{Z_t} \sum_{j=1}^{t} \mathrm{sim}(q_t, k_j)\, v_j ,$$
 #
 # where softmax is $\mathrm{sim}(q, k) = \exp(q \cdot k / \sqrt{d_h})$ with $Z_t = \sum_{j \le t} \mathrm{sim}(q_t, k_j)$,
 # and sigmoid attention is $\mathrm{sim}(q, k) = \sigma(q \cdot k / \sqrt{d_h})$ with $Z_t = 1$ (without
-# normalization) or the same row sum (normalized). The paper's findings:
+# normalization) or the same row sum (normalized).
 #
 # ````{dropdown} What the paper found, in its numbers
 # 1. **Scores summing to less than one give less sink**: softmax rows scaled to sum to α = 2 / 1 / 0.2 / 0.1 /
@@ -46,15 +44,13 @@ card = findings.finding_card("09_attention_ops")
 # 2. **Sigmoid attention without normalization has no sink**: Sink* 0.44 %; **normalized** (divided by the row
 #    sum) the sink returns: 30.24 %.
 # 3. **elu + 1 without normalization: no sink** (Sink* 0.80 %); as a normalized kernel attention,
-#    (elu(q) + 1)·(elu(k) + 1) divided by the row sum, 53.65 %*. (elu(q·k) + 1 divided by its row sum is a
-#    different operation, one the paper could not train; it runs here as `elu_norm`, a point of ours that
-#    scores no claim.)
-# 4. At **1B** parameters, sigmoid without normalization still has no sink (their numbers are below).
+#    (elu(q) + 1)·(elu(k) + 1) divided by the row sum, 53.65 %*.
+# 4. At **1B** parameters, sigmoid without normalization still has no sink (fold below).
 # ````
 #
-# Without normalization the weights are not a distribution, so the paper scores the **proxy**
-# $|w_{t,j}| / \sum_i |w_{t,i}|$ per row and marks such numbers with * (Sink*). We add **softpick** (Zuhri et al. 2025, not this paper), a
-# rectified softmax that can give every key exactly zero, reported to remove the sink.
+# Without normalization the weights are not a distribution, so the paper scores a proxy, marked * (Sink*). We add
+# **softpick** (Zuhri et al. 2025, not this paper), a rectified softmax that can give every key exactly zero, reported
+# to remove the sink.
 
 # %%
 from IPython.display import Markdown, display
@@ -79,8 +75,7 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the attention-operation sweep
 #
-# Each point of `configs/attention.yaml` changes the operation of the base run, read from the results store;
-# numbers marked * are the proxy (Sink*_1).
+# Each point of `configs/attention.yaml` changes the operation of the base run; * marks the proxy (Sink*_1).
 
 # %% tags=["hide-input", "full-width"]
 lm = realtext.family_section(FAMILY, profile, gpu_seeds, ORDER, table={"points": POINTS, "paper": True}, base="softmax",
@@ -124,8 +119,7 @@ display(figures.Fold("At 1B parameters, as the paper reports it (the paper's num
 # %% [markdown]
 # ## Live, in miniature: change the operation
 #
-# The synthetic analogue (Bigram-Backcopy; see the optimization chapter): one operation is trained now, beside the
-# stored runs of every operation point over three seeds.
+# The miniature ([Bigram-Backcopy](04_optimization.ipynb)): one operation trained now, beside the stored runs.
 
 # %% tags=["hide-input", "full-width"]
 live = experiments.live_run(MINIATURE, "cpu", point=live_point, seed=live_seed, steps=live_steps)
@@ -154,9 +148,8 @@ if mini.missing:
 # %% [markdown]
 # ## The proxy over training, next to the raw weights
 #
-# The proxy α_1 is the share of a row's |w| that goes to token 1, so it can be high when every weight is tiny:
-# the raw weights σ(q·k) on token 1 and on the other keys, recorded at every evaluation, say whether the heads
-# really attend to token 1.
+# The proxy α_1 is token 1's share of a row's |w|, so it can be high when every weight is tiny; the raw weights
+# σ(q·k) on token 1 and on the other keys say whether the heads really attend to it.
 
 # %% tags=["hide-input"]
 proxy_runs = [(live_label, live.payload)] if lr_.get("proxy") else []
@@ -194,14 +187,11 @@ else:
 # %% [markdown]
 # ````{dropdown} Paper vs this run: how these claims are read
 #
-# One row per claim, from `sinkpaper.paper`. A point has a sink when its Sink_1 (Sink*_1 for operations without
-# normalization, as the paper scores them) is >= 10 % and none below 5 % (in between: not comparable). The elu
-# claim is judged on `elu` against the paper's elu+1 **kernel** (`kernel_elu`) at every scale, not on
-# `elu_norm`, a different operation the paper could not train (its Table 15, "-"). The miniature's `kernel_elu`
-# runs (stored, three seeds) are read by that row; the miniature table above lists only the points the live run
-# can train, so it does not show them (`python -m sinkpaper claims --id ops_elu` prints their values). Each stored
-# run is read on its plateau (the mean over the last 20 % of its steps) and the seeds decide, as on the
-# scorecard; the proxy's early transient is below.
+# A point has a sink when its Sink_1 (Sink*_1 without normalization) is >= 10 % and none below 5 % (in between: not
+# comparable). The elu claim is judged on `elu` against the paper's elu+1 **kernel** (`kernel_elu`), not on
+# `elu_norm`, elu(q·k) + 1 over its row sum, which the paper could not train (its Table 15, "-"). The miniature's
+# `kernel_elu` runs are read by that row but not shown in the miniature table
+# (`python -m sinkpaper claims --id ops_elu` prints them).
 # ````
 
 # %% tags=["hide-input"]

@@ -44,9 +44,6 @@ card = findings.finding_card("10_packing_bos")
 #    packed window) keeps the sink on the first token that every query of a document sees;
 # 3. a model **trained with a BOS depends on it**: run without it at inference, its sink changes.
 # ````
-#
-# This page checks the three on our real-text models, in miniature, and on two pretrained models with and
-# without their BOS.
 
 # %%
 from pathlib import Path
@@ -85,9 +82,8 @@ display(figures.folded("Which BOS setting each verdict reads, and why",
 # %% [markdown]
 # ## Real text: models trained with each packing
 #
-# `configs/packing.yaml`, read from the results store: `causal` (the paper's packing), `doc_mask` (a token sees
-# only its own document), `bos` (a fixed BOS at position 1), `bos_doc_mask` (both) and `bos_each_doc_mask` (a BOS
-# before every document, read at each query's own document start: Sink_first).
+# `configs/packing.yaml`; the fold names each point's packing (`causal` is the paper's). `bos_each_doc_mask`, a BOS
+# before every document, is read at each query's own document start: Sink_first.
 
 # %% tags=["hide-input", "full-width"]
 FOUR = ["causal", "doc_mask", "bos", "bos_doc_mask"]
@@ -118,8 +114,8 @@ if lm.missing.missing:
                      "variants; the pretrained models below are the real-LM evidence for the BOS question."))
 
 # %% [markdown]
-# At the `gpu` and `paper` profiles the run trained with a fixed BOS is also measured the way Barbero et al.
-# ask: on held-out windows of its own data, with its BOS and without it (the same text in both).
+# At the `gpu` and `paper` profiles, the run trained with a fixed BOS is also measured with and without its BOS on
+# held-out windows of its own data.
 
 # %% tags=["hide-input", "full-width"]
 lm_ablation = None
@@ -139,12 +135,9 @@ else:
 # %% [markdown]
 # ## In miniature: a fixed BOS, and the model without it
 #
-# The synthetic analogue (Bigram-Backcopy, Guo et al. 2024: bigram text with trigger tokens whose successor
-# copies the token before the trigger; a 1-layer, 4-head, d = 64 model trained in minutes on two CPU
-# cores). Its recipe packs documents like the paper (EOS between documents, windows at arbitrary offsets)
-# **plus a fixed BOS at position 1**. The stored sweep (three seeds) compares it with `no_fixed_token` (the
-# same without BOS: the paper's packing) and with a fixed token moved to position 2 or 3. The miniature has
-# no intra-document-mask point.
+# The miniature ([Bigram-Backcopy](04_optimization.ipynb), Guo et al. 2024) packs documents like the paper **plus a
+# fixed BOS at position 1**; the stored sweep compares it with `no_fixed_token` (the paper's packing) and with the
+# fixed token at position 2 or 3. It has no intra-document-mask point.
 
 # %% tags=["hide-input", "full-width"]
 MINI_ORDER = ["recipe", "no_fixed_token", "fixed_pos2", "fixed_pos3"]
@@ -170,10 +163,8 @@ display(Markdown(
 # %% [markdown]
 # ### Live: train the recipe, then take its BOS away
 #
-# The recipe (fixed BOS) trains now. Its final weights are then measured on held-out windows of its own
-# validation stream twice: with the BOS it was trained with, and without it. The two inputs hold the same
-# text (the BOS version is BOS + the first 63 tokens of the 64-token window), and the loss is compared on
-# the same 63 targets, each predicted from the same text with or without the BOS in front.
+# The recipe trains now, then is measured on held-out windows with its BOS and without it: the same text, the loss
+# compared on the same 63 targets.
 
 # %% tags=["hide-input", "full-width"]
 live = experiments.live_run(MINIATURE, "cpu", point="recipe", seed=0, steps=live_steps)
@@ -207,12 +198,9 @@ display(Markdown(
 # %% [markdown]
 # ## Pretrained models with and without their BOS
 #
-# The same question on two real pretrained models that install offline (and on any Hugging Face id passed as
-# `model`). Natural text is windows of the Python standard library's docstrings; each window is measured
-# without BOS (64 text tokens) and with the tokenizer's BOS at position 1 (BOS + the first 63 of them). Which
-# way a model was trained matters: a tokenizer that puts its BOS first by default (Gemma 3) is the input
-# its model was trained on; SmolLM2's tokenizer adds none, and its "BOS" token is the chat-turn marker
-# `<|im_start|>`, so for it BOS off is the trained input.
+# Each natural-text window is measured without BOS (64 text tokens) and with the tokenizer's BOS at position 1 (BOS +
+# the first 63). Which input is the trained one differs: Gemma 3's tokenizer puts its BOS first by default; SmolLM2's
+# adds none, and its "BOS" token is the chat-turn marker `<|im_start|>`, so for it BOS off is the trained input.
 
 # %% tags=["hide-input", "full-width"]
 contrasts = []
@@ -243,11 +231,9 @@ display(Markdown(prose.bos_contrast_lines(contrasts, loss_samples)))
 # %% [markdown]
 # ### Every BOS policy, on the same text
 #
-# Whether a BOS is put in front changes every attention map, and tools differ in what they put there. The audit
-# below (`python -m sinkpaper bos-audit`, stored in `results/bos/`, not recomputed here) measures the same 100
-# natural-text windows under each policy: `default` (what the tokenizer adds by itself), `forced` (its BOS
-# token first, added or not), `none` (nothing in front), `random` (a random ordinary token first) and `repeat`
-# (the window's first token twice).
+# The audit (`python -m sinkpaper bos-audit`, stored in `results/bos/`) measures the same 100 natural-text windows
+# under each policy: `default` (what the tokenizer adds by itself), `forced` (its BOS token first), `none` (nothing
+# in front), `random` (a random ordinary token first) and `repeat` (the window's first token twice).
 
 # %% tags=["hide-input"]
 audit = pb.load_bos_audit()
@@ -263,11 +249,10 @@ else:
 # %% [markdown]
 # ## Paper vs this run
 #
-# The three claims are Barbero et al.'s and qualitative, so the paper column names the source, not a number.
-# One row per claim, from `sinkpaper.paper`. The miniature's fixed-BOS runs (`recipe` against
-# `no_fixed_token`) are scored once, by chapter 5's `data_no_fixed_token`, so one measurement never counts as
-# two agreements. The inference rule asks for a change of at least 25 % of the with-BOS Sink_1, the registry's
-# one threshold; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
+# The three claims are Barbero et al.'s and qualitative: the paper column names the source. The miniature's fixed-BOS
+# runs (`recipe` against `no_fixed_token`) are scored once, by chapter 5's `data_no_fixed_token`, so one measurement
+# never counts as two agreements. The inference rule asks for a change of at least 25 % of the with-BOS Sink_1; rule
+# history: [When each verdict rule was fixed](15_rule_history).
 
 # %% tags=["hide-input"]
 trained_with_bos = [c for c in contrasts if c["prepends_bos"]]

@@ -46,18 +46,15 @@ from sinkpaper.book import findings
 card = findings.finding_card("11_why_sink_matters")
 
 # %% [markdown]
-# The earlier chapters measure *that* language models put a large share of their attention on the first token.
-# This one measures what happens when that token is taken away. The best-known consequence comes from
-# StreamingLLM (Xiao et al. 2024, "Efficient Streaming Language Models with Attention Sinks"): to read an
-# endless stream with a fixed memory, a model keeps only a window of recent keys and values (KV) and evicts
-# the oldest. Xiao et al. report that
+# StreamingLLM (Xiao et al. 2024, "Efficient Streaming Language Models with Attention Sinks") reads an endless stream
+# with a fixed memory by keeping only a window of recent keys and values (KV). Xiao et al. report that
 #
 # 1. a **window** cache breaks the model as soon as the first tokens are evicted: perplexity explodes once the
 #    text is longer than the window;
 # 2. keeping the **first 4 tokens plus the window** ("attention sinks" + recent tokens) restores it, with the
 #    same cache size.
 #
-# We read one long text token by token with three caches and compare the loss of every prediction:
+# We read one long text with three caches and compare the loss of every prediction:
 #
 # | policy | what the cache holds when token j predicts token j+1 |
 # |---|---|
@@ -66,15 +63,10 @@ card = findings.finding_card("11_why_sink_matters")
 # | `sink_window` | the first `n_sink` tokens plus the `window − n_sink` most recent ones |
 #
 # ````{dropdown} How the caches are computed
-# As in StreamingLLM, positions are assigned **within the cache** (the oldest cached token is at position 0),
-# so a RoPE model never sees a distance longer than the window, and every token's keys and values are computed
-# once, when it is read, from what the cache held then (`sinkpaper.streaming` explains how this is computed
-# exactly and fast). The first `window` predictions are identical under the three policies; they differ only
-# once eviction begins.
+# As in StreamingLLM, positions are assigned **within the cache** (the oldest cached token at position 0), so a RoPE
+# model never sees a distance longer than the window; each token's keys and values are computed once, from what the
+# cache held when it was read.
 # ````
-#
-# The second half of the page removes the sink's attention inside the full model: no query may attend to the
-# first token(s), and each head's softmax renormalizes over the other keys.
 
 # %%
 import altair as alt
@@ -106,11 +98,9 @@ sources.record({
     "BOS": ", ".join(f"{n} {'on' if inputs[n][1]['bos'] else 'off'}" for n in models)})
 
 # %% [markdown]
-# **The text.** `text_path` defaults to `/usr/share/common-licenses/GPL-3`, the GNU General Public License
-# version 3: about 35,000 characters of English prose that every Debian and Ubuntu system ships (package
-# `base-files`), so this page needs no download. It is a famous document, likely present in the models'
-# training data, so its absolute perplexities may be lower than on unseen text; what this page compares is the
-# same text under three caches, which that does not bias. Any long plain-text file works (`-p text_path ...`).
+# **The text.** `text_path` defaults to `/usr/share/common-licenses/GPL-3`, the GNU General Public License, which
+# every Debian and Ubuntu system ships. It is likely in the models' training data, so its absolute perplexities may
+# be low; that does not bias a comparison of caches on the same text.
 
 # %% tags=["hide-input"]
 display(figures.folded("Which BOS setting each verdict reads, and why",
@@ -154,14 +144,11 @@ sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n
                 "positions": "in the cache (StreamingLLM)"})
 
 # %% [markdown]
-# "Past the window" is every prediction made after the first eviction (steps ≥ `window`); before that the
-# three caches hold the same tokens and give the same loss. "max keys per query" checks the budget: no query of
-# a streaming policy attended to more than `window` keys in any layer.
+# "Past the window": every prediction after the first eviction (steps ≥ `window`); before it the three caches give
+# the same loss. "max keys per query" checks that no query of a streaming policy attended to more than `window`
+# keys in any layer.
 #
 # ## Perplexity along the text
-#
-# Each point is the perplexity of `bin_size` consecutive predictions; the dashed line is where eviction
-# begins.
 
 # %% tags=["hide-input"]
 for name in models:
@@ -180,8 +167,8 @@ sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "n_sink": n
 # %% [markdown]
 # ## How many sinks?
 #
-# StreamingLLM keeps 4 initial tokens. The same cache size with other numbers of sinks (0 sinks is the
-# `window` policy above):
+# StreamingLLM keeps 4 initial tokens; here, the same cache size with other numbers of sinks (0 is the `window`
+# policy):
 
 # %% tags=["hide-input"]
 for name, lm in lms.items():
@@ -204,16 +191,15 @@ sources.record({**run_stamp, "n_tokens": n_tokens, "window": window, "chunk": ch
 # %% [markdown]
 # ## Removing the sink's attention
 #
-# Streaming evicts the sink's keys and values; here the model keeps every token but no query may attend to the
-# chosen key positions (in all layers, or in half of them), and each head's softmax renormalizes over the keys
-# left. The removed positions' own queries are left alone. Rows, on the first `removal_tokens` tokens:
+# Here the model keeps every token, but no query may attend to the chosen key positions (in all layers, or in half
+# of them), and each head's softmax renormalizes over the keys left. Rows, on the first `removal_tokens` tokens:
 #
-# * the first token (the sink of the earlier chapters), and the first `n_sink` tokens (StreamingLLM's sinks);
+# * the first token, and the first `n_sink` tokens (StreamingLLM's sinks);
 # * a **control**: the `n_sink` tokens that follow them, so the model loses as many keys that are not first;
 # * the first token in the first half of the layers only, and in the second half only.
 #
-# All rows are scored on the same predictions (steps ≥ 2·`n_sink`, the first step that has lost every removed
-# key of every row), against the unmodified model on those same predictions.
+# All rows are scored on the same predictions (steps ≥ 2·`n_sink`, where every row has lost every removed key),
+# against the unmodified model.
 
 # %% tags=["hide-input"]
 removal = {}  # model -> list of (label, SinkRemovalResult)
@@ -272,12 +258,11 @@ display(Markdown("\n".join(lines)))
 # %% [markdown]
 # ## Paper vs this run
 #
-# StreamingLLM's claims are qualitative at our scale: it measured Llama-2, MPT, Falcon and Pythia models,
-# billions of parameters, on PG19 books, while we read a few thousand tokens of one text with models of
-# 135-270M parameters. One row per claim, from `sinkpaper.paper`: the window-only cache "breaks" the model
-# when its perplexity past the window is at least 2x the full cache's, and the sinks "restore" it when they
-# recover at least 75 % of that excess log-perplexity. The factor 2 is the registry's one factor, shared with
-# every other rule of the book; the appendix [When each verdict rule was fixed](15_rule_history) lists when each rule was set and every change since, with its reason.
+# StreamingLLM measured Llama-2, MPT, Falcon and Pythia models, billions of parameters, on PG19 books; we read a few
+# thousand tokens of one text with 135-270M-parameter models, so its claims are judged qualitatively. The window-only
+# cache "breaks" the model when its perplexity past the window is at least 2x the full cache's, and the sinks
+# "restore" it when they recover at least 75 % of that excess log-perplexity. Rule history: [When each verdict rule
+# was fixed](15_rule_history).
 
 # %% tags=["hide-input"]
 setting = (f"pretrained {', '.join(models)} ({profile} profile), the first {n_tokens} tokens of {text_path}, "

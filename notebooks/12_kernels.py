@@ -14,22 +14,17 @@
 # %% [markdown]
 # # Kernels and performance: are the fused kernels right, and how fast are they?
 #
-# The book trains attention operators that PyTorch has no fused kernel for (sigmoid without normalization,
-# elu + 1, softpick, the paper's KV biases and sink logits) and measures the sink metric at context lengths
-# where a T x T attention map does not fit in memory. `sinkpaper.fused` holds Triton kernels for both, forward
-# and backward, under causal, full, sliding-window, prefix-LM and intra-document masks, plus `column_stats`,
-# which returns the metric's α_k without ever building the map.
-#
-# This page shows their **correctness**, computed now against fp64 PyTorch (under the Triton interpreter on a
-# CPU, compiled on a GPU), and their **speed and memory** against SDPA, FlexAttention and eager attention, from
+# The book trains attention operators that PyTorch has no fused kernel for (sigmoid without normalization, elu + 1,
+# softpick, the paper's KV biases and sink logits) and measures the sink where a T x T attention map does not fit in
+# memory. `sinkpaper.fused` holds Triton kernels for both, forward and backward, under causal, full, sliding-window,
+# prefix-LM and intra-document masks, plus `column_stats`, which returns α_k without building the map. This page
+# checks their **correctness** now against fp64 PyTorch, and shows their **speed and memory** from
 # `python -m sinkpaper bench kernels` on a GPU. The paper makes no claim about kernels: nothing here is scored.
 #
 # ````{dropdown} What the interpreter checks, and what it cannot
-# On a machine without a GPU the kernels run under the Triton interpreter on the CPU (bit-level semantics of the
-# kernel program, at small shapes); on a GPU they run compiled, at larger shapes. The interpreter cannot see what
-# only the GPU compiler refuses, so the test suite also compiles every kernel variant to an H100 (sm_90) binary on
-# the CPU (`python -m sinkpaper.fused.gpu_compile`): the first H100 lent to this project found such a bug (a
-# global that was not a `tl.constexpr`), now fixed. No GPU run of the kernels is stored yet.
+# The Triton interpreter runs the kernel program's exact semantics, at small shapes, but cannot see what only the GPU
+# compiler refuses: the test suite also compiles every kernel variant to an H100 (sm_90) binary on the CPU
+# (`python -m sinkpaper.fused.gpu_compile`).
 # ````
 
 # %% tags=["parameters"]
@@ -85,15 +80,12 @@ display(Markdown(f"The kernels run on **{kt.backend(device)}**"
 # ## Correctness: every operator x mask against fp64
 #
 # ````{dropdown} How each case is compared
-# Random fp32 inputs (and, for the sink rows, a per-head KV bias or sink logit) go through the Triton kernel,
-# forward and backward; the same inputs in fp64 go through the reference (`sinkpaper.fused.reference_attention`,
-# which materializes the attention map with the eager operator the models use). Each entry is
-# max |kernel − reference| / max |reference| over the tensor. `row statistic` is the per-row normalizer the
-# kernel stores for its backward pass (log-sum-exp for softmax). `alpha (column_stats)` compares the kernel's α_k
-# with the sink metric computed on the fp64 eager map (`reference_column_stats`), and `sink column` the mean
-# attention on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document`
-# = three documents per row. The comparison is `sinkpaper.fused.testing.compare`, the one
-# `tests/test_fused.py` asserts on; the tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
+# Random fp32 inputs go through the kernel, forward and backward, and the same inputs in fp64 through the eager
+# reference (`sinkpaper.fused.reference_attention`). Each entry is max |kernel − reference| / max |reference|.
+# `row statistic` is the per-row normalizer the kernel stores for its backward pass (log-sum-exp for softmax);
+# `alpha (column_stats)` is the kernel's α_k against the metric on the fp64 map; `sink column` the mean attention
+# on the bias / sink position. Masks: `window` = T / 3 keys, `prefix` = T / 2 + 1 tokens, `document` = three
+# documents per row. The tolerance is the test suite's, 1e-5 (fp32 rounding is ~6e-8).
 # ````
 
 # %% tags=["hide-input", "full-width"]
@@ -116,9 +108,8 @@ sources.record({**run_stamp, "shape [B, H, T, D]": list(shape), "dtype": "fp32 v
 # %% [markdown]
 # ## The sink metric from `column_stats` against the metric from the maps
 #
-# Small random models (`sinkpaper.models`, 2 layers, 2 heads) traced twice: from the attention maps (as the
-# paper) and with `method="stats"`, which keeps no T x T map and reads α_k from `column_stats`. The two
-# routes should give the same α_k up to fp32 rounding, hence the same Sink_k; the count below says whether they do.
+# Small random models traced from their attention maps (as the paper) and with `method="stats"` (no T x T map)
+# should give the same α_k up to fp32 rounding, hence the same Sink_k.
 
 # %% tags=["hide-input"]
 agreement = kc.metric_agreement(seed=seed, device=device)
@@ -134,12 +125,10 @@ sources.record({**run_stamp, "models": "random SinkModel, d 32, 2 layers, 2 head
 # competitor (< 1: ours smaller). Goals are reported, not asserted.
 #
 # ````{dropdown} What the benchmark times
-# `python -m sinkpaper bench kernels --json results/bench/kernels-<device>.json` times, on one GPU in one run,
-# our causal softmax kernel against PyTorch SDPA (flash and cuDNN), FlexAttention (compiled) and eager
-# attention, forward and forward + backward, on FlashAttention's grid (batch x T = 16k tokens, H x D = 2048);
-# our sigmoid / elu / softpick kernels against our softmax and their eager references; `column_stats`
-# against one forward pass and the eager maps (time and peak memory, T up to 32k); and bf16 error against
-# fp64, ours next to SDPA's.
+# Our causal softmax kernel against PyTorch SDPA (flash and cuDNN), FlexAttention (compiled) and eager attention,
+# forward and forward + backward, on FlashAttention's grid (batch x T = 16k tokens, H x D = 2048); our sigmoid /
+# elu / softpick kernels against our softmax and their eager references; `column_stats` against one forward pass
+# and the eager maps (time and peak memory, T up to 32k); bf16 error against fp64, ours next to SDPA's.
 # ````
 
 # %% tags=["hide-input"]
@@ -156,10 +145,9 @@ if not stored:
 # %% [markdown]
 # ### Run now
 #
-# On a GPU (`gpu` / `paper` profile) the full benchmark runs here (`save_benchmark` writes it to
-# `results/bench/`). On the CPU the selected sections run in their `--smoke` form under the interpreter: **these
-# timings are not performance numbers**, and its bf16 error is slightly larger than a GPU's (its fp32 → bf16
-# cast truncates instead of rounding).
+# On a GPU (`gpu` / `paper` profile) the full benchmark runs here. On the CPU the selected sections run in their
+# `--smoke` form under the interpreter: **these timings are not performance numbers**, and the bf16 error is
+# slightly larger than a GPU's (the interpreter's fp32 → bf16 cast truncates instead of rounding).
 
 # %% tags=["hide-input"]
 if device == "cuda" and profile != "cpu" and run_benchmark:
@@ -183,6 +171,5 @@ else:
 # python -m sinkpaper.site run --only 12_kernels -p sinks sink_logit,kv_bias -p smoke_sections speed,accuracy
 # mkdir -p results/bench && python -m sinkpaper bench kernels --json results/bench/kernels-h100.json   # on a GPU
 # TRITON_INTERPRET=1 python -m pytest tests/test_fused.py   # the full correctness suite on the CPU
-# python -m sinkpaper.fused.gpu_compile   # every kernel variant compiled for an H100, no GPU needed
 # ```
 # ````

@@ -25,29 +25,26 @@ from sinkpaper.book import findings
 card = findings.finding_card("13_after_the_paper")
 
 # %% [markdown]
-# Since Gu et al. (2025), production models adopted attention designs that each claim to tame the sink. Each
-# source showed its design alone, at its own scale, with its own measure. This chapter trains all of them on the
-# same real text as chapters 4-9 and reads them with the paper's metric (Sink_1 at ε = 0.3):
+# Since Gu et al. (2025), production models adopted attention designs that each claim to tame the sink, each shown
+# alone, at its own scale and measure. This chapter trains them all on the real text of chapters 4-9 and reads them
+# with the paper's metric:
 #
 # - **Gated attention** (Qiu et al. 2025, arXiv 2505.06708; Qwen3-Next): a query-dependent sigmoid gate on each
 #   head's output before the output projection, $Y' = Y \odot \sigma(X W_g)$, $X$ the layer's normed input. The source
-#   compares one gate per head dimension (**elementwise**, its recommended form) and one per head
-#   (**head-wise**), and calls the result *attention-sink-free*.
+#   compares one gate per head dimension (**elementwise**, its recommended form) and one per head (**head-wise**), and
+#   calls the result *attention-sink-free*.
 # - **A learned sink logit per head** (gpt-oss, 2025): one logit $b_h$ joins each softmax's denominator with no
 #   value, so a head can pay no attention to any token: $e^{s_{ij}} / \left(e^{b_h} + \sum_{j'} e^{s_{ij'}}\right)$.
 # - **Softmax plus one** (Miller 2023, "Attention is off by one"): the same with $b_h = 0$ fixed.
 # - **Softpick** (Zuhri et al. 2025, arXiv 2504.20966): $\mathrm{relu}(e^{s_{ij}} - 1) / \sum_{j'} |e^{s_{ij'}} - 1|$,
 #   whose rows need not sum to one; its source reports no sink.
 #
-# The paper's Section 7 gives a reading of all four before any run: a sink forms where softmax's rows must sum to
-# one and nothing else can take the excess. A learnable K bias takes the whole sink (Section 7.2); sigmoid without
-# normalization has none (Section 7.3). On that reading a logit in the denominator is a place for the excess and
-# should take the sink from token 1, softpick should have none, and a gate, which leaves each row summing to one,
-# should leave the sink where it was. The gated-attention claim says the opposite for the gate, so at most one of
-# the two readings can agree.
-#
-# Every design is its source's exact form; `sinkpaper.models.ModelConfig` (`gate`, `sink`) and the operator table
-# (`sinkpaper.attention.SINK_DESIGNS`) write each out with its source.
+# The paper's Section 7 gives a reading of all four before any run: a sink forms where softmax's rows must sum to one
+# and nothing else can take the excess. A learnable K bias takes the whole sink (Section 7.2); sigmoid without
+# normalization has none (Section 7.3). So a logit in the denominator should take the sink from token 1, softpick
+# should have none, and a gate, which leaves each row summing to one, should leave the sink where it was: the opposite
+# of the gated-attention claim, so at most one of the two readings can agree. Each design is its source's exact form
+# (`sinkpaper.attention.SINK_DESIGNS`).
 
 # %%
 from IPython.display import Markdown, display
@@ -71,13 +68,10 @@ sources.record(run_stamp)
 # %% [markdown]
 # ## Real text: the designs against the base run
 #
-# Each point of `configs/after_paper.yaml` changes one thing of the text profile's base run: a 2-layer model
-# with a fixed first token, the setting in which a 2-layer model grows a sink. A 2-layer model can only sink on a
-# token whose first-layer state does not depend on its context, so without a fixed first token no stored 2-layer
-# run grew one (chapter 5, `no_fixed_token`), and the no-BOS rows have none to remove or take: they are shown, not
-# judged. At the `cpu` profile this page trains nothing; it
-# reads the stored runs and names the ones still missing. The table gives each design's Sink_1 on token 1 and, for
-# the designs with a logit, Sink*: the share of heads that put more than 0.3 of their attention on that logit.
+# Each point of `configs/after_paper.yaml` changes one thing of the text profile's base run. A 2-layer model can
+# only sink on a token whose first-layer state does not depend on its context, so without a fixed first token no
+# stored 2-layer run grew one (chapter 5, `no_fixed_token`): the no-BOS rows are shown, not judged. For the designs
+# with a logit, Sink* is read on the logit.
 
 # %% tags=["hide-input", "full-width"]
 lm = sweeps.lm_sweep(FAMILY, profile, gpu_seeds)
@@ -91,9 +85,8 @@ realtext.show(lm, ORDER, base="softmax", curves=["softmax", "gate_elementwise", 
 # %% [markdown]
 # ## Beside the paper's own places for the excess
 #
-# One figure: each seed's Sink_1 on token 1 (and Sink* on the extra position, where a design has one) for the
-# designs with the fixed first token, next to the paper's K bias, sink token and sigmoid attention trained on the
-# same text. A dot is a seed, a tick the mean over seeds.
+# The designs with the fixed first token beside the paper's K bias, sink token and sigmoid attention on the same
+# text. A dot is a seed, a tick the mean.
 
 # %% tags=["hide-input"]
 beside = [p for config, pts in BESIDE.items() for p in sweeps.lm_sweep(config, profile, gpu_seeds, pts).payloads]
@@ -106,10 +99,8 @@ figures.figure(figures.sweep_chart(shown, order, value=("Sink_1", "Sink*"),
 # %% [markdown]
 # ## The verdicts
 #
-# Each source's claim in its words and the paper's reading of each design, judged as every claim of the book is:
-# each run on its plateau (the mean over the last 20 % of its steps), the seeds deciding (a difference inside their
-# spread reads *inconclusive*), runs that did not learn left out. None of the sources reports Sink_1 at this metric,
-# so each rule was checked on the shape its source states, and on a result with no effect, before any run.
+# None of the sources reports Sink_1, so each rule was checked on the shape its source states, and on a result with
+# no effect, before any run.
 
 # %% tags=["hide-input"]
 display(tables.claims_fold(CLAIMS))
@@ -119,8 +110,8 @@ display(Markdown(prose.after_paper_reading(results)))
 # %% [markdown]
 # ## Massive activations, loss spikes and held-out loss
 #
-# Gu et al. tie the sink to a massive activation on token 1 (Section 3), and the gated-attention source reports
-# that gating removes it and the loss spikes of training.
+# Gu et al. tie the sink to a massive activation on token 1 (Section 3), and the gated-attention source reports that
+# gating removes it and the loss spikes of training.
 
 # %% tags=["hide-input"]
 massive, without = curves.massive_rows(lm.payloads, WITH_BOS)

@@ -62,18 +62,12 @@ figures.figure(onsets.onset_chart(rows, f"Onsets per run ({lm.profile} profile)"
 # | the first-token sink | 10-20x later in tokens than the induction heads, in public 1B-class runs; BOS heads jump from 7 % to 70 % between adjacent OLMo-1B checkpoints | arXiv 2606.02378 |
 # | token 1's massive activation | tied to the sink under pre-norm | arXiv 2603.05498 |
 #
-# This chapter measures all five on one footing, in the same runs, at every evaluation.
+# This chapter measures all five in the same runs, at every evaluation.
 #
 # ````{dropdown} What each run measures, and when a quantity has formed
-# Each run of the onsets
-# family (`configs/onsets.yaml`) evaluates, besides the sink metrics, each head's **induction score** (on random
-# tokens repeated once, the attention from each token of the second copy to the token after its first
-# occurrence), its **previous-token score**, the **in-context gain** (the loss on the second copy against the
-# first) and token 1's **hidden-state norm** over the other tokens' mean. Early evaluations are log-spaced (each
-# 10 % after the last), so an onset is resolved to within 10 % of its step. A quantity's **onset** is the first
-# evaluation at which it reaches its threshold, fixed before any of these runs (`sinkpaper/paper/onsets.py`): the
-# sink at Sink_1 ≥ 10 %; a head with ≥ 0.3 of its attention on its induction (previous-token) target; a gain of
-# ≥ 0.5 nats; a token-1 norm ≥ 10 times the others'.
+# Each run of `configs/onsets.yaml` also evaluates each head's **induction** and **previous-token** scores, the
+# **in-context gain** and token 1's **hidden-state norm**. Each quantity's onset and threshold, fixed before any of
+# these runs (`sinkpaper/paper/onsets.py`), are defined in the [glossary](glossary.md).
 # ````
 
 # %% tags=["remove-input"]
@@ -88,14 +82,12 @@ display(Markdown(f"A uniform causal head scores {uniform_induction_score(64, 32)
 # %% [markdown]
 # ## Reading the onsets
 #
-# <a class="spx-figref" href="#fig-14-1">Figure 14.1</a>: one row per seed, one mark per quantity at the step it formed; a faint mark is one that formed and was below
-# its threshold again at the run's end (it did not last: a sink that flickered during a loss spike, or the early
-# previous-token heads), a hollow mark at the run's end is a quantity that never formed there, a run named "did
-# not learn" is drawn but counted by no verdict, the grey tick is the run's last step, and the shaded band the steps at which the paper's
-# default run grows its sink (Section 4; a step there is ~250x more tokens than here). The points: the text base
-# (2 layers, d 128, the BOS fixed at position 1), its 4-layer version, sigmoid attention (no sink: does induction
-# still form?), elementwise gated attention, a learned sink logit per head, and one BOS before every document with
-# attention masked between documents.
+# <a class="spx-figref" href="#fig-14-1">Figure 14.1</a>: one row per seed, one mark per quantity at the step it
+# formed. A faint mark was below its threshold again at the run's end (a sink that flickered during a loss spike,
+# or the early previous-token heads); a hollow mark at the run's end never formed; a run named "did not learn" is
+# counted by no verdict; the grey tick is the run's last step; the shaded band is where the paper's default run
+# grows its sink (Section 4; a step there is ~250x more tokens than here). Besides the text base and its 4-layer
+# version, sigmoid attention asks whether induction forms without a sink.
 
 # %% tags=["remove-input"]
 display(Markdown(onsets.budget_caption(lm.payloads, POINTS, LABELS)))
@@ -103,8 +95,7 @@ display(Markdown(onsets.budget_caption(lm.payloads, POINTS, LABELS)))
 # %% [markdown]
 # ## Each quantity against its threshold
 #
-# The text base's five quantities over training, each divided by its threshold, so that every one forms where it
-# crosses 1 (the dashed line): the mean over seeds as a line, the seeds' range as a band, each seed in the tooltip.
+# Each quantity is divided by its threshold, so it forms where it crosses 1 (the dashed line).
 
 # %% tags=["hide-input"]
 ratios = onsets.threshold_rows(lm.payloads, "onsets_base")
@@ -120,8 +111,8 @@ else:
 # %% [markdown]
 # ## Does the sink's onset move with the learning rate and the weight decay?
 #
-# The optimization and loss families' runs (chapters 4 and 6) predate the circuits' evaluations, but every one
-# records Sink_1 every 100 steps, and the newer ones token 1's norm: their sink onsets, seed by seed.
+# The runs of chapters 4 and 6 predate the circuits' evaluations, but record Sink_1 every 100 steps, and the newer
+# ones token 1's norm.
 
 # %% tags=["hide-input"]
 lr = sweeps.lm_sweep("configs/optimization.yaml", profile, gpu_seeds, LR)
@@ -141,10 +132,8 @@ figures.figure(onsets.onset_chart(wd_rows, "Weight decay (the text base: 0.5)", 
 #
 # Softmax with a learned logit $b_h$ in its denominator (gpt-oss) gives each weight
 # $e^{s_j} / (e^{b_h} + \sum_i e^{s_i})$: plain softmax scaled by $\sigma(\mathrm{LSE} - b_h)$, with
-# $\mathrm{LSE} = \log \sum_i e^{s_i}$. That factor is a gate that depends on the query, as gated attention's
-# $\sigma(x W_g)$ is (chapter 13); the tests check the identity in fp64 (`tests/test_attention.py`,
-# `tests/test_after_the_paper.py`). Below, each head's gate over the held-out queries at the runs' last evaluation:
-# the gated model's learned gate beside the gate the sink logit acts as.
+# $\mathrm{LSE} = \log \sum_i e^{s_i}$, a gate that depends on the query, as gated attention's $\sigma(x W_g)$ is
+# (chapter 13). Below, the gated model's learned gate beside the gate the sink logit acts as.
 
 # %% tags=["hide-input"]
 GATED = {"onsets_gate_elementwise": "gated attention (elementwise, mean over a head's dims)",
@@ -161,9 +150,8 @@ else:
 #
 # ````{dropdown} How these claims are read
 #
-# Each order the literature reports, judged as every claim of the book is: onsets per seed, the seeds deciding
-# (a split reads *inconclusive*). A run in which the later quantity never formed shows no order, so it cannot
-# count for the claim: at the miniature, whose 150 steps grow no sink, the sink's claims read *not comparable*.
+# A run in which the later quantity never formed shows no order, so it cannot count for the claim: at the miniature,
+# whose 150 steps grow no sink, the sink's claims read *not comparable*.
 # ````
 
 # %% tags=["hide-input"]
