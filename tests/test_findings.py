@@ -359,3 +359,16 @@ def test_every_claim_a_family_names_is_a_claim_of_its_own_page():
     for c in named:
         assert c.chart_with in by_id, f"{c.id}: chart_with={c.chart_with!r} is no claim"
         assert by_id[c.chart_with].chapter == c.chapter and not by_id[c.chart_with].chart_with, c.id
+
+
+def test_a_reason_two_scales_share_is_printed_once_in_the_row(listing):
+    e = _entry(listing, "opt_emergence")
+    for s in ("real text (CPU)", "miniature"):
+        e["results"][s] = {**copy.deepcopy(e["results"]["miniature"]), "verdict": "disagrees", "status": None}
+    said = findings.shown_reason("disagrees", findings.reason(e, e["results"]["miniature"]), False)
+    assert said
+    html = findings.card_row(e, ["real text (CPU)", "miniature"])
+    assert html.count(f'<span class="spx-why">{findings._e(findings._cut(said, findings.REASON_CHARS))}') == 1
+    assert html.count(">disagrees</span>") == 2           # both chips stay, the second without the repeat
+    alone = findings.chip(e, e["results"]["miniature"], "miniature")
+    assert 'class="spx-why"' in alone                    # a chip on its own keeps its reason

@@ -216,12 +216,14 @@ def shown_reason(word: str, why: str, terse: bool = False) -> str:
 
 
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
-         late_rule: str | None = None, compact: bool = False, terse: bool = False) -> str:
+         late_rule: str | None = None, compact: bool = False, terse: bool = False,
+         seen: set | None = None) -> str:
     """The verdict as HTML: a coloured word (with the scale's name), the headline, and the one-line reason
     (:func:`shown_reason`; ``terse`` for the scorecard's cells); the whole reason and the rule in the tooltip.
     ``late_rule`` ("2 of 3"): the rule in force was set after that many of the runs it judges, marked with a
     dagger (:func:`rules_set_after_runs`). ``compact``: the headline only in the tooltip where the paper gives no
-    number (the claim's source line says so; the reason says what ours is)."""
+    number (the claim's source line says so; the reason says what ours is). ``seen``: the reasons the chips above
+    in the same row printed; a reason printed there is not printed again (it stays in the tooltip)."""
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
     why = reason(e, res, scale)
@@ -239,6 +241,10 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
     tip += f"\n{line}" if compact and not e["paper"]["values"] else ""
     body = "" if compact and not e["paper"]["values"] else f'<span class="spx-headline">{_e(line)}</span>'
     said = shown_reason(word, why, terse)
+    if seen is not None and said in seen:
+        said = ""
+    elif seen is not None:
+        seen.add(said)
     return (f'<div class="spx-verdict" title="{_e(tip)}">{head}{where}{body}'
             + (f'<span class="spx-why">{_e(_cut(said, limit))}</span>' if said else "") + "</div>")
 
@@ -446,7 +452,9 @@ def _row(e: Mapping, scales: Sequence[str] | None, chart=True) -> tuple[str, str
     # names them all, so a claim run at many scales keeps its row short; each one's reason is in the tooltip
     pending = [s for s in shown if verdict_word(e, result_at(e, s)) == registry.NO_RESULT]
     limit = WAITING_REASON_CHARS if waiting else REASON_CHARS
-    chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=limit) for s in shown if s not in pending)
+    seen: set = set()    # a reason two scales share (the same rule met or failed) is printed once
+    chips = "".join(chip(e, result_at(e, s), s, compact=waiting, limit=limit, seen=seen)
+                    for s in shown if s not in pending)
     chips += pending_line(e, pending)
     chips = chips or '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>'
     no_number = "" if e["paper"]["values"] else f" \u00b7 {NO_PAPER_NUMBER}"
