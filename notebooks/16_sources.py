@@ -48,6 +48,9 @@ display(Markdown(f"*Sources:* the ledgers the chapters wrote in this build "
 display(Markdown(f"{len(ledgers)} chapters: {total['stored']} stored runs read (a run read by two chapters counts "
                  f"twice), {total['computed']} computations run while the book was built, {total['missing']} runs "
                  "not in the results store yet."))
+build = sources.build_parts(ledgers)
+if build:   # said once here; a row that holds all of it says "this build"
+    display(Markdown(f"*{sources.BUILD}*, in the rows below: " + sources.SEP.join(build) + "."))
 
 # %% tags=["hide-input"]
 def title_of(stem: str) -> str:
@@ -62,7 +65,7 @@ for led in ledgers:
     display(Markdown(f"### {title_of(led['stem'])}\n\n"
                      + f"{c['stored']} stored runs, {c['computed']} computed now, {c['versions']} code versions"
                      + (f", on {', '.join(c['machines'])}" if c["machines"] else "") + "."))
-    rows = sources.table_rows(led)
+    rows = sources.table_rows(led, build)
     if rows:   # each section's provenance, one fold per chapter (found by the browser's find-in-page)
         display(figures.Fold(f"The provenance of its {len(led['entries'])} section(s)", figures.Table(rows)))
     for m in led["missing"]:

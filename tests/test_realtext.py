@@ -208,3 +208,15 @@ def test_the_sources_appendix_lists_a_provenance_shared_by_several_sections_once
     assert sources.table_rows(led) == [
         {"#": "1, 3, 4", "what": "a table; a chart", "provenance": "the chapter's own run"},
         {"#": "2", "what": "the sweep", "provenance": "stored runs"}]
+    # the parts at least half the sections share (the build's own machine and code) are said once, above the
+    # chapters; a row holding all of them says "this build", a row holding some keeps them
+    d = "\u00b7"
+    a = {"entries": [{"what": "", "line": f"*Provenance:* profile `cpu` {d} device X {d} computed 10:00"},
+                     {"what": "w", "line": f"*Provenance:* profile `text` {d} device X {d} runs=3"}]}
+    b = {"entries": [{"what": "", "line": f"*Provenance:* profile `cpu` {d} device X"},
+                     {"what": "v", "line": f"*Provenance:* model m {d} device Y"}]}
+    build = sources.build_parts([a, b])
+    assert build == ["profile `cpu`", "device X"] and sources.build_parts([{"entries": b["entries"][:1]}]) == []
+    assert [r["provenance"] for r in sources.table_rows(a, build)] == [
+        f"this build {d} computed 10:00", f"profile `text` {d} device X {d} runs=3"]
+    assert [r["provenance"] for r in sources.table_rows(b, build)] == ["this build", f"model m {d} device Y"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from IPython.display import Markdown, display
 
@@ -62,18 +62,48 @@ def missing(sweep, what: str = "") -> None:
     _refresh()
 
 
-def table_rows(ledger: Mapping[str, Any]) -> list[dict[str, Any]]:
+PREFIX, SEP = "*Provenance:* ", " \u00b7 "    # how figures.provenance_line writes a line and joins its parts
+
+
+def _parts(line: str) -> list[str]:
+    return line.removeprefix(PREFIX).split(SEP)
+
+
+BUILD = "this build"
+
+
+def build_parts(ledgers: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The parts of a provenance line (profile, device, code version, libraries, ...) that at least half of all
+    sections share, in the order a line gives them: on a built book, the build's own machine and code. The
+    appendix says them once, above the chapters, and a row holding every one of them says "this build"."""
+    lines = [_parts(e["line"]) for led in ledgers for e in led["entries"]]
+    if len(lines) < 2:
+        return []
+    counts: dict[str, int] = {}
+    for parts in lines:
+        for x in set(parts):
+            counts[x] = counts.get(x, 0) + 1
+    return [x for x in dict.fromkeys(x for parts in lines for x in parts) if 2 * counts[x] >= len(lines)]
+
+
+def table_rows(ledger: Mapping[str, Any], build: Sequence[str] = ()) -> list[dict[str, Any]]:
     """A chapter's sections as the appendix lists them: one row per distinct provenance, numbering the sections
     that share it ("1, 3") and naming what each shows, so a chapter's own run, recorded by several sections,
-    is printed once."""
+    is printed once. A line that holds every part of ``build`` (:func:`build_parts`) says "this build" in their
+    place; a line that holds only some keeps them."""
     by_line: dict[str, dict[str, Any]] = {}
     for i, e in enumerate(ledger["entries"], 1):
         row = by_line.setdefault(e["line"], {"#": [], "what": []})
         row["#"].append(str(i))
         if e["what"] and e["what"] not in row["what"]:
             row["what"].append(e["what"])
-    return [{"#": ", ".join(r["#"]), "what": "; ".join(r["what"]) or "\u2014",
-             "provenance": line.replace("*Provenance:* ", "")} for line, r in by_line.items()]
+    rows = []
+    for line, r in by_line.items():
+        parts = _parts(line)
+        if build and set(build) <= set(parts):
+            parts = [BUILD] + [x for x in parts if x not in build]
+        rows.append({"#": ", ".join(r["#"]), "what": "; ".join(r["what"]) or "\u2014", "provenance": SEP.join(parts)})
+    return rows
 
 
 def _counts() -> dict[str, Any]:
