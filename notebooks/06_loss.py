@@ -180,6 +180,7 @@ display(Markdown(
 # %% [markdown]
 # ## Prefix LM and sliding windows, in miniature
 #
+# `prefix_4`: the first 4 positions see each other and carry no loss; `window_w`: each query sees its last w keys.
 # The floor and the excess use each point's own mask.
 
 # %% tags=["hide-input", "full-width"]

@@ -82,8 +82,9 @@ display(figures.folded("Which BOS setting each verdict reads, and why",
 # %% [markdown]
 # ## Real text: models trained with each packing
 #
-# `configs/packing.yaml`; the fold names each point's packing (`causal` is the paper's). `bos_each_doc_mask`, a BOS
-# before every document, is read at each query's own document start: Sink_first.
+# `configs/packing.yaml`: `causal` (the paper's packing), `doc_mask` (a token sees only its own document), `bos` (a
+# fixed BOS at position 1), `bos_doc_mask` (both) and `bos_each_doc_mask` (a BOS before every document, read at each
+# query's own document start: Sink_first).
 
 # %% tags=["hide-input", "full-width"]
 FOUR = ["causal", "doc_mask", "bos", "bos_doc_mask"]
