@@ -182,3 +182,14 @@ def test_a_run_that_trained_the_bf16_softmax_is_named_and_not_counted(tmp_path):
     assert [x.split(":")[0] for x in r.excluded] == ["elu seed 1", "elu seed 2"]
     assert all("trained through the bf16 softmax" in x and "not counted until its rerun lands" in x
                for x in r.excluded)
+
+
+def test_runs_not_counted_for_one_reason_say_it_once():
+    from sinkpaper.paper.lookup import grouped_runs
+    why = "trained through the bf16 softmax: not counted until its rerun lands"
+    assert grouped_runs([f"sigmoid_norm seed 3: {why}", f"sigmoid_norm seed 4: {why}", "elu seed 2: did not learn",
+                         f"sigmoid seed 3: {why}", "the run stops at step 2,500: no result"]) == [
+        f"sigmoid_norm seeds 3, 4 and sigmoid seed 3: {why}", "elu seed 2: did not learn",
+        "the run stops at step 2,500: no result"]
+    assert grouped_runs(["a seed 2: diverged, non-finite loss (first at step 270)"]) == [
+        "a seed 2: diverged, non-finite loss (first at step 270)"]

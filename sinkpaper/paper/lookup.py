@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import statistics
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -245,6 +246,26 @@ def _seeds_text(seeds: Sequence[int]) -> str:
     return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
+_RUN_WHY = re.compile(r"^(\S+) seed (\d+): (.+)$", re.S)
+
+
+def grouped_runs(entries: Sequence[str]) -> list[str]:
+    """Runs not counted ("<point> seed <n>: <why>") with one reason said once: "a seeds 3, 4 and b seed 3: <why>",
+    in the order the reasons first come; an entry of another form stays as it is."""
+    by_why: dict[str, dict[str, list[str]]] = {}
+    for x in entries:
+        m = _RUN_WHY.match(x)
+        point, seed, why = m.groups() if m else (None, None, x)
+        seeds = by_why.setdefault(why, {})
+        if point is not None:
+            seeds.setdefault(point, []).append(seed)
+    out = []
+    for why, points in by_why.items():
+        runs = " and ".join(f"{pt} seed{'s' if len(sd) > 1 else ''} {', '.join(sd)}" for pt, sd in points.items())
+        out.append(f"{runs}: {why}" if runs else why)
+    return out
+
+
 def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
            seeds_of: Mapping[str, Sequence[int]] | None = None) -> list[str]:
     """What a reader of the result should know besides its values: the runs not counted, the seeds read, code
@@ -253,7 +274,7 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
 
     notes = [] if profile in PROFILES else [f"the configs define no `{profile}` profile yet: nothing stored"]
     if r.excluded:
-        notes.append(f"{len(r.excluded)} run(s) not counted: " + "; ".join(r.excluded))
+        notes.append(f"{len(r.excluded)} run(s) not counted: " + "; ".join(grouped_runs(r.excluded)))
     short: Mapping[str, Sequence[int]] = {}
     if seeds_of is not None:
         runs = {}   # each run read on other seeds than the claim's, once
