@@ -281,7 +281,8 @@ def test_a_claims_table_prints_a_note_that_several_claims_share_once():
     assert html.count(family) == 1 and "<ol><li>" + family in html
     assert html.count("shared note 1 (under the table)") == 2
     assert "only 1" in html and "only 2" in html and "its own" in html and "shared note" not in html.split("claim 3")[1]
-    # the chip says "not run" once; the cell keeps the reason
-    assert html.count("not run") == 2 and html.count(">no point<") == 2
+    # the chip says "not run"; why the scale does not run the claim is on hover, not repeated in every row
+    assert html.count(">no result (not run)</span>") == 2 and html.count('title="no point"') == 2
+    assert ">no point<" not in html
     alone = tables.ClaimsTable(rows[2:])._repr_html_()
     assert "Shared notes" not in alone and "its own" in alone

@@ -186,8 +186,10 @@ class ClaimsTable(Table):
                 word, _, why = verdict.partition(": ")
                 cls = word.split(" (")[0].replace(" ", "-")
                 ours = str(r.get(f"ours ({s})", ""))
-                if "(not run)" in word:           # the chip says it once; the cell keeps only the reason
-                    ours = ours.removeprefix("not run: ")
+                if "(not run)" in word:   # the chip says it; why this scale does not run it is on hover
+                    cells.append(f'<td data-label="ours: {e(s)}"><span class="v {e(cls)}" '
+                                 f'title="{e(ours.removeprefix("not run: "))}">{e(word)}</span></td>')
+                    continue
                 cells.append(f'<td data-label="ours: {e(s)}"><span class="v {e(cls)}">{e(word)}</span>'
                              + (f'<span class="why">{e(why)}</span>' if why else "")
                              + f'<span class="n">{e(ours)}</span></td>')
