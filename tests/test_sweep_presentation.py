@@ -284,5 +284,8 @@ def test_a_claims_table_prints_a_note_that_several_claims_share_once():
     # the chip says "not run"; why the scale does not run the claim is on hover, not repeated in every row
     assert html.count(">no result (not run)</span>") == 2 and html.count('title="no point"') == 2
     assert ">no point<" not in html
+    # a scale whose every value is a dash lists none of them
+    dashes = {**rows[2], "ours (miniature)": "a \u2014, b (beside) \u2014", "verdict (miniature)": "no result: too few"}
+    assert "\u2014" not in tables.ClaimsTable([dashes])._repr_html_().split("<tbody>")[1]
     alone = tables.ClaimsTable(rows[2:])._repr_html_()
     assert "Shared notes" not in alone and "its own" in alone

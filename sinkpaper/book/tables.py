@@ -190,9 +190,11 @@ class ClaimsTable(Table):
                     cells.append(f'<td data-label="ours: {e(s)}"><span class="v {e(cls)}" '
                                  f'title="{e(ours.removeprefix("not run: "))}">{e(word)}</span></td>')
                     continue
+                if ours and all(x.rstrip().endswith("\u2014") for x in ours.split(", ")):
+                    ours = ""   # every value a dash: nothing measured to list; the chip and its reason say why
                 cells.append(f'<td data-label="ours: {e(s)}"><span class="v {e(cls)}">{e(word)}</span>'
                              + (f'<span class="why">{e(why)}</span>' if why else "")
-                             + f'<span class="n">{e(ours)}</span></td>')
+                             + (f'<span class="n">{e(ours)}</span>' if ours else "") + "</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
         shared = ("" if not self.shared else '<div class="sinkpaper-shared-notes"><b>Shared notes</b><ol>'
                   + "".join(f"<li>{e(n)}</li>" for n in self.shared) + "</ol></div>")
