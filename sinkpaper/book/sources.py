@@ -19,6 +19,7 @@ from IPython.display import Markdown, display
 from ..files import atomic_write_text
 from ..paper.records import results_dir
 from .figures import provenance_line
+from .figures.html_tables import PROVENANCE_PREFIX, PROVENANCE_SEP
 
 APPENDIX = "16_sources"     # the appendix page's stem (the link of each chapter's line)
 SUBDIR = "sources"
@@ -62,7 +63,7 @@ def missing(sweep, what: str = "") -> None:
     _refresh()
 
 
-PREFIX, SEP = "*Provenance:* ", " \u00b7 "    # how figures.provenance_line writes a line and joins its parts
+PREFIX, SEP = PROVENANCE_PREFIX, PROVENANCE_SEP    # how figures.provenance_line writes a line and joins its parts
 
 
 def _parts(line: str) -> list[str]:

@@ -26,6 +26,9 @@ def _shown(value: Any) -> Any:
     return value
 
 
+PROVENANCE_PREFIX, PROVENANCE_SEP = "*Provenance:* ", " \u00b7 "   # a line's start, and what joins its parts
+
+
 def provenance_line(prov: Mapping[str, Any]) -> str:
     """Markdown one-liner describing where a number came from.
 
@@ -73,7 +76,7 @@ def provenance_line(prov: Mapping[str, Any]) -> str:
     if size:
         parts.append(" × ".join(size))
     parts += [f"{k}={_shown(v)}" for k, v in prov.items() if k not in _KNOWN]
-    return "*Provenance:* " + " · ".join(parts) if parts else "*Provenance:* (none recorded)"
+    return PROVENANCE_PREFIX + (PROVENANCE_SEP.join(parts) if parts else "(none recorded)")
 
 
 # ----------------------------------------------------------------------------------------- paper vs ours
