@@ -19,7 +19,7 @@ from IPython.display import Markdown, display
 from ..files import atomic_write_text
 from ..paper.records import results_dir
 from .figures import provenance_line
-from .figures.html_tables import PROVENANCE_PREFIX, PROVENANCE_SEP
+from .figures.html_tables import PROVENANCE_PREFIX as PREFIX, PROVENANCE_SEP as SEP
 
 APPENDIX = "16_sources"     # the appendix page's stem (the link of each chapter's line)
 SUBDIR = "sources"
@@ -61,9 +61,6 @@ def missing(sweep, what: str = "") -> None:
     _LEDGER["missing"].append({"what": what or f"{sweep.config} ({sweep.profile} profile)",
                                "runs": [list(map(str, m)) for m in runs], "text": sweep.missing_text()})
     _refresh()
-
-
-PREFIX, SEP = PROVENANCE_PREFIX, PROVENANCE_SEP    # how figures.provenance_line writes a line and joins its parts
 
 
 def _parts(line: str) -> list[str]:

@@ -302,7 +302,7 @@ def finish_cpu_script(result: dict, watch: tuple, steps: int, script: str, json_
     from .. import provenance
     from ..files import atomic_write_text
     cpu = torch.device("cpu")
-    result["quiet"], loads = quiet_verdict(cpu, watch, cpus=1)
+    result["quiet"], loads = quiet_verdict(cpu, watch)
     result["provenance"] = provenance.stamp(cpu, threads=1, steps=steps, cpu_model=accel.cpu_model(),
                                             load_average_1min=loads, cpus=os.cpu_count(),
                                             source_of_numbers="computed now", command=["python", script])
