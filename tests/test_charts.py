@@ -183,7 +183,7 @@ def test_a_sweep_caption_states_which_points_keep_a_sink_and_where_the_paper_rea
     monkeypatch.setattr(sweep_charts, "book_values",
                         lambda payloads, pt, name: (list(enumerate(seeds[pt])) if pt in seeds else [], 0))
     text = figures.sweep_caption([], ["pos_rope", "pos_nope", "post_norm", "not_stored"])
-    assert "(3 seeds;" in text
+    assert "(3 seeds:" in text
     assert "A sink (>= 10 %) in every seed: pos_rope; none (< 5 %) in any seed: pos_nope; the seeds split: " \
            "post_norm." in text
     # the paper gives NoPE a sink: said; a split point is never set against the paper

@@ -74,7 +74,7 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     assert "mean alpha_1, for which the paper gives no curve" in caption
     assert "Our runs of default fix the first token; the paper's numbers for them come from runs without one" \
         in caption
-    assert "default (seed 0): heads above epsilon" in maps.caption and "absent" not in maps.caption
+    assert "default (seed 0): sink heads" in maps.caption and "absent" not in maps.caption
     assert not any("Provenance" in str(getattr(o, "data", "")) for o in out)   # said once per page, not here
 
 

@@ -180,7 +180,7 @@ def test_a_run_that_trained_the_bf16_softmax_is_named_and_not_counted(tmp_path):
     r = lookup._read_runs(family("attention", ["elu"]), "text", str(tmp_path))
     assert sorted(r.got["elu"]) == [0]
     assert [x.split(":")[0] for x in r.excluded] == ["elu seed 1", "elu seed 2"]
-    assert all("trained through the bf16 softmax" in x and "not counted until its rerun lands" in x
+    assert all("trained through the old bf16 softmax" in x and "not counted until its rerun lands" in x
                for x in r.excluded)
 
 

@@ -44,14 +44,13 @@ def recipe(payload: Mapping) -> str:
     batch = int(round(o["batch_size"] * o.get("batch_scale", 1.0)))
     tokens = payload["result"]["tokens_seen"]
     source = "the offline corpus" if d.get("source") == "corpus" else f"`{d.get('dataset') or d.get('source')}`"
-    first = (f"a fixed first token (`{d['fixed_token']}`) at position {d['fixed_pos']} of every training window "
-             f"and every held-out sequence: the paper's Section-5 fixed-token setting, not its default packing"
+    first = (f"a fixed first token (`{d['fixed_token']}`) at position {d['fixed_pos']}"
              if d.get("fixed_token") else "no fixed first token (the paper's default packing)")
     return (f"{m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}, FFN {m['d_ff']}; context "
             f"{d['context']}, batch {batch}, LR {o['lr'] * o.get('lr_scale', 1.0):g}, weight decay "
             f"{o['weight_decay']:g}, {steps} steps ({tokens:,} tokens of {source}), {r['dtype']} on "
-            f"{r.get('threads') or 'all'} CPU thread(s); {first}. Evaluated on {c['eval']['n_samples']} held-out "
-            f"{c['eval']['seq_len']}-token sequences at epsilon {c['eval']['epsilon']}.")
+            f"{r.get('threads') or 'all'} CPU thread(s); {first}; {c['eval']['n_samples']} held-out "
+            f"{c['eval']['seq_len']}-token sequences, epsilon {c['eval']['epsilon']}.")
 
 
 def curve_rows(payloads: Sequence[Mapping], points: Sequence[str]) -> list[dict]:
@@ -80,12 +79,11 @@ def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels
         parts.append(f"{pt}: {ours} ({paper})")
     unlike = fixed_token_caveat(payloads, levels)
     cap = sink_layer_cap([p for p in payloads if point_of(p) in points])
-    capped = (f" No run drawn here has a sink head outside layer(s) {cap[1]}, so Sink_1 here cannot "
-              f"pass about {sig(cap[0])} %: compare its levels with the paper's for direction, not size."
-              if cap and cap[0] < 100 else "")
+    capped = (f" Only layer(s) {cap[1]} hold sink heads here, so Sink_1 tops out near {sig(cap[0])} %: compare "
+              "with the paper's direction, not its size." if cap and cap[0] < 100 else "")
     return (f"Sink_1 and mean alpha_1 over training ({profile} profile). On the plateau: " + "; ".join(parts) + "."
-            + unlike + capped + " Lines: the mean over seeds; bands: min to max (hover for each seed); dashed: the paper's "
-            "final Sink_1. The \"show\" buttons switch the chart to mean alpha_1, for which the paper gives no curve.")
+            + unlike + capped + " Line: the seeds' mean; band: min to max (hover: each seed); dashed: the paper's "
+            "final Sink_1; \"show\" switches to mean alpha_1, for which the paper gives no curve.")
 
 
 def fixed_token_caveat(payloads: Sequence[Mapping], levels: Mapping[str, float]) -> str:
@@ -160,14 +158,13 @@ def maps_caption(payloads: Sequence[Mapping], points: Sequence[str]) -> str:
             continue
         m, eps = ps[0]["result"]["alpha_1_matrix"], ps[0]["config"]["eval"]["epsilon"]
         per_layer = [sum(1 for a in layer if a > eps) for layer in m]
-        where = ", ".join(f"{n} of {len(m[i])} in layer {i}" for i, n in enumerate(per_layer))
+        where = ", ".join(f"{n}/{len(layer)}" for n, layer in zip(per_layer, m))
         paper = f"paper {levels[pt]:.2f} %" if pt in levels else "the paper gives no number"
-        parts.append(f"{pt} (seed {ps[0]['config']['run']['seed']}): heads above epsilon {eps:g}: {where}, "
+        parts.append(f"{pt} (seed {ps[0]['config']['run']['seed']}): sink heads {where} by layer, "
                      f"Sink_1 {sig(ps[0]['result']['sink_k']['1'])} % ({paper})")
-    return ("alpha_1 of every layer and head at the last evaluation, one seed per point; a dot marks each head "
-            "whose mean alpha_1 passes epsilon, and the bars set the run's Sink_1 (thresholded per held-out "
-            "sequence, so it can differ a little from the share of dots) beside the paper's. "
-            + "; ".join(parts) + "." + fixed_token_caveat(payloads, levels))
+    return ("alpha_1 of every layer and head at the last evaluation, one seed per point; a dot: a head whose mean "
+            "alpha_1 passes epsilon (a sink head); bars: the run's Sink_1 (read per held-out sequence, so not quite "
+            "the share of dots) beside the paper's. " + "; ".join(parts) + ".")
 
 
 def own_position(payloads: Sequence[Mapping], positions: Mapping[str, int], title: str,
@@ -233,8 +230,8 @@ def section(lm: LMSweep, order: Sequence[str], paper: Mapping[str, str] | None =
             paper = {**paper, base: f"{paper[base]} (no fixed token); {paper_text('fixed_pos1')} with one at 1"}
         # the recipe and the per-seed table, folded: the finding card above and the figures below read them
         out.append(Fold(f"The runs ({lm.profile} profile): the recipe, and every point over its seeds",
-                        Markdown(f"`{point_of(ref)}`: {recipe(ref)} Every other point changes one thing of it (its "
-                                 "name says what; `configs/` has the exact form). " + PLATEAU_NOTE),
+                        Markdown(f"`{point_of(ref)}`: {recipe(ref)} Every other point changes one thing "
+                                 "(`configs/` has each exact form). " + PLATEAU_NOTE),
                         table if table is not None else
                         points_table(ps, order, ks=ks, changes=changes, paper=paper, sink_star=sink_star,
                                      held_out=True)))

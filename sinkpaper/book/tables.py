@@ -16,9 +16,8 @@ from ..results.sweeps import values_of
 from .figures import Fold, Table, book_values
 
 # how the tables and dot charts read a run, said once where a chapter shows them
-PLATEAU_NOTE = (f"Sink and alpha_1 are each run's plateau, the mean of its evaluations over the last "
-                f"{100 * registry.PLATEAU:g} % of its steps (what the verdicts read; \"final\" marks a run whose curve "
-                "is too short for one), then mean [min, max] over seeds.")
+PLATEAU_NOTE = (f"Sink and alpha_1: each run's plateau (its last {100 * registry.PLATEAU:g} % of steps; \"final\": a "
+                "curve too short for one), then mean [min, max] over seeds.")
 
 
 def _shown(ps: Sequence[dict], point: str, name: str) -> tuple[list[float], str]:

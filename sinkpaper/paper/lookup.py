@@ -104,8 +104,8 @@ class _Read:
     stale: list[str] = field(default_factory=list)
     prov: list[str] = field(default_factory=list)
     computed: list = field(default_factory=list)
-    rising: list[str] = field(default_factory=list)
-    dirty: list[str] = field(default_factory=list)
+    rising: list[tuple[str, int, str]] = field(default_factory=list)   # (point, seed, "Sink_1 +23.2")
+    dirty: list[tuple[str, int, str]] = field(default_factory=list)    # (point, seed, "")
     steps: dict[str, set[int]] = field(default_factory=dict)
     wds: set[float] = field(default_factory=set)
     transient: list[dict] = field(default_factory=list)   # onsets that did not last (paper.onsets.did_not_last)
@@ -143,12 +143,12 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
             if trained_bf16_softmax(payload) and payload["name"] not in standing_points(str(store)):
                 # the faulty bf16 softmax: read like a spiked run, named and not counted until its rerun lands
                 # (or the rule fixed before the reruns finds its point's seeds stand beside its seed-0 rerun)
-                r.excluded.append(f"{point} seed {seed}: trained through the bf16 softmax (the reference operator's "
-                                  "core before it normalized in fp32): not counted until its rerun lands")
+                r.excluded.append(f"{point} seed {seed}: trained through the old bf16 softmax: not counted until its "
+                                  "rerun lands")
                 continue
             r.prov.append(payload["hash"])
             if str(payload["result"].get("provenance", {}).get("code_version", "")).endswith(".dirty"):
-                r.dirty.append(f"{point} seed {seed}")
+                r.dirty.append((point, seed, ""))
             r.computed.append(payload["result"].get("provenance", {}).get("computed_at"))
             why = training_failure(payload, TRAINED, PLATEAU)
             if why:
@@ -169,7 +169,7 @@ def _read_runs(m: Runs, profile: str, store: str) -> _Read:
                     r.payloads.setdefault(label, {})[seed] = payload
                 r.wds.add(payload["config"]["optim"]["weight_decay"])
                 if still_rising(p, metric, RISING):
-                    r.rising.append(f"{point} seed {seed} ({metric} +{p['rise']:.1f} across its plateau)")
+                    r.rising.append((point, seed, f"{metric} +{p['rise']:.1f}"))
                 if metric.startswith(ONSET) and (gone := did_not_last(payload, metric.removeprefix(ONSET))):
                     r.transient.append({"label": label, "seed": seed, "never": never_step(payload), **gone})
     r.excluded = list(dict.fromkeys(r.excluded))   # a run two labels read is listed once
@@ -249,6 +249,23 @@ def _seeds_text(seeds: Sequence[int]) -> str:
 _RUN_WHY = re.compile(r"^(\S+) seed (\d+): (.+)$", re.S)
 
 
+def runs_by_point(runs: Sequence[tuple[str, int, str]]) -> str:
+    """Runs (point, seed, what of it) said once per point: "a seeds 0, 2 (Sink_1 +23.2, +9.2); b seed 1"; a
+    point's values keep their metric's name only where the metric is not the same for all of them."""
+    by: dict[str, list[tuple[int, str]]] = {}
+    for point, seed, what in sorted(set(runs)):
+        by.setdefault(point, []).append((seed, what))
+    out = []
+    for point, xs in by.items():
+        whats = [w for _, w in xs if w]
+        names = {w.split(" ")[0] for w in whats}
+        if len(names) == 1 and len(whats) > 1:
+            name = names.pop()
+            whats = [name + " " + ", ".join(w.split(" ", 1)[1] for w in whats)]
+        out.append(f"{point} {_seeds_text([s for s, _ in xs])}" + (f" ({', '.join(whats)})" if whats else ""))
+    return "; ".join(out)
+
+
 def grouped_runs(entries: Sequence[str]) -> list[str]:
     """Runs not counted ("<point> seed <n>: <why>") with one reason said once: "a seeds 3, 4 and b seed 3: <why>",
     in the order the reasons first come; an entry of another form stays as it is."""
@@ -294,12 +311,11 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
                          f"that trained)")
     if len({d for ds in r.dtypes.values() for d in ds}) > 1:   # a comparison across dtypes, said as such
         notes.append("dtypes differ: " + ", ".join(f"{pt} {'/'.join(sorted(ds))}" for pt, ds in r.dtypes.items())
-                     + " (at 2 layers the routes check found bf16 and fp32 within its floor: Measurements page)")
+                     + " (bf16 and fp32 agree within the routes check's floor at 2 layers)")
     if r.dirty:
-        notes.append("trained from uncommitted changes (code version marked .dirty; the diff was not recorded then): "
-                     + ", ".join(sorted(set(r.dirty))))
+        notes.append("trained from uncommitted changes (the diff was not recorded): " + runs_by_point(r.dirty))
     if r.rising:
-        notes.append("still rising at the end (its plateau is a lower bound): " + "; ".join(sorted(set(r.rising))))
+        notes.append("still rising at the end (the plateau is a lower bound): " + runs_by_point(r.rising))
     if profile == "gpu" and r.wds and r.wds != {PAPER_WD}:
         notes.append(f"weight decay {', '.join(f'{w:g}' for w in sorted(r.wds))} (the paper's default: {PAPER_WD:g})")
     return notes

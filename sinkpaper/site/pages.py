@@ -186,13 +186,10 @@ def reader_block(stem: str, table: Sequence[Parameter], used: Mapping[str, Any])
         for p in table:
             ran = f"`{yaml_value(used[p.name])}`" if p.name in used else "the default"
             rows.append(f"| `{p.name}` | `{_cell(p.default)}` | {_cell(ran)} | {_cell(p.help)} |")
-        example = next((p for p in table if p.name != "profile"), table[0])
         changed = {k: used[k] for k in used if k in {p.name for p in table}}
         out += ["", "````{dropdown} Parameters of this page, and how to rerun it", *rows, "",
-                "Rerun this page as it was built:", "", "```bash", rerun_command(stem, changed), "```", "",
-                f"or with other values, one `-p NAME VALUE` per parameter (values are YAML; `profile` is "
-                f"`--profile cpu|gpu|paper`), e.g. `python -m sinkpaper.book run --only {stem} -p "
-                f"{example.name} VALUE`, then `jupyter-book build .` to rebuild the site.", "````"]
+                "Rerun this page as it was built, or change any `-p NAME VALUE` (values are YAML), then "
+                "`jupyter-book build .`:", "", "```bash", rerun_command(stem, changed), "```", "````"]
     return "\n".join(out)
 
 

@@ -130,8 +130,8 @@ def sweep_caption(payloads: Sequence[dict], order: Sequence[str], k: int = 1,
     said = [x for x in said if x]
     if said:
         said[0] = said[0][0].upper() + said[0][1:]
-    text = f"{name} on the plateau of each point ({n_seeds}; dots are seeds, the tick their mean, the hollow " \
-           f"diamond the paper). " + "; ".join(said) + "."
+    text = f"{name} on each point's plateau ({n_seeds}: dots; tick: their mean; hollow diamond: the paper). " \
+           + "; ".join(said) + "."
     if against:
         text += " Where the paper reads the other way: " + ", ".join(against) + "."
     return text
