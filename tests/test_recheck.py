@@ -193,3 +193,12 @@ def test_runs_not_counted_for_one_reason_say_it_once():
         "the run stops at step 2,500: no result"]
     assert grouped_runs(["a seed 2: diverged, non-finite loss (first at step 270)"]) == [
         "a seed 2: diverged, non-finite loss (first at step 270)"]
+
+
+def test_runs_rising_or_from_uncommitted_code_are_said_once_per_point():
+    from sinkpaper.paper.lookup import runs_by_point
+    assert runs_by_point([("k", 1, "Sink_1 +8.4"), ("k", 0, "Sink_1 +23.2"), ("k", 0, "Sink_1 +23.2")]) == \
+        "k seeds 0, 1 (Sink_1 +23.2, +8.4)"   # a run two labels read is said once
+    # metrics that differ within a point keep their names; a run with nothing to say about it is just named
+    assert runs_by_point([("b", 3, "Sink_1 +2.0"), ("b", 2, "Sink* +1.0"), ("d", 1, "")]) == \
+        "b seeds 2, 3 (Sink* +1.0, Sink_1 +2.0); d seed 1"
