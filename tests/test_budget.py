@@ -161,6 +161,17 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     assert max(v["loss"] for v in evals) <= max(data["onset"].per_seed.values()) + fig.ZOOM
     assert band["mark"]["type"] == "rect" and band["data"]["values"][0]["hi"] == max(data["onset"].per_seed.values())
     assert figures.draws_the_paper(panel.to_dict()) and level["mark"]["type"] == "rule"
+    # a second figure of the chart points to the first for how to read it, and says only what differs
+    again = fig.sink_against_loss_figure({"pos_nope": ("configs/architecture.yaml", "pos_nope")},
+                                         ("configs/optimization.yaml", "default"), "2 layers again", store=str(store),
+                                         as_figure="Figure 7.1")
+    assert again.caption.startswith("As Figure 7.1, at 2 layers again: pos_nope beside the base default")
+    assert f"{data['onset'].loss:.3f}" in again.caption and "blue band" not in again.caption
+    # a base of one seed has no spread: its onset loss is drawn as a line, which a zero-width band would not show
+    import dataclasses
+    one = dataclasses.replace(data["onset"], per_seed={0: data["onset"].per_seed[0]})
+    [panel] = fig.sink_against_loss_chart({**data, "onset": one}).charts
+    assert panel.to_dict()["layer"][0]["mark"]["type"] == "rule"
 
 
 def test_a_shorter_run_is_the_prefix_of_a_longer_one_bit_for_bit(tmp_path):
@@ -210,3 +221,13 @@ def test_every_stored_run_is_the_prefix_of_its_longer_run_where_both_took_the_sa
     assert [p for p in same if p.difference is not None] == []
     assert any("_steps_x4 " in p.longer for p in same), [p.longer for p in same]
     assert any(p.difference is not None for p in pairs if not p.same_route)
+
+
+def test_one_change_at_two_budgets_draws_both_runs_of_a_seed_apart(store):
+    """A change drawn with its longer run too: the two runs of one seed are two lines, each named by its point."""
+    data = budget.sink_against_loss({"pos_nope": [("configs/architecture.yaml", "pos_nope"),
+                                                  ("configs/architecture.yaml", "pos_nope")]},
+                                    ("configs/optimization.yaml", "default"), store=str(store))
+    runs = {r["run"] for r in data["rows"] if r["role"] == "change"}
+    assert runs == {f"change seed {s} (pos_nope)" for s in (0, 1, 2)}
+    assert sum(r["last"] for r in data["rows"] if r["role"] == "change") == 6      # each copy ends with its dot

@@ -142,24 +142,26 @@ def tokens_of(payload: Mapping) -> float | None:
 
 
 # ------------------------------------------------------------------------------- the sink against the loss
-def loss_rows(payload: Mapping, label: str, role: str) -> list[dict]:
+def loss_rows(payload: Mapping, label: str, role: str, tag: str = "") -> list[dict]:
     """One run's evaluations as (smoothed held-out loss, Sink_1) rows for the sink-against-loss chart; the last
-    row marks where the run stopped."""
+    row marks where the run stopped. ``tag`` tells apart two runs of one seed drawn in one panel."""
     sink = {c["step"]: c["sink_k"].get("1", 0.0) for c in evaluations(payload)}
     seed = int(payload["config"]["run"]["seed"])
-    rows = [{"change": label, "role": role, "run": f"{role} seed {seed}", "seed": seed, "step": step, "loss": v,
+    run = f"{role} seed {seed}" + (f" ({tag})" if tag else "")
+    rows = [{"change": label, "role": role, "run": run, "seed": seed, "step": step, "loss": v,
              "sink_1": sink[step], "last": False} for step, v in smoothed_losses(payload) if step in sink]
     if rows:
         rows[-1]["last"] = True
     return rows
 
 
-def sink_against_loss(changes: Mapping[str, tuple[str, str]], base: tuple[str, str], profile: str = "text",
-                      seeds: Sequence[int] = (0, 1, 2), store=None) -> dict:
-    """What the sink-against-loss chart draws for ``changes`` ({label: (config, point)}) beside ``base`` ((config,
-    point)): {"rows": every evaluation of every stored run, the base's repeated under each change's label, "onset":
-    the base's :class:`OnsetLoss`, "missing": the changes with no stored run}. Runs that did not learn are left out,
-    as every reading leaves them out."""
+def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, str]]], base: tuple[str, str],
+                      profile: str = "text", seeds: Sequence[int] = (0, 1, 2), store=None) -> dict:
+    """What the sink-against-loss chart draws for ``changes`` ({label: (config, point)}, or a list of them: the
+    same change at several budgets, each run tagged with its point) beside ``base`` ((config, point)): {"rows":
+    every evaluation of every stored run, the base's repeated under each change's label, "onset": the base's
+    :class:`OnsetLoss`, "missing": the changes with no stored run}. Runs that did not learn are left out, as every
+    reading leaves them out."""
     from ..resources import find_config
     from ..results.reading import TRAINED, stored, training_failure
     from ..train.store import DEFAULT_STORE
@@ -171,15 +173,16 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str]], base: tuple[str, s
 
     base_runs = runs_of(*base)
     rows, missing = [], []
-    for label, (config, point) in changes.items():
-        got = runs_of(config, point)
+    for label, where in changes.items():
+        points = where if isinstance(where, list) else [where]
+        got = [(p, point if len(points) > 1 else "") for config, point in points for p in runs_of(config, point)]
         if not got:
             missing.append(label)
             continue
         for p in base_runs:
             rows += loss_rows(p, label, "base")
-        for p in got:
-            rows += loss_rows(p, label, "change")
+        for p, tag in got:
+            rows += loss_rows(p, label, "change", tag)
     return {"rows": rows, "onset": base_onset_loss(base_runs), "missing": missing}
 
 

@@ -47,11 +47,13 @@ def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = N
                   evals.transform_filter(alt.datum.last).mark_point(filled=True, size=30).encode(
                       x=x, y=y, color=color, tooltip=tip)]
         if losses:
-            layers.insert(0, alt.Chart(alt.Data(values=[{"lo": min(losses), "hi": max(losses)}]))
-                          .mark_rect(opacity=0.15, color="#0969da")
-                          .encode(x="lo:Q", x2="hi:Q",
-                                  tooltip=[alt.Tooltip("lo:Q", format=".3f", title="base onset loss, lowest seed"),
-                                           alt.Tooltip("hi:Q", format=".3f", title="highest seed")]))
+            band = alt.Chart(alt.Data(values=[{"lo": min(losses), "hi": max(losses)}]))
+            tips = [alt.Tooltip("lo:Q", format=".3f", title="base onset loss, lowest seed"),
+                    alt.Tooltip("hi:Q", format=".3f", title="highest seed")]
+            # one base seed (or seeds that agree) spans no width: a band of zero width would not show
+            layers.insert(0, band.mark_rect(opacity=0.15, color="#0969da").encode(x="lo:Q", x2="hi:Q", tooltip=tips)
+                          if max(losses) > min(losses) else
+                          band.mark_rule(opacity=0.4, color="#0969da", strokeWidth=4).encode(x="lo:Q", tooltip=tips))
         if paper and change in paper:
             layers.append(alt.Chart(alt.Data(values=[{"who": "paper", "paper": paper[change]}]))
                           .mark_rule(strokeDash=[4, 3], color="#333")
@@ -63,25 +65,34 @@ def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = N
     return Columns(*(panel(c) for c in changes), per_row=per_row)
 
 
-def sink_against_loss_figure(changes: Mapping[str, tuple[str, str]], base: tuple[str, str], scale: str,
-                             store=None, paper_source: str = ""):
-    """The numbered figure of :func:`sink_against_loss_chart` for ``changes`` ({label: (config, point)}) against
-    ``base`` at the text profile, with a caption read from the runs it draws (``scale``: "2 layers, 2,500 steps"),
-    and the paper's Sink_1 for each label that has one."""
+def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[str, str]]], base: tuple[str, str],
+                             scale: str, store=None, paper_source: str = "", as_figure: str = ""):
+    """The numbered figure of :func:`sink_against_loss_chart` for ``changes`` ({label: (config, point)}, or a list
+    of them: :func:`sinkpaper.paper.budget.sink_against_loss`) against ``base`` at the text profile, with a caption
+    read from the runs it draws (``scale``: "2 layers, 2,500 steps"), and the paper's Sink_1 for each label that has
+    one. ``as_figure`` names an earlier figure of this chart whose caption says how to read it; the caption then
+    says only what differs."""
     from ...paper import budget, numbers
     from .core import Figure
     data = budget.sink_against_loss(changes, base, store=store)
     paper = {k: numbers.paper_value(k) for k in changes if k in numbers.NUMBERS}
     onset = data["onset"]
     per_seed = [v for v in (onset.per_seed or {}).values() if v is not None]
-    band = (f"the blue band spans the held-out losses at which the base's seeds formed their sink "
-            f"({min(per_seed):.3f}-{max(per_seed):.3f}; the guard reads 'no sink' only past {onset.loss:.3f})"
-            if onset.loss is not None else f"no band: {onset.why}")
+    span = (f"{per_seed[0]:.3f}, one seed" if len(per_seed) == 1
+            else f"{min(per_seed):.3f}-{max(per_seed):.3f}") if per_seed else ""
     shown = [k for k in changes if k not in data["missing"]]
+    missing = f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""
+    if as_figure:
+        band = (f"blue: the base's onset loss, {span}" if onset.loss is not None else f"no band: {onset.why}")
+        caption = (f"As {as_figure}, at {scale}: {', '.join(shown) or 'no change stored yet'} beside the base "
+                   f"{base[1]} ({band}).{missing}")
+        return Figure(sink_against_loss_chart(data, paper), caption)
+    band = (f"the blue band spans the held-out losses at which the base's seeds formed their sink "
+            f"({span}; the guard reads 'no sink' only past {onset.loss:.3f})"
+            if onset.loss is not None else f"no band: {onset.why}")
     caption = (f"Sink_1 against held-out loss (each evaluation's, averaged with its neighbours) at {scale}: "
                f"{', '.join(shown)} (red, one line per seed) beside the base {base[1]} (grey); {band}; a dot marks "
                f"where each run stopped; dashed: the paper's Sink_1 for the change{f' ({paper_source})' if paper_source else ''}. "
                "A run that stops left of the band has not reached the loss at which the base's sink formed: not yet. "
-               "One that crosses it with no sink suppresses it at this scale."
-               + (f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""))
+               "One that crosses it with no sink suppresses it at this scale." + missing)
     return Figure(sink_against_loss_chart(data, paper), caption)
