@@ -39,7 +39,7 @@ display(sink_against_loss_figure(TWO, ("configs/optimization.yaml", "default"),
 # the runs that decide (configs/budget.yaml): four times the steps, at 4 layers, where the base matches the paper
 display(sink_against_loss_figure({p: ("configs/budget.yaml", f"{p}_layers_4_steps_x4") for p in CHANGES},
                                  ("configs/budget.yaml", "base_layers_4_steps_x4"), "4 layers, 10,000 steps",
-                                 paper_source="Section 7.1", as_figure="Figure 7.1"))
+                                 paper_source="Section 7.1", as_figure="Figure 7.1", running=True))
 
 # %% [markdown]
 # Section 7.1 of the paper changes one part of its 60M model at a time (positional embedding, norm placement, FFN,

@@ -231,3 +231,23 @@ def test_one_change_at_two_budgets_draws_both_runs_of_a_seed_apart(store):
     runs = {r["run"] for r in data["rows"] if r["role"] == "change"}
     assert runs == {f"change seed {s} (pos_nope)" for s in (0, 1, 2)}
     assert sum(r["last"] for r in data["rows"] if r["role"] == "change") == 6      # each copy ends with its dot
+
+
+def test_a_run_in_training_is_drawn_from_its_partial_curve_and_never_read_as_a_result(store):
+    """A 10,000-step run still training: with ``running`` its partial curve is drawn (role "running") and the step
+    it reached is said; without it, the change is "not stored"."""
+    from sinkpaper.train.store import write_partial
+    from sinkpaper.train.sweep import sweep_configs
+    [(_, _, cfg)] = sweep_configs(REPO / "configs/budget.yaml", "text", ["pos_nope_layers_4_steps_x4"], [0])
+    curve = [{"step": s, "tokens": 4096 * s, "val_loss": _loss(s, 5.3), "sink_k": {"1": 0.0}, "alpha_1_mean": 0.06}
+             for s in range(100, 1501, 100)]
+    write_partial(store, cfg, curve, {"step": 1500, "steps": 10_000})
+    change = {"pos_nope": ("configs/budget.yaml", "pos_nope_layers_4_steps_x4")}
+    base = ("configs/optimization.yaml", "default")
+    assert budget.sink_against_loss(change, base, store=str(store))["missing"] == ["pos_nope"]
+    data = budget.sink_against_loss(change, base, store=str(store), running=True)
+    assert data["missing"] == [] and data["running"] == {"pos_nope": [1500]}
+    assert {r["run"] for r in data["rows"] if r["role"] == "running"} == {"running seed 0"}
+    from sinkpaper.book.figures import budget as fig
+    figure = fig.sink_against_loss_figure(change, base, "4 layers", store=str(store), running=True)
+    assert "In training (orange, to its last checkpoint): pos_nope at step 1,500." in figure.caption

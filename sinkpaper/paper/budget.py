@@ -156,34 +156,44 @@ def loss_rows(payload: Mapping, label: str, role: str, tag: str = "") -> list[di
 
 
 def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, str]]], base: tuple[str, str],
-                      profile: str = "text", seeds: Sequence[int] = (0, 1, 2), store=None) -> dict:
+                      profile: str = "text", seeds: Sequence[int] = (0, 1, 2), store=None,
+                      running: bool = False) -> dict:
     """What the sink-against-loss chart draws for ``changes`` ({label: (config, point)}, or a list of them: the
     same change at several budgets, each run tagged with its point) beside ``base`` ((config, point)): {"rows":
     every evaluation of every stored run, the base's repeated under each change's label, "onset": the base's
-    :class:`OnsetLoss`, "missing": the changes with no stored run}. Runs that did not learn are left out, as every
-    reading leaves them out."""
+    :class:`OnsetLoss`, "missing": the changes with no stored run, "running": {label: the step each run in
+    training has reached}}. With ``running``, a run in training is drawn from its partial curve (role "running"),
+    never read as a result. Runs that did not learn are left out, as every reading leaves them out."""
     from ..resources import find_config
     from ..results.reading import TRAINED, stored, training_failure
-    from ..train.store import DEFAULT_STORE
+    from ..train.store import DEFAULT_STORE, partial_path, read_entry
     store = store or DEFAULT_STORE
 
-    def runs_of(config: str, point: str) -> list[dict]:
-        return [s.payload for s in stored(find_config(config), profile, [point], seeds, store)
-                if s.found and not training_failure(s.payload, TRAINED, PLATEAU)]
+    def runs_of(config: str, point: str) -> list[tuple[dict, str]]:
+        out = []
+        for s in stored(find_config(config), profile, [point], seeds, store):
+            if s.found and not training_failure(s.payload, TRAINED, PLATEAU):
+                out.append((s.payload, "change"))
+            elif not s.found and running and partial_path(store, s.cfg.hash()).is_file():
+                out.append((read_entry(partial_path(store, s.cfg.hash())), "running"))
+        return out
 
-    base_runs = runs_of(*base)
-    rows, missing = [], []
+    base_runs = [p for p, role in runs_of(*base) if role == "change"]
+    rows, missing, in_training = [], [], {}
     for label, where in changes.items():
         points = where if isinstance(where, list) else [where]
-        got = [(p, point if len(points) > 1 else "") for config, point in points for p in runs_of(config, point)]
+        got = [(p, role, point if len(points) > 1 else "") for config, point in points
+               for p, role in runs_of(config, point)]
         if not got:
             missing.append(label)
             continue
         for p in base_runs:
             rows += loss_rows(p, label, "base")
-        for p, tag in got:
-            rows += loss_rows(p, label, "change", tag)
-    return {"rows": rows, "onset": base_onset_loss(base_runs), "missing": missing}
+        for p, role, tag in got:
+            rows += loss_rows(p, label, role, tag)
+            if role == "running":
+                in_training.setdefault(label, []).append(int((p.get("progress") or {}).get("step", 0)))
+    return {"rows": rows, "onset": base_onset_loss(base_runs), "missing": missing, "running": in_training}
 
 
 # ---------------------------------------------------------------------------------- one run, every budget

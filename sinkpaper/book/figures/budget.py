@@ -34,7 +34,8 @@ def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = N
     x = alt.X("loss:Q", title="held-out loss, falling \u2192",
               scale=alt.Scale(domain=domain, zero=False, nice=False))
     y = alt.Y("sink_1:Q", title="Sink_1 %", scale=alt.Scale(domain=[0, 100]))
-    color = alt.Color("role:N", scale=alt.Scale(domain=["base", "change"], range=["#bab0ac", "#e45756"]),
+    color = alt.Color("role:N", scale=alt.Scale(domain=["base", "change", "running"],
+                                                range=["#bab0ac", "#e45756", "#f58518"]),
                       legend=None)   # the caption names the colours: a legend per panel would repeat it
     tip = [alt.Tooltip("run:N"), alt.Tooltip("step:Q", format=","), alt.Tooltip("loss:Q", format=".3f"),
            alt.Tooltip("sink_1:Q", format=".1f", title="Sink_1 %")]
@@ -66,15 +67,17 @@ def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = N
 
 
 def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[str, str]]], base: tuple[str, str],
-                             scale: str, store=None, paper_source: str = "", as_figure: str = ""):
+                             scale: str, store=None, paper_source: str = "", as_figure: str = "",
+                             running: bool = False):
     """The numbered figure of :func:`sink_against_loss_chart` for ``changes`` ({label: (config, point)}, or a list
     of them: :func:`sinkpaper.paper.budget.sink_against_loss`) against ``base`` at the text profile, with a caption
     read from the runs it draws (``scale``: "2 layers, 2,500 steps"), and the paper's Sink_1 for each label that has
     one. ``as_figure`` names an earlier figure of this chart whose caption says how to read it; the caption then
-    says only what differs."""
+    says only what differs. With ``running``, runs still in training are drawn (orange) from their partial curves
+    up to their last checkpoint."""
     from ...paper import budget, numbers
     from .core import Figure
-    data = budget.sink_against_loss(changes, base, store=store)
+    data = budget.sink_against_loss(changes, base, store=store, running=running)
     paper = {k: numbers.paper_value(k) for k in changes if k in numbers.NUMBERS}
     onset = data["onset"]
     per_seed = [v for v in (onset.per_seed or {}).values() if v is not None]
@@ -82,6 +85,10 @@ def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[
             else f"{min(per_seed):.3f}-{max(per_seed):.3f}") if per_seed else ""
     shown = [k for k in changes if k not in data["missing"]]
     missing = f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""
+    if data["running"]:
+        missing = (" In training (orange, to its last checkpoint): "
+                   + ", ".join(f"{k} at step {'/'.join(f'{v:,}' for v in steps)}" for k, steps in data["running"].items())
+                   + "." + missing)
     if as_figure:
         band = (f"blue: the base's onset loss, {span}" if onset.loss is not None else f"no band: {onset.why}")
         caption = (f"As {as_figure}, at {scale}: {', '.join(shown) or 'no change stored yet'} beside the base "
