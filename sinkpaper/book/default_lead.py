@@ -166,15 +166,12 @@ def runs_fold(store: str | None = None) -> tuple[list, dict | None]:
         Markdown("Recognising position 1 without a fixed token is thought to take about two blocks before the "
                  "layer where the sink forms (Peng et al. 2026), but at this scale 4 layers were not enough either. "
                  "The `gpu` profile is calibrated for that default on a lent GPU (`configs/calibration.yaml`: at "
-                 "least 4 layers, 262M tokens, no BOS, evaluated as the paper does). Its bar was fixed with the "
-                 "grid, before any run: Sink_1 at least 20 % on the plateau in each of 3 seeds; a point clears it "
-                 "only if every seed does."),
+                 "least 4 layers, 262M tokens, no BOS, evaluated as the paper does); its bar is under the figure."),
         figures.Figure(figures.band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100),
                                           rule_y=calibration.BAR, paper_level=paper.paper_value("default"),
                                           also=[("alpha_1", "no fixed first token: mean alpha_1")]),
-                       "Every point of the GPU calibration grid (configs/calibration.yaml: no fixed first token, "
-                       "trained on lent GPUs): Sink_1 and mean α_1 against tokens seen, the mean over a point's "
-                       "stored seeds as a line, their range as a band; dotted: the bar; dashed: the paper's default "
-                       "run at the end of its training."),
+                       "Every point of the GPU calibration grid (no fixed first token, lent GPUs): Sink_1 and mean "
+                       "α_1 against tokens seen; line: the mean over a point's stored seeds, band: their range; "
+                       "dotted: the bar; dashed: the paper's default run at its end."),
         Markdown(calibration.calibration_markdown(**kw))))
     return out, sweeps.payloads_provenance(grid, loaded=True)

@@ -84,12 +84,13 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
         -> list[str]:
     """One row per stored run of the calibration grid (``config``, under ``root``) and one verdict per point
     against :data:`BAR`; the best point reported whether or not it clears the bar; the runs not stored named."""
+    from ..paper.lookup import runs_by_point
     unique = unique_train_tokens(root)
     rows, per_point, missing = [], {}, []
     for run in stored(Path(root) / config, PROFILE, None, SEEDS, store):
         point, seed, p = run.point, run.seed, run.payload
         if not run.found:
-            missing.append(f"{point} seed {seed}")
+            missing.append((point, seed, ""))
             continue
         prov = p["result"].get("provenance", {})
         tokens = p["result"].get("tokens_seen", 0)
@@ -130,14 +131,14 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
     lines.append(f"Best: {point} ({above} of {len(SEEDS)} seeds at or above {BAR:g} %"
                  + (f", mean {mean:.1f} %" if mean >= 0 else "") + ")"
                  + ("; it clears the bar." if clears else "; no point clears the bar yet.")
-                 + (f" Not stored yet: {', '.join(missing)}." if missing else " Every run of the grid is stored."))
-    lines.append(f"The bar and the grid were fixed before any run (`{config}`): no fixed first token, no BOS, "
-                 f"100 held-out 64-token sequences, epsilon 0.3; a run's value is its plateau (the mean over the "
-                 f"last {100 * PLATEAU:g} % of its steps); alpha_1 leaves uniform at the first evaluation whose "
-                 f"excess alpha_1 reaches {LEAVES_UNIFORM:g}; a plateau still rising at the end is a lower bound. The "
-                 f"paper's default weight decay is 0.1; the grid trains at 0.5 (where the paper's sink peaks) except "
-                 f"the point named wd0.1. Passes count the corpus's "
-                 + (f"{unique:,} unique training tokens." if unique else "unique training tokens (no corpus here)."))
+                 + (f" Not stored yet: {runs_by_point(missing)}." if missing else " Every run of the grid is stored."))
+    lines.append(f"Fixed with the grid, before any run (`{config}`): the bar, Sink_1 >= {BAR:g} % on the plateau "
+                 f"(the last {100 * PLATEAU:g} % of the steps; a plateau still rising is a lower bound) in every "
+                 f"one of {len(SEEDS)} seeds; no fixed first token, no BOS; 100 held-out 64-token sequences, epsilon "
+                 f"0.3; alpha_1 leaves uniform at the first evaluation whose excess reaches {LEAVES_UNIFORM:g}; weight "
+                 f"decay 0.5, where the paper's sink peaks (its default: 0.1), except wd0.1. Passes count the "
+                 + (f"corpus's {unique:,} unique training tokens." if unique else "corpus's unique training tokens "
+                    "(no corpus here)."))
     return lines
 
 
