@@ -34,12 +34,11 @@ _ONSETS_NOTE = ("onsets as sinkpaper/paper/onsets.py defines them, fixed before 
                 "on the text base, its fixed first token included")
 
 
-_BIAS_NOTE = ("real text: each half is read where it can fail. The bias's Sink* is read without a fixed first token, "
-              "as the paper ran it; token 1's Sink_1 is read with the text profile's BOS at position 1, because "
-              "without it the 2-layer control has no token-1 sink to lose (0 %), so a Sink_1 below 5 % there cannot "
-              "fail: that reading and Sink* with the BOS are shown beside, not judged. GPU (paper's default): both "
-              "halves without a fixed token, where the control has a token-1 sink; miniature: the recipe's runs, BOS "
-              "included")
+_BIAS_NOTE = ("real text: each half is read where it can fail: the bias's Sink* without a fixed first token, as the "
+              "paper ran it; token 1's Sink_1 with the text profile's BOS at position 1 (without it the 2-layer "
+              "control has no token-1 sink to lose, so a Sink_1 below 5 % could not fail); the other two readings "
+              "are shown beside. GPU (paper's default): both without a fixed token; miniature: the recipe's runs, "
+              "BOS included")
 
 CLAIMS: tuple[Claim, ...] = (
     # ---------------------------------------------------------------------------------- Section 3
@@ -116,9 +115,9 @@ CLAIMS: tuple[Claim, ...] = (
                                                             "default: onset step": (DEFAULT_CPU_BASE, "onset: sink")}),
                           mini=runs_of(MINI, {"default": "recipe"})),
           figure={"default: onset step": 1500.0},
-          note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, checked against the steps the "
-               "paper states (1k-2k). At real text a step is 4,096 tokens, so the same steps are ~250x fewer tokens "
-               "than the paper's 1-2B; the miniature's steps are not comparable and it is judged on the sink alone"),
+          note="the onset is the first evaluation (every 100 steps) with Sink_1 >= 10 %, against the paper's 1k-2k "
+               "steps; a real-text step is 4,096 tokens, ~250x fewer than the paper's; the miniature's steps are not "
+               "comparable, so it is judged on the sink alone"),
     Claim("opt_lr", "4", "04_optimization", "A larger learning rate gives more sink (at a fixed number of steps)",
           "Section 4", labels=["lr_x0.25", "lr_x0.5", "default", "lr_x2"],
           rule=Monotone([("lr_x0.25", "lr_x0.3"), "lr_x0.5", ("default", "recipe"), ("lr_x2", "lr_x3")]),
@@ -263,11 +262,10 @@ CLAIMS: tuple[Claim, ...] = (
           measure=at_scales(text=replace(family("architecture", {"post_norm": "post_norm_lr_x0.25"}),
                                          base=("configs/optimization.yaml", "lr_x0.25")),
                           layers_4=at_4_layers({"post_norm": "post_norm_layers_4"})),
-          note="real text: post-norm at the text profile's LR (2e-2) did not learn in 2 of 3 seeds (its held-out loss "
-               "stayed at the start's), so the claim reads post-norm at a quarter of that LR, where it learns "
-               "(architecture/post_norm_lr_x0.25); the runs at the base LR are listed by `python -m sinkpaper store "
-               "untrained`. Pre-norm at the same quarter LR is optimization/lr_x0.25 (claim opt_lr shows it): the "
-               "control for reading a lower LR's effect apart from post-norm's"),
+          note="real text: post-norm at the text LR (2e-2) did not learn in 2 of 3 seeds (`python -m sinkpaper store "
+               "untrained` lists them), so the claim reads it at a quarter of that LR (post_norm_lr_x0.25), beside "
+               "pre-norm at that LR (optimization/lr_x0.25): the control that parts a lower LR's effect from "
+               "post-norm's"),
     Claim("arch_ffn", "7.1", "07_architecture", "The FFN type matters little", "Section 7.1",
           labels=["ffn_relu", "ffn_gelu", "ffn_geglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_relu", "ffn_gelu", "ffn_geglu"], "ffn_swiglu"),
@@ -352,10 +350,9 @@ CLAIMS: tuple[Claim, ...] = (
               mini=runs_of(MINI, {**{f"k_bias_fixed_20v1: {m}": ("k_bias_fixed_20v1", m) for m in ("Sink*", "Sink_1")},
                                "default": ("recipe", "Sink_1")})),
           note="real text: judged on 20v' without a fixed first token; the fixed-BOS runs of 20v', 5v', v'', 5v'' and "
-               "20v'' are shown beside (" + _BIAS_NOTE + "). Read a disagreement here with the scale in mind: "
-               "without a fixed first token no 2-layer run of the text profile grows a sink on token 1 at all (its "
-               "no_fixed_token control reads 0 %), so there is no sink for 20v' to return there; the claim needs "
-               "at least 4 layers (the GPU profile)"),
+               "20v'' are shown beside (" + _BIAS_NOTE + "). Without a fixed first token no 2-layer text run grows a "
+               "token-1 sink (no_fixed_token: 0 %), so there is none for 20v' to return: the claim needs at least 4 "
+               "layers (the GPU profile)"),
     Claim("bias_shared", "7.2", "08_biases", "KV and K biases shared across heads still take a sink", "Section 7.2",
           labels=["kv_bias_shared: Sink*", "kv_bias_shared: Sink_1", "k_bias_shared: Sink*", "k_bias_shared: Sink_1"],
           rule=Sinks(["kv_bias_shared: Sink*", "k_bias_shared: Sink*"], what="Sink*"),
@@ -396,10 +393,9 @@ CLAIMS: tuple[Claim, ...] = (
               # at 4 layers 'more' at 2500 steps against the 4-layer base (its sink is no longer capped near 50 %)
               layers_4=at_4_layers({"softmax_sum_2": "softmax_sum_2_layers_4", "softmax": BASE_LAYERS_4},
                                    Change("softmax_sum_2", "softmax", up=True))),
-          note="real text: rows summing to 2 grow their sink only after step 3000 (0 % at 2500 steps), so 'more' is "
-               "read at 5000 steps against the base at 5000 steps (default_steps_x2), and 'less' at 2500 against the "
-               "base. Only layer 2 of the 2-layer recipe sinks, so Sink_1 tops out near 50 %: 'more' can hardly show "
-               "there, and excess alpha_1 (alpha_1 above the uniform head's) is shown beside"),
+          note="real text: rows summing to 2 form their sink only after step 3000, so 'more' is read at 5000 steps "
+               "against default_steps_x2 and 'less' at 2500 against the base. Only layer 2 of the 2-layer recipe "
+               "sinks, capping Sink_1 near 50 %, so excess alpha_1 (above the uniform head's) is shown beside"),
     Claim("ops_sigmoid", "7.3", "09_attention_ops", "Sigmoid attention without normalization has no sink",
           "Table 15", labels=["sigmoid", "softmax"],
           rule=Contrast(["softmax"], ["sigmoid"], {"sigmoid": "softmax"}, "sigmoid reads as softmax"),
@@ -462,17 +458,14 @@ CLAIMS: tuple[Claim, ...] = (
                             gpu=family("packing", {**_PACK_DOC_MASK, _DOC_STARTS: ("bos_each_doc_mask",
                                                                                   "Sink_doc_start")})),
           figure={"bos_each_doc_mask: Sink_first": 60.0},
-          note="judged on the runs with a BOS before every document of the window and each document masked from the "
-               "others; Sink_first reads each query's attention on its own document's first token (its BOS), as "
-               "Sink_1 reads position 1 (under a plain causal mask the two are equal). The runs with one BOS per "
-               "window are shown beside, not judged: their position 1 is mid-document for most queries. Which token "
-               "this reads: the corpus's documents are far longer than the 64-token held-out windows, so few windows "
-               "hold a document start and Sink_first mostly reads the window-start BOS, as Sink_1 does. Sink_doc_start "
-               "reads held-out windows chosen to hold a document start, at that start; the packing family's runs "
-               "predate it (a rerun on another CPU cannot reproduce them bit for bit, so cannot replace them), so "
-               "it is read on the same setting's runs in the onsets family (their own key: that family evaluates "
-               "more often): shown beside, naming its seeds, until three of them trained, and from then it decides "
-               "in place of Sink_first"),
+          note="judged on the runs with a BOS before every document, each document masked from the others; "
+               "Sink_first reads each query's attention on its own document's BOS (Sink_1 under a plain causal "
+               "mask). Runs with one BOS per window are shown beside: their position 1 is mid-document for most "
+               "queries. The documents are far longer than the 64-token held-out windows, so Sink_first mostly reads "
+               "the window-start BOS; Sink_doc_start reads windows chosen to hold a document start, at that start. "
+               "The packing runs predate it (a rerun elsewhere cannot replace them bit for bit), so it is read on "
+               "the same setting's onsets runs: beside, naming its seeds, until three trained, then deciding in "
+               "place of Sink_first"),
     Claim("pack_bos_inference", "related", "10_packing_bos",
           "A model trained with a BOS depends on it: without it the sink changes (Barbero et al. 2025)",
           "Barbero et al. 2025", rule=DependsOn(),
@@ -484,10 +477,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("stream_window", "related", "11_why_sink_matters",
           "A window KV cache that evicts the first tokens breaks the model once the text exceeds the window "
           "(Xiao et al. 2024)", "Xiao et al. 2024", rule=Ratio("window ppl", "full ppl"), bos=False,
-          bos_why="the book adds no BOS to the stream: each model reads the text exactly as its tokenizer encodes it "
-                  "by default (SmolLM2's adds nothing; Gemma 3's puts its own <bos> first, which is then the stream's "
-                  "first token), and each value's label says which; StreamingLLM's claim is about the first tokens "
-                  "of the stream, whatever they are",
+          bos_why="the book adds no BOS: each model reads the text as its tokenizer encodes it by default (SmolLM2's "
+                  "adds nothing; Gemma 3's puts its <bos> first), each value's label says which; StreamingLLM's claim "
+                  "is about the stream's first tokens, whatever they are",
           measure=at_scales(Chapter("11_why_sink_matters")),
           figure={"Llama-2-7B: window ppl": 1000.0, "Llama-2-7B: full ppl": 5.0}),
     Claim("stream_sink_window", "related", "11_why_sink_matters",
