@@ -251,3 +251,14 @@ def test_a_run_in_training_is_drawn_from_its_partial_curve_and_never_read_as_a_r
     from sinkpaper.book.figures import budget as fig
     figure = fig.sink_against_loss_figure(change, base, "4 layers", store=str(store), running=True)
     assert "In training (orange, to its last checkpoint): pos_nope at step 1,500." in figure.caption
+
+
+def test_an_unripe_point_is_said_in_one_line_each_step_once():
+    """Seeds that reached the onset loss late at the same step say it once; at different steps, each."""
+    r = lambda reached: budget.Ripeness(False, reached, 2000.0, 5.2)  # noqa: E731
+    assert budget.unripe_text("p", [(0, r(2100)), (1, r(2100))], 4.647) == (
+        "p (seeds 0, 1) reached the base's onset loss 4.647 only at step 2,100, inside the window read (from step "
+        "2,000)")
+    assert "only at steps 2,100 / 2,300," in budget.unripe_text("p", [(0, r(2100)), (1, r(2300))], 4.647)
+    never = budget.unripe_text("p", [(2, budget.Ripeness(False, None, 2000.0, 5.21))], 5.14, 10.24e6)
+    assert never == "p (seed 2) never reached the base's onset loss 5.140 in 10.2M tokens (5.210 where read)"

@@ -93,7 +93,7 @@ def ripeness(payload: Mapping, loss: float) -> Ripeness:
 
 def unripe_text(point: str, runs: Sequence[tuple[int, Ripeness]], loss: float, tokens: float | None = None) -> str:
     """One point's unripe runs in a line: "pos_nope (seeds 0, 1, 2) never reached the base's onset loss 5.140 in
-    10.2M tokens (5.26-5.27 where read)", or "... reached it only at steps 2,100 / 2,100, inside the window read"."""
+    10.2M tokens (5.26-5.27 where read)", or "... reached it only at steps 2,100 / 2,300, inside the window read" (one step said once)."""
     never = [(s, r) for s, r in runs if r.reached is None]
     late = [(s, r) for s, r in runs if r.reached is not None]
     seeds = lambda rs: f"seed{'s' if len(rs) > 1 else ''} {', '.join(str(s) for s, _ in rs)}"  # noqa: E731
@@ -105,9 +105,10 @@ def unripe_text(point: str, runs: Sequence[tuple[int, Ripeness]], loss: float, t
                  if finals else "")
         parts.append(f"{point} ({seeds(never)}) never reached the base's onset loss {loss:.3f}{budget}{where}")
     if late:
-        parts.append(f"{point} ({seeds(late)}) reached the base's onset loss {loss:.3f} only at step "
-                     f"{' / '.join(f'{r.reached:,}' for _, r in late)}, inside the window read (from step "
-                     f"{late[0][1].window:,.0f})")
+        at = [f"{r.reached:,}" for _, r in late]
+        at = f"step {at[0]}" if len(set(at)) == 1 else f"steps {' / '.join(at)}"    # one step said once
+        parts.append(f"{point} ({seeds(late)}) reached the base's onset loss {loss:.3f} only at {at}, inside the "
+                     f"window read (from step {late[0][1].window:,.0f})")
     return "; ".join(parts)
 
 
