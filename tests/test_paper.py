@@ -328,3 +328,13 @@ def test_an_onset_reads_per_seed_and_never_where_it_never_formed():
     # a budget is a whole number of steps
     assert paper.fmt_values(values) == ("base: onset: sink 1632.67, base: onset: induction 2600.00, base: steps "
                                         "2500")
+
+
+def test_the_bos_statement_says_a_reason_claims_share_once():
+    """Claims judged on the same BOS choice for the same reason share one bullet; another reason is its own."""
+    text = paper.bos_statement(["t1_natural", "t1_random", "t1_repeat"])
+    lines = text.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("- `t1_natural` (") and " and `t1_random` (" in lines[0]
+    assert "verdicts with **BOS on**" in lines[0] and lines[0].count("Table 1 used each tokenizer") == 1
+    assert lines[1].startswith("- `t1_repeat` (") and "verdict with **BOS off**" in lines[1]
+    assert paper.bos_statement(["opt_lr"]) == ""         # a claim with no BOS choice says nothing

@@ -113,15 +113,15 @@ def row_of(e: Mapping) -> dict:
 
 
 def bos_statement(claim_ids: Sequence[str]) -> str:
-    """Markdown, one bullet per claim: the BOS choice its verdict uses and why (for a chapter to show before its
-    results)."""
-    lines = []
+    """Markdown, one bullet per BOS choice and reason: the claims whose verdicts use it, and why (for a chapter to
+    show before its results); claims that share a reason share its bullet."""
+    groups: dict[tuple[bool, str], list[str]] = {}
     for cid in claim_ids:
         c = claim(cid)
-        if c.bos is None:
-            continue
-        lines.append(f"- `{cid}` ({c.claim}): verdict with **BOS {'on' if c.bos else 'off'}**; {c.bos_why}.")
-    return "\n".join(lines)
+        if c.bos is not None:
+            groups.setdefault((c.bos, c.bos_why), []).append(f"`{cid}` ({c.claim})")
+    return "\n".join(f"- {' and '.join(names)}: verdict{'s' if len(names) > 1 else ''} with "
+                     f"**BOS {'on' if bos else 'off'}**; {why}." for (bos, why), names in groups.items())
 
 
 def rows(claim_ids: Sequence[str], directory: str | os.PathLike | None = None, store: str = DEFAULT_STORE) -> list[dict]:
