@@ -93,7 +93,8 @@ def ripeness(payload: Mapping, loss: float) -> Ripeness:
 
 def unripe_text(point: str, runs: Sequence[tuple[int, Ripeness]], loss: float, tokens: float | None = None) -> str:
     """One point's unripe runs in a line: "pos_nope (seeds 0, 1, 2) never reached the base's onset loss 5.140 in
-    10.2M tokens (5.26-5.27 where read)", or "... reached it only at steps 2,100 / 2,300, inside the window read" (one step said once)."""
+    10.2M tokens (5.26-5.27 where read)", or "... reached it only at steps 2,100 / 2,300, inside the window read"
+    (a step all its seeds share said once)."""
     never = [(s, r) for s, r in runs if r.reached is None]
     late = [(s, r) for s, r in runs if r.reached is not None]
     seeds = lambda rs: f"seed{'s' if len(rs) > 1 else ''} {', '.join(str(s) for s, _ in rs)}"  # noqa: E731
@@ -175,8 +176,8 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, st
         for s in stored(find_config(config), profile, [point], seeds, store):
             if s.found and not training_failure(s.payload, TRAINED, PLATEAU):
                 out.append((s.payload, "change"))
-            elif not s.found and running and partial_path(store, s.cfg.hash()).is_file():
-                out.append((read_entry(partial_path(store, s.cfg.hash())), "running"))
+            elif not s.found and running and (part := partial_path(store, s.cfg.hash())).is_file():
+                out.append((read_entry(part), "running"))
         return out
 
     base_runs = [p for p, role in runs_of(*base) if role == "change"]

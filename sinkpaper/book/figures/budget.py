@@ -86,9 +86,8 @@ def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[
     shown = [k for k in changes if k not in data["missing"]]
     missing = f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""
     if data["running"]:
-        missing = (" In training (orange, to its last checkpoint): "
-                   + ", ".join(f"{k} at step {'/'.join(f'{v:,}' for v in steps)}" for k, steps in data["running"].items())
-                   + "." + missing)
+        at = (f"{k} at step {'/'.join(f'{v:,}' for v in steps)}" for k, steps in data["running"].items())
+        missing = f" In training (orange, to its last checkpoint): {', '.join(at)}.{missing}"
     if as_figure:
         band = (f"blue: the base's onset loss, {span}" if onset.loss is not None else f"no band: {onset.why}")
         caption = (f"As {as_figure}, at {scale}: {', '.join(shown) or 'no change stored yet'} beside the base "
