@@ -196,7 +196,7 @@ def test_runs_not_counted_for_one_reason_say_it_once():
 
 
 def test_runs_rising_or_from_uncommitted_code_are_said_once_per_point():
-    from sinkpaper.paper.lookup import runs_by_point
+    from sinkpaper.results.numbers import runs_by_point
     assert runs_by_point([("k", 1, "Sink_1 +8.4"), ("k", 0, "Sink_1 +23.2"), ("k", 0, "Sink_1 +23.2")]) == \
         "k seeds 0, 1 (Sink_1 +23.2, +8.4)"   # a run two labels read is said once
     # metrics that differ within a point keep their names; a run with nothing to say about it is just named

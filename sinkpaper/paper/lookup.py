@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ..resources import find_config
+from ..results.numbers import runs_by_point, seeds_text
 from ..results.reading import NotEnoughEvaluations, plateau_of, still_rising, stored, training_failure
 from ..train.config import PROFILES
 from ..train import store as S
@@ -242,28 +243,7 @@ def _status(r: _Read, enough: bool) -> str:
     return "found" if enough else "too few seeds"
 
 
-def _seeds_text(seeds: Sequence[int]) -> str:
-    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
-
-
 _RUN_WHY = re.compile(r"^(\S+) seed (\d+): (.+)$", re.S)
-
-
-def runs_by_point(runs: Sequence[tuple[str, int, str]]) -> str:
-    """Runs (point, seed, what of it) said once per point: "a seeds 0, 2 (Sink_1 +23.2, +9.2); b seed 1"; a
-    point's values keep their metric's name only where the metric is not the same for all of them."""
-    by: dict[str, list[tuple[int, str]]] = {}
-    for point, seed, what in sorted(set(runs)):
-        by.setdefault(point, []).append((seed, what))
-    out = []
-    for point, xs in by.items():
-        whats = [w for _, w in xs if w]
-        names = {w.split(" ")[0] for w in whats}
-        if len(names) == 1 and len(whats) > 1:
-            name = names.pop()
-            whats = [name + " " + ", ".join(w.split(" ", 1)[1] for w in whats)]
-        out.append(f"{point} {_seeds_text([s for s, _ in xs])}" + (f" ({', '.join(whats)})" if whats else ""))
-    return "; ".join(out)
 
 
 def grouped_runs(entries: Sequence[str]) -> list[str]:
@@ -299,7 +279,7 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
             if k not in m.beside and list(have) != list(m.seeds):
                 runs.setdefault(_run_of(m, k)[1], have)
         if enough and runs:
-            notes.append("; ".join(f"{pt}: {_seeds_text(have)}" for pt, have in runs.items()))
+            notes.append("; ".join(f"{pt}: {seeds_text(have)}" for pt, have in runs.items()))
         short = {k: have for k, have in seeds_of.items() if k in m.beside and len(have) < SEEDS_MIN}
     else:
         if enough and len(paired) != len(m.seeds):
@@ -307,7 +287,7 @@ def _notes(r: _Read, m: Runs, profile: str, paired: Sequence[int], enough: bool,
         short = _beside_short(m, r.got, paired)
     if enough:   # a reading shown beside on other seeds than the verdict's names them, as the store has them
         for k, have in short.items():
-            notes.append(f"{k}: the mean of {_seeds_text(have)} only (the {_seeds_text(have).split()[0]} of it "
+            notes.append(f"{k}: the mean of {seeds_text(have)} only (the {seeds_text(have).split()[0]} of it "
                          f"that trained)")
     if len({d for ds in r.dtypes.values() for d in ds}) > 1:   # a comparison across dtypes, said as such
         notes.append("dtypes differ: " + ", ".join(f"{pt} {'/'.join(sorted(ds))}" for pt, ds in r.dtypes.items())
@@ -522,7 +502,7 @@ def _runs_and_command(m: Runs, lacking: Mapping[str, Sequence[int]], profile: st
         if point in lacking and point not in by_config.setdefault(rest[1] if len(rest) > 1 else m.config, []):
             by_config[rest[1] if len(rest) > 1 else m.config].append(point)
     seeds = sorted({s for sd in lacking.values() for s in sd})
-    runs = ", ".join(f"{pt} {_seeds_text(sd)}" for pt, sd in lacking.items())
+    runs = ", ".join(f"{pt} {seeds_text(sd)}" for pt, sd in lacking.items())
     cmds = "; ".join(f"python -m sinkpaper sweep --profile {profile} --config {cfg} --points {' '.join(pts)} "
                      f"--seeds {' '.join(map(str, seeds))}" for cfg, pts in by_config.items() if pts)
     return runs, cmds
@@ -569,7 +549,7 @@ def _second_reading(rule, what: str, m: Runs, profile: str, store: str, said: st
     if out["status"] == STALE:
         why = f"{STALE}: {', '.join(out['stale'])}"
     elif out["status"] in ("missing", "incomplete", "too few seeds"):
-        missing = [f"{pt} {_seeds_text(sd)}" for pt, sd in _lacking(m, out).items()]
+        missing = [f"{pt} {seeds_text(sd)}" for pt, sd in _lacking(m, out).items()]
         why = "; ".join([*out["excluded"], *([f"not stored: {', '.join(missing)}"] if missing else [])])
     text = f"the same rule at {what}: {verdict}" + (f" ({why})" if why and why != said else "")
     if out.get("transient") and verdict != NO_RESULT:

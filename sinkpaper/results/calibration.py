@@ -12,7 +12,7 @@ from ..metrics import excess_alpha
 from ..train.store import DEFAULT_STORE
 from .curves import first_reaching
 from .measured import CORPUS_SIDECAR
-from .numbers import fmt_spread, markdown_line
+from .numbers import fmt_spread, markdown_line, runs_by_point
 from .reading import (PLATEAU, NotEnoughEvaluations, evaluations, plateau_of, still_rising, stored, training_failure,
                       uniform_floor)
 from .text_runs import where
@@ -84,7 +84,6 @@ def calibration_lines(store: str | Path = DEFAULT_STORE, root: str | Path = ".",
         -> list[str]:
     """One row per stored run of the calibration grid (``config``, under ``root``) and one verdict per point
     against :data:`BAR`; the best point reported whether or not it clears the bar; the runs not stored named."""
-    from ..paper.lookup import runs_by_point
     unique = unique_train_tokens(root)
     rows, per_point, missing = [], {}, []
     for run in stored(Path(root) / config, PROFILE, None, SEEDS, store):

@@ -46,3 +46,24 @@ def fmt_spread(values: Sequence[float] | Mapping, digits: int = 1) -> str:
 def markdown_line(line: str) -> str:
     """A generated block's line as Markdown: a table row or a blank line as it is, any other line a bullet."""
     return line if line.startswith("|") or not line else "- " + line
+
+
+def seeds_text(seeds: Sequence[int]) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+
+
+def runs_by_point(runs: Sequence[tuple[str, int, str]]) -> str:
+    """Runs (point, seed, what of it) said once per point: "a seeds 0, 2 (Sink_1 +23.2, +9.2); b seed 1"; a
+    point's values keep their metric's name only where the metric is not the same for all of them."""
+    by: dict[str, list[tuple[int, str]]] = {}
+    for point, seed, what in sorted(set(runs)):
+        by.setdefault(point, []).append((seed, what))
+    out = []
+    for point, xs in by.items():
+        whats = [w for _, w in xs if w]
+        names = {w.split(" ")[0] for w in whats}
+        if len(names) == 1 and len(whats) > 1:
+            name = names.pop()
+            whats = [name + " " + ", ".join(w.split(" ", 1)[1] for w in whats)]
+        out.append(f"{point} {seeds_text([s for s, _ in xs])}" + (f" ({', '.join(whats)})" if whats else ""))
+    return "; ".join(out)
