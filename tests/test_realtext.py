@@ -71,9 +71,8 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     assert figures.draws_the_paper(chart) and not figures.joined_lines(chart)
     caption = emergence.caption   # each point's plateau over its seeds beside the paper's number
     assert f"default: 30 % [20, 40] over 2 seeds (paper {paper.paper_value('default'):.2f} %)" in caption
-    assert "mean alpha_1, for which the paper gives no curve" in caption
-    assert "Our runs of default fix the first token; the paper's numbers for them come from runs without one" \
-        in caption
+    assert "dashed: the paper's final Sink_1 (it gives no alpha_1)" in caption
+    assert "Ours fix the first token (default); the paper's runs did not." in caption
     assert "default (seed 0): sink heads" in maps.caption and "absent" not in maps.caption
     assert not any("Provenance" in str(getattr(o, "data", "")) for o in out)   # said once per page, not here
 

@@ -79,11 +79,11 @@ def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels
         parts.append(f"{pt}: {ours} ({paper})")
     unlike = fixed_token_caveat(payloads, levels)
     cap = sink_layer_cap([p for p in payloads if point_of(p) in points])
-    capped = (f" Only layer(s) {cap[1]} hold sink heads here, so Sink_1 tops out near {sig(cap[0])} %: compare "
-              "with the paper's direction, not its size." if cap and cap[0] < 100 else "")
+    capped = (f" Only layer{'s' if ',' in cap[1] else ''} {cap[1]} hold{'' if ',' in cap[1] else 's'} sink heads, "
+              f"so Sink_1 tops out near {sig(cap[0])} %: compare direction, not size." if cap and cap[0] < 100 else "")
     return (f"Sink_1 and mean alpha_1 over training ({profile} profile). On the plateau: " + "; ".join(parts) + "."
             + unlike + capped + " Line: the seeds' mean; band: min to max (hover: each seed); dashed: the paper's "
-            "final Sink_1; \"show\" switches to mean alpha_1, for which the paper gives no curve.")
+            "final Sink_1 (it gives no alpha_1).")
 
 
 def fixed_token_caveat(payloads: Sequence[Mapping], levels: Mapping[str, float]) -> str:
@@ -91,8 +91,7 @@ def fixed_token_caveat(payloads: Sequence[Mapping], levels: Mapping[str, float])
     from runs without one (the paper fixes one only at its Section-5 fixed-token points); "" if none."""
     fixed = [pt for pt in levels if not pt.startswith("fixed_pos")
              and any(p["config"]["data"].get("fixed_token") for p in payloads if point_of(p) == pt)]
-    return (f" Our runs of {', '.join(fixed)} fix the first token; the paper's numbers for them come from runs "
-            "without one." if fixed else "")
+    return (f" Ours fix the first token ({', '.join(fixed)}); the paper's runs did not." if fixed else "")
 
 
 def sink_layer_cap(payloads: Sequence[Mapping]) -> tuple[float, str] | None:

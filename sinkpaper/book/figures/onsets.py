@@ -116,6 +116,11 @@ def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence
     return out
 
 
+def _plural(word: str, items: Sequence[str]) -> str:
+    """"seed 0" or "seeds 0, 1, 2"."""
+    return f"{word}{'s' if len(items) > 1 else ''} {', '.join(items)}"
+
+
 def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = None) -> str:
     """What :func:`onset_chart` shows, as sentences computed from its rows, one per point drawn: the order in which
     the quantities formed (median onset over the seeds in which each formed), those that never formed, those that
@@ -140,12 +145,19 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
             if failed else "") + ": " + (f"{order}." if order else "none of the quantities formed.")
         if never:
             text += f" Never formed in any seed: {', '.join(never)}."
-        gone = [f"{r['quantity']} in seed {r['seed']} (step {r['step']:,.0f})" for r in mine
-                if not r["never"] and not r.get("lasted", True)]
+        gone: dict[str, list[Mapping]] = {}
+        for r in mine:
+            if not r["never"] and not r.get("lasted", True):
+                gone.setdefault(r["quantity"], []).append(r)
         if gone:
-            text += f" Formed and did not last (below its threshold again at the end): {', '.join(gone)}."
+            text += " Did not last (below its threshold at the end): " + "; ".join(
+                f"{q} in {_plural('seed', [str(r['seed']) for r in rs])} "
+                f"({_plural('step', [format(r['step'], ',.0f') for r in rs])})" for q, rs in gone.items()) + "."
+        # the order of sink and induction is said only where both formed: a never-formed induction head is named
+        # once among those that never formed, not counted again as "the sink came first"
         pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
-        pairs = [(s, d) for s, d in pairs if "sink" in d and "induction" in d and not d["sink"]["never"]]
+        pairs = [(s, d) for s, d in pairs if "sink" in d and "induction" in d and not d["sink"]["never"]
+                 and not d["induction"]["never"]]
         if pairs:
             later = [s for s, d in pairs if d["sink"]["step"] > d["induction"]["step"]]
             text += (f" The sink formed after the induction heads in {len(later)} of the {len(pairs)} seeds in "
