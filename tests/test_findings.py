@@ -188,7 +188,8 @@ def test_a_removal_that_agrees_where_removals_are_common_says_its_evidence_is_we
     res = {"verdict": paper.AGREES, "status": "ok"}
     monkeypatch.setattr(findings, "_removal_base_rate", lambda scale, store: (29, 9))
     said = findings.reason(e, res, "real text (CPU)")
-    assert said.startswith("weak evidence at this scale (9 of the 29 changes") and "meets the rule" in said
+    assert said.startswith("weak evidence (here 9 of the 29 changes with a sink in the paper have none)")
+    assert "meets the rule" in said
     assert findings.reason(e, res) == "meets the rule: softmax >= 10 % and sigmoid < 5 %"   # no scale: no rate
     assert "weak" not in findings.reason(e, {**res, "verdict": paper.DISAGREES}, "real text (CPU)")
     assert "weak" not in findings.reason({**e, "id": "opt_lr"}, res, "real text (CPU)")  # not a removal claim
@@ -365,10 +366,23 @@ def test_a_reason_two_scales_share_is_printed_once_in_the_row(listing):
     e = _entry(listing, "opt_emergence")
     for s in ("real text (CPU)", "miniature"):
         e["results"][s] = {**copy.deepcopy(e["results"]["miniature"]), "verdict": "disagrees", "status": None}
-    said = findings.shown_reason("disagrees", findings.reason(e, e["results"]["miniature"]), False)
+    said = findings.shown_reason("disagrees", findings.reason_parts(e, e["results"]["miniature"]), False)
     assert said
     html = findings.card_row(e, ["real text (CPU)", "miniature"])
     assert html.count(f'<span class="spx-why">{findings._e(findings._cut(said, findings.REASON_CHARS))}') == 1
     assert html.count(">disagrees</span>") == 2           # both chips stay, the second without the repeat
     alone = findings.chip(e, e["results"]["miniature"], "miniature")
     assert 'class="spx-why"' in alone                    # a chip on its own keeps its reason
+
+
+def test_an_agreeing_chip_drops_its_whole_rule_even_where_the_rule_holds_a_semicolon():
+    """A rule's sentence may hold a ";" of its own (a Contrast with controls): the chip of an *agrees* drops the
+    whole "meets the rule: ..." clause, never shows the rule's tail as if it were a caveat, and keeps a real
+    caveat said beside it."""
+    e = {"id": "bias_kv", "rule": "kv_bias >= 10 %. A reading is decided only where its control (default for kv_bias) "
+                                  "has a sink (>= 10 %); where it has none, the reading cannot fail and is not comparable."}
+    res = {"verdict": paper.AGREES, "status": "ok"}
+    parts = findings.reason_parts(e, res)
+    assert findings.shown_reason(paper.AGREES, parts) == ""
+    assert findings.shown_reason(paper.AGREES, ["a caveat", *parts]) == "a caveat"
+    assert "where it has none" in findings.reason(e, res)          # the tooltip keeps the whole rule

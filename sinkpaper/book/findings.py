@@ -120,17 +120,21 @@ def removes_the_sink(e: Mapping) -> bool:
     return isinstance(rule, Contrast) and bool(rule.no_sink)
 
 
+def reason_parts(e: Mapping, res: Mapping, scale: str | None = None, store: str = DEFAULT_STORE) -> list[str]:
+    """The clauses of :func:`reason`, each whole (a rule's sentence may hold a ";" of its own)."""
+    parts = [x for x in [res.get("did_not_last"), _reason(e, res), *res.get("second_readings", [])] if x]
+    if scale is not None and res.get("verdict") == registry.AGREES and removes_the_sink(e):
+        kept, none = _removal_base_rate(scale, store)
+        if kept and none:   # said first, so the chip's cut line keeps it
+            parts.insert(0, f"weak evidence (here {none} of the {kept} changes with a sink in the paper have none)")
+    return parts
+
+
 def reason(e: Mapping, res: Mapping, scale: str | None = None, store: str = DEFAULT_STORE) -> str:
     """One line that says why a cell reads what it reads, for every verdict word (from the entry only). A claim
     that a change removes the sink, agreeing at a scale where many changes that keep a sink in the paper have
     none, says how many (the base rate of 'removes' at that scale)."""
-    why = "; ".join(x for x in [res.get("did_not_last"), _reason(e, res), *res.get("second_readings", [])] if x)
-    if scale is not None and res.get("verdict") == registry.AGREES and removes_the_sink(e):
-        kept, none = _removal_base_rate(scale, store)
-        if kept and none:   # said first, so the chip's cut line keeps it
-            why = (f"weak evidence at this scale ({none} of the {kept} changes that keep a sink in the paper have none "
-                   f"in any seed here); {why}")
-    return why
+    return "; ".join(reason_parts(e, res, scale, store))
 
 
 def _reason(e: Mapping, res: Mapping) -> str:
@@ -203,16 +207,16 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
     return f"{paper_txt} / ours {onset_text(res.get('seed_values') or {}, label) or _value(o, pct)} ({human_label(label)})"
 
 
-def shown_reason(word: str, why: str, terse: bool = False) -> str:
-    """The part of a reason a chip shows under its headline (the whole reason stays in the tooltip): an *agrees*
-    says no more than its chip unless it carries a caveat ("meets the rule: ..." is the rule, in the tooltip);
-    ``terse`` (the scorecard's cells): a *no result* or a *check* says nothing either, so a row is as tall as its
-    findings, not its waiting cells."""
+def shown_reason(word: str, parts: Sequence[str], terse: bool = False) -> str:
+    """The part of a reason (:func:`reason_parts`) a chip shows under its headline (the whole reason stays in the
+    tooltip): an *agrees* says no more than its chip unless it carries a caveat ("meets the rule: ..." is the rule,
+    in the tooltip, dropped whole); ``terse`` (the scorecard's cells): a *no result* or a *check* says nothing
+    either, so a row is as tall as its findings, not its waiting cells."""
     if terse and word in (registry.NO_RESULT, "check"):
         return ""
     if word == registry.AGREES:
-        return "; ".join(c for c in why.split("; ") if not c.startswith("meets the rule"))
-    return why
+        parts = [c for c in parts if not c.startswith("meets the rule")]
+    return "; ".join(parts)
 
 
 def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REASON_CHARS,
@@ -226,7 +230,8 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
     in the same row printed; a reason printed there is not printed again (it stays in the tooltip)."""
     word = verdict_word(e, res)
     color = CHECK_COLOR if word == "check" else VERDICT_COLORS[word]
-    why = reason(e, res, scale)
+    parts = reason_parts(e, res, scale)
+    why = "; ".join(parts)
     rule = res.get("rule") or e.get("rule")
     tip = (f"{scale + ': ' if scale else ''}{word}. {why}" + (f"\nRule: {rule}" if rule else "")
            + (f"\nNote: {res['note']}" if res.get("note") else ""))
@@ -240,7 +245,7 @@ def chip(e: Mapping, res: Mapping, scale: str | None = None, *, limit: int = REA
         line = line.removeprefix(NO_PAPER_NUMBER + " / ")
     tip += f"\n{line}" if compact and not e["paper"]["values"] else ""
     body = "" if compact and not e["paper"]["values"] else f'<span class="spx-headline">{_e(line)}</span>'
-    said = shown_reason(word, why, terse)
+    said = shown_reason(word, parts, terse)
     if seen is not None and said in seen:
         said = ""
     elif seen is not None:
