@@ -156,6 +156,10 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
     assert "Never formed in any seed: massive activation." in text
     assert text.endswith("The sink formed after the induction heads in 1 of the 2 seeds in which it formed.")
     assert O.onset_caption([]).startswith("No stored run records these onsets yet")
+    # a quantity that formed in no run of any point drawn is said once, not once per point
+    both = O.onset_caption(O.onset_rows(runs, ["base", "other"]))
+    assert "Formed in no run: massive activation." in both and both.count("massive activation") == 1
+    assert "Other, 1 seed: previous token" in both and "Never formed in any seed: induction, sink." in both
     moves = O.onset_moves_caption(O.onset_rows(runs, ["base", "other"]), ["base", "other"], "learning rate")
     assert "base 200-300; other 400-400 (1 never)" in moves and "Seed ranges apart between base / other" in moves
     spec = O.onset_chart(rows, "t").to_dict()

@@ -129,14 +129,20 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
     if not rows:
         return "No stored run records these onsets yet; the figure fills in as the onsets family's runs land."
     said = []
-    for point in dict.fromkeys(r["point"] for r in rows):
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    # a quantity no run of any point formed is said once, before the points
+    everywhere = [q for q in QUANTITIES if len(points) > 1 and all(
+        any(r["quantity"] == q for r in rows if r["point"] == pt) and all(
+            r["never"] for r in rows if r["point"] == pt and r["quantity"] == q and r.get("learned", True))
+        for pt in points)]
+    for point in points:
         failed = sorted({r["seed"] for r in rows if r["point"] == point and not r.get("learned", True)})
         mine = [r for r in rows if r["point"] == point and r.get("learned", True)]
         seeds = sorted({r["seed"] for r in mine})
         by_q = {q: [r for r in mine if r["quantity"] == q] for q in QUANTITIES}
         formed = {q: statistics.median(r["step"] for r in rs if not r["never"])
                   for q, rs in by_q.items() if rs and any(not r["never"] for r in rs)}
-        never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs)]
+        never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs) and q not in everywhere]
         order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
         label = labels.get(point, point)
         text = f"{label[0].upper() + label[1:]}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}" + (
@@ -163,7 +169,8 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
             text += (f" The sink formed after the induction heads in {len(later)} of the {len(pairs)} seeds in "
                      "which it formed.")
         said.append(text)
-    return "Onsets in the order they came (median step over the seeds in which each formed). " + " ".join(said)
+    return ("Onsets in the order they came (median step over the seeds in which each formed). "
+            + (f"Formed in no run: {', '.join(everywhere)}. " if everywhere else "") + " ".join(said))
 
 
 # when the literature's 1B-class runs form their induction heads, in tokens (arXiv 2606.02378, finding F3): the scale
