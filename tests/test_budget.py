@@ -262,3 +262,23 @@ def test_an_unripe_point_is_said_in_one_line_each_step_once():
     assert "only at steps 2,100 / 2,300," in budget.unripe_text("p", [(0, r(2100)), (1, r(2300))], 4.647)
     never = budget.unripe_text("p", [(2, budget.Ripeness(False, None, 2000.0, 5.21))], 5.14, 10.24e6)
     assert never == "p (seed 2) never reached the base's onset loss 5.140 in 10.2M tokens (5.210 where read)"
+
+
+def test_the_sweep_caption_names_a_slow_learner_not_yet_apart_from_a_suppressor(store):
+    """The dot-and-tick figure's caption: a point with no sink that the paper gives one reads 'the other way' only
+    where every seed reached the base's onset loss before its plateau; a slow learner is named 'not yet'."""
+    from sinkpaper.book.figures import sweep_caption
+    from sinkpaper.results.reading import point_of
+    from sinkpaper.train.store import read_entry
+
+    order = ["pos_rope", "pos_nope", "pos_alibi"]
+    ps = [p for p in (read_entry(f) for f in sorted(store.rglob("*.json*"))) if point_of(p) in order]
+    onset = budget.base_onset_loss([p for p in ps if point_of(p) == "pos_rope"])
+    assert onset.layers == ps[0]["config"]["model"]["n_layers"] and len(ps) == 9
+    text = sweep_caption(ps, order, onset_loss=onset.loss)
+    against, _, early = text.partition(" Not yet (")
+    assert "Where the paper reads the other way: pos_alibi (paper" in against and "pos_nope (paper" not in against
+    assert early.startswith(f"a seed had not reached the base's onset loss, {onset.loss:.3f}")
+    assert "pos_nope (paper" in early
+    assert "pos_alibi" not in early
+    assert "Not yet" not in sweep_caption(ps, order)       # without the base's onset loss, both read as before

@@ -22,6 +22,7 @@ import altair as alt
 from IPython.display import Markdown, display
 
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
+from ..paper.lookup import GUARD_BASE, PROFILE_OF, onset_loss_of
 from ..results.curves import curve_rows as run_curve_rows, first_reaching
 from ..results.numbers import fmt_spread, sig
 from ..results.reading import failure_word, point_of, training_failure
@@ -281,5 +282,15 @@ def family_section(family: str, profile: str, gpu_seeds: Sequence[int], order: S
     if lm.payloads and sweep_title is not None:
         figure(sweep_chart(lm.payloads, order, title=f"Real text ({lm.profile} profile): {sweep_title}", value=value,
                            width=width),
-               sweep_caption(lm.payloads, order, value=value))
+               sweep_caption(lm.payloads, order, value=value, onset_loss=_guard_loss(lm.profile, lm.payloads)))
     return lm
+
+
+def _guard_loss(profile: str, payloads: Sequence[Mapping]) -> float | None:
+    """The onset loss of the base that guards a profile's "no sink" readings (the registry's GUARD_BASE, its first
+    scale at ``profile``), where every run of ``payloads`` has that base's depth; else None."""
+    scale = next((s for s, p in PROFILE_OF.items() if p == profile and s in GUARD_BASE), None)
+    found = onset_loss_of(GUARD_BASE[scale], scale) if scale else None
+    if found is None or found.loss is None or any(p["config"]["model"]["n_layers"] != found.layers for p in payloads):
+        return None
+    return found.loss

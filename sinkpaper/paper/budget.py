@@ -52,10 +52,12 @@ def onset_loss(payload: Mapping) -> float | None:
 
 @dataclass(frozen=True)
 class OnsetLoss:
-    """The base's onset loss (``loss``: the lowest of its seeds') and each seed's, or why there is none."""
+    """The base's onset loss (``loss``: the lowest of its seeds') and each seed's, or why there is none; ``layers``:
+    the base's depth (a loss guards only runs of the same depth)."""
     loss: float | None
     per_seed: Mapping[int, float | None]
     why: str = ""
+    layers: int | None = None
 
 
 def base_onset_loss(payloads: Sequence[Mapping]) -> OnsetLoss:
@@ -63,11 +65,13 @@ def base_onset_loss(payloads: Sequence[Mapping]) -> OnsetLoss:
     per_seed = {int(p["config"]["run"]["seed"]): onset_loss(p) for p in payloads}
     if not per_seed:
         return OnsetLoss(None, {}, "no run of the base is stored")
+    depths = {p["config"]["model"]["n_layers"] for p in payloads}
+    layers = depths.pop() if len(depths) == 1 else None
     never = [s for s, v in per_seed.items() if v is None]
     if never:
         return OnsetLoss(None, per_seed, f"the base's sink never formed in seed{'s' if len(never) > 1 else ''} "
-                                          f"{', '.join(map(str, never))}")
-    return OnsetLoss(min(per_seed.values()), per_seed)
+                                          f"{', '.join(map(str, never))}", layers)
+    return OnsetLoss(min(per_seed.values()), per_seed, layers=layers)
 
 
 @dataclass(frozen=True)

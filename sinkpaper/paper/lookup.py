@@ -413,18 +413,24 @@ GUARD_BASE = {"real text (CPU)": ("configs/optimization.yaml", "default"),
               LAYERS_4_SCALE: ("configs/data.yaml", "fixed_pos1_layers_4")}
 
 
-def guard_onset_loss(m: Runs, scale: str, store: str) -> tuple[budget.OnsetLoss | None, str]:
-    """The onset loss that guards a claim's readings at a scale, and the base it came from ("config point")."""
-    base = m.base or GUARD_BASE.get(scale)
-    if base is None:
-        return None, ""
+def onset_loss_of(base: tuple[str, str], scale: str, store: str = DEFAULT_STORE) -> budget.OnsetLoss | None:
+    """The onset loss of a base ("config", "point") at a scale, from its stored seeds that trained; None where its
+    config or profile cannot be read."""
     config, point = base
     try:
         found = [s.payload for s in stored(find_config(config), PROFILE_OF[scale], [point], (0, 1, 2), store)
                  if s.found and not training_failure(s.payload, TRAINED, PLATEAU)]
     except (ValueError, KeyError, FileNotFoundError):
-        return None, point
-    return budget.base_onset_loss(found), point
+        return None
+    return budget.base_onset_loss(found)
+
+
+def guard_onset_loss(m: Runs, scale: str, store: str) -> tuple[budget.OnsetLoss | None, str]:
+    """The onset loss that guards a claim's readings at a scale, and the base it came from ("config point")."""
+    base = m.base or GUARD_BASE.get(scale)
+    if base is None:
+        return None, ""
+    return onset_loss_of(base, scale, store), base[1]
 
 
 def _budget_guard(m: Runs, rule, scale: str, out: dict, store: str) -> None:

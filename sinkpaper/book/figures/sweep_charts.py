@@ -9,6 +9,7 @@ from typing import Sequence
 import altair as alt
 
 from ...paper import NO_SINK, SINK
+from ...paper.budget import ripeness
 from ...results.reading import point_of, shown_values
 from .core import _num, no_data_chart, variant_colors
 from .paper_marks import paper_layer, paper_number
@@ -103,16 +104,18 @@ def sweep_chart(payloads: Sequence[dict], order: Sequence[str], k: int = 1, titl
 
 
 def sweep_caption(payloads: Sequence[dict], order: Sequence[str], k: int = 1,
-                  value: str | Sequence[str] = "sink") -> str:
+                  value: str | Sequence[str] = "sink", onset_loss: float | None = None) -> str:
     """What a :func:`sweep_chart` shows, as a finding: which points have a sink in every seed (>= the registry's
     SINK), which have none in any seed (< NO_SINK), which the seeds split, and where the paper disagrees with
-    that (a point the paper gives a sink that has none here, or the reverse). Reads the same plateau values."""
+    that (a point the paper gives a sink that has none here, or the reverse). Reads the same plateau values.
+    ``onset_loss`` (the base's, :mod:`sinkpaper.paper.budget`): a point with no sink where some seed was read
+    before its held-out loss reached it is named apart, as not yet, never as the paper read the other way."""
     names = [f"Sink_{k}" if value == "sink" else value] if isinstance(value, str) else list(value)
     name = names[0]
     if not name.startswith("Sink"):
         return f"{name} on each run's plateau per point: dots are seeds, the tick their mean."
     groups: dict[str, list[str]] = {"sink": [], "none": [], "split": []}
-    against, seeds = [], set()
+    against, early, seeds = [], [], set()
     for pt in order:
         vals = [v for _, v in book_values(payloads, pt, name)[0]]
         if not vals:
@@ -122,7 +125,9 @@ def sweep_caption(payloads: Sequence[dict], order: Sequence[str], k: int = 1,
         groups[kind].append(pt)
         pv = paper_number(pt, name)
         if pv is not None and kind != "split" and (pv >= SINK) != (kind == "sink"):
-            against.append(f"{pt} (paper {pv:g} %)")
+            unripe = kind == "none" and onset_loss is not None and any(
+                not ripeness(p, onset_loss).ripe for p in payloads if point_of(p) == pt)
+            (early if unripe else against).append(f"{pt} (paper {pv:g} %)")
     n_seeds = f"{max(seeds)} seeds" if seeds and len(seeds) == 1 else "its seeds"
     said = [f"a sink (>= {SINK:g} %) in every seed: {', '.join(groups['sink'])}" if groups["sink"] else "",
             f"none (< {NO_SINK:g} %) in any seed: {', '.join(groups['none'])}" if groups["none"] else "",
@@ -134,6 +139,9 @@ def sweep_caption(payloads: Sequence[dict], order: Sequence[str], k: int = 1,
            + "; ".join(said) + "."
     if against:
         text += " Where the paper reads the other way: " + ", ".join(against) + "."
+    if early:
+        text += (f" Not yet (a seed had not reached the base's onset loss, {onset_loss:.3f}, before its plateau "
+                 "was read): " + ", ".join(early) + ".")
     return text
 
 
