@@ -15,7 +15,8 @@
 # store, where the committed rule judges them beside the stored seeds; the retrains replace the stored runs:
 #   QUEUE=scripts/recheck_seed0_queue.txt PENDING_ONLY=1 FALLBACK=0 OUT_DIR=runs/recheck \
 #     SWEEP_ARGS="--store results/recheck" bash scripts/sweep_text.sh
-#   QUEUE=scripts/recheck_queue.txt PENDING_ONLY=1 FALLBACK=0 SWEEP_ARGS=--retrain-bf16-softmax bash scripts/sweep_text.sh
+#   QUEUE=scripts/recheck_queue.txt PENDING_ONLY=1 FALLBACK=0 SWEEP_ARGS=--retrain-bf16-softmax \
+#     bash scripts/sweep_text.sh
 # SWEEP_ARGS adds arguments to every sweep; on a lent GPU machine (scripts/device_text_sweep.sh):
 #   SWEEP_ARGS="--set run.device=cuda --set run.compile=false --keep-going"
 # run.device and run.compile are bookkeeping: the runs keep the text profile's config hashes, and each stored
