@@ -44,15 +44,16 @@ display(scorecard.Scorecard(entries, late_rules=findings.rules_set_after_runs(en
 n_rules = sum(e["rule"] is not None for e in entries)
 checks_ok = sum(e["rule_check"] is not None and e["rule_check"]["paper"] == paper.AGREES
                 and e["rule_check"]["no_effect"] != paper.AGREES for e in entries)
-display(Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok} of those read *agrees* on the "
-                 "paper's numbers and not on a result with the claimed effect absent. The others are qualitative "
-                 "(or, for the propositions, a check rather than a reproduction) and carry no verdict."))
+said = [Markdown(f"{len(entries)} claims; {n_rules} have a rule, and {checks_ok} of those read *agrees* on the paper's "
+                 "numbers and not on a result with the claimed effect absent. The others are qualitative (or, for "
+                 "the propositions, a check rather than a reproduction) and carry no verdict.")]
 # how often a change that keeps a sink in the paper keeps one here: a "removes the sink" read at a scale where
 # many such changes have none is weak evidence
 rates = [r for s in paper.SCALES if (r := paper.report.base_rate_sentence(entries, s))]
 if rates:
-    display(Markdown("**Base rate** (the points of the claims that a sink stays, read on every seed) \u2014 "
-                     + " ".join(rates)))
+    said.append(Markdown("**Base rate** (the points of the claims that a sink stays, read on every seed) \u2014 "
+                         + " ".join(rates)))
+display(figures.Fold("The rules, and how often a change that keeps a sink in the paper keeps one here", *said))
 if missing_chapters:
     display(Markdown("**Chapters with no records in this build:** " + ", ".join(missing_chapters)
                      + " (they failed or were not executed; their claims read *no result*)."))
