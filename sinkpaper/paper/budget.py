@@ -26,6 +26,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..results.numbers import seeds_text
 from ..results.reading import PLATEAU, evaluations, logged
 from .onsets import onset_record
 from .verdicts import AGREES, DISAGREES, INCONCLUSIVE, NOT_YET, SINK
@@ -101,7 +102,7 @@ def unripe_text(point: str, runs: Sequence[tuple[int, Ripeness]], loss: float, t
     (a step all its seeds share said once)."""
     never = [(s, r) for s, r in runs if r.reached is None]
     late = [(s, r) for s, r in runs if r.reached is not None]
-    seeds = lambda rs: f"seed{'s' if len(rs) > 1 else ''} {', '.join(str(s) for s, _ in rs)}"  # noqa: E731
+    seeds = lambda rs: seeds_text([s for s, _ in rs])  # noqa: E731
     budget = f" in {tokens / 1e6:.1f}M tokens" if tokens else ""
     parts = []
     if never:

@@ -48,8 +48,9 @@ def markdown_line(line: str) -> str:
     return line if line.startswith("|") or not line else "- " + line
 
 
-def seeds_text(seeds: Sequence[int]) -> str:
-    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+def seeds_text(items: Sequence, word: str = "seed") -> str:
+    """"seed 0" or "seeds 0, 1, 2" (or any other word: "steps 1,200, 1,400")."""
+    return f"{word}{'s' if len(items) > 1 else ''} {', '.join(map(str, items))}"
 
 
 def runs_by_point(runs: Sequence[tuple[str, int, str]]) -> str:

@@ -10,6 +10,7 @@ import altair as alt
 
 from ...paper.claims import claim
 from ...paper.onsets import ONSETS, Onset, did_not_last, evaluation_value, onset_step
+from ...results.numbers import seeds_text
 from ...results.reading import failure_word, point_of, training_failure
 from .core import _num, no_data_chart
 
@@ -116,11 +117,6 @@ def threshold_rows(payloads: Sequence[Mapping], point: str, quantities: Sequence
     return out
 
 
-def _plural(word: str, items: Sequence[str]) -> str:
-    """"seed 0" or "seeds 0, 1, 2"."""
-    return f"{word}{'s' if len(items) > 1 else ''} {', '.join(items)}"
-
-
 def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = None) -> str:
     """What :func:`onset_chart` shows, as sentences computed from its rows, one per point drawn: the order in which
     the quantities formed (median onset over the seeds in which each formed), those that never formed, those that
@@ -157,8 +153,8 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
                 gone.setdefault(r["quantity"], []).append(r)
         if gone:
             text += " Did not last (below its threshold at the end): " + "; ".join(
-                f"{q} in {_plural('seed', [str(r['seed']) for r in rs])} "
-                f"({_plural('step', [format(r['step'], ',.0f') for r in rs])})" for q, rs in gone.items()) + "."
+                f"{q} in {seeds_text([r['seed'] for r in rs])} "
+                f"({seeds_text([format(r['step'], ',.0f') for r in rs], 'step')})" for q, rs in gone.items()) + "."
         # the order of sink and induction is said only where both formed: a never-formed induction head is named
         # once among those that never formed, not counted again as "the sink came first"
         pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
