@@ -119,6 +119,12 @@ def test_a_check_has_its_own_status(listing):
     assert findings.claim_chart(e) is None
 
 
+def test_every_status_has_a_colour_of_its_own():
+    """The scorecard's stacked bar and its chips tell the statuses apart by colour alone."""
+    colours = [*findings.VERDICT_COLORS.values(), findings.CHECK_COLOR]
+    assert len(set(c.lower() for c in colours)) == len(colours)
+
+
 def test_scorecard_rows_chips_and_links_follow_the_listing(listing):
     card = scorecard.Scorecard(listing)
     page = card._repr_html_()

@@ -38,7 +38,7 @@ from .labels import _is_percent, _metric, _point, _value, human_label, key_label
 
 VERDICT_COLORS = {registry.AGREES: "#1a7f37", registry.DISAGREES: "#cf222e", registry.INCONCLUSIVE: "#8250df",
                   registry.NOT_YET: "#0969da", registry.NOT_COMPARABLE: "#9a6700", registry.NO_RESULT: "#6e7781"}
-CHECK_COLOR = "#0969da"  # a check of the propositions is not a reproduction: its own colour, no verdict word
+CHECK_COLOR = "#bf3989"  # a check of the propositions is not a reproduction: its own colour, no verdict word
 # One colour per scale across the book; a scale added to the registry later takes the next free colour.
 SCALE_COLORS = {"real LMs": "#0969da", "real text (CPU)": "#d1242f", registry.LAYERS_4_SCALE: "#bc4c00",
                 registry.DEFAULT_CPU_SCALE: "#1b7c83", registry.GPU_SCALE: "#1a7f37", "miniature": "#8250df"}
