@@ -158,7 +158,9 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     band, line, ends, level = panel.to_dict()["layer"]
     evals = line["data"]["values"]
     assert {v["change"] for v in evals} == {"pos_nope"} and ends["data"] == line["data"]
-    assert max(v["loss"] for v in evals) <= max(data["onset"].per_seed.values()) + fig.ZOOM
+    edge = max(data["onset"].per_seed.values()) + fig.ZOOM
+    assert max(v["loss"] for v in evals) <= max(edge, *(v["loss"] for v in evals if v["last"]))
+    assert sum(v["last"] for v in evals) == 6                      # every run's end in view
     assert band["mark"]["type"] == "rect" and band["data"]["values"][0]["hi"] == max(data["onset"].per_seed.values())
     assert figures.draws_the_paper(panel.to_dict()) and level["mark"]["type"] == "rule"
     # a second figure of the chart points to the first for how to read it, and says only what differs
@@ -282,3 +284,20 @@ def test_the_sweep_caption_names_a_slow_learner_not_yet_apart_from_a_suppressor(
     assert "pos_nope (paper" in early
     assert "pos_alibi" not in early
     assert "Not yet" not in sweep_caption(ps, order)       # without the base's onset loss, both read as before
+
+
+def test_a_run_that_stops_far_above_the_onset_loss_keeps_its_end_in_view(store):
+    """The chart zooms to the stretch where the base's sink forms; a change that stopped above it still shows
+    where it stopped (its end dot and the approach to it), never an empty panel."""
+    pytest.importorskip("altair")
+    from sinkpaper.book.figures import budget as fig
+
+    for seed in (0, 1, 2):
+        _store(store, "configs/architecture.yaml", "pos_absolute", seed, 5.90, lambda step: 0.0)
+    data = budget.sink_against_loss({"pos_absolute": ("configs/architecture.yaml", "pos_absolute")},
+                                    ("configs/optimization.yaml", "default"), store=str(store))
+    assert min(r["loss"] for r in data["rows"] if r["last"] and r["role"] == "change") > \
+        max(data["onset"].per_seed.values()) + fig.ZOOM                 # it stopped outside the zoom
+    [panel] = fig.sink_against_loss_chart(data).charts
+    evals = panel.to_dict()["layer"][1]["data"]["values"]
+    assert sum(v["last"] for v in evals if v["role"] == "change") == 3

@@ -10,7 +10,7 @@ import altair as alt
 
 from .core import Columns, no_data_chart
 
-ZOOM = 0.3   # nats above the base's onset losses shown: the runs' approach to the loss at which the sink forms
+ZOOM = 0.15  # nats above the base's onset losses shown: the runs' approach to the loss at which the sink forms
 
 
 def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = None, per_row: int = 3,
@@ -26,10 +26,12 @@ def sink_against_loss_chart(data: Mapping, paper: Mapping[str, float] | None = N
     onset = data["onset"]
     losses = [v for v in (onset.per_seed or {}).values() if v is not None]
     changes = list(dict.fromkeys(r["change"] for r in rows))
-    # the stretch of training where the sink forms: from ZOOM nats above the base's onset losses to the lowest loss
-    # any run reached (the early, fast fall from the unigram level says nothing about the sink)
+    # the stretch of training where the sink forms: from ZOOM nats above the base's onset losses (or from the
+    # highest loss a run stopped at, so that every run's end stays in view) to the lowest loss any run reached;
+    # the early, fast fall from the unigram level says nothing about the sink
     if losses:
-        rows = [r for r in rows if r["loss"] <= max(losses) + ZOOM]
+        edge = max([max(losses) + ZOOM, *(r["loss"] for r in rows if r["last"])])
+        rows = [r for r in rows if r["loss"] <= edge]
     domain = [max(r["loss"] for r in rows), min(r["loss"] for r in rows)] if rows else None
     x = alt.X("loss:Q", title="held-out loss, falling \u2192",
               scale=alt.Scale(domain=domain, zero=False, nice=False))
