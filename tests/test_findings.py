@@ -119,6 +119,12 @@ def test_a_check_has_its_own_status(listing):
     assert findings.claim_chart(e) is None
 
 
+def test_ours_in_percent_reads_to_one_decimal_and_the_papers_as_given():
+    assert labels._value(0.0972, True, ours=True) == "0.1 %" and labels._value(38.04, True, ours=True) == "38 %"
+    assert labels._value(0.0972, False, ours=True) == "0.0972"       # not a percent: significant digits
+    assert labels._value(1.98, True) == "1.98 %" and labels._value(None, True, ours=True) == "\u2014"
+
+
 def test_every_status_has_a_colour_of_its_own():
     """The scorecard's stacked bar and its chips tell the statuses apart by colour alone."""
     colours = [*findings.VERDICT_COLORS.values(), findings.CHECK_COLOR]

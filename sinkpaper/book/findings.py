@@ -192,7 +192,7 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
         pct = _is_percent(label, e)
         metric = f": {_metric(label)}" if ": " in label else ""
         paper_txt = f"paper {_value(p, pct)} (its default{metric})" if p is not None else NO_PAPER_NUMBER
-        return paper_txt if o is None else f"{paper_txt} / ours {_value(o, pct)} ({ours_name}{metric})"
+        return paper_txt if o is None else f"{paper_txt} / ours {_value(o, pct, ours=True)} ({ours_name}{metric})"
     if label is None:
         return NO_PAPER_NUMBER
     pct = _is_percent(label, e)
@@ -203,8 +203,9 @@ def headline(e: Mapping, res: Mapping, scale: str | None = None) -> str:
     if o is None:     # the chip already says "no result"
         return paper_txt + (f" ({human_label(label)})" if p is not None else "")
     if twin is not None and twin != label:    # another model on the same input: each number named
-        return f"paper {_value(p, pct)} ({human_label(twin)}) / ours {_value(o, pct)} ({human_label(label)})"
-    return f"{paper_txt} / ours {onset_text(res.get('seed_values') or {}, label) or _value(o, pct)} ({human_label(label)})"
+        return f"paper {_value(p, pct)} ({human_label(twin)}) / ours {_value(o, pct, ours=True)} ({human_label(label)})"
+    ours = onset_text(res.get("seed_values") or {}, label) or _value(o, pct, ours=True)
+    return f"{paper_txt} / ours {ours} ({human_label(label)})"
 
 
 def shown_reason(word: str, parts: Sequence[str], terse: bool = False) -> str:

@@ -81,5 +81,9 @@ def paper_counterpart(e: Mapping, label: str) -> str | None:
     return next((k for k in paper_vals if metric and _metric(k) == metric), None)
 
 
-def _value(v: float | None, percent: bool) -> str:
-    return "\u2014" if v is None else f"{sig(v)}{' %' if percent else ''}"
+def _value(v: float | None, percent: bool, ours: bool = False) -> str:
+    """A value for a card: the paper's as the paper gives it (3 significant digits); ours, in percent, to one
+    decimal, as the seeds' spread of several points allows (0.0972 % reads 0.1 %)."""
+    if v is None:
+        return "\u2014"
+    return f"{sig(round(v, 1) if ours and percent else v)}{' %' if percent else ''}"
