@@ -75,6 +75,12 @@ def test_no_paper_number_is_said_and_never_drawn(listing):
     assert "the paper gives no number" in findings.card_row(e)
     for s in findings.shown_scales(e):
         assert findings.headline(e, findings.result_at(e, s)).startswith("the paper gives no number")
+    # another paper's claim: this paper could not number it, so its source line does not say so
+    other = _entry(listing, "pack_bos_inference")
+    assert not other["paper"]["values"] and findings.no_number_note(other) == ""
+    assert findings.no_number_note(e).endswith("the paper gives no number")
+    grid = scorecard.Scorecard([e, other])._repr_html_()
+    assert grid.count("\u00b7 the paper gives no number</div>") == 1       # in loss_window's source line only
 
 
 def test_every_verdict_word_comes_with_a_reason(listing):

@@ -55,6 +55,13 @@ GLOSSARY_LINK = '<a class="spx-terms" href="glossary.html">Terms: glossary</a>'
 NO_PAPER_NUMBER = "the paper gives no number"
 
 
+def no_number_note(e: Mapping) -> str:
+    """" · the paper gives no number" for a claim of the paper's own sections that has none; nothing for one with
+    numbers, or for another paper's claim (related work, after the paper), which this paper could not number."""
+    own = str(e.get("section", "")).replace(".", "").isdigit()
+    return f" \u00b7 {NO_PAPER_NUMBER}" if own and not e["paper"]["values"] else ""
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
@@ -463,7 +470,7 @@ def _row(e: Mapping, scales: Sequence[str] | None, chart=True) -> tuple[str, str
                     for s in shown if s not in pending)
     chips += pending_line(e, pending)
     chips = chips or '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>'
-    no_number = "" if e["paper"]["values"] else f" \u00b7 {NO_PAPER_NUMBER}"
+    no_number = no_number_note(e)
     if (depth := depth_note(e)):
         chips += f'<div class="spx-verdict spx-depth">{_e(depth)}</div>'
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">'

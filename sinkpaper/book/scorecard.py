@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from .. import paper as registry
-from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, NO_PAPER_NUMBER, _cut, _e, chip,
+from .findings import (CLAIM_CHARS, CSS, GLOSSARY_LINK, GRID_REASON_CHARS, _cut, _e, chip, no_number_note,
                        result_at, scale_order, shown_scales, summary, verdict_word)
 
 GRID_CSS = """
@@ -82,7 +82,7 @@ class Scorecard:
     def _row(self, e: Mapping) -> str:
         cells = [f'<td><div class="spx-claim" title="{_e(e["claim"])}">{_e(_cut(e["claim"], CLAIM_CHARS))}</div>'
                  f'<div class="spx-src">{_e(e["paper"]["source"])}{self._link(e)}'
-                 + ("" if e["paper"]["values"] else f" \u00b7 {NO_PAPER_NUMBER}") + "</div></td>"]
+                 + no_number_note(e) + "</div></td>"]
         for s in self.scales:
             res = result_at(e, s)
             cells.append(f'<td data-scale="{_e(s)}">' + (
