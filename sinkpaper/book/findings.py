@@ -57,7 +57,8 @@ NO_PAPER_NUMBER = "the paper gives no number"
 
 def no_number_note(e: Mapping) -> str:
     """" · the paper gives no number" for a claim of the paper's own sections that has none; nothing for one with
-    numbers, or for another paper's claim (related work, after the paper), which this paper could not number."""
+    numbers, or for another paper's claim (related work, after the paper), which this paper could not number. For
+    the scorecard's rows; a chapter's card keeps the words, which its first screen shows beside ours."""
     own = str(e.get("section", "")).replace(".", "").isdigit()
     return f" \u00b7 {NO_PAPER_NUMBER}" if own and not e["paper"]["values"] else ""
 
@@ -470,7 +471,7 @@ def _row(e: Mapping, scales: Sequence[str] | None, chart=True) -> tuple[str, str
                     for s in shown if s not in pending)
     chips += pending_line(e, pending)
     chips = chips or '<div class="spx-verdict"><span class="spx-why">the book does not run this claim</span></div>'
-    no_number = no_number_note(e)
+    no_number = "" if e["paper"]["values"] else f" \u00b7 {NO_PAPER_NUMBER}"   # a card's first screen says it
     if (depth := depth_note(e)):
         chips += f'<div class="spx-verdict spx-depth">{_e(depth)}</div>'
     claim = (f'<div class="spx-claim" title="{_e(e["claim"])}">'
