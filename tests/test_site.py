@@ -559,6 +559,13 @@ def test_no_chart_panel_draws_more_series_than_a_reader_can_tell_apart(built_boo
     assert not crowded, f"panels with more than {figures.MAX_SERIES} series: {crowded}"
 
 
+def _needs_every_page(built_book, what: str) -> None:
+    """Skip a test of the whole book when this session built only some of its pages."""
+    skipped = [d for d in PAGES if built_book.page_skip_reason(d)]
+    if skipped:
+        pytest.skip(f"{len(skipped)} pages not built this session: {what} every page")
+
+
 PAPER_SHARE = 0.60   # of the book's charts, the share that carries the paper's value (the rest: numbers it never gave)
 
 
@@ -566,9 +573,7 @@ def test_most_charts_of_the_book_draw_the_papers_value(built_book):
     """Over every chart of the built site: at least PAPER_SHARE carry a value of the paper in their data
     (figures.draws_the_paper); a chart of something the paper gives no number for says so instead. A share of the
     whole book: it needs every page built (a session that executes only some chapters skips it)."""
-    skipped = [d for d in PAGES if built_book.page_skip_reason(d)]
-    if skipped:
-        pytest.skip(f"{len(skipped)} pages not built this session: the book's share of charts needs every page")
+    _needs_every_page(built_book, "the book's share of charts needs")
     specs = [spec for doc in PAGES if (html := built_book.html_dir / f"{doc}.html").exists()
              for spec in figures.embedded_specs(html.read_text(encoding="utf-8"))]
     drawn = sum(map(figures.draws_the_paper, specs))
@@ -951,9 +956,7 @@ def test_every_page_fits_its_screen_budget(docname, chromium, built_book, browse
 
 def test_the_book_is_within_its_word_budget(chromium, built_book, browser):
     """Every page's main text together (folds closed), at most pages.BOOK_WORDS words; needs every page built."""
-    skipped = [d for d in PAGES if built_book.page_skip_reason(d)]
-    if skipped:
-        pytest.skip(f"{len(skipped)} pages not built this session: the book's words need every page")
+    _needs_every_page(built_book, "the book's words need")
     words = {d: _length(browser, built_book.require_page(d))[1] for d in PAGES}
     total = sum(words.values())
     longest = ", ".join(f"{d} {n:,}" for d, n in sorted(words.items(), key=lambda kv: -kv[1])[:5])
