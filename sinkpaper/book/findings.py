@@ -57,8 +57,7 @@ NO_PAPER_NUMBER = "the paper gives no number"
 
 def no_number_note(e: Mapping) -> str:
     """" · the paper gives no number" for a claim of the paper's own sections that has none; nothing for one with
-    numbers, or for another paper's claim (related work, after the paper), which this paper could not number. For
-    the scorecard's rows; a chapter's card keeps the words, which its first screen shows beside ours."""
+    numbers, or for another paper's claim, which this paper could not number. The scorecard's rows alone use it."""
     own = str(e.get("section", "")).replace(".", "").isdigit()
     return f" \u00b7 {NO_PAPER_NUMBER}" if own and not e["paper"]["values"] else ""
 
