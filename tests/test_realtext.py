@@ -69,10 +69,15 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     assert band[-1]["seeds"].startswith("seed 0: 20, seed 1: 40") and (band[-1]["lo"], band[-1]["hi"]) == (20, 40)
     assert any(v.get("metric") == "alpha_1" for v in figures.chart_values(chart))
     assert figures.draws_the_paper(chart) and not figures.joined_lines(chart)
-    caption = emergence.caption   # each point's plateau over its seeds beside the paper's number
-    assert f"default: 30 % [20, 40] over 2 seeds (paper {paper.paper_value('default'):.2f} %)" in caption
-    assert "dashed: the paper's final Sink_1 (it gives no alpha_1)" in caption
-    assert "Ours fix the first token (default); the paper's runs did not." in caption
+    caption = emergence.caption   # each point's plateau over its seeds beside the paper's number, seeds said once
+    assert caption.startswith("Sink_1 on the plateau (text profile, mean [min, max] over 2 seeds): default 30.0 "
+                              f"[20.0, 40.0] % (paper {paper.paper_value('default'):.2f} %).")
+    assert "dashed: the paper's final Sink_1" in caption
+    assert "Ours fix the first token; the paper's runs did not." in caption     # every point drawn does
+    # points over different numbers of seeds say theirs; one the paper gives no number for has none beside it
+    mixed = realtext.emergence_caption(ps, ["default", "lr_x2"], {"default": 18.18}, "text")
+    assert "(text profile, mean [min, max] over seeds): default 30.0 [20.0, 40.0] % (seeds 0, 1) (paper 18.18 %); " \
+           "lr_x2 60.0 % (seed 0)." in mixed
     assert "default (seed 0): sink heads" in maps.caption and "absent" not in maps.caption
     assert not any("Provenance" in str(getattr(o, "data", "")) for o in out)   # said once per page, not here
 

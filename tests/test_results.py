@@ -349,7 +349,7 @@ def test_dtype_check_and_eval_share_blocks(tmp_path):
     assert "| optimization/default | none | | | | |" in empty and "| optimization/dtype_fp32 | none | | | | |" in empty
     assert empty[-1] == ("Not stored yet: default seed 0; default seed 1; default seed 2; dtype_fp32 seed 0; "
                          "dtype_fp32 seed 1; dtype_fp32 seed 2.")
-    assert eval_share_lines(tmp_path, cfg)[1] == "optimization/default: no stored run records its evaluation share."
+    assert eval_share_lines(tmp_path, cfg)[0] == "optimization/default: no stored run records its evaluation share."
     for seed, s1, loss in ((0, 20.0, 5.2), (1, 30.0, 5.0), (2, 40.0, 5.1)):
         _store_run(tmp_path, "default", seed, s1, loss, eval_share=0.01 * (seed + 1))
     _store_run(tmp_path, "dtype_fp32", 0, 25.0, 5.3)      # Sink_1 inside [20, 40], loss outside [5.0, 5.2]
@@ -365,11 +365,11 @@ def test_dtype_check_and_eval_share_blocks(tmp_path):
     assert "Not stored yet: dtype_fp32 seed 1." in lines
     share = eval_share_lines(tmp_path, cfg)
     # runs stored before the share covered a whole resumed run are marked as counting their last session
-    assert "seed 0 1.0 % †; seed 1 2.0 % †; seed 2 3.0 % †; mean [min, max] 2.0 [1.0, 3.0] %." in share[1]
+    assert "seed 0 1.0 % †; seed 1 2.0 % †; seed 2 3.0 % †; mean [min, max] 2.0 [1.0, 3.0] %." in share[0]
     _store_run(tmp_path, "default", 1, 30.0, 5.0, eval_share=0.02, eval_share_over="the run")
-    assert "seed 0 1.0 % †; seed 1 2.0 %; seed 2 3.0 % †;" in eval_share_lines(tmp_path, cfg)[1]
+    assert "seed 0 1.0 % †; seed 1 2.0 %; seed 2 3.0 % †;" in eval_share_lines(tmp_path, cfg)[0]
     _store_run(tmp_path, "default", 2, 40.0, 5.1, eval_share=0.01, eval_share_over="the run", eval_cpu_share=0.045)
-    assert "seed 1 2.0 %; seed 2 1.0 % (CPU time 4.5 %); mean" in eval_share_lines(tmp_path, cfg)[1]
+    assert "seed 1 2.0 %; seed 2 1.0 % (CPU time 4.5 %); mean" in eval_share_lines(tmp_path, cfg)[0]
 
 
 def _store_curve_run(store, config, point, seed, curve, profile="text", val_loss=5.0, **prov):

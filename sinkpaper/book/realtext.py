@@ -24,7 +24,7 @@ from IPython.display import Markdown, display
 from ..paper import DEFAULT_ALIASES, NUMBERS, SINK, paper_text, paper_value
 from ..paper.lookup import GUARD_BASE, PROFILE_OF, onset_loss_of
 from ..results.curves import curve_rows as run_curve_rows, first_reaching
-from ..results.numbers import fmt_spread, sig
+from ..results.numbers import fmt_spread, seeds_text, sig
 from ..results.reading import failure_word, point_of, training_failure
 from ..results.sweeps import LMSweep, lm_sweep
 from . import sources
@@ -67,24 +67,23 @@ def paper_levels(points: Sequence[str]) -> dict[str, float]:
 
 def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels: Mapping[str, float],
                       profile: str) -> str:
-    """The emergence figure's caption: each point's Sink_1 on its plateau (mean [min, max] over seeds) beside the
-    paper's number, or that the paper gives none; then how to read the chart."""
-    parts = []
-    for pt in points:
-        vals = [v for _, v in book_values(payloads, pt, "Sink_1")[0]]
-        if not vals:
-            continue
-        ours = f"{sig(statistics.fmean(vals))} %" + (f" [{sig(min(vals))}, {sig(max(vals))}] over {len(vals)} seeds"
-                                                     if len(vals) > 1 else " (one seed)")
-        paper = f"paper {levels[pt]:.2f} %" if pt in levels else "the paper gives no number"
-        parts.append(f"{pt}: {ours} ({paper})")
+    """The emergence figure's caption, its finding first: each point's Sink_1 on its plateau (mean [min, max]
+    over its seeds, the seeds said once where every point has the same) beside the paper's number where it gives
+    one; then what limits the comparison and how to read the chart."""
+    read = {pt: book_values(payloads, pt, "Sink_1")[0] for pt in points}
+    read = {pt: sv for pt, sv in read.items() if sv}
+    counts = {len(sv) for sv in read.values()}
+    parts = [f"{pt} {fmt_spread([v for _, v in sv])} %"
+             + ("" if len(counts) == 1 else f" ({seeds_text([sd for sd, _ in sv])})")
+             + (f" (paper {levels[pt]:.2f} %)" if pt in levels else "") for pt, sv in read.items()]
+    n = counts.pop() if len(counts) == 1 else 0
+    over = ", one seed" if n == 1 else f", mean [min, max] over {f'{n} ' if n else ''}seeds"
     unlike = fixed_token_caveat(payloads, levels)
     cap = sink_layer_cap([p for p in payloads if point_of(p) in points])
     capped = (f" Only layer{'s' if ',' in cap[1] else ''} {cap[1]} hold{'' if ',' in cap[1] else 's'} sink heads, "
               f"so Sink_1 tops out near {sig(cap[0])} %: compare direction, not size." if cap and cap[0] < 100 else "")
-    return (f"Sink_1 and mean alpha_1 over training ({profile} profile). On the plateau: " + "; ".join(parts) + "."
-            + unlike + capped + " Line: the seeds' mean; band: min to max (hover: each seed); dashed: the paper's "
-            "final Sink_1 (it gives no alpha_1).")
+    return (f"Sink_1 on the plateau ({profile} profile{over}): " + "; ".join(parts) + "."
+            + unlike + capped + " Line: mean; band: min-max (hover: each seed); dashed: the paper's final Sink_1.")
 
 
 def fixed_token_caveat(payloads: Sequence[Mapping], levels: Mapping[str, float]) -> str:
@@ -92,7 +91,9 @@ def fixed_token_caveat(payloads: Sequence[Mapping], levels: Mapping[str, float])
     from runs without one (the paper fixes one only at its Section-5 fixed-token points); "" if none."""
     fixed = [pt for pt in levels if not pt.startswith("fixed_pos")
              and any(p["config"]["data"].get("fixed_token") for p in payloads if point_of(p) == pt)]
-    return (f" Ours fix the first token ({', '.join(fixed)}); the paper's runs did not." if fixed else "")
+    shown = [pt for pt in levels if not pt.startswith("fixed_pos") and any(point_of(p) == pt for p in payloads)]
+    which = "" if fixed == shown else f" ({', '.join(fixed)})"
+    return (f" Ours fix the first token{which}; the paper's runs did not." if fixed else "")
 
 
 def sink_layer_cap(payloads: Sequence[Mapping]) -> tuple[float, str] | None:

@@ -157,11 +157,9 @@ def eval_share_lines(store: str | Path = DEFAULT_STORE, config: str | Path = "co
                      points=("default", "dtype_fp32"), seeds=(0, 1, 2)) -> list[str]:
     """The evaluation's share of each stored base-recipe run at the text profile (the trainer's `eval_share`:
     evaluation seconds over the run's wall seconds; a run stored before it covered the whole of a resumed run,
-    without `eval_share_over`, counted its last session, and is marked so)."""
-    lines = ["The evaluation's share of each stored run's wall time (the trainer's `eval_share`, from the results "
-             "store; † its last session only, for a run stored before the share covered a resumed run's whole "
-             "time) and, where the run recorded it, of its CPU time (`eval_cpu_share`: not stretched by other runs "
-             "on the machine or by the process being stopped, as the wall time is):"]
+    without `eval_share_over`, counted its last session, and is marked so). The page says what the shares are,
+    once, above the blocks."""
+    lines = []
     for pt in points:
         rs = [r for r in runs(config, "text", [pt], seeds, store) if r.provenance.get("eval_share") is not None]
         if not rs:
