@@ -97,7 +97,7 @@ def test_training_bench_block(tmp_path):
     assert "| ours | bf16 | yes | 3,000 | 3,001 | 20.0 % |" in lines and "| transformers | bf16 | yes | 2,000 |" in text
     assert "Test CPU (amx_bf16), 1 thread," in text and ", no AMX" not in text
     assert "load average (1 min) 3.0 before and 1.0 after" in text
-    assert "fp32 1 GFLOP/s, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text
+    assert "fp32 1, bf16 4 GFLOP/s (bf16 / fp32: 4.0x)" in text
     assert "(2,800 vs 2,000 tokens/s): **1.40x**" in text
     assert "fp32 eager: **3.00x**" in text and "target" not in text   # the ratios, no goals typed beside them
     head = "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |"
@@ -140,8 +140,8 @@ def test_training_bench_block_where_fp32_is_the_faster_dtype_reads_the_profile_s
     assert "(3,900 vs 2,800 tokens/s): **1.39x**" in text                       # beside transformers' fp32 row
     assert "At the profile's own dtype (bf16, compiled), side by side (1,995 vs 1,900 tokens/s): **1.05x**" in text
     assert "fp32 eager: **4.00x**" in text and "target" not in text
-    assert "Our route at this shape: attention reference, loss chunked by 128 tokens." in text
-    assert "Quiet machine: load average 1.00 <= 2 cores." in text
+    assert "batch 2 x 4; route: attention reference, loss chunked by 128 tokens." in text
+    assert "5 timed steps per row after 1 warm-up; quiet: load average 1.00 <= 2 cores. Shapes:" in text
 
 
 def test_cpu_routes_block(tmp_path):

@@ -69,13 +69,16 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     if "--json" in cmd:          # where it was written on the machine that ran it; `path` is where it is stored
         i = cmd.index("--json")
         del cmd[i:i + 2]
+    quiet = r.get("quiet")
+    loaded = (f"{'quiet' if quiet['quiet'] else '**not quiet**'}: {quiet['why']}" if quiet else
+              f"load average (1 min) {load[0]:.1f} before and {load[1]:.1f} after, {pv['cpus']} CPUs" if load else "")
+    route = f"; route: attention {r['route']['attention']}, loss {r['route']['loss']}" if "route" in r else ""
     lines = [f"Measured {pv['computed_at']} (`{path}`, from `python -m sinkpaper {' '.join(cmd)}`): "
              f"{cpu}{amx}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}, torch {pv['torch']}, code "
              f"{pv['code_version']}, {pv['steps']} timed steps per row after {pv['warmup']} warm-up"
-             + (f", load average (1 min) {load[0]:.1f} before and {load[1]:.1f} after, {pv['cpus']} CPUs"
-                if load else "")
+             + (f"; {loaded}" if loaded else "")
              + f". Shapes: {m['n_layers']} layers x {m['n_heads']} heads, d {m['d_model']}, FFN {m['d_ff']}, "
-             f"vocab {r['vocab_size']}, batch {r['micro_batch']} x {r['context']}.", "",
+             f"vocab {r['vocab_size']}, batch {r['micro_batch']} x {r['context']}{route}.", "",
              "| model | dtype | compiled | tokens/s (median) | best step | MFU (own dtype's GEMM peak) |",
              "|---|---|---|---|---|---|"]
     for row in r["rows"]:
@@ -84,18 +87,18 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
     lines.append("")
     peaks, gemm = r["gemm_peak_flops"], r["gemm"]
     any_gemm = next(iter(gemm.values()))
-    lines.append(f"GEMM peak ({any_gemm['n']}^3, median of {any_gemm['reps']}, {r['threads']} thread"
-                 f"{'s' if r['threads'] != 1 else ''}): " + ", ".join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in
-                                                                        peaks.items())
-                 + (f" (bf16 / fp32: {peaks['bf16'] / peaks['fp32']:.1f}x)" if {"bf16", "fp32"} <= set(peaks) else "")
-                 + ".")
+    rates = lambda xs: ", ".join(f"{k} {v:,.0f}" for k, v in xs.items()) + " GFLOP/s"  # noqa: E731
+    gemms = (f"GEMM peak ({any_gemm['n']}^3, median of {any_gemm['reps']}): "
+             + rates({k: v / 1e9 for k, v in peaks.items()})
+             + (f" (bf16 / fp32: {peaks['bf16'] / peaks['fp32']:.1f}x)" if {"bf16", "fp32"} <= set(peaks) else ""))
     if (own := r.get("gemm_model_shapes")):   # the step's own matmuls, each timed alone: a small model's ceiling
         mfu = "; ".join(f"{row['model']} {row['dtype']}{', compiled' if row['compiled'] else ''} "
                         f"{100 * row['mfu_model_shapes']:.0f} %" for row in r["rows"]
                         if row.get("mfu_model_shapes") is not None)
-        lines.append("The step's own matmuls, each timed alone (its shapes, the same run): "
-                     + ", ".join(f"{k} {v['flops_per_s'] / 1e9:,.0f} GFLOP/s" for k, v in own.items())
-                     + (f"; MFU against them: {mfu}" if mfu else "") + ".")
+        gemms += ("; the step's own matmuls, each timed alone: " + rates({k: v["flops_per_s"] / 1e9
+                                                                          for k, v in own.items()})
+                  + (f" (MFU against them: {mfu})" if mfu else ""))
+    lines.append(gemms + ".")
     b = r["best"]
     base = r["rows"][0]["dtype"]   # fp32 on the CPU; on a GPU the config's dtype, eager
     vs_base = (f"Best (ours {b['dtype']}, {'compiled' if b['compiled'] else 'eager'}) / ours {base} eager: "
@@ -107,15 +110,10 @@ def training_bench_lines(path: str | Path = TRAINING_BENCH, root: str | Path = "
         else:
             lines.append(f"At the profile's own dtype ({c['dtype']}, {c['setting']}), side by side "
                          f"({c['ours']:,.0f} vs {c['theirs']:,.0f} tokens/s): **{c['ratio']:.2f}x** transformers.")
-    if "route" in r:
-        lines.append(f"Our route at this shape: attention {r['route']['attention']}, loss {r['route']['loss']}.")
-    if "quiet" in r:
-        lines.append(("Quiet machine: " if r["quiet"]["quiet"] else "**Not quiet**: ") + r["quiet"]["why"] + ".")
     run = _run_minutes(r)
     if run is not None:
         minutes, dtype, what = run
-        lines.append(f"At ours' fastest {dtype} rate (the runs' dtype), {what}: **{minutes:.1f} min** of training, "
-                     "evaluations aside.")
+        lines.append(f"At ours' fastest {dtype} rate (the runs' dtype), {what}: **{minutes:.1f} min** of training.")
     lines += [f"Skipped: {s}" for s in r.get("skipped", [])]
     return lines
 
