@@ -151,15 +151,15 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
     assert got[0, "massive activation"] == (400.0, True)                     # never: one evaluation past the end
     assert {r["run"] for r in rows} == {"the base · seed 0", "the base · seed 1"}   # "other" is not asked for
     text = O.onset_caption(rows, {"base": "the base"})
-    assert ("The base, 2 seeds: previous token (median step 100), then in-context gain (median step 100), then "
-            "induction (median step 150), then sink (median step 250).") in text
-    assert "Never formed in any seed: massive activation." in text
-    assert text.endswith("The sink formed after the induction heads in 1 of the 2 seeds in which it formed.")
+    assert ("The base, 2 seeds: previous token at 100, then in-context gain at 100, then induction at 150, then "
+            "sink at 250.") in text
+    assert "Never formed: massive activation." in text
+    assert text.endswith("The sink came after the induction heads in 1 of the 2 seeds with both.")
     assert O.onset_caption([]).startswith("No stored run records these onsets yet")
     # a quantity that formed in no run of any point drawn is said once, not once per point
     both = O.onset_caption(O.onset_rows(runs, ["base", "other"]))
     assert "Formed in no run: massive activation." in both and both.count("massive activation") == 1
-    assert "Other, 1 seed: previous token" in both and "Never formed in any seed: induction, sink." in both
+    assert "Other, 1 seed: previous token" in both and "Never formed: induction, sink." in both
     moves = O.onset_moves_caption(O.onset_rows(runs, ["base", "other"]), ["base", "other"], "learning rate")
     assert "base 200-300; other 400-400 (1 never)" in moves and "Seed ranges apart between base / other" in moves
     spec = O.onset_chart(rows, "t").to_dict()
@@ -181,7 +181,7 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
     text = O.onset_caption(deep)
     assert "induction heads in" not in text                # no induction head formed: no order to tell
     assert "Deep, 1 seed (seed 1 did not learn, left out):" in text
-    assert "Did not last (below its threshold at the end): sink in seed 0 (step 100)." in text
+    assert "Faded: sink (seed 0)." in text and "faded: below its threshold at the end" in text
 
 
 def test_the_budget_caption_reads_each_runs_tokens_against_the_literatures_induction_onsets():

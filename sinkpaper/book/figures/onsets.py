@@ -139,22 +139,21 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
         formed = {q: statistics.median(r["step"] for r in rs if not r["never"])
                   for q, rs in by_q.items() if rs and any(not r["never"] for r in rs)}
         never = [q for q, rs in by_q.items() if rs and all(r["never"] for r in rs) and q not in everywhere]
-        order = ", then ".join(f"{q} (median step {formed[q]:,.0f})" for q in sorted(formed, key=formed.get))
+        order = ", then ".join(f"{q} at {formed[q]:,.0f}" for q in sorted(formed, key=formed.get))
         label = labels.get(point, point)
         text = f"{label[0].upper() + label[1:]}, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}" + (
             f" (seed{'s' if len(failed) > 1 else ''} {', '.join(map(str, failed))} "
             f"{' or '.join(sorted({r['failure'] for r in rows if r['point'] == point and r.get('failure')}))}, left out)"
             if failed else "") + ": " + (f"{order}." if order else "none of the quantities formed.")
         if never:
-            text += f" Never formed in any seed: {', '.join(never)}."
+            text += f" Never formed: {', '.join(never)}."
         gone: dict[str, list[Mapping]] = {}
         for r in mine:
             if not r["never"] and not r.get("lasted", True):
                 gone.setdefault(r["quantity"], []).append(r)
         if gone:
-            text += " Did not last (below its threshold at the end): " + "; ".join(
-                f"{q} in {seeds_text([r['seed'] for r in rs])} "
-                f"({seeds_text([format(r['step'], ',.0f') for r in rs], 'step')})" for q, rs in gone.items()) + "."
+            text += " Faded: " + "; ".join(f"{q} ({seeds_text([r['seed'] for r in rs])})"
+                                           for q, rs in gone.items()) + "."
         # the order of sink and induction is said only where both formed: a never-formed induction head is named
         # once among those that never formed, not counted again as "the sink came first"
         pairs = [(s, {r["quantity"]: r for r in mine if r["seed"] == s}) for s in seeds]
@@ -162,11 +161,11 @@ def onset_caption(rows: Sequence[Mapping], labels: Mapping[str, str] | None = No
                  and not d["induction"]["never"]]
         if pairs:
             later = [s for s, d in pairs if d["sink"]["step"] > d["induction"]["step"]]
-            text += (f" The sink formed after the induction heads in {len(later)} of the {len(pairs)} seeds in "
-                     "which it formed.")
+            text += f" The sink came after the induction heads in {len(later)} of the {len(pairs)} seeds with both."
         said.append(text)
-    return ("Onsets in the order they came (median step over the seeds in which each formed). "
-            + (f"Formed in no run: {', '.join(everywhere)}. " if everywhere else "") + " ".join(said))
+    return ("Onsets in the order they came, at the median step over the seeds in which each formed; faded: below "
+            "its threshold at the end. " + (f"Formed in no run: {', '.join(everywhere)}. " if everywhere else "")
+            + " ".join(said))
 
 
 # when the literature's 1B-class runs form their induction heads, in tokens (arXiv 2606.02378, finding F3): the scale
