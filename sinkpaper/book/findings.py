@@ -152,7 +152,7 @@ def _reason(e: Mapping, res: Mapping) -> str:
         return ("not measured yet: its chapter has not run" if str(res.get("measurement", "")).startswith("chapter")
                 else "not stored yet")
     if status == "incomplete":
-        return "not every run the rule reads is stored yet"
+        return "some runs it reads are not stored yet"
     if status == "too few seeds":
         return f"fewer than {registry.SEEDS_MIN} seeds that trained"
     if e.get("kind") == "check":
