@@ -404,3 +404,17 @@ def test_an_agreeing_chip_drops_its_whole_rule_even_where_the_rule_holds_a_semic
     assert findings.shown_reason(paper.AGREES, parts) == ""
     assert findings.shown_reason(paper.AGREES, ["a caveat", *parts]) == "a caveat"
     assert "where it has none" in findings.reason(e, res)          # the tooltip keeps the whole rule
+
+
+def test_a_reason_says_the_seeds_values_once_where_adjacent_clauses_read_the_same_ones():
+    from sinkpaper.results.numbers import values_said_once
+    two = "k: Sink_1 < 5 in 1 of 3 seeds (3.4 / 8.27 / 12.4); k: a sink (>= 10 %) in 1 of 3 seeds (3.4 / 8.27 / 12.4)"
+    assert values_said_once(two) == \
+        "k: Sink_1 < 5 in 1 of 3 seeds; k: a sink (>= 10 %) in 1 of 3 seeds (3.4 / 8.27 / 12.4)"
+    # values that differ, or the same ones with another clause between, stay where they are
+    assert values_said_once("a (1 / 2); b (3 / 4)") == "a (1 / 2); b (3 / 4)"
+    assert values_said_once("a (x); b (y); c (x)") == "a (x); b (y); c (x)"
+    assert values_said_once("a (x); b (x); c (x)") == "a; b; c (x)"
+    assert values_said_once("no values; here") == "no values; here"
+    e = {"id": "t", "rule": "x", "kind": "claim"}
+    assert findings.reason(e, {"verdict": paper.INCONCLUSIVE, "why": two}) == values_said_once(two)

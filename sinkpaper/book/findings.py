@@ -29,7 +29,7 @@ from .. import paper as registry
 from ..paper.onsets import onset_text
 from ..paper.report import removal_base_rate
 from ..paper.rules import Contrast
-from ..results.numbers import sig
+from ..results.numbers import sig, values_said_once
 from ..train.store import DEFAULT_STORE
 from . import sources
 from .families import families, joined
@@ -160,7 +160,7 @@ def _reason(e: Mapping, res: Mapping) -> str:
     if not e.get("rule"):
         return "qualitative claim: the paper gives no number and no rule judges it"
     if res.get("why"):
-        return res["why"]
+        return values_said_once(res["why"])
     v = res.get("verdict")
     rule = str(res.get("rule") or e["rule"]).rstrip(".")   # a scale that reads fewer points states its own
     if v == registry.AGREES:

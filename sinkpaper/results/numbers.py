@@ -68,3 +68,14 @@ def runs_by_point(runs: Sequence[tuple[str, int, str]]) -> str:
             whats = [name + " " + ", ".join(w.split(" ", 1)[1] for w in whats)]
         out.append(f"{point} {seeds_text([s for s, _ in xs])}" + (f" ({', '.join(whats)})" if whats else ""))
     return "; ".join(out)
+
+
+def values_said_once(text: str) -> str:
+    """Adjacent clauses joined by "; " that end in the same parenthesis (the seeds' values both read): the
+    parenthesis kept on the last of them only: "a in 1 of 3 seeds (1 / 2 / 9); b in 2 of 3 seeds (1 / 2 / 9)"
+    reads "a in 1 of 3 seeds; b in 2 of 3 seeds (1 / 2 / 9)". Text without such clauses comes back as it is."""
+    parts = text.split("; ")
+    tails = [p[p.rindex(" ("):] if p.endswith(")") and " (" in p else None for p in parts]
+    out = [p[:-len(t)] if t and t == next(iter(tails[i + 1:]), None) else p
+           for i, (p, t) in enumerate(zip(parts, tails))]
+    return "; ".join(out)
