@@ -161,7 +161,7 @@ def test_the_onsets_figure_reads_each_run_and_says_the_order_it_shows():
     assert "Formed in no run: massive activation." in both and both.count("massive activation") == 1
     assert "Other, 1 seed: previous token" in both and "Never formed: induction, sink." in both
     moves = O.onset_moves_caption(O.onset_rows(runs, ["base", "other"]), ["base", "other"], "learning rate")
-    assert "base 200-300; other 400-400 (1 never)" in moves and "Seed ranges apart between base / other" in moves
+    assert "base 200-300; other never." in moves and "Seed ranges apart between base / other" in moves
     spec = O.onset_chart(rows, "t").to_dict()
     assert len(spec["layer"]) == 3                                              # ends, formed, never formed
     window = O.paper_sink_window()

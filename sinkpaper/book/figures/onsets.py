@@ -216,15 +216,16 @@ def _tokens(n: float) -> str:
 def onset_moves_caption(rows: Sequence[Mapping], points: Sequence[str], what: str, quantity: str = "sink") -> str:
     """Whether ``quantity``'s onset moves along ``points`` (one setting each, in order): each point's onsets over
     its seeds, and which neighbours' seed ranges are apart (every seed of one before every seed of the other)."""
-    spans = {}
+    spans, seeds = {}, {}
     for pt in points:
-        steps = [r["step"] for r in rows if r["point"] == pt and r["quantity"] == quantity]
-        if steps:
-            spans[pt] = (min(steps), max(steps), sum(r["never"] for r in rows if r["point"] == pt
-                                                     and r["quantity"] == quantity))
+        mine = [r for r in rows if r["point"] == pt and r["quantity"] == quantity]
+        if mine:
+            steps = [r["step"] for r in mine]
+            spans[pt], seeds[pt] = (min(steps), max(steps), sum(r["never"] for r in mine)), len(mine)
     if not spans:
         return f"No stored run of the {what} points records the {quantity}'s onset."
-    said = "; ".join(f"{pt} {lo:,.0f}-{hi:,.0f}" + (f" ({n} never)" if n else "") for pt, (lo, hi, n) in spans.items())
+    said = "; ".join(f"{pt} never" if n == seeds[pt] else f"{pt} {lo:,.0f}" + (f"-{hi:,.0f}" if hi > lo else "")
+                     + (f" ({n} never)" if n else "") for pt, (lo, hi, n) in spans.items())
     names = list(spans)
     apart = [f"{a} / {b}" for a, b in zip(names, names[1:])
              if spans[a][1] < spans[b][0] or spans[b][1] < spans[a][0]]
