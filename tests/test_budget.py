@@ -167,7 +167,8 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     again = fig.sink_against_loss_figure({"pos_nope": ("configs/architecture.yaml", "pos_nope")},
                                          ("configs/optimization.yaml", "default"), "2 layers again", store=str(store),
                                          as_figure="Figure 7.1")
-    assert again.caption.startswith("As Figure 7.1, at 2 layers again: pos_nope beside the base default")
+    assert again.caption.startswith("On each run's plateau, not yet: pos_nope. As Figure 7.1, at 2 layers again: "
+                                    "pos_nope beside the base default")
     assert f"{data['onset'].loss:.3f}" in again.caption and "blue band" not in again.caption
     # a base of one seed has no spread: its onset loss is drawn as a line, which a zero-width band would not show
     import dataclasses
@@ -301,3 +302,21 @@ def test_a_run_that_stops_far_above_the_onset_loss_keeps_its_end_in_view(store):
     [panel] = fig.sink_against_loss_chart(data).charts
     evals = panel.to_dict()["layer"][1]["data"]["values"]
     assert sum(v["last"] for v in evals if v["role"] == "change") == 3
+
+
+def test_the_sink_against_loss_caption_leads_with_what_each_run_reads(store):
+    """The finding first, read by the guard from each stored run: a suppressor past the onset loss, a slow learner
+    not yet, a change with a sink; a change whose seeds differ names them."""
+    _store(store, "configs/architecture.yaml", "pos_relative", 0, 5.10, _forms_at(1200))
+    _store(store, "configs/architecture.yaml", "pos_learnable", 0, 4.90, lambda step: 0.0)
+    _store(store, "configs/architecture.yaml", "pos_learnable", 1, 5.30, lambda step: 0.0)
+    data = budget.sink_against_loss({p: ("configs/architecture.yaml", p) for p in
+                                     ("pos_nope", "pos_alibi", "pos_relative", "pos_learnable")},
+                                    ("configs/optimization.yaml", "default"), store=str(store))
+    assert budget.budget_finding(data["readings"]) == (
+        "On each run's plateau, no sink past the base's onset loss: pos_alibi, pos_learnable (seed 0); not yet: "
+        "pos_nope, pos_learnable (seed 1); a sink: pos_relative (seed 0).")
+    one = [budget.Reading("a", 0, 0.0, True), budget.Reading("b", 0, 7.0, False)]
+    assert budget.budget_finding(one) == ("On each run's plateau (seed 0 of each), no sink past the base's onset "
+                                          "loss: a; between 5 and 10 %: b.")
+    assert budget.budget_finding([]) == ""

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..results.numbers import seeds_text
-from ..results.reading import PLATEAU, evaluations, logged
+from ..results.reading import PLATEAU, evaluations, logged, plateau_of
 from .onsets import onset_record
-from .verdicts import AGREES, DISAGREES, INCONCLUSIVE, NOT_YET, SINK
+from .verdicts import AGREES, DISAGREES, INCONCLUSIVE, NO_SINK, NOT_YET, SINK
 
 SMOOTH = 3            # evaluations in the running mean of the held-out loss (the onset's and one on either side)
 FILL = tuple(float(v) for v in range(int(SINK), 101, 5))   # the sinks an unripe run could still grow, in %
@@ -186,7 +186,8 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, st
         return out
 
     base_runs = [p for p, role in runs_of(*base) if role == "change"]
-    rows, missing, in_training = [], [], {}
+    onset = base_onset_loss(base_runs)
+    rows, missing, in_training, readings = [], [], {}, []
     for label, where in changes.items():
         points = where if isinstance(where, list) else [where]
         got = [(p, role, point if len(points) > 1 else "") for config, point in points
@@ -200,7 +201,53 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, st
             rows += loss_rows(p, label, role, tag)
             if role == "running":
                 in_training.setdefault(label, []).append(int((p.get("progress") or {}).get("step", 0)))
-    return {"rows": rows, "onset": base_onset_loss(base_runs), "missing": missing, "running": in_training}
+            elif onset.loss is not None:
+                readings.append(Reading(tag or label, int(p["config"]["run"]["seed"]),
+                                        plateau_of(p, "Sink_1")["mean"], ripeness(p, onset.loss).ripe))
+    return {"rows": rows, "onset": onset, "missing": missing, "running": in_training, "readings": readings}
+
+
+# what a run of the sink-against-loss chart reads, suppressions first: what the chart is for
+STATES = ("no sink past the base's onset loss", "not yet", f"between {NO_SINK:g} and {SINK:g} %", "a sink")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One stored run of the sink-against-loss chart as the guard reads it: its plateau Sink_1 and ripeness."""
+    name: str            # the change, or its point where one change is drawn at several budgets
+    seed: int
+    sink_1: float
+    ripe: bool
+
+    @property
+    def state(self) -> str:
+        """One of STATES."""
+        if self.sink_1 >= SINK:
+            return STATES[3]
+        if self.sink_1 >= NO_SINK:
+            return STATES[2]
+        return STATES[0] if self.ripe else STATES[1]
+
+
+def budget_finding(readings: Sequence[Reading]) -> str:
+    """What the sink-against-loss chart shows, in one sentence read from its stored runs: each state of
+    :class:`Reading` with the changes in it. A change is named with its seeds where they differ in state or it has
+    fewer than the most any change has; where every run is one seed, that seed is said once."""
+    by: dict[str, dict[str, list[int]]] = {}
+    for r in readings:
+        by.setdefault(r.state, {}).setdefault(r.name, []).append(r.seed)
+    seeds_of = {r.name: sorted(x.seed for x in readings if x.name == r.name) for r in readings}
+    one = {r.seed for r in readings} if all(len(v) == 1 for v in seeds_of.values()) else set()
+    most = max(map(len, seeds_of.values()), default=0)
+    named = lambda name, seeds: name + (  # noqa: E731
+        f" ({seeds_text(sorted(seeds))})" if not one and (sorted(seeds) != seeds_of[name] or len(seeds) < most)
+        else "")
+    said = [f"{state}: " + ", ".join(named(name, seeds) for name, seeds in names.items())
+            for state, names in sorted(by.items(), key=lambda kv: STATES.index(kv[0]))]
+    if not said:
+        return ""
+    return (f"On each run's plateau{f' (seed {one.pop()} of each)' if len(one) == 1 else ''}, "
+            + "; ".join(said) + ".")
 
 
 # ---------------------------------------------------------------------------------- one run, every budget

@@ -82,6 +82,8 @@ def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[
     data = budget.sink_against_loss(changes, base, store=store, running=running)
     paper = {k: numbers.paper_value(k) for k in changes if k in numbers.NUMBERS}
     onset = data["onset"]
+    finding = budget.budget_finding(data["readings"])
+    finding = f"{finding} " if finding else ""
     per_seed = [v for v in (onset.per_seed or {}).values() if v is not None]
     span = (f"{per_seed[0]:.3f}, one seed" if len(per_seed) == 1
             else f"{min(per_seed):.3f}-{max(per_seed):.3f}") if per_seed else ""
@@ -92,15 +94,16 @@ def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[
         missing = f" In training (orange, to its last checkpoint): {', '.join(at)}.{missing}"
     if as_figure:
         band = (f"blue: the base's onset loss, {span}" if onset.loss is not None else f"no band: {onset.why}")
-        caption = (f"As {as_figure}, at {scale}: {', '.join(shown) or 'no change stored yet'} beside the base "
+        caption = (f"{finding}As {as_figure}, at {scale}: {', '.join(shown) or 'no change stored yet'} beside the base "
                    f"{base[1]} ({band}).{missing}")
         return Figure(sink_against_loss_chart(data, paper), caption)
     band = (f"the blue band spans the held-out losses at which the base's seeds formed their sink "
             f"({span}; the guard reads 'no sink' only past {onset.loss:.3f})"
             if onset.loss is not None else f"no band: {onset.why}")
-    caption = (f"Sink_1 against held-out loss (each evaluation's, averaged with its neighbours) at {scale}: "
+    caption = (f"{finding}Sink_1 against held-out loss (each evaluation's, averaged with its neighbours) at {scale}: "
                f"{', '.join(shown)} (red, one line per seed) beside the base {base[1]} (grey); {band}; a dot marks "
-               f"where each run stopped; dashed: the paper's Sink_1 for the change{f' ({paper_source})' if paper_source else ''}. "
-               "A run that stops left of the band has not reached the loss at which the base's sink formed: not yet. "
-               "One that crosses it with no sink suppresses it at this scale." + missing)
+               f"where each run stopped; dashed: the paper's Sink_1 for the change"
+               f"{f' ({paper_source})' if paper_source else ''}. "
+               "A run that stops left of the band reads not yet; one past it with no sink, a suppression at this scale."
+               + missing)
     return Figure(sink_against_loss_chart(data, paper), caption)
