@@ -78,6 +78,9 @@ def test_section_reads_the_recipe_from_the_run_and_puts_the_paper_beside_each_po
     mixed = realtext.emergence_caption(ps, ["default", "lr_x2"], {"default": 18.18}, "text")
     assert "(text profile, mean [min, max] over seeds): default 30.0 [20.0, 40.0] % (seeds 0, 1) (paper 18.18 %); " \
            "lr_x2 60.0 % (seed 0)." in mixed
+    zeros = [_as(base, "lr_x0.5", sd, 0.0, 5.3) for sd in (0, 1)]   # every seed the same: said once
+    assert "lr_x0.5 0.0 % in every seed (paper" in realtext.emergence_caption(
+        ps[:2] + zeros, ["default", "lr_x0.5"], realtext.paper_levels(["default", "lr_x0.5"]), "text")
     assert "default (seed 0): sink heads" in maps.caption and "absent" not in maps.caption
     assert not any("Provenance" in str(getattr(o, "data", "")) for o in out)   # said once per page, not here
 

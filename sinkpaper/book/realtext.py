@@ -73,7 +73,9 @@ def emergence_caption(payloads: Sequence[Mapping], points: Sequence[str], levels
     read = {pt: book_values(payloads, pt, "Sink_1")[0] for pt in points}
     read = {pt: sv for pt, sv in read.items() if sv}
     counts = {len(sv) for sv in read.values()}
-    parts = [f"{pt} {fmt_spread([v for _, v in sv])} %"
+    same = lambda vs: len(vs) > 1 and f"{min(vs):.1f}" == f"{max(vs):.1f}"  # noqa: E731
+    parts = [(f"{pt} {sv[0][1]:.1f} % in every seed" if same([v for _, v in sv]) else
+              f"{pt} {fmt_spread([v for _, v in sv])} %")
              + ("" if len(counts) == 1 else f" ({seeds_text([sd for sd, _ in sv])})")
              + (f" (paper {levels[pt]:.2f} %)" if pt in levels else "") for pt, sv in read.items()]
     n = counts.pop() if len(counts) == 1 else 0
