@@ -14,7 +14,6 @@ At the ``cpu`` profile a chapter trains none of these; it reads the ``text`` pro
 """
 from __future__ import annotations
 
-import statistics
 from typing import Any, Mapping, Sequence
 
 import altair as alt
