@@ -320,3 +320,6 @@ def test_the_sink_against_loss_caption_leads_with_what_each_run_reads(store):
     assert budget.budget_finding(one) == ("On each run's plateau (seed 0 of each), no sink past the base's onset "
                                           "loss: a; between 5 and 10 %: b.")
     assert budget.budget_finding([]) == ""
+    apart = [budget.Reading("a", 0, 0.0, True), budget.Reading("b", 1, 0.0, True)]   # one run each, other seeds
+    assert budget.budget_finding(apart) == \
+        "On each run's plateau, no sink past the base's onset loss: a (seed 0), b (seed 1)."

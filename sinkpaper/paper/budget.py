@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -231,23 +232,23 @@ class Reading:
 
 def budget_finding(readings: Sequence[Reading]) -> str:
     """What the sink-against-loss chart shows, in one sentence read from its stored runs: each state of
-    :class:`Reading` with the changes in it. A change is named with its seeds where they differ in state or it has
-    fewer than the most any change has; where every run is one seed, that seed is said once."""
+    :class:`Reading` with the changes in it. Where every change has the same one seed, it is said once; where
+    most have the same several seeds, those go unsaid; any other change is named with its seeds in each state."""
     by: dict[str, dict[str, list[int]]] = {}
     for r in readings:
         by.setdefault(r.state, {}).setdefault(r.name, []).append(r.seed)
-    seeds_of = {r.name: sorted(x.seed for x in readings if x.name == r.name) for r in readings}
-    one = {r.seed for r in readings} if all(len(v) == 1 for v in seeds_of.values()) else set()
-    most = max(map(len, seeds_of.values()), default=0)
+    seeds_of = {r.name: tuple(sorted(x.seed for x in readings if x.name == r.name)) for r in readings}
+    sets = Counter(seeds_of.values())
+    one = next(iter(sets)) if len(sets) == 1 and len(next(iter(sets))) == 1 else None
+    usual = max(sets, key=lambda k: (sets[k], len(k))) if sets else ()
+    usual = usual if len(usual) > 1 else None
     named = lambda name, seeds: name + (  # noqa: E731
-        f" ({seeds_text(sorted(seeds))})" if not one and (sorted(seeds) != seeds_of[name] or len(seeds) < most)
-        else "")
+        "" if one or tuple(sorted(seeds)) == usual else f" ({seeds_text(sorted(seeds))})")
     said = [f"{state}: " + ", ".join(named(name, seeds) for name, seeds in names.items())
             for state, names in sorted(by.items(), key=lambda kv: STATES.index(kv[0]))]
     if not said:
         return ""
-    return (f"On each run's plateau{f' (seed {one.pop()} of each)' if len(one) == 1 else ''}, "
-            + "; ".join(said) + ".")
+    return f"On each run's plateau{f' (seed {one[0]} of each)' if one else ''}, " + "; ".join(said) + "."
 
 
 # ---------------------------------------------------------------------------------- one run, every budget
