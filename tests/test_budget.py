@@ -323,3 +323,13 @@ def test_the_sink_against_loss_caption_leads_with_what_each_run_reads(store):
     apart = [budget.Reading("a", 0, 0.0, True), budget.Reading("b", 1, 0.0, True)]   # one run each, other seeds
     assert budget.budget_finding(apart) == \
         "On each run's plateau, no sink past the base's onset loss: a (seed 0), b (seed 1)."
+
+
+def test_a_run_just_begun_draws_each_smoothed_loss_once():
+    """Two evaluations, fewer than the running mean spans, share one smoothed loss: the chart draws it once (at
+    the later step), so the run's line never passes one loss twice."""
+    p = {"config": {"run": {"seed": 1}, "optim": {"steps": 10000}},
+         "curve": [{"step": 100, "val_loss": 6.3, "sink_k": {"1": 0.0}},
+                   {"step": 200, "val_loss": 6.0, "sink_k": {"1": 1.0}}]}
+    rows = budget.loss_rows(p, "pos_alibi", "running")
+    assert [(r["step"], r["last"]) for r in rows] == [(200, True)] and rows[0]["loss"] == pytest.approx(6.15)

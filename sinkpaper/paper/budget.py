@@ -158,6 +158,9 @@ def loss_rows(payload: Mapping, label: str, role: str, tag: str = "") -> list[di
     run = f"{role} seed {seed}" + (f" ({tag})" if tag else "")
     rows = [{"change": label, "role": role, "run": run, "seed": seed, "step": step, "loss": v,
              "sink_1": sink[step], "last": False} for step, v in smoothed_losses(payload) if step in sink]
+    # a run with fewer evaluations than the running mean spans (one just begun) gives each the same mean of them
+    # all: drawn once, at the latest, as a line may pass each loss once
+    rows = [r for r, after in zip(rows, rows[1:] + [None]) if after is None or after["loss"] != r["loss"]]
     if rows:
         rows[-1]["last"] = True
     return rows
