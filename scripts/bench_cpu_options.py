@@ -1,7 +1,8 @@
 """Speed options of a CPU training step, measured before any is adopted: the text profile's base model, compiled,
 one thread, fp32 and bf16 autocast, each option against the trainer's own setting in the same process (rows timed
 in turn). The options: Q, K, V (and a gated FFN's W1, W3) as one GEMM each (sinkpaper/models/model.py,
-FUSED_PROJECTIONS), inductor's C++ wrapper, and inductor's max-autotune GEMM choice. Beside them, the GEMMs of
+FUSED_PROJECTIONS), the chunked loss's softmax and gradient in one inductor kernel per chunk (FUSED_LOSS),
+inductor's C++ wrapper, and inductor's max-autotune GEMM choice. Beside them, the GEMMs of
 the step's shapes in each dtype: what the machine's matrix units allow (a CPU without AMX may run bf16 GEMMs at
 half its fp32 rate). The JSON says whether the machine was quiet.
 
@@ -20,7 +21,7 @@ from sinkpaper.models import model as M
 from sinkpaper.train import accel
 from sinkpaper.train.bench import bench_config, finish_cpu_script, quiet_watch
 
-OPTIONS = {"trainer's setting": {}, "fused projections": {}, "cpp_wrapper": {"cpp_wrapper": True},
+OPTIONS = {"trainer's setting": {}, "fused projections": {}, "fused loss": {}, "cpp_wrapper": {"cpp_wrapper": True},
            "max_autotune": {"max_autotune": True}}
 
 
@@ -41,6 +42,7 @@ def step_rows(steps: int, dtypes=("fp32", "bf16")) -> list[dict]:
 
         def step(name, net, opt, autocast):
             M.FUSED_PROJECTIONS = name == "fused projections"
+            M.FUSED_LOSS = name == "fused loss"
             with autocast:
                 loss = net(ids[:, :-1], targets=ids[:, 1:]).loss
             loss.backward()
@@ -56,7 +58,7 @@ def step_rows(steps: int, dtypes=("fp32", "bf16")) -> list[dict]:
                     step(name, net, opt, autocast)
                     times.append(time.perf_counter() - t0)
         finally:
-            M.FUSED_PROJECTIONS = False
+            M.FUSED_PROJECTIONS = M.FUSED_LOSS = False
         base = statistics.median(runs[0][4])
         for name, *_, times in runs:
             med = statistics.median(times)
@@ -97,7 +99,8 @@ def main() -> None:
     result = {"benchmark": "cpu-options", "steps": step_rows(a.steps),
               "gemm": gemm_rows(cfg.optim.batch_size * cfg.data.context, int(cfg.model["d_model"]),
                                 int(cfg.model.get("vocab_size", 8192))),
-              "adopted": {"FUSED_PROJECTIONS": M.FUSED_PROJECTIONS, "inductor options": "defaults"}}
+              "adopted": {"FUSED_PROJECTIONS": M.FUSED_PROJECTIONS, "FUSED_LOSS": M.FUSED_LOSS,
+                          "inductor options": "defaults"}}
     finish_cpu_script(result, watch, a.steps, "scripts/bench_cpu_options.py", a.json)
 
 if __name__ == "__main__":

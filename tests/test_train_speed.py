@@ -141,6 +141,66 @@ def test_chunked_cross_entropy_under_bf16_autocast_matches_the_plain_path():
         assert (a - b).norm() <= 1e-2 * b.norm()
 
 
+@pytest.mark.parametrize("chunk", [8, 1024])
+def test_the_fused_chunked_loss_equals_the_plain_one_in_fp64(chunk):
+    """The fused route (each chunk's softmax and gradient in one inductor kernel): the same loss and gradients as
+    the plain cross-entropy in fp64, ignored targets included, a scaled backward too."""
+    from sinkpaper.models.loss import linear_cross_entropy
+    g = torch.Generator().manual_seed(0)
+    N, d, V = 37, 16, 53
+    h, w = torch.randn(N, d, generator=g, dtype=torch.float64), torch.randn(V, d, generator=g, dtype=torch.float64)
+    t = torch.randint(0, V, (N,), generator=g)
+    t[::5] = -100
+    ref = _grads(_plain, h, w, t, scale=0.5)
+    got = _grads(lambda a, b, c: linear_cross_entropy(a, b, c, chunk=chunk, fused=True), h, w, t, scale=0.5)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+
+
+def _large_logit_inputs(seed=0, N=512, d=64, V=1024):
+    """What a training step hands the loss: h and the head's weight in bf16 values (fp64 sees the same numbers),
+    logits past 30 in every row, targets half at each row's top logit (a confident, right model), half anywhere."""
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(N, d, generator=g).bfloat16().float()
+    w = (torch.randn(V, d, generator=g) * 2.0).bfloat16().float()
+    logits = h @ w.T
+    assert logits.abs().amax(-1).min() > 30, "the inputs do not reach the logits training reaches"
+    t = torch.where(torch.arange(N) % 2 == 0, logits.argmax(-1), torch.randint(0, V, (N,), generator=g))
+    return h, w, t
+
+
+def _errors_against_fp64(fn, h, w, t):
+    """Relative errors of (loss, dh, dw) under bf16 autocast against the plain loss in fp64."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = _grads(fn, h, w, t)
+    ref = _grads(_plain, h.double(), w.double(), t)
+    return [((a.double() - b).norm() / b.norm()).item() for a, b in zip(got, ref)]
+
+
+def test_the_fused_chunked_loss_is_as_exact_as_the_trainers_route_at_large_logits():
+    """Against fp64 at the logits training reaches, the fused route's loss and gradients are within the error of
+    the route the trainer takes now (the same bf16 products; its softmax in fp32 in another order), and the check
+    fails a loss normalized in bf16."""
+    from sinkpaper.models import loss as L
+    h, w, t = _large_logit_inputs()
+    now = _errors_against_fp64(lambda a, b, c: L.linear_cross_entropy(a, b, c, chunk=128), h, w, t)
+    fused = _errors_against_fp64(lambda a, b, c: L.linear_cross_entropy(a, b, c, chunk=128, fused=True), h, w, t)
+    bound = [1.25 * e + 1e-6 for e in now]
+    assert all(f <= b for f, b in zip(fused, bound)), (fused, now)
+    assert now[1] < 0.03 and now[2] < 0.03, now               # bf16 products at these logits: about 2 %
+
+    def bf16_normalized(logits, targets, valid, acc):         # what the check must catch
+        return L.chunk_nll_grad(logits, targets, valid, torch.bfloat16)
+    compiled = torch.compile(bf16_normalized, dynamic=False)
+    before = list(L._COMPILED)
+    L._COMPILED[:] = [compiled]
+    try:
+        bad = _errors_against_fp64(lambda a, b, c: L.linear_cross_entropy(a, b, c, chunk=128, fused=True), h, w, t)
+    finally:
+        L._COMPILED[:] = before
+    assert any(x > b for x, b in zip(bad, bound)), (bad, bound)
+
+
 @pytest.mark.parametrize("overrides", [{}, {"tie_embeddings": True}, {"sink": "sink_token"}])
 def test_model_loss_and_gradients_equal_the_plain_cross_entropy_in_fp64(overrides):
     from sinkpaper.models import ModelConfig, SinkModel
@@ -162,6 +222,23 @@ def test_model_loss_and_gradients_equal_the_plain_cross_entropy_in_fp64(override
     torch.testing.assert_close(full.loss, plain)
     for n, p in model.named_parameters():
         torch.testing.assert_close(chunked[n], p.grad, atol=1e-12, rtol=1e-10, msg=n)
+
+
+def test_the_model_takes_the_fused_loss_where_asked_and_names_it_in_its_route(monkeypatch):
+    from sinkpaper.models import ModelConfig, SinkModel
+    from sinkpaper.models import model as M
+    torch.manual_seed(0)
+    model = SinkModel(ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=32)).double()
+    x = torch.randint(0, 61, (3, 12), generator=torch.Generator().manual_seed(0))
+    y = x.roll(-1, 1)
+    model(x, targets=y).loss.backward()
+    ref = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    monkeypatch.setattr(M, "FUSED_LOSS", True)
+    assert model.training_route(12, "cpu", "fp32")["loss"].endswith(" tokens, fused")
+    model(x, targets=y).loss.backward()
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, ref[n], atol=1e-12, rtol=1e-10, msg=n)
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])

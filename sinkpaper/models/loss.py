@@ -10,6 +10,10 @@ The gradients are kept until `backward`, which only scales them by the incoming 
 
 Under autocast the matmuls run in the autocast dtype (bf16 through oneDNN on the CPU) and the softmax, the
 loss and the accumulated weight gradient in fp32, as the plain path does.
+
+`fused=True` computes each chunk's loss and logit gradient in one inductor kernel (:func:`chunk_nll_grad`: a
+log-sum-exp pass and a pass that writes softmax minus one-hot, rounded once to the matmul dtype) instead of the
+ATen passes (log-softmax, exp, scatter, mask, cast): the same mathematics, its exp and sums in inductor's order.
 """
 from __future__ import annotations
 
@@ -19,9 +23,31 @@ IGNORE_INDEX = -100
 CHUNK = 4096   # tokens per chunk: 8192-vocab fp32 logits of one chunk are 134 MB (README, "Training speed")
 
 
+def chunk_nll_grad(logits: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor, acc: torch.dtype):
+    """One chunk's summed negative log-likelihood over its ``valid`` rows and the gradient of that sum with respect
+    to ``logits [c, V]`` (softmax minus one-hot; zero on ignored rows), computed in ``acc`` and returned in the
+    logits' dtype. ``targets`` are clamped to [0, V) (an ignored row's is never read)."""
+    x = logits.to(acc)
+    lse = torch.logsumexp(x, dim=-1, keepdim=True)
+    nll = ((lse[:, 0] - x.gather(1, targets[:, None])[:, 0]) * valid).sum()
+    hit = torch.arange(x.shape[1], device=x.device)[None, :] == targets[:, None]
+    grad = torch.where(valid[:, None], torch.exp(x - lse) - hit.to(acc), 0.0)
+    return nll, grad.to(logits.dtype)
+
+
+_COMPILED: list = []
+
+
+def _fused_chunk():
+    """:func:`chunk_nll_grad` compiled by inductor, made on first use (compiling imports torch._dynamo)."""
+    if not _COMPILED:
+        _COMPILED.append(torch.compile(chunk_nll_grad, dynamic=False, fullgraph=True))
+    return _COMPILED[0]
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h, weight, targets, chunk: int, compute_dtype, want_grad: bool):
+    def forward(ctx, h, weight, targets, chunk: int, compute_dtype, want_grad: bool, fused: bool = False):
         N = h.shape[0]
         valid = targets != IGNORE_INDEX
         n_valid = valid.sum()
@@ -32,6 +58,12 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_w = torch.zeros(weight.shape, dtype=acc, device=h.device) if want_grad else None
         for s in range(0, N, chunk):
             e = min(N, s + chunk)
+            if want_grad and fused:
+                nll, g = _fused_chunk()(hc[s:e] @ wc.T, targets[s:e].clamp_min(0), valid[s:e], acc)
+                total = total + nll
+                grad_h[s:e] = g @ wc
+                grad_w += g.T @ hc[s:e]
+                continue
             logp = torch.log_softmax(hc[s:e] @ wc.T, dim=-1, dtype=acc)  # [c, V], one fused pass
             t, v = targets[s:e], valid[s:e]
             safe_t = t.clamp_min(0)[:, None]
@@ -55,12 +87,13 @@ class _LinearCrossEntropy(torch.autograd.Function):
         s = grad_out.to(scale.dtype) * scale
         dh = (grad_h.to(s.dtype) * s).to(ctx.dtypes[0]) if ctx.needs_input_grad[0] else None
         dw = (grad_w * s).to(ctx.dtypes[1]) if ctx.needs_input_grad[1] else None
-        return dh, dw, None, None, None, None
+        return dh, dw, None, None, None, None, None
 
 
 def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                         chunk: int = CHUNK) -> torch.Tensor:
-    """Mean cross-entropy of `h [N, d] @ weight[V, d].T` against `targets [N]` (-100 ignored), chunked."""
+                         chunk: int = CHUNK, fused: bool = False) -> torch.Tensor:
+    """Mean cross-entropy of `h [N, d] @ weight[V, d].T` against `targets [N]` (-100 ignored), chunked;
+    ``fused``: each chunk's softmax and gradient in one inductor kernel when a gradient is wanted."""
     if h.dim() != 2 or targets.shape != h.shape[:1]:
         raise ValueError(f"h must be [N, d] and targets [N]; got {tuple(h.shape)} and {tuple(targets.shape)}")
     device_type = h.device.type
@@ -68,4 +101,4 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, targets: torch.T
                      else torch.promote_types(h.dtype, weight.dtype))
     want_grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
     with torch.autocast(device_type, enabled=False):
-        return _LinearCrossEntropy.apply(h, weight, targets, int(chunk), compute_dtype, want_grad)
+        return _LinearCrossEntropy.apply(h, weight, targets, int(chunk), compute_dtype, want_grad, bool(fused))

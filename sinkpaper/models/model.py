@@ -62,6 +62,12 @@ CPU_LOSS_CHUNK_BYTES = 4 << 20
 # cpp_wrapper and max_autotune: results/bench/cpu-options.json, from scripts/bench_cpu_options.py); the benchmark
 # flips it to measure it again on another machine.
 FUSED_PROJECTIONS = False
+# The chunked loss with each chunk's softmax, one-hot and cast in one inductor kernel (linear_cross_entropy(fused=
+# True)) instead of five ATen passes over its logits: as exact as them against fp64 (tests/test_train_speed.py),
+# 1.04x the bf16 step and 1.01x the fp32 one at the text shape on an AMD EPYC Zen 4 (results/bench/cpu-options-
+# epyc-zen4.json; the loss alone 1.4x). Off: no stored run trains on it before the routes check passes on it
+# (sinkpaper.train.routes_check); scripts/bench_cpu_options.py flips it to measure it.
+FUSED_LOSS = False
 # positional encodings that add no score bias, so the fused kernels (which take none) cover them
 FUSED_POSITIONS = ("rope", "nope", "absolute", "learnable")
 
@@ -408,7 +414,8 @@ class SinkModel(nn.Module):
         dev = torch.device(device)
         doc_ids = torch.zeros(1, seq_len, dtype=torch.long) if self.cfg.mask == "document" else None
         ctx = self._context(seq_len, doc_ids, "cpu")   # the route depends on the mask's kind, not its device
-        loss = (f"chunked by {self.loss_chunk(dev)} tokens" if self.loss_route(dev) == "chunked"
+        loss = (f"chunked by {self.loss_chunk(dev)} tokens{', fused' if FUSED_LOSS else ''}"
+                if self.loss_route(dev) == "chunked"
                 else "plain when compiled, chunked when eager")
         attention = self.blocks[0].attn.route(ctx, seq_len, dev, compiled_bf16=compiled and dtype == "bf16")
         return {"attention": attention, "loss": loss, "numerics": ATTENTION_NUMERICS}
@@ -455,7 +462,7 @@ class SinkModel(nn.Module):
                                    ignore_index=-100)
         elif targets is not None:
             loss = self._eager_loss(h.reshape(-1, h.shape[-1]), self.lm_head.weight, targets.reshape(-1),
-                               self.loss_chunk(device))
+                                    self.loss_chunk(device), FUSED_LOSS)
         return ModelOutput(logits=logits if return_logits or targets is None else None, loss=loss)
 
     @torch.no_grad()

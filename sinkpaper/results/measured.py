@@ -24,6 +24,7 @@ SOFTMAX_ERROR = "results/routes/softmax-gradient-error.json"   # python -m sinkp
 ROUTES_CHECK = "results/routes/routes-check.json"              # python -m sinkpaper routes-check
 CPU_ROUTES = "results/bench/cpu-routes.json"     # scripts/bench_cpu_routes.py: the CPU's attention and loss routes
 CPU_OPTIONS = "results/bench/cpu-options.json"   # scripts/bench_cpu_options.py: speed options measured, not adopted
+CPU_OPTIONS_FILES = "results/bench/cpu-options*.json"   # one file per CPU measured (cpu-options-<cpu>.json)
 STEP_PROFILES = "results/bench/step-profile-*.json"   # python -m sinkpaper bench profile: one file per CPU model
 KERNELS_BENCH_GPU = "results/bench/kernels-gpu.json"
 THREAD_SCALING = "results/bench/thread-scaling-text.json"
@@ -171,12 +172,21 @@ def cpu_routes_lines(path: str | Path = CPU_ROUTES, root: str | Path = ".") -> l
     return lines
 
 
-def cpu_options_lines(path: str | Path = CPU_OPTIONS, root: str | Path = ".") -> list[str]:
+def cpu_options_lines(pattern: str = CPU_OPTIONS_FILES, root: str | Path = ".") -> list[str]:
     """The CPU speed options measured against the trainer's setting (scripts/bench_cpu_options.py), and the GEMM
-    rates of the step's shapes per dtype: what was tried, what it gave, what was adopted."""
+    rates of the step's shapes per dtype: what was tried, what it gave, what was adopted; one block per CPU."""
+    paths = sorted(Path(root).glob(pattern))
+    if not paths:
+        return [f"The CPU speed options: not measured yet (`python scripts/bench_cpu_options.py --json "
+                f"{CPU_OPTIONS}`)."]
+    lines: list[str] = []
+    for path in paths:
+        lines += ([""] if lines else []) + _cpu_options_block(path.relative_to(root).as_posix(), root)
+    return lines
+
+
+def _cpu_options_block(path: str, root: str | Path) -> list[str]:
     r = load_stored(path, root)
-    if r is None:
-        return [f"The CPU speed options: not measured yet (`python scripts/bench_cpu_options.py --json {path}`)."]
     pv = r["provenance"]
     dtypes = list(dict.fromkeys(x["dtype"] for x in r["steps"]))
     options = list(dict.fromkeys(x["option"] for x in r["steps"]))
@@ -195,8 +205,9 @@ def cpu_options_lines(path: str | Path = CPU_OPTIONS, root: str | Path = ".") ->
         gemm.setdefault(x["gemm"], {})[x["dtype"]] = x["gflops"]
     lines += ["", "GEMM rates (GFLOP/s, one thread): " + "; ".join(
         f"{name} " + ", ".join(f"{d} {v:.0f}" for d, v in by.items()) for name, by in gemm.items()) + ".",
-              f"Adopted: fused projections {'on' if r['adopted']['FUSED_PROJECTIONS'] else 'off'}, inductor's "
-              f"options {r['adopted']['inductor options']}."]
+              f"Adopted: fused projections {'on' if r['adopted']['FUSED_PROJECTIONS'] else 'off'}"
+              + (f", fused loss {'on' if r['adopted']['FUSED_LOSS'] else 'off'}" if "FUSED_LOSS" in r["adopted"] else "")
+              + f", inductor's options {r['adopted']['inductor options']}."]
     return lines
 
 
