@@ -206,7 +206,8 @@ def _cpu_options_block(path: str, root: str | Path) -> list[str]:
     lines += ["", "GEMM rates (GFLOP/s, one thread): " + "; ".join(
         f"{name} " + ", ".join(f"{d} {v:.0f}" for d, v in by.items()) for name, by in gemm.items()) + ".",
               f"Adopted: fused projections {'on' if r['adopted']['FUSED_PROJECTIONS'] else 'off'}"
-              + (f", fused loss {'on' if r['adopted']['FUSED_LOSS'] else 'off'}" if "FUSED_LOSS" in r["adopted"] else "")
+              + (f", fused loss {'on' if r['adopted']['FUSED_LOSS'] else 'off'}"
+                 if "FUSED_LOSS" in r["adopted"] else "")
               + f", inductor's options {r['adopted']['inductor options']}."]
     return lines
 
