@@ -74,7 +74,8 @@ display(Markdown(figures.provenance_line({**provenance.stamp(), "profile": profi
 # * **real LMs**: the offline pretrained models, measured when the chapter ran (Sections 3, 10, 11).
 # * **real text (CPU)**: the Sections 4-7 sweeps at a scale a CPU trains (2 layers, a fixed first token), read
 #   from the store; some of its runs trained on a lent GPU with the same recipe, as each run's provenance says.
-# * **real text, 4 layers (CPU)**: the same recipe at 4 layers in fp32, for the changes that keep no sink at 2.
+# * **real text, 4 layers (CPU)**: the same recipe at 4 layers in fp32, for the changes that keep no sink at 2
+#   (the single changes read at 10,000 steps, `configs/budget.yaml`).
 # * **real text, paper's default (CPU)** and **GPU (paper's default)**: the paper's own packing (no fixed first
 #   token), planned before its runs.
 # * **miniature**: the Bigram-Backcopy analogue, beside the others, replacing none.

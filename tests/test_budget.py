@@ -25,19 +25,19 @@ def _loss(step: int, final: float) -> float:
 
 
 def _store(store: Path, config: str, point: str, seed: int, final: float, sink) -> dict:
-    """A stored text run of ``config``/``point``: evaluations every 100 steps to 2500, held-out and training loss
-    falling to ``final``, Sink_1 = sink(step)."""
+    """A stored text run of ``config``/``point``: evaluations every 100 steps to its config's steps, held-out and
+    training loss falling to ``final``, Sink_1 = sink(step)."""
     from sinkpaper.train.store import read_entry, write_result
     from sinkpaper.train.sweep import sweep_configs
     [(_, _, cfg)] = sweep_configs(REPO / config, "text", [point], [seed])
-    per_step = cfg.optim.batch_size * cfg.data.context
+    per_step, steps = cfg.optim.batch_size * cfg.data.context, cfg.optim.steps
     curve = []
-    for step in range(100, 2501, 100):
+    for step in range(100, steps + 1, 100):
         curve.append({"step": step, "loss": _loss(step, final), "lr": 0.02})
         curve.append({"step": step, "tokens": per_step * step, "val_loss": _loss(step, final),
                       "sink_k": {"1": float(sink(step))}, "alpha_1_mean": sink(step) / 200})
-    path = write_result(store, cfg, {"sink_k": {"1": float(sink(2500))}, "alpha_1_mean": 0.1,
-                                     "val_loss": _loss(2500, final), "step": 2500, "tokens_seen": per_step * 2500,
+    path = write_result(store, cfg, {"sink_k": {"1": float(sink(steps))}, "alpha_1_mean": 0.1,
+                                     "val_loss": _loss(steps, final), "step": steps, "tokens_seen": per_step * steps,
                                      "provenance": {"hardware": "CPU test", "dtype": "fp32", "code_version": "v1",
                                                     "computed_at": "2000-01-01 00:00 UTC", "wall_seconds": 1.0}},
                         curve=curve)
@@ -128,6 +128,70 @@ def test_not_yet_agrees_only_where_a_sink_could_make_it_agree():
     fn2 = lambda v: judge(both, v)[0]  # noqa: E731
     assert budget.not_yet(fn2, {**values, "y": [0.0, 0.0, 0.0]}, {"x": [0, 1, 2]}) is None
     assert fn({"x": [40.0, 40.0, 40.0], "base": [40.0, 40.0, 40.0]}) == AGREES
+
+
+def test_a_point_not_run_reads_every_value_its_seeds_could_take():
+    rule = MattersLittle(["x"], "base")
+    fn = lambda v: judge(rule, v)[0]  # noqa: E731
+    base = {"base": [40.0, 40.0, 40.0]}
+    assert budget.not_yet(fn, base, {}, {"x": 3}) == NOT_YET          # it could match the base, or not
+    both = MattersLittle(["x", "y"], "base")
+    fn2 = lambda v: judge(both, v)[0]  # noqa: E731
+    # a ripe suppressor beside it decides, whatever it could take; unripe, it does not
+    assert budget.not_yet(fn2, {**base, "y": [0.0, 0.0, 0.0]}, {}, {"x": 3}) == DISAGREES
+    assert budget.not_yet(fn2, {**base, "y": [0.0, 0.0, 0.0]}, {"y": [0, 1, 2]}, {"x": 3}) == NOT_YET
+    assert budget.not_yet(fn2, {**base, "y": [40.0, 40.0, 40.0]}, {}, {"x": 3}) == NOT_YET
+
+
+def _plan_claim() -> Claim:
+    from sinkpaper.paper.claim import BASE_BUDGET, at_budget_4_layers
+    points = {"pos_rope": BASE_BUDGET, "pos_nope": "pos_nope_layers_4_steps_x4",
+              "pos_alibi": "pos_alibi_layers_4_steps_x4"}
+    return Claim("t", "7.1", "07_architecture", "test", "Section 7.1", rule=Sinks(list(points)),
+                 measure=at_scales(layers_4=at_budget_4_layers(points)))
+
+
+@pytest.fixture()
+def plan_store(tmp_path):
+    """The budget plan's runs at 4 layers, 10,000 steps: the base's three seeds form their sink; pos_nope's seed 0
+    learns slower, never gets to the base's onset loss and has none (so the plan runs no further seed of it)."""
+    s = tmp_path / "store"
+    s.mkdir()
+    for seed, onset in zip((0, 1, 2), (1200, 1300, 1500)):
+        _store(s, "configs/budget.yaml", "base_layers_4_steps_x4", seed, 5.10, _forms_at(onset))
+    _store(s, "configs/budget.yaml", "pos_nope_layers_4_steps_x4", 0, 5.30, lambda step: 0.0)
+    return s
+
+
+def test_a_point_the_plan_stops_at_seed_0_reads_not_yet_or_what_the_others_decide(plan_store):
+    from sinkpaper.paper.verdicts import LAYERS_4_SCALE as FOUR
+    c = _plan_claim()
+    r = lookup.result(c, FOUR, records={}, store=str(plan_store))
+    # pos_alibi is not stored: no result, and pos_nope's seeds 1-2 are named as stopped, not as runs to train
+    assert r["verdict"] == "no result"
+    assert "pos_alibi_layers_4_steps_x4 seeds 0, 1, 2" in r["note"] and "pos_nope_layers_4_steps_x4 seeds" not in r[
+        "note"]
+    assert "pos_nope_layers_4_steps_x4 (seed 0) never reached the base's onset loss" in r["note"]
+    assert "configs/budget.yaml runs no further seed of it" in r["note"]
+    for seed in (0, 1, 2):      # pos_alibi forms its sink: the claim waits on pos_nope
+        _store(plan_store, "configs/budget.yaml", "pos_alibi_layers_4_steps_x4", seed, 5.10, _forms_at(1400))
+    r = lookup.result(c, FOUR, records={}, store=str(plan_store))
+    assert r["verdict"] == NOT_YET and "pos_nope_layers_4_steps_x4 (seed 0) never reached" in r["why"]
+    assert r["values"]["pos_nope"] == 0.0 and "pos_nope" not in r["seed_values"]
+    for seed in (0, 1, 2):      # pos_alibi gets past the onset loss early and stays at 0 %: a suppression decides
+        _store(plan_store, "configs/budget.yaml", "pos_alibi_layers_4_steps_x4", seed, 4.90, lambda step: 0.0)
+    r = lookup.result(c, FOUR, records={}, store=str(plan_store))
+    assert r["verdict"] == DISAGREES and r["why"] == "whatever pos_nope_layers_4_steps_x4 could still grow"
+
+
+def test_a_seed_0_past_the_onset_loss_or_with_a_sink_is_not_stopped(plan_store):
+    from sinkpaper.paper.verdicts import LAYERS_4_SCALE as FOUR
+    for seed in (0, 1, 2):
+        _store(plan_store, "configs/budget.yaml", "pos_alibi_layers_4_steps_x4", seed, 5.10, _forms_at(1400))
+    for sink in (lambda step: 0.0, _forms_at(1400)):   # ripe without a sink; or a sink: seeds 1-2 are the plan's
+        _store(plan_store, "configs/budget.yaml", "pos_nope_layers_4_steps_x4", 0, 4.90, sink)
+        r = lookup.result(_plan_claim(), FOUR, records={}, store=str(plan_store))
+        assert r["verdict"] == "no result" and "pos_nope_layers_4_steps_x4 seeds 1, 2" in r["note"]
 
 
 def test_ripeness_is_read_at_the_window_start(store):

@@ -36,23 +36,24 @@ def test_a_point_not_stored_at_4_layers_reads_no_result_naming_the_run_and_its_c
 
 
 def test_the_4_layer_column_reads_its_own_runs_by_the_claims_rule_over_its_points(tmp_path):
-    """arch_heads at 4 layers: heads added against the 4-layer base (MattersLittle over the one point run there),
+    """arch_heads at 4 layers: heads added against the 4-layer base, both at the budget plan's 10,000 steps
+    (configs/budget.yaml; MattersLittle over the one point run there),
     each seed read on its plateau: every seed within a factor 2 of the base's agrees, one seed outside it is
     inconclusive, every seed outside it disagrees. The 2-layer column, with nothing stored, reads no result."""
     store = str(tmp_path)
     c = paper.claim("arch_heads")
     for seed, (base, added) in enumerate([(70.0, 60.0), (74.0, 55.0), (68.0, 50.0)]):
-        _stored_text_run(store, "configs/layers_4.yaml", "base_layers_4", seed, {"Sink_1": base})
-        _stored_text_run(store, "configs/layers_4.yaml", "heads_add_layers_4", seed, {"Sink_1": added})
+        _stored_text_run(store, "configs/budget.yaml", "base_layers_4_steps_x4", seed, {"Sink_1": base})
+        _stored_text_run(store, "configs/budget.yaml", "heads_add_layers_4_steps_x4", seed, {"Sink_1": added})
     r = paper.result(c, FOUR, store=store)
     assert r["verdict"] == paper.AGREES, r
     assert r["rule"] == "default has a sink (>= 10 %) and heads_add are each within a factor 2 of it."
     assert r["seed_values"] == {"heads_add": [60.0, 55.0, 50.0], "default": [70.0, 74.0, 68.0]}
     assert paper.result(c, "real text (CPU)", store=store)["verdict"] == paper.NO_RESULT
-    _stored_text_run(store, "configs/layers_4.yaml", "heads_add_layers_4", 2, {"Sink_1": 20.0})
+    _stored_text_run(store, "configs/budget.yaml", "heads_add_layers_4_steps_x4", 2, {"Sink_1": 20.0})
     assert paper.result(c, FOUR, store=store)["verdict"] == paper.INCONCLUSIVE     # one seed out: not every seed
     for seed in (0, 1):
-        _stored_text_run(store, "configs/layers_4.yaml", "heads_add_layers_4", seed, {"Sink_1": 20.0})
+        _stored_text_run(store, "configs/budget.yaml", "heads_add_layers_4_steps_x4", seed, {"Sink_1": 20.0})
     assert paper.result(c, FOUR, store=store)["verdict"] == paper.DISAGREES
 
 

@@ -119,21 +119,82 @@ def unripe_text(point: str, runs: Sequence[tuple[int, Ripeness]], loss: float, t
     return "; ".join(parts)
 
 
-def not_yet(judge_fn, seed_values: Mapping[str, Sequence[float]], unripe: Mapping[str, Sequence[int]]) -> str | None:
+UNKNOWN = (0.0, NO_SINK, *FILL)   # what a seed never trained could read: no sink, a small one, any sink
+
+
+def not_yet(judge_fn, seed_values: Mapping[str, Sequence[float]], unripe: Mapping[str, Sequence[int]],
+            unknown: Mapping[str, int] | None = None) -> str | None:
     """What a disagreement reads once its unripe "no sink" readings are set aside. ``unripe`` maps a label to the
     positions (in its seed values) of its no-sink readings on unripe runs; the rule (``judge_fn(values) ->
     verdict``) is read again with each of them replaced by every sink in FILL. NOT_YET where some sink they could
     still grow makes the claim agree; INCONCLUSIVE where none does but some undoes the disagreement (the ripe seeds
-    alone do not decide); None where every sink leaves it a disagreement (it stands on ripe runs)."""
-    if not any(unripe.values()):
+    alone do not decide); None where every sink leaves it a disagreement (it stands on ripe runs).
+
+    ``unknown``: labels the plan ran no further than an unripe seed 0 (:func:`stopped_points`), {label: the
+    number of seeds}, absent from ``seed_values``; each is read as every value in UNKNOWN (all its seeds alike,
+    and every such label alike), with the unripe readings as they are and as every FILL. Then a verdict is always
+    returned: the one every reading gives where they all give one (the point does not decide the claim)."""
+    unknown = dict(unknown or {})
+    if not any(unripe.values()) and not unknown:
         return None
+    fills = ((None,) if unknown else ()) + (FILL if any(unripe.values()) else ())
     got = set()
-    for fill in FILL:
-        values = {k: [fill if i in unripe.get(k, ()) else v for i, v in enumerate(vs)] for k, vs in seed_values.items()}
-        got.add(judge_fn(values))
+    for fill in fills:
+        values = {k: [fill if fill is not None and i in unripe.get(k, ()) else v for i, v in enumerate(vs)]
+                  for k, vs in seed_values.items()}
+        for u in UNKNOWN if unknown else (None,):
+            got.add(judge_fn({**values, **{k: [u] * n for k, n in unknown.items()}} if unknown else values))
+    if unknown and len(got) == 1:
+        return got.pop()
     if AGREES in got:
         return NOT_YET
-    return INCONCLUSIVE if got - {DISAGREES} else None
+    return INCONCLUSIVE if got - {DISAGREES} else (DISAGREES if unknown else None)
+
+
+def unripe_of(out: Mapping, judged: Mapping[str, str], loss: float) -> tuple[dict[str, list[int]], list[str]]:
+    """A claim's result's "no sink" readings on runs not ripe against ``loss``: ({label: their positions in its
+    seed values}, one line per point (:func:`unripe_text`)); ``judged``: {label: point} of the labels a rule
+    reads. ``out`` holds "seed_values", "seeds" (or each label's "seeds_of") and "_payloads" ({label: {seed:
+    the run}})."""
+    unripe: dict[str, list[int]] = {}
+    runs: dict[str, dict[int, Ripeness]] = {}
+    tokens: dict[str, float | None] = {}
+    for label, values in out["seed_values"].items():
+        if label not in judged:
+            continue
+        seeds = out["seeds_of"].get(label, out["seeds"]) if out.get("seeds_of") else out["seeds"]
+        for i, (seed, v) in enumerate(zip(seeds, values)):
+            payload = out["_payloads"].get(label, {}).get(seed)
+            if payload is None or v >= SINK:
+                continue
+            ripe = ripeness(payload, loss)
+            if not ripe.ripe:
+                unripe.setdefault(label, []).append(i)
+                runs.setdefault(judged[label], {})[seed] = ripe
+                tokens[judged[label]] = tokens_of(payload)
+    return unripe, [unripe_text(pt, sorted(rs.items()), loss, tokens[pt]) for pt, rs in runs.items()]
+
+
+PLAN = "configs/budget.yaml"
+
+
+def stopped_points(out: Mapping, lacking: Mapping[str, Sequence[int]], judged: Mapping[str, str],
+                   loss: float) -> dict[str, str]:
+    """The points the budget plan (PLAN) runs no further than seed 0: its seeds 1 and 2 run only where seed 0
+    forms a sink (>= SINK) or reaches the base's onset loss before its read window and stays without one. {label:
+    one line}, for each judged label ({label: point}) whose point lacks exactly its seeds past 0 (``lacking``:
+    {point: its seeds not stored}) while its seed 0 is stored with no sink, unripe."""
+    out_of: dict[str, str] = {}
+    for label, point in judged.items():
+        payload = out["_payloads"].get(label, {}).get(0)
+        mean = (out["plateaus"].get(label, {}).get("0") or {}).get("mean")
+        if payload is None or mean is None or mean >= SINK or not lacking.get(point) or 0 in lacking[point]:
+            continue
+        ripe = ripeness(payload, loss)
+        if not ripe.ripe:
+            out_of[label] = (unripe_text(point, [(0, ripe)], loss, tokens_of(payload))
+                             + f"; {PLAN} runs no further seed of it")
+    return out_of
 
 
 def is_sink_metric(metric: str) -> bool:

@@ -2,7 +2,7 @@
 each scale (stored runs of a config's points, a chapter's record, or not run, and why)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from ..results import default_cpu
@@ -29,6 +29,9 @@ class Runs:
     # the base whose sink's onset loss guards this claim's "no sink" readings (sinkpaper.paper.budget): (config,
     # point); None: the scale's base (the text recipe at its depth). A claim read at another LR names its control.
     base: tuple[str, str] | None = None
+    # read at the budget plan's runs (configs/budget.yaml), whose seeds 1-2 run only where seed 0 forms a sink or
+    # gets past the base's onset loss: a point the plan stopped at seed 0 is read as not yet (paper.budget)
+    budget_plan: bool = False
 
     @property
     def beside(self) -> set[str]:
@@ -147,6 +150,17 @@ def at_4_layers(points: Mapping[str, str | tuple], rule: Rule | None = None, con
     4-layer points are fewer than the claim's (pre-registered in configs/layers_4.yaml)."""
     runs = runs_of(config, points)
     return Runs(runs.config, runs.points, runs.seeds, dict(readings or {}), rule)
+
+
+BUDGET = "configs/budget.yaml"
+BASE_BUDGET = "base_layers_4_steps_x4"   # the 4-layer text base at the budget plan's 10,000 steps
+
+
+def at_budget_4_layers(points: Mapping[str, str], rule: Rule | None = None) -> Runs:
+    """A claim's points at 4 layers read on the budget plan's runs (configs/budget.yaml: 10,000 steps, 40.96M
+    tokens, four times the recipe's; what each outcome means was fixed there before the runs), against the 4-layer
+    base at the same budget, whose onset loss guards them; the seeds are the plan's (:attr:`Runs.budget_plan`)."""
+    return replace(at_4_layers(points, rule, BUDGET), budget_plan=True, base=(BUDGET, BASE_BUDGET))
 
 
 # measurements several claims share: a bias claim at real text and at the gpu profile, the onsets

@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 
-from .claim import (BASE_LAYERS_4, DEFAULT_CPU, DEFAULT_CPU_BASE, MINI, Chapter, Claim, NotRun, after_labels,
-                    at_4_layers, at_scales, bias_gpu, bias_text, family, no_bos_labels, onsets_measure, runs_of)
+from .claim import (BASE_BUDGET, BASE_LAYERS_4, DEFAULT_CPU, DEFAULT_CPU_BASE, MINI, Chapter, Claim, NotRun,
+                    after_labels, at_4_layers, at_budget_4_layers, at_scales, bias_gpu, bias_text, family,
+                    no_bos_labels, onsets_measure, runs_of)
 from .numbers import NUMBERS
 from .onsets import After, Onset
 from .rules import Both, Bound, Change, Contrast, DependsOn, Falls, Keeps, MattersLittle, Monotone, MovesTo, Prefix, Ratio, Recovers, Sinks, WeightDecay
@@ -141,8 +142,10 @@ CLAIMS: tuple[Claim, ...] = (
                                                      # the same batch with the base's tokens: its budget reruns
                                                      "batch_x0.25 (steps x2, beside)": "batch_x0.25_steps_x2",
                                                      "batch_x0.25 (steps x4, beside)": "batch_x0.25_steps_x4"}),
-                          layers_4=at_4_layers({"batch_x0.25": "batch_x0.25_layers_4", "default": BASE_LAYERS_4},
-                                               MattersLittle(["batch_x0.25"], "default"))),
+                          # at 4 layers a quarter batch with the base's tokens: 40,000 steps against 10,000
+                          layers_4=at_budget_4_layers({"batch_x0.25": "batch_x0.25_layers_4_steps_x16",
+                                                       "default": BASE_BUDGET},
+                                                      MattersLittle(["batch_x0.25"], "default"))),
           note="real text: at this recipe's constant LR the held-out loss floor follows LR / batch, so a batch change is "
                "also an LR change; batch x1/4 at LR x1/4 (the base's LR / batch) is shown beside as that confound's "
                "check"),
@@ -250,8 +253,9 @@ CLAIMS: tuple[Claim, ...] = (
           rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
           measure=at_scales(text=family("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
                                                      "pos_relative", "pos_alibi"]), gpu=True,
-                          layers_4=at_4_layers({"pos_rope": BASE_LAYERS_4, **{p: f"{p}_layers_4" for p in (
-                              "pos_nope", "pos_absolute", "pos_learnable", "pos_alibi")}},
+                          layers_4=at_budget_4_layers(
+                              {"pos_rope": BASE_BUDGET, **{p: f"{p}_layers_4_steps_x4" for p in (
+                                  "pos_nope", "pos_absolute", "pos_learnable", "pos_alibi")}},
                               Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_alibi"]))),
           note="relative: the paper names no form; pos_relative is the authors' released one (the T5 bucket index "
                "of the distance added to the logits, no parameters). T5's learned bias, pos_relative_learned, is "
@@ -271,8 +275,9 @@ CLAIMS: tuple[Claim, ...] = (
           rule=MattersLittle(["ffn_relu", "ffn_gelu", "ffn_geglu"], "ffn_swiglu"),
           measure=at_scales(text=family("architecture", {"ffn_relu": "ffn_relu", "ffn_gelu": "ffn_gelu",
                                                      "ffn_geglu": "ffn_geglu", "ffn_swiglu": "pos_rope"}),
-                          layers_4=at_4_layers({"ffn_gelu": "ffn_gelu_layers_4", "ffn_swiglu": BASE_LAYERS_4},
-                                               MattersLittle(["ffn_gelu"], "ffn_swiglu")))),
+                          layers_4=at_budget_4_layers({"ffn_gelu": "ffn_gelu_layers_4_steps_x4",
+                                                       "ffn_swiglu": BASE_BUDGET},
+                                                      MattersLittle(["ffn_gelu"], "ffn_swiglu")))),
     Claim("arch_ffn_swish_reglu", "7.1", "07_architecture", "Swish and ReGLU FFNs: the FFN type matters little",
           "Section 7.1", chart_with="arch_ffn", labels=["ffn_swish", "ffn_reglu", "ffn_swiglu"],
           rule=MattersLittle(["ffn_swish", "ffn_reglu"], "ffn_swiglu"),
@@ -280,8 +285,9 @@ CLAIMS: tuple[Claim, ...] = (
                                                      "ffn_swiglu": "pos_rope",
                                                      "ffn_swish (steps x2, beside)": "ffn_swish_steps_x2",
                                                      "ffn_swish (steps x4, beside)": "ffn_swish_steps_x4"}),
-                          layers_4=at_4_layers({"ffn_swish": "ffn_swish_layers_4", "ffn_swiglu": BASE_LAYERS_4},
-                                               MattersLittle(["ffn_swish"], "ffn_swiglu")))),
+                          layers_4=at_budget_4_layers({"ffn_swish": "ffn_swish_layers_4_steps_x4",
+                                                       "ffn_swiglu": BASE_BUDGET},
+                                                      MattersLittle(["ffn_swish"], "ffn_swiglu")))),
     Claim("arch_heads", "7.1", "07_architecture", "The number of heads matters little (1 head; heads added)",
           "Section 7.1", labels=["heads_1", "heads_add", "heads_8"],
           rule=MattersLittle(["heads_1", "heads_add"], "heads_8"),
@@ -289,8 +295,9 @@ CLAIMS: tuple[Claim, ...] = (
                                                      "heads_8": "heads_8",
                                                      "heads_add (steps x2, beside)": "heads_add_steps_x2"}),
                           # at 4 layers heads added against the 4-layer base: the same 4 heads, concatenated
-                          layers_4=at_4_layers({"heads_add": "heads_add_layers_4", "default": BASE_LAYERS_4},
-                                               MattersLittle(["heads_add"], "default"))),
+                          layers_4=at_budget_4_layers({"heads_add": "heads_add_layers_4_steps_x4",
+                                                       "default": BASE_BUDGET},
+                                                      MattersLittle(["heads_add"], "default"))),
           note="real text: 8 concatenated heads at d 128 (point heads_8) stand for the paper's default; heads_1 and "
                "heads_add (the text base's 4 heads, added) are compared with it"),
     Claim("arch_heads_2_4_8", "7.1", "07_architecture", "8, 4 and 2 heads: the number of heads matters little",
@@ -390,9 +397,10 @@ CLAIMS: tuple[Claim, ...] = (
               "softmax_sum_2 (excess alpha_1, beside)": ("softmax_sum_2_steps_x2", "excess alpha_1"),
               "default_steps_x2 (excess alpha_1, beside)": ("default_steps_x2", "excess alpha_1",
                                                            "configs/optimization.yaml")}),
-              # at 4 layers 'more' at 2500 steps against the 4-layer base (its sink is no longer capped near 50 %)
-              layers_4=at_4_layers({"softmax_sum_2": "softmax_sum_2_layers_4", "softmax": BASE_LAYERS_4},
-                                   Change("softmax_sum_2", "softmax", up=True))),
+              # at 4 layers 'more' against the 4-layer base (its sink is no longer capped near 50 %), both at 10,000
+              # steps: rows summing to 2 form their sink late
+              layers_4=at_budget_4_layers({"softmax_sum_2": "softmax_sum_2_layers_4_steps_x4", "softmax": BASE_BUDGET},
+                                          Change("softmax_sum_2", "softmax", up=True))),
           note="real text: rows summing to 2 form their sink only after step 3000, so 'more' is read at 5000 steps "
                "against default_steps_x2 and 'less' at 2500 against the base. Only layer 2 of the 2-layer recipe "
                "sinks, capping Sink_1 near 50 %, so excess alpha_1 (above the uniform head's) is shown beside"),

@@ -7,7 +7,7 @@ import os
 import re
 import statistics
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from ..resources import find_config
@@ -363,6 +363,8 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
             out["why"] = why
         if isinstance(m, Runs) and out["verdict"] == DISAGREES:
             _budget_guard(m, rule, scale, out, store)
+        elif isinstance(m, Runs) and m.budget_plan and out["status"] == "incomplete":
+            out = _plan_stopped(m, rule, scale, out, store)
     out.pop("_payloads", None)
     if rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
         out["did_not_last"] = _unlasting(rule, out)
@@ -433,6 +435,11 @@ def guard_onset_loss(m: Runs, scale: str, store: str) -> tuple[budget.OnsetLoss 
     return onset_loss_of(base, scale, store), base[1]
 
 
+def _judged(m: Runs) -> dict[str, str]:
+    """{label: point} of the labels a rule reads (not those shown beside)."""
+    return {label: spec[0] for label, spec in m.points.items() if label not in m.beside}
+
+
 def _budget_guard(m: Runs, rule, scale: str, out: dict, store: str) -> None:
     """A disagreement that rests on "no sink" readings of runs that never got as far as the base's onset loss
     reads NOT_YET, with the runs named (sinkpaper.paper.budget); the result keeps what decided it in "budget"."""
@@ -443,29 +450,40 @@ def _budget_guard(m: Runs, rule, scale: str, out: dict, store: str) -> None:
         if onset is not None and onset.why:
             out["budget"] = {"base": base, "why": onset.why}
         return
-    unripe: dict[str, list[int]] = {}
-    runs: dict[str, dict[int, budget.Ripeness]] = {}
-    tokens: dict[str, float | None] = {}
-    for label, values in out["seed_values"].items():
-        if label in m.beside:   # shown beside the verdict, never read by the rule
-            continue
-        seeds = out["seeds_of"].get(label, out["seeds"]) if out.get("seeds_of") else out["seeds"]
-        point = m.points[label][0]
-        for i, (seed, v) in enumerate(zip(seeds, values)):
-            payload = out["_payloads"].get(label, {}).get(seed)
-            if payload is None or v >= SINK:
-                continue
-            ripe = budget.ripeness(payload, onset.loss)
-            if not ripe.ripe:
-                unripe.setdefault(label, []).append(i)
-                runs.setdefault(point, {})[seed] = ripe
-                tokens[point] = budget.tokens_of(payload)
-    said = [budget.unripe_text(pt, sorted(rs.items()), onset.loss, tokens[pt]) for pt, rs in runs.items()]
+    unripe, said = budget.unripe_of(out, _judged(m), onset.loss)
     out["budget"] = {"base": base, "onset_loss": onset.loss, "per_seed": dict(onset.per_seed), "unripe": said}
     guarded = budget.not_yet(lambda values: judge(rule, values)[0], out["seed_values"], unripe)
     if guarded is not None:
         out["verdict"] = guarded
         out["why"] = "; ".join(said) if guarded == NOT_YET else "the ripe runs alone do not decide: " + "; ".join(said)
+
+
+def _plan_stopped(m: Runs, rule, scale: str, out: dict, store: str) -> dict:
+    """A claim read at the budget plan's runs (``m.budget_plan``) that lacks seeds the plan never trains
+    (:func:`budget.stopped_points`): those points are named as such, not as runs to train; where nothing else is
+    missing, it is read on its other points' seeds, each such point as every value its seeds could take
+    (:func:`budget.not_yet`), its seed 0 shown."""
+    onset, base = guard_onset_loss(m, scale, store)
+    if rule is None or onset is None or onset.loss is None:
+        return out
+    stopped = budget.stopped_points(out, _lacking(m, out), _judged(m), onset.loss)
+    rest = replace(m, points={k: v for k, v in m.points.items() if k not in stopped})
+    r = _store_result(rest, PROFILE_OF[scale], store) if stopped else {}
+    if not stopped or r["status"] != "found" or not r["seed_values"]:
+        rest_of_note = out["note"].removeprefix(_not_stored(m, out, PROFILE_OF[scale])).lstrip("; ")
+        said = [_not_stored(rest, out, PROFILE_OF[scale]), *stopped.values(), rest_of_note]
+        return {**out, "note": "; ".join(x for x in said if x)} if stopped else out
+    unripe, said = budget.unripe_of(r, _judged(rest), onset.loss)
+    verdict = budget.not_yet(lambda values: judge(rule, values)[0], r["seed_values"], unripe,
+                             {k: len(r["seeds"]) for k in stopped})
+    lines = [*said, *stopped.values()]
+    why = ("; ".join(lines) if verdict == NOT_YET else "the ripe runs alone do not decide: " + "; ".join(lines)
+           if verdict == INCONCLUSIVE else "whatever " + ", ".join(m.points[k][0] for k in stopped)
+           + " could still grow")
+    return {**out, "values": {**r["values"], **{k: out["plateaus"][k]["0"]["mean"] for k in stopped}},
+            "seed_values": r["seed_values"], "seeds": r["seeds"], "status": "found", "verdict": verdict, "why": why,
+            "budget": {"base": base, "onset_loss": onset.loss, "per_seed": dict(onset.per_seed), "unripe": lines},
+            "note": r["note"]}
 
 
 def _lacking(m: Runs, out: Mapping) -> dict[str, list[int]]:
