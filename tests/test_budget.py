@@ -241,6 +241,18 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     assert panel.to_dict()["layer"][0]["mark"]["type"] == "rule"
 
 
+def test_a_base_of_one_seed_is_said_to_be_an_onset_loss_its_other_seeds_may_lower(tmp_path):
+    pytest.importorskip("altair")
+    from sinkpaper.book.figures import budget as fig
+    store = tmp_path / "store"
+    store.mkdir()
+    _store(store, "configs/optimization.yaml", "default", 0, 5.10, _forms_at(1200))
+    _store(store, "configs/architecture.yaml", "pos_nope", 0, 5.30, lambda step: 0.0)
+    figure = fig.sink_against_loss_figure({"pos_nope": ("configs/architecture.yaml", "pos_nope")},
+                                          ("configs/optimization.yaml", "default"), "2 layers", store=str(store))
+    assert "one seed so far: its others may lower it" in figure.caption
+
+
 def test_a_shorter_run_is_the_prefix_of_a_longer_one_bit_for_bit(tmp_path):
     """The constant schedule's promise, on the trainer: 24 steps then 48 steps of one seed log the same first 24
     steps, every loss and evaluation equal; the longer run read at 24 steps gives the shorter one's reading."""

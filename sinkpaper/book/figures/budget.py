@@ -85,7 +85,8 @@ def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[
     finding = budget.budget_finding(data["readings"])
     finding = f"{finding} " if finding else ""
     per_seed = [v for v in (onset.per_seed or {}).values() if v is not None]
-    span = (f"{per_seed[0]:.3f}, one seed" if len(per_seed) == 1
+    # the onset loss is the lowest over the base's seeds: one seed's is an upper bound its other seeds may lower
+    span = (f"{per_seed[0]:.3f}, one seed so far: its others may lower it" if len(per_seed) == 1
             else f"{min(per_seed):.3f}-{max(per_seed):.3f}") if per_seed else ""
     shown = [k for k in changes if k not in data["missing"]]
     missing = f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""
