@@ -251,8 +251,13 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("arch_pe", "7.1", "07_architecture", "The sink emerges with every positional embedding", "Section 7.1",
           labels=["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"],
           rule=Sinks(["pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative", "pos_alibi"]),
-          measure=at_scales(text=family("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
-                                                     "pos_relative", "pos_alibi"]), gpu=True,
+          measure=at_scales(text=family("architecture", {
+                              **{p: p for p in ("pos_rope", "pos_nope", "pos_absolute", "pos_learnable", "pos_relative",
+                                                "pos_alibi")},
+                              # the budget plan's 10,000-step runs of the one change that got near the onset loss
+                              "pos_alibi (steps x4, beside)": ("pos_alibi_steps_x4", "Sink_1", "configs/budget.yaml")}),
+                          gpu=family("architecture", ["pos_rope", "pos_nope", "pos_absolute", "pos_learnable",
+                                                      "pos_relative", "pos_alibi"]),
                           layers_4=at_budget_4_layers(
                               {"pos_rope": BASE_BUDGET, **{p: f"{p}_layers_4_steps_x4" for p in (
                                   "pos_nope", "pos_absolute", "pos_learnable", "pos_alibi")}},
