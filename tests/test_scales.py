@@ -57,6 +57,21 @@ def test_the_4_layer_column_reads_its_own_runs_by_the_claims_rule_over_its_point
     assert paper.result(c, FOUR, store=store)["verdict"] == paper.DISAGREES
 
 
+def test_a_quarter_batch_at_4_layers_is_read_at_the_base_s_steps_and_shown_at_its_tokens(tmp_path):
+    """opt_batch at 4 layers: the quarter batch's run of 40,000 steps (the base's tokens) is read on its prefix of
+    10,000 steps, the base's, so the rule compares equal steps as at 2 layers; its full run is shown beside."""
+    store = str(tmp_path)
+    for seed in (0, 1, 2):
+        _stored_text_run(store, "configs/budget.yaml", "base_layers_4_steps_x4", seed, {"Sink_1": 70.0})
+        _stored_text_run(store, "configs/budget.yaml", "batch_x0.25_layers_4_steps_x16", seed, {"Sink_1": 80.0})
+    r = paper.result(paper.claim("opt_batch"), FOUR, store=store)
+    assert r["steps"] == {"batch_x0.25": [10_000], "default": [10_000],
+                          "batch_x0.25 (the base's tokens, beside)": [40_000]}
+    assert r["verdict"] == paper.AGREES, r      # a sink within a factor 2 of the base's, at equal steps
+    # the prefix holds the run as it stood at step 10,000 (its sink still growing there), not its end
+    assert r["values"]["batch_x0.25"] < r["values"]["batch_x0.25 (the base's tokens, beside)"] == pytest.approx(80.0)
+
+
 def _entry(two: str, four: str) -> dict:
     res = {s: {"verdict": paper.NO_RESULT, "status": paper.NOT_RUN, "values": {}} for s in paper.SCALES}
     res["real text (CPU)"] = {"verdict": two, "status": "found", "values": {"x": 1.0}}

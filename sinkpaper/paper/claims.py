@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 
-from .claim import (BASE_BUDGET, BASE_LAYERS_4, DEFAULT_CPU, DEFAULT_CPU_BASE, MINI, Chapter, Claim, NotRun,
+from .claim import (BASE_BUDGET, BASE_LAYERS_4, BUDGET, DEFAULT_CPU, DEFAULT_CPU_BASE, MINI, Chapter, Claim, NotRun,
                     after_labels, at_4_layers, at_budget_4_layers, at_scales, bias_gpu, bias_text, family,
                     no_bos_labels, onsets_measure, runs_of)
 from .numbers import NUMBERS
@@ -142,9 +142,12 @@ CLAIMS: tuple[Claim, ...] = (
                                                      # the same batch with the base's tokens: its budget reruns
                                                      "batch_x0.25 (steps x2, beside)": "batch_x0.25_steps_x2",
                                                      "batch_x0.25 (steps x4, beside)": "batch_x0.25_steps_x4"}),
-                          # at 4 layers a quarter batch with the base's tokens: 40,000 steps against 10,000
-                          layers_4=at_budget_4_layers({"batch_x0.25": "batch_x0.25_layers_4_steps_x16",
-                                                       "default": BASE_BUDGET},
+                          # at 4 layers, as at 2, at the base's steps: the 10,000-step prefix of a run of its tokens
+                          layers_4=at_budget_4_layers({"batch_x0.25": ("batch_x0.25_layers_4_steps_x16", "Sink_1",
+                                                                       BUDGET, 10_000),
+                                                       "default": BASE_BUDGET,
+                                                       "batch_x0.25 (the base's tokens, beside)":
+                                                           "batch_x0.25_layers_4_steps_x16"},
                                                       MattersLittle(["batch_x0.25"], "default"))),
           note="real text: at this recipe's constant LR the held-out loss floor follows LR / batch, so a batch change is "
                "also an LR change; batch x1/4 at LR x1/4 (the base's LR / batch) is shown beside as that confound's "

@@ -26,7 +26,7 @@ from .records import load_records
 from . import budget
 from .verdicts import (DEFAULT_CPU_SCALE, DISAGREES, EXTRA_SEEDS, GPU_SCALE, INCONCLUSIVE, LAYERS_4_SCALE,
                        NOT_COMPARABLE, NOT_RUN, NOT_YET, NO_RESULT, PLATEAU, PLATEAU_EVALS, RISING, SCALES, SEEDS_MIN,
-                       SINK, STALE, TRAINED, Seeds, Undecided, judge)
+                       STALE, TRAINED, Seeds, Undecided, judge)
 
 # ------------------------------------------------------------------------------------- the results store
 def store_lookup(config: str, profile: str, point: str, seed: int, store: str = DEFAULT_STORE) \
