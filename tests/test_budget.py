@@ -241,6 +241,27 @@ def test_the_sink_against_loss_figure_draws_each_run_and_the_onset_band(store):
     assert panel.to_dict()["layer"][0]["mark"]["type"] == "rule"
 
 
+def test_a_run_every_reading_leaves_out_is_named_and_an_extra_seed_drawn(store):
+    pytest.importorskip("altair")
+    from sinkpaper.book.figures import budget as fig
+    from sinkpaper.train.store import read_entry, write_result
+    from sinkpaper.train.sweep import sweep_configs
+    spiked = _store(store, "configs/architecture.yaml", "pos_nope", 1, 5.30, lambda step: 0.0)
+    curve = [dict(c, grad_norm_max=40.0 if c["step"] == 1500 else 0.5) if "loss" in c and "val_loss" not in c
+             else c for c in spiked["curve"]]
+    [(_, _, cfg)] = sweep_configs(REPO / "configs/architecture.yaml", "text", ["pos_nope"], [1])
+    read_entry(write_result(store, cfg, spiked["result"], curve=curve))
+    _store(store, "configs/architecture.yaml", "pos_nope", 3, 5.30, lambda step: 0.0)
+    changes = {"pos_nope": ("configs/architecture.yaml", "pos_nope")}
+    data = budget.sink_against_loss(changes, ("configs/optimization.yaml", "default"), store=str(store))
+    assert [r.seed for r in data["readings"]] == [0, 2, 3]
+    [why] = data["left_out"]
+    assert why.startswith("pos_nope seed 1: a gradient spike at step 1500")
+    figure = fig.sink_against_loss_figure(changes, ("configs/optimization.yaml", "default"), "2 layers",
+                                          store=str(store))
+    assert f"Left out: {why}." in figure.caption
+
+
 def test_a_base_of_one_seed_is_said_to_be_an_onset_loss_its_other_seeds_may_lower(tmp_path):
     pytest.importorskip("altair")
     from sinkpaper.book.figures import budget as fig

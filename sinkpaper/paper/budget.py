@@ -235,28 +235,35 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, st
     every evaluation of every stored run, the base's repeated under each change's label, "onset": the base's
     :class:`OnsetLoss`, "missing": the changes with no stored run, "running": {label: the step each run in
     training has reached}}. With ``running``, a run in training is drawn from its partial curve (role "running"),
-    never read as a result. Runs that did not learn are left out, as every reading leaves them out."""
+    never read as a result. Runs that did not learn or spiked are left out, as every reading leaves them out, and
+    named in "left_out" ("<point> seed <n>: <why>"). A change's extra seeds (EXTRA_SEEDS: added to settle a claim,
+    or in place of one that spiked) are drawn too; the base's onset loss is read on ``seeds``, as the guard reads it."""
     from ..resources import find_config
     from ..results.reading import TRAINED, stored, training_failure
     from ..train.store import DEFAULT_STORE, partial_path, read_entry
+    from .verdicts import EXTRA_SEEDS
     store = store or DEFAULT_STORE
+    left_out: list[str] = []
 
-    def runs_of(config: str, point: str) -> list[tuple[dict, str]]:
+    def runs_of(config: str, point: str, seeds: Sequence[int]) -> list[tuple[dict, str]]:
         out = []
         for s in stored(find_config(config), profile, [point], seeds, store):
-            if s.found and not training_failure(s.payload, TRAINED, PLATEAU):
+            why = training_failure(s.payload, TRAINED, PLATEAU) if s.found else None
+            if s.found and not why:
                 out.append((s.payload, "change"))
+            elif s.found and f"{point} seed {s.cfg.run.seed}: {why}" not in left_out:
+                left_out.append(f"{point} seed {s.cfg.run.seed}: {why}")
             elif not s.found and running and (part := partial_path(store, s.cfg.hash())).is_file():
                 out.append((read_entry(part), "running"))
         return out
 
-    base_runs = [p for p, role in runs_of(*base) if role == "change"]
+    base_runs = [p for p, role in runs_of(*base, seeds) if role == "change"]
     onset = base_onset_loss(base_runs)
     rows, missing, in_training, readings = [], [], {}, []
     for label, where in changes.items():
         points = where if isinstance(where, list) else [where]
         got = [(p, role, point if len(points) > 1 else "") for config, point in points
-               for p, role in runs_of(config, point)]
+               for p, role in runs_of(config, point, (*seeds, *EXTRA_SEEDS))]
         if not got:
             missing.append(label)
             continue
@@ -269,7 +276,8 @@ def sink_against_loss(changes: Mapping[str, tuple[str, str] | list[tuple[str, st
             elif onset.loss is not None:
                 readings.append(Reading(tag or label, int(p["config"]["run"]["seed"]),
                                         plateau_of(p, "Sink_1")["mean"], ripeness(p, onset.loss).ripe))
-    return {"rows": rows, "onset": onset, "missing": missing, "running": in_training, "readings": readings}
+    return {"rows": rows, "onset": onset, "missing": missing, "running": in_training, "readings": readings,
+            "left_out": left_out}
 
 
 # what a run of the sink-against-loss chart reads, suppressions first: what the chart is for

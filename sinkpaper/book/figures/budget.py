@@ -90,6 +90,8 @@ def sink_against_loss_figure(changes: Mapping[str, tuple[str, str] | list[tuple[
             else f"{min(per_seed):.3f}-{max(per_seed):.3f}") if per_seed else ""
     shown = [k for k in changes if k not in data["missing"]]
     missing = f" Not stored yet: {', '.join(data['missing'])}." if data["missing"] else ""
+    if data.get("left_out"):   # runs every reading leaves out (they spiked or did not learn), named
+        missing += f" Left out: {'; '.join(data['left_out'])}."
     if data["running"]:
         at = (f"{k} at step {'/'.join(f'{v:,}' for v in steps)}" for k, steps in data["running"].items())
         missing = f" In training (orange, to its last checkpoint): {', '.join(at)}.{missing}"
