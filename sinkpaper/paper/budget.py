@@ -143,7 +143,7 @@ def not_yet(judge_fn, seed_values: Mapping[str, Sequence[float]], unripe: Mappin
         values = {k: [fill if fill is not None and i in unripe.get(k, ()) else v for i, v in enumerate(vs)]
                   for k, vs in seed_values.items()}
         for u in UNKNOWN if unknown else (None,):
-            got.add(judge_fn({**values, **{k: [u] * n for k, n in unknown.items()}} if unknown else values))
+            got.add(judge_fn({**values, **{k: [u] * n for k, n in unknown.items()}}))
     if unknown and len(got) == 1:
         return got.pop()
     if AGREES in got:

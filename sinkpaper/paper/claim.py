@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from ..results import default_cpu
+from .budget import PLAN
 from .numbers import DEFAULT_ALIASES, _source, paper_value
 from .rules import Rule
 from .verdicts import DEFAULT_CPU_SCALE, GPU_SCALE, LAYERS_4_SCALE
@@ -152,7 +153,7 @@ def at_4_layers(points: Mapping[str, str | tuple], rule: Rule | None = None, con
     return Runs(runs.config, runs.points, runs.seeds, dict(readings or {}), rule)
 
 
-BUDGET = "configs/budget.yaml"
+BUDGET = PLAN
 BASE_BUDGET = "base_layers_4_steps_x4"   # the 4-layer text base at the budget plan's 10,000 steps
 
 
