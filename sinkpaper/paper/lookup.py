@@ -353,6 +353,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
         if rule is not c.rule and rule is not None:
             out["rule"] = rule.sentence
         if out["status"] in ("missing", "incomplete"):   # which runs, and the command that makes them
+            out["_store_note"] = out["note"]
             out["note"] = "; ".join(x for x in (_not_stored(m, out, PROFILE_OF[scale]), out["note"]) if x)
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
@@ -365,7 +366,8 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
             _budget_guard(m, rule, scale, out, store)
         elif isinstance(m, Runs) and m.budget_plan and out["status"] == "incomplete":
             out = _plan_stopped(m, rule, scale, out, store)
-    out.pop("_payloads", None)
+    for scratch in ("_payloads", "_store_note"):
+        out.pop(scratch, None)
     if rule is not None and out.get("transient") and out["verdict"] != NO_RESULT:
         out["did_not_last"] = _unlasting(rule, out)
     if isinstance(m, Runs) and m.readings and rule is not None:
@@ -470,8 +472,7 @@ def _plan_stopped(m: Runs, rule, scale: str, out: dict, store: str) -> dict:
     rest = replace(m, points={k: v for k, v in m.points.items() if k not in stopped})
     r = _store_result(rest, PROFILE_OF[scale], store) if stopped else {}
     if not stopped or r["status"] != "found" or not r["seed_values"]:
-        rest_of_note = out["note"].removeprefix(_not_stored(m, out, PROFILE_OF[scale])).lstrip("; ")
-        said = [_not_stored(rest, out, PROFILE_OF[scale]), *stopped.values(), rest_of_note]
+        said = [_not_stored(rest, out, PROFILE_OF[scale]), *stopped.values(), out["_store_note"]]
         return {**out, "note": "; ".join(x for x in said if x)} if stopped else out
     unripe, said = budget.unripe_of(r, _judged(rest), onset.loss)
     verdict = budget.not_yet(lambda values: judge(rule, values)[0], r["seed_values"], unripe,
