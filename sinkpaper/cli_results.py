@@ -1,12 +1,13 @@
-"""`python -m sinkpaper store|report|claims|routes-check`: the results store, the blocks quoted from it, the paper's
-claims with our results, and every CPU training route's trajectory beside an fp32 run."""
+"""`python -m sinkpaper store|report|claims|routes-check|default-plan`: the results store, the blocks quoted from it,
+the paper's claims with our results, every CPU training route's trajectory beside an fp32 run, and the next runs of
+the paper's default on a CPU."""
 from __future__ import annotations
 
 import json
 import sys
 from .paper.verdicts import SCALES
 
-COMMANDS = ("store", "report", "claims", "routes-check")
+COMMANDS = ("store", "report", "claims", "routes-check", "default-plan")
 
 
 def add_parsers(sub) -> None:
@@ -44,6 +45,11 @@ def add_parsers(sub) -> None:
     rc.add_argument("--only", metavar="ROUTE", help="train this route alone, keeping the others of the JSON there")
     rc.add_argument("--judge", action="store_true", help="train nothing: judge the JSON there again against the "
                                                          "configs as they are now")
+    dp = sub.add_parser("default-plan", help="the paper's default on a CPU (configs/default_cpu.yaml): the runs its "
+                        "plan trains next, decided from the store, and the command that trains them")
+    dp.add_argument("--store", default=None, help="results store (default results/store)")
+    dp.add_argument("--args", action="store_true", help="print only the next runs' sweep arguments (nothing once "
+                    "the plan is done), for a worker's loop: scripts/default_cpu_worker.sh")
     c = sub.add_parser("claims", help="the paper's claims with their rules and our results (sinkpaper.paper)")
     c.add_argument("--json", action="store_true", help="print the listing as JSON")
     c.add_argument("--id", metavar="NAME", help="one claim only")
@@ -143,6 +149,19 @@ def run_claims(a) -> int:
     return 0
 
 
+def run_default_plan(a) -> int:
+    from .results import default_cpu as D
+    from .train.store import DEFAULT_STORE
+    nxt = D.next_runs(a.store or DEFAULT_STORE)
+    args = "" if nxt.point is None else (f"--profile {D.PROFILE} --config {D.CONFIG} --points {nxt.point} --seeds "
+                                         + " ".join(map(str, nxt.seeds)))
+    if a.args:
+        print(args)
+    else:
+        print(nxt.why + "." + (f"\nnext: python -m sinkpaper sweep {args} --out runs/default_cpu" if args else ""))
+    return 0
+
+
 def run_routes_check(a) -> int:
     from .train import routes_check as RC
     if a.steps < 1:
@@ -166,7 +185,8 @@ def run(a) -> int:
     if a.command == "claims":
         return run_claims(a)
     try:
-        return {"store": run_store, "report": run_report, "routes-check": run_routes_check}[a.command](a)
+        return {"store": run_store, "report": run_report, "routes-check": run_routes_check,
+                "default-plan": run_default_plan}[a.command](a)
     except (ValueError, OSError) as e:
         print(f"sinkpaper: error: {e}", file=sys.stderr)
         return 2

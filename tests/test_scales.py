@@ -189,3 +189,43 @@ def test_the_default_plan_s_run_time_is_its_steps_at_the_step_time_measured_for_
     from sinkpaper.book import default_lead
     text = default_lead.lead(store=str(tmp_path / "store")).text        # no run stored: the time the plan takes
     assert f"no run yet (about {D.planned_hours():.0f} hours of one thread)</span>" in text
+
+
+def test_the_default_plan_trains_next_what_its_config_decided_from_each_stored_seed_0(tmp_path, capsys):
+    """configs/default_cpu.yaml's decision, read from the store: seed 0 of each configuration in turn, seeds 1-2 of
+    the first whose seed 0 reaches the bar (20 % on it clears), and nothing after two configurations below it."""
+    from sinkpaper.book import default_lead
+    from sinkpaper.cli import main
+    from sinkpaper.results import default_cpu as D
+    d128, d256 = D.POINTS
+
+    def next_of(store):
+        n = D.next_runs(store=str(store))
+        return n.point, n.seeds, n.why
+
+    assert next_of(tmp_path)[:2] == (d128, (0,))
+    _stored_text_run(tmp_path, D.CONFIG, d128, 0, {"Sink_1": 19.9})
+    point, seeds, why = next_of(tmp_path)
+    assert (point, seeds) == (d256, (0,))
+    assert f"{d128} seed 0 read Sink_1 19.9 % on its plateau, below the 20 % bar" in why
+    _stored_text_run(tmp_path, D.CONFIG, d256, 0, {"Sink_1": 20.0})
+    assert next_of(tmp_path)[:2] == (d256, (1, 2))
+    assert f"<b>Next, as planned</b>: {d128} seed 0 read Sink_1 19.9 %" in default_lead.lead(store=str(tmp_path)).text
+    assert main(["default-plan", "--args", "--store", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == ["--profile", "text", "--config", D.CONFIG, "--points", d256, "--seeds",
+                                               "1", "2"]
+    for seed in (1, 2):
+        _stored_text_run(tmp_path, D.CONFIG, d256, seed, {"Sink_1": 5.0})
+    point, seeds, why = next_of(tmp_path)
+    assert (point, seeds) == (None, ()) and why.endswith("its seeds 1 and 2 are stored: the plan is done")
+    assert main(["default-plan", "--args", "--store", str(tmp_path)]) == 0 and capsys.readouterr().out.strip() == ""
+
+    below = tmp_path / "below"   # neither clears: no third configuration
+    for pt in (d128, d256):
+        _stored_text_run(below, D.CONFIG, pt, 0, {"Sink_1": 3.0})
+    point, seeds, why = next_of(below)
+    assert (point, seeds) == (None, ()) and "no configuration cleared the bar" in why
+    cleared = tmp_path / "cleared"   # the first clears: its own seeds, never the second configuration
+    _stored_text_run(cleared, D.CONFIG, d128, 0, {"Sink_1": 25.0})
+    _stored_text_run(cleared, D.CONFIG, d128, 2, {"Sink_1": 25.0})
+    assert next_of(cleared)[:2] == (d128, (1,))

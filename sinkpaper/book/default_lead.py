@@ -111,6 +111,8 @@ def lead(store: str | None = None) -> Lead:
     text = (f"<b>The paper's own setting on a CPU</b>: no fixed first token, {plan.model['n_layers']} layers, d "
             f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
             + "; ".join(said) + ".")
+    if any(r.finished for r in cpu):   # the decision the plan wrote before its runs, read from the store
+        text += " <b>Next, as planned</b>: " + html.escape(D.next_runs(**kw).why) + "."
     if gpu is not None:
         hardware = gpu["result"].get("provenance", {}).get("hardware", "GPU")
         text += (f" <b>On a lent {html.escape(hardware)}</b> (d {gpu['config']['model']['d_model']}): "

@@ -100,3 +100,41 @@ def facts(payload: dict, finished: bool = True) -> dict:
         except NotEnoughEvaluations:
             pass
     return out
+
+
+@dataclass
+class NextRuns:
+    """What the plan trains next, decided from the store as configs/default_cpu.yaml wrote it before its first run:
+    ``point`` and ``seeds`` (None and () once the plan is done), and why, in a sentence."""
+    point: str | None
+    seeds: tuple[int, ...]
+    why: str
+
+
+def next_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> NextRuns:
+    """Seed 0 of each configuration in turn; seeds 1 and 2 of the first whose seed 0 clears :data:`BAR` on its
+    plateau (a run that is not a result does not clear it); if neither does, nothing more (a third configuration is
+    not tried before that decision is written)."""
+    every = runs(store, root)
+    whole = {(r.point, r.seed): r for r in every if r.finished}
+    begun = {(r.point, r.seed): r.progress or {} for r in every if not r.finished}
+    said = []
+    for point in POINTS:
+        seed0 = whole.get((point, 0))
+        if seed0 is None:
+            p = begun.get((point, 0))
+            so_far = f" (its curve so far: step {p['step']:,} of {p['steps']:,})" if p and "step" in p else ""
+            return NextRuns(point, (0,), "; ".join([*said, f"{point} seed 0 is the plan's next run{so_far}"]))
+        f = facts(seed0.payload)
+        if f["failure"] or f["plateau"] is None or f["plateau"] < BAR:
+            reading = (f"is not a result ({f['failure']})" if f["failure"] else "has no plateau"
+                       if f["plateau"] is None else f"read Sink_1 {f['plateau']:.1f} % on its plateau")
+            said.append(f"{point} seed 0 {reading}, below the {BAR:g} % bar")
+            continue
+        left = tuple(s for s in SEEDS[1:] if (point, s) not in whole)
+        cleared = f"{point} seed 0 cleared the {BAR:g} % bar ({f['plateau']:.1f} %)"
+        if left:
+            return NextRuns(point, left, "; ".join([*said, f"{cleared}: seeds 1 and 2 of it"]))
+        return NextRuns(None, (), "; ".join([*said, f"{cleared}; its seeds 1 and 2 are stored: the plan is done"]))
+    return NextRuns(None, (), "; ".join([*said, "no configuration cleared the bar: the plan is done, reported as "
+                                                 "measured (no third configuration)"]))
