@@ -208,9 +208,17 @@ def test_the_default_plan_trains_next_what_its_config_decided_from_each_stored_s
     point, seeds, why = next_of(tmp_path)
     assert (point, seeds) == (d256, (0,))
     assert f"{d128} seed 0 read Sink_1 19.9 % on its plateau, below the 20 % bar" in why
+    # until a configuration clears the bar, the scale says the plan's decision, never "run d128's seeds 1-2"
+    emergence = paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))
+    assert emergence["verdict"] == paper.NO_RESULT and f"default={d128}" in emergence["measurement"]
+    assert emergence["note"].startswith("read once a configuration's seed 0 clears the 20 % bar")
+    assert f"{d256} seed 0 is the plan's next run" in emergence["note"] and "seeds 1, 2" not in emergence["note"]
     _stored_text_run(tmp_path, D.CONFIG, d256, 0, {"Sink_1": 20.0})
     assert next_of(tmp_path)[:2] == (d256, (1, 2))
-    assert f"<b>Next, as planned</b>: {d128} seed 0 read Sink_1 19.9 %" in default_lead.lead(store=str(tmp_path)).text
+    assert f"<b>Next, as planned</b>: seeds 1 and 2 of {d256} are" in default_lead.lead(store=str(tmp_path)).text
+    # the registry's scale reads the configuration that cleared the bar, and asks for its seeds 1-2
+    emergence = paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))
+    assert f"default={d256}" in emergence["measurement"] and f"not stored: {d256} seeds 1, 2" in emergence["note"]
     assert main(["default-plan", "--args", "--store", str(tmp_path)]) == 0
     assert capsys.readouterr().out.split() == ["--profile", "text", "--config", D.CONFIG, "--points", d256, "--seeds",
                                                "1", "2"]

@@ -18,14 +18,14 @@ def _rows(payload: dict, label: str, seed: int) -> list[dict]:
 
 
 def _run_text(run: D.DefaultRun) -> str:
-    """A run in a sentence: one short clause while it trains ("seed 0: 120M of 328M tokens, Sink_1 0.0 %"), the
-    plateau, alpha_1 and the layers once it is stored whole."""
+    """A run in a sentence: one short clause while it trains ("default_cpu_d128 seed 0: 120M of 328M tokens, Sink_1
+    0.0 %"), the plateau, alpha_1 and the layers once it is stored whole."""
     f = D.facts(run.payload, run.finished)
     if f["tokens"] is None:
         return f"{run.point} seed {run.seed}: started, no evaluation yet"
     if not run.finished:
         total = run.payload["config"]["optim"]["steps"] * _tokens_per_step(run)
-        return (f"seed {run.seed}: {f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens, "
+        return (f"{run.point} seed {run.seed}: {f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens, "
                 f"Sink_1 {sig(f['last_sink_1'])} %")
     sink = (f"Sink_1 {sig(f['plateau'])} % on its plateau ({'clears' if f['plateau'] >= D.BAR else 'below'} the bar)"
             if f["plateau"] is not None and not f["failure"] else f"not a result: {f['failure']}" if f["failure"]
@@ -112,7 +112,7 @@ def lead(store: str | None = None) -> Lead:
             f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
             + "; ".join(said) + ".")
     if any(r.finished for r in cpu):   # the decision the plan wrote before its runs, read from the store
-        text += " <b>Next, as planned</b>: " + html.escape(D.next_runs(**kw).why) + "."
+        text += " <b>Next, as planned</b>: " + html.escape(D.next_runs(**kw).decision) + "."
     if gpu is not None:
         hardware = gpu["result"].get("provenance", {}).get("hardware", "GPU")
         text += (f" <b>On a lent {html.escape(hardware)}</b> (d {gpu['config']['model']['d_model']}): "

@@ -185,6 +185,21 @@ DEFAULT_CPU = default_cpu.CONFIG
 DEFAULT_CPU_BASE = default_cpu.POINTS[0]   # the plan's first configuration (its second only if this one fails)
 
 
+def as_planned(m, scale: str, store: str) -> tuple[Any, str | None]:
+    """A measurement at a scale, as its plan reads it: at the paper's default on a CPU, the configuration whose
+    seed 0 cleared the plan's bar in place of the first (configs/default_cpu.yaml), or, until one has, the plan's
+    own decision, to say in place of a list of runs to train (its seeds 1-2 are not the plan's next runs then);
+    elsewhere ``m`` as it is, and None."""
+    if scale != DEFAULT_CPU_SCALE or not isinstance(m, Runs):
+        return m, None
+    nxt = default_cpu.next_runs(store)
+    if nxt.cleared is None:
+        return m, (f"read once a configuration's seed 0 clears the {default_cpu.BAR:g} % bar ({DEFAULT_CPU}): "
+                   f"{nxt.why} (run: bash scripts/default_cpu_worker.sh)")
+    return replace(m, points={k: (nxt.cleared if v[0] == DEFAULT_CPU_BASE else v[0], *v[1:])
+                              for k, v in m.points.items()}), None
+
+
 def onsets_measure(*quantities: str) -> dict:
     """The text base's onsets of ``quantities`` and its number of steps (past which an onset never came), on the
     onsets family's runs at real text (2 and 4 layers) and at the miniature, and on the paper's default on a CPU."""

@@ -18,7 +18,7 @@ from ..train import store as S
 from ..train.store import DEFAULT_STORE
 from ..train.recheck import trained_bf16_softmax
 from ..train.sweep import DIVERGED, divergence_error, read_diverged
-from .claim import Chapter, Claim, NotRun, Runs
+from .claim import Chapter, Claim, NotRun, Runs, as_planned
 from .claims import CLAIMS, rule_check
 from .committed import committed_record
 from .onsets import did_not_last, never_step, onset_step
@@ -327,7 +327,7 @@ def _store_result(m: Runs, profile: str, store: str, per_run: bool = False) -> d
 
 def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DEFAULT_STORE) -> dict:
     """One claim at one scale: {"measurement", "values", "verdict", "status", "note", ...}."""
-    m = c.measure.get(scale, NotRun("not listed"))
+    m, plan_note = as_planned(c.measure.get(scale, NotRun("not listed")), scale, store)
     if isinstance(m, NotRun):
         return {"measurement": NOT_RUN, "values": {}, "verdict": NO_RESULT, "status": NOT_RUN, "note": m.reason}
     if isinstance(m, Chapter):
@@ -354,7 +354,7 @@ def result(c: Claim, scale: str, records: Mapping | None = None, store: str = DE
             out["rule"] = rule.sentence
         if out["status"] in ("missing", "incomplete"):   # which runs, and the command that makes them
             out["_store_note"] = out["note"]
-            out["note"] = "; ".join(x for x in (_not_stored(m, out, PROFILE_OF[scale]), out["note"]) if x)
+            out["note"] = plan_note or "; ".join(x for x in (_not_stored(m, out, PROFILE_OF[scale]), out["note"]) if x)
     if out["status"] == STALE:
         out["verdict"] = NO_RESULT
         out["note"] = _stale_note(m, out["stale"], PROFILE_OF[scale])

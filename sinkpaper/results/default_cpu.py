@@ -105,10 +105,18 @@ def facts(payload: dict, finished: bool = True) -> dict:
 @dataclass
 class NextRuns:
     """What the plan trains next, decided from the store as configs/default_cpu.yaml wrote it before its first run:
-    ``point`` and ``seeds`` (None and () once the plan is done), and why, in a sentence."""
+    ``point`` and ``seeds`` (None and () once the plan is done); ``cleared``: the configuration whose seed 0 cleared
+    the bar (the one the registry's scale reads), None while none has; ``read``: what the stored seed 0s read,
+    ``decision``: what follows, each in a clause."""
     point: str | None
     seeds: tuple[int, ...]
-    why: str
+    read: tuple[str, ...]
+    decision: str
+    cleared: str | None = None
+
+    @property
+    def why(self) -> str:
+        return "; ".join([*self.read, self.decision])
 
 
 def next_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> NextRuns:
@@ -118,13 +126,13 @@ def next_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> Next
     every = runs(store, root)
     whole = {(r.point, r.seed): r for r in every if r.finished}
     begun = {(r.point, r.seed): r.progress or {} for r in every if not r.finished}
-    said = []
+    said: list[str] = []
     for point in POINTS:
         seed0 = whole.get((point, 0))
         if seed0 is None:
             p = begun.get((point, 0))
             so_far = f" (its curve so far: step {p['step']:,} of {p['steps']:,})" if p and "step" in p else ""
-            return NextRuns(point, (0,), "; ".join([*said, f"{point} seed 0 is the plan's next run{so_far}"]))
+            return NextRuns(point, (0,), tuple(said), f"{point} seed 0 is the plan's next run{so_far}")
         f = facts(seed0.payload)
         if f["failure"] or f["plateau"] is None or f["plateau"] < BAR:
             reading = (f"is not a result ({f['failure']})" if f["failure"] else "has no plateau"
@@ -132,9 +140,9 @@ def next_runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> Next
             said.append(f"{point} seed 0 {reading}, below the {BAR:g} % bar")
             continue
         left = tuple(s for s in SEEDS[1:] if (point, s) not in whole)
-        cleared = f"{point} seed 0 cleared the {BAR:g} % bar ({f['plateau']:.1f} %)"
+        said.append(f"{point} seed 0 cleared the {BAR:g} % bar ({f['plateau']:.1f} %)")
         if left:
-            return NextRuns(point, left, "; ".join([*said, f"{cleared}: seeds 1 and 2 of it"]))
-        return NextRuns(None, (), "; ".join([*said, f"{cleared}; its seeds 1 and 2 are stored: the plan is done"]))
-    return NextRuns(None, (), "; ".join([*said, "no configuration cleared the bar: the plan is done, reported as "
-                                                 "measured (no third configuration)"]))
+            return NextRuns(point, left, tuple(said), f"seeds 1 and 2 of {point} are the plan's next runs", point)
+        return NextRuns(None, (), tuple(said), "its seeds 1 and 2 are stored: the plan is done", point)
+    return NextRuns(None, (), tuple(said), "no configuration cleared the bar: the plan is done, reported as measured "
+                                           "(no third configuration)")
