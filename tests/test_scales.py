@@ -112,7 +112,8 @@ def test_the_paper_default_on_a_cpu_reads_a_run_in_progress_from_its_partial_cur
     got = default_lead.lead(store=str(tmp_path))
     chart, text = got.chart, got.text
     # one short clause on the lead while it trains; alpha_1 and the pace in its tooltip
-    assert f"seed 0: {per * 300 / 1e6:.0f}M of {per * cfg.optim.steps / 1e6:.0f}M tokens, Sink_1 6 %</span>" in text
+    assert (f"d {cfg.model['d_model']}, seed 0: {per * 300 / 1e6:.0f}M of {per * cfg.optim.steps / 1e6:.0f}M tokens, "
+            "Sink_1 6 %</span>") in text
     assert f'title="{point} (running); alpha_1 still uniform' in text
     assert chart is not None and "18.18 %" in text
     assert paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))["verdict"] \
@@ -208,6 +209,8 @@ def test_the_default_plan_trains_next_what_its_config_decided_from_each_stored_s
     point, seeds, why = next_of(tmp_path)
     assert (point, seeds) == (d256, (0,))
     assert f"{d128} seed 0 read Sink_1 19.9 % on its plateau, below the 20 % bar" in why
+    lead = default_lead.lead(store=str(tmp_path)).text
+    assert "below the 20 % bar</span>" in lead and f"<b>Next, as planned</b>: {d256} seed 0 is the plan" in lead
     # until a configuration clears the bar, the scale says the plan's decision, never "run d128's seeds 1-2"
     emergence = paper.result(paper.claim("opt_emergence"), paper.DEFAULT_CPU_SCALE, store=str(tmp_path))
     assert emergence["verdict"] == paper.NO_RESULT and f"default={d128}" in emergence["measurement"]

@@ -17,38 +17,50 @@ def _rows(payload: dict, label: str, seed: int) -> list[dict]:
     return [{**r, "point": label, "seed": seed} for r in curve_rows(payload, label)]
 
 
+def _width(payload: dict) -> str:
+    """A configuration of the plan by what tells it apart on the lead: its width ("d 128")."""
+    return f"d {payload['config']['model']['d_model']}"
+
+
 def _run_text(run: D.DefaultRun) -> str:
-    """A run in a sentence: one short clause while it trains ("default_cpu_d128 seed 0: 120M of 328M tokens, Sink_1
-    0.0 %"), the plateau, alpha_1 and the layers once it is stored whole."""
+    """A run in a clause: "d 128, seed 0: 120M of 328M tokens, Sink_1 0.0 %" while it trains, its plateau against
+    the bar once stored whole (where alpha_1 leaves uniform and the layers with a sink go in its tooltip)."""
     f = D.facts(run.payload, run.finished)
+    name = f"{_width(run.payload)}, seed {run.seed}"
     if f["tokens"] is None:
-        return f"{run.point} seed {run.seed}: started, no evaluation yet"
+        return f"{name}: started, no evaluation yet"
     if not run.finished:
         total = run.payload["config"]["optim"]["steps"] * _tokens_per_step(run)
-        return (f"{run.point} seed {run.seed}: {f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens, "
-                f"Sink_1 {sig(f['last_sink_1'])} %")
-    sink = (f"Sink_1 {sig(f['plateau'])} % on its plateau ({'clears' if f['plateau'] >= D.BAR else 'below'} the bar)"
-            if f["plateau"] is not None and not f["failure"] else f"not a result: {f['failure']}" if f["failure"]
-            else f"Sink_1 {sig(f['last_sink_1'])} % at its last evaluation")
+        return f"{name}: {f['tokens'] / 1e6:.0f}M of {total / 1e6:.0f}M tokens, Sink_1 {sig(f['last_sink_1'])} %"
+    if f["failure"]:
+        return f"{name}: not a result ({f['failure']})"
+    if f["plateau"] is None:
+        return f"{name}: Sink_1 {sig(f['last_sink_1'])} % at its last evaluation"
+    return (f"{name}: Sink_1 {sig(f['plateau'])} % at {f['tokens'] / 1e6:.0f}M tokens, "
+            f"{'clearing' if f['plateau'] >= D.BAR else 'below'} the {D.BAR:g} % bar")
+
+
+def _run_tip(run: D.DefaultRun) -> str:
+    """What the lead's clause leaves to its tooltip: the point, where alpha_1 leaves uniform, the layers with a
+    sink, and for a run in progress its hours trained and left."""
+    f = D.facts(run.payload, run.finished)
     lu = f["leaves_uniform"]
-    uniform = f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M" if lu else "alpha_1 still uniform"
-    layers = f"sink in layer{'s' if len(f['sink_layers']) > 1 else ''} {', '.join(map(str, f['sink_layers']))}" \
-        if f["sink_layers"] else "no layer with a sink"
-    return f"{run.point} seed {run.seed}, {f['tokens'] / 1e6:.0f}M tokens: {sink}; {uniform}; {layers}"
-
-
-def _progress_tip(run: D.DefaultRun) -> str:
-    """Where a run in progress stands, for its tooltip: alpha_1, elapsed and projected hours, from its partial."""
-    f = D.facts(run.payload, False)
+    bits = [run.point + ("" if run.finished else " (running)"),
+            f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M tokens" if lu else "alpha_1 still uniform"]
+    if run.finished:
+        layers = f["sink_layers"]
+        bits.append(f"sink in layer{'s' if len(layers) > 1 else ''} {', '.join(map(str, layers))}" if layers
+                    else "no layer with a sink")
     p = run.progress or {}
-    bits = [f"{run.point} (running)"]
-    lu = f["leaves_uniform"]
-    bits.append(f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M tokens" if lu else "alpha_1 still uniform")
     if p.get("elapsed_seconds") is not None:
         bits.append(f"{p['elapsed_seconds'] / 3600:.1f} h trained")
     if p.get("projected_seconds_left") is not None:
         bits.append(f"about {p['projected_seconds_left'] / 3600:.0f} h left at its last sitting's pace")
     return "; ".join(bits)
+
+
+def _said(run: D.DefaultRun) -> str:
+    return f'<span title="{html.escape(_run_tip(run))}">{html.escape(_run_text(run))}</span>'
 
 
 def _tokens_per_step(run: D.DefaultRun) -> int:
@@ -90,9 +102,10 @@ def lead(store: str | None = None) -> Lead:
     gpu = D.gpu_seed(**kw)
     rows = []
     if gpu is not None:
-        rows += _rows(gpu, f"GPU seed ({gpu['name']})", gpu["config"]["run"]["seed"])
+        rows += _rows(gpu, f"GPU, {_width(gpu)}", gpu["config"]["run"]["seed"])
     for run in cpu:
-        rows += _rows(run.payload, f"CPU: {run.label}", run.seed)
+        rows += _rows(run.payload, f"CPU, {_width(run.payload)}" + ("" if run.finished else " (running)"),
+                      run.seed)
     chart = None
     if rows:
         chart = band_chart(rows, "Sink_1 %", "no fixed first token: Sink_1 (%)", y_domain=(0, 100), rule_y=D.BAR,
@@ -104,20 +117,20 @@ def lead(store: str | None = None) -> Lead:
     hours = D.planned_hours()
     timed = "" if hours is None else (f"; about {hours:.0f} hours of one thread at the step time measured for its "
                                       "shape and route (results/bench/cpu-routes.json), evaluations aside")
-    said = [html.escape(_run_text(r)) if r.finished
-            else f'<span title="{html.escape(_progress_tip(r))}">{html.escape(_run_text(r))}</span>' for r in cpu] or [
+    said = [_said(r) for r in cpu] or [
         f'<span title="{html.escape(command + timed)}">no run yet'
         + (f" (about {hours:.0f} hours of one thread)" if hours is not None else "") + "</span>"]
-    text = (f"<b>The paper's own setting on a CPU</b>: no fixed first token, {plan.model['n_layers']} layers, d "
-            f"{plan.model['d_model']}, context {plan.data.context} (<code>{D.CONFIG}</code>, planned before its runs): "
-            + "; ".join(said) + ".")
-    if any(r.finished for r in cpu):   # the decision the plan wrote before its runs, read from the store
-        text += " <b>Next, as planned</b>: " + html.escape(D.next_runs(**kw).decision) + "."
+    text = (f"<b>The paper's own setting on a CPU</b> (no fixed first token, {plan.model['n_layers']} layers, context "
+            f"{plan.data.context}; <code>{D.CONFIG}</code>, planned before its runs): " + "; ".join(said) + ".")
+    nxt = D.next_runs(**kw)
+    running = {(r.point, r.seed) for r in cpu if not r.finished}
+    # the decision the plan wrote before its runs, read from the store, unless its run is already on the lead
+    if any(r.finished for r in cpu) and not any((nxt.point, s) in running for s in nxt.seeds):
+        text += " <b>Next, as planned</b>: " + html.escape(nxt.decision) + "."
     if gpu is not None:
         hardware = gpu["result"].get("provenance", {}).get("hardware", "GPU")
-        text += (f" <b>On a lent {html.escape(hardware)}</b> (d {gpu['config']['model']['d_model']}): "
-                 + html.escape(_run_text(
-            D.DefaultRun(gpu["name"], gpu["config"]["run"]["seed"], gpu, True))) + ".")
+        text += (f" <b>On a lent {html.escape(hardware)}</b>: "
+                 + _said(D.DefaultRun(gpu["name"], gpu["config"]["run"]["seed"], gpu, True)) + ".")
     text += (f" <b>The paper's run</b>: onset at 1-2B tokens, {paper.paper_text('default')} % at its end (dashed; "
              f"dotted: the {D.BAR:g} % bar).")
     prov = payloads_provenance([r.payload for r in cpu if r.finished] + ([gpu] if gpu is not None else []),

@@ -29,10 +29,6 @@ class DefaultRun:
     finished: bool
     progress: dict | None = None
 
-    @property
-    def label(self) -> str:
-        return f"{self.point}, seed {self.seed}" + ("" if self.finished else " (running)")
-
 
 def runs(store: str | Path = DEFAULT_STORE, root: str | Path = ".") -> list[DefaultRun]:
     """Every run of the plan the store holds, whole or in progress, in the plan's order."""
