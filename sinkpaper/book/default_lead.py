@@ -22,10 +22,10 @@ def _width(payload: dict) -> str:
     return f"d {payload['config']['model']['d_model']}"
 
 
-def _run_text(run: D.DefaultRun) -> str:
+def _run_text(run: D.DefaultRun, f: dict) -> str:
     """A run in a clause: "d 128, seed 0: 120M of 328M tokens, Sink_1 0.0 %" while it trains, its plateau against
-    the bar once stored whole (where alpha_1 leaves uniform and the layers with a sink go in its tooltip)."""
-    f = D.facts(run.payload, run.finished)
+    the bar once stored whole (where alpha_1 leaves uniform and the layers with a sink go in its tooltip); ``f``:
+    its :func:`~sinkpaper.results.default_cpu.facts`."""
     name = f"{_width(run.payload)}, seed {run.seed}"
     if f["tokens"] is None:
         return f"{name}: started, no evaluation yet"
@@ -40,10 +40,9 @@ def _run_text(run: D.DefaultRun) -> str:
             f"{'clearing' if f['plateau'] >= D.BAR else 'below'} the {D.BAR:g} % bar")
 
 
-def _run_tip(run: D.DefaultRun) -> str:
+def _run_tip(run: D.DefaultRun, f: dict) -> str:
     """What the lead's clause leaves to its tooltip: the point, where alpha_1 leaves uniform, the layers with a
     sink, and for a run in progress its hours trained and left."""
-    f = D.facts(run.payload, run.finished)
     lu = f["leaves_uniform"]
     bits = [run.point + ("" if run.finished else " (running)"),
             f"alpha_1 left uniform at {lu['tokens'] / 1e6:.0f}M tokens" if lu else "alpha_1 still uniform"]
@@ -60,7 +59,8 @@ def _run_tip(run: D.DefaultRun) -> str:
 
 
 def _said(run: D.DefaultRun) -> str:
-    return f'<span title="{html.escape(_run_tip(run))}">{html.escape(_run_text(run))}</span>'
+    f = D.facts(run.payload, run.finished)
+    return f'<span title="{html.escape(_run_tip(run, f))}">{html.escape(_run_text(run, f))}</span>'
 
 
 def _tokens_per_step(run: D.DefaultRun) -> int:
